@@ -1,0 +1,61 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Swift 6 language mode everywhere; warnings are treated as errors by tools/check.
+let package = Package(
+    name: "Sightline",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "IndexModel", targets: ["IndexModel"]),
+        .library(name: "DeviceStore", targets: ["DeviceStore"]),
+        .executable(name: "sightline", targets: ["sightline"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        .target(name: "IndexModel"),
+        .target(
+            name: "DeviceStore",
+            dependencies: [
+                "IndexModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "sightline",
+            dependencies: [
+                "IndexModel",
+                "DeviceStore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "IndexModelTests",
+            dependencies: [
+                "IndexModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "DeviceStoreTests",
+            dependencies: [
+                "DeviceStore",
+                "IndexModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "SightlineCLITests",
+            dependencies: ["sightline", "DeviceStore", "IndexModel"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

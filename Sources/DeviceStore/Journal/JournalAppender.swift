@@ -1,0 +1,74 @@
+import Foundation
+import GRDB
+import IndexModel
+
+/// Appends the events of one call inside a write transaction: encodes each event,
+/// links it into the hash chain, inserts the row and folds it into the
+/// projections, all in the caller's transaction.
+final class JournalAppender {
+    let db: Database
+    let epoch: Epoch
+    private(set) var call: CallID
+    let time: Timestamp
+    private let projector: Projector
+    private(set) var head: Seq
+    private(set) var headHash: ChainHash
+    private(set) var firstAppended: Seq?
+
+    /// Reads the journal head in `db`, which must be inside a write transaction.
+    init(db: Database, time: Timestamp) throws {
+        self.db = db
+        self.time = time
+        projector = Projector(db: db)
+        let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+        epoch = Epoch(UInt64(epochValue))
+        if let row = try Row.fetchOne(db, sql: "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1") {
+            let seq: Int64 = row[0]
+            let call: Int64 = row[1]
+            let hash: Data = row[2]
+            head = Seq(UInt64(seq))
+            guard let chainHash = ChainHash([UInt8](hash)) else {
+                throw DeviceStoreError(.corruptJournal, "seq \(seq): stored hash is \(hash.count) bytes, not 32", seq: head)
+            }
+            headHash = chainHash
+            self.call = CallID(UInt64(call)).next
+        } else {
+            head = .none
+            headHash = .genesis
+            self.call = CallID(1)
+        }
+    }
+
+    @discardableResult
+    func append(_ event: JournalEvent) throws -> Seq {
+        let payload = EventCodec.encode(event)
+        let seq = head.next
+        let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, payload: payload)
+        try db.cachedStatement(sql: """
+            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                Int64(seq.rawValue), Int64(epoch.rawValue), Int64(call.rawValue), Int64(event.kind.rawValue),
+                time.millisecondsSince1970, Data(payload), Data(headHash.bytes), Data(hash.bytes),
+            ])
+        try projector.apply(event, seq: seq, time: time)
+        head = seq
+        headHash = hash
+        if firstAppended == nil { firstAppended = seq }
+        return seq
+    }
+
+    /// Starts the next call in the same transaction (a group of calls committed
+    /// together, as `DeviceStore.performAll` does).
+    func startNextCall() {
+        call = call.next
+        firstAppended = nil
+    }
+
+    /// The seqs this call appended, or nil when it appended nothing.
+    var appendedRange: ClosedRange<Seq>? {
+        firstAppended.map { $0...head }
+    }
+
+    var projections: Projector { projector }
+}

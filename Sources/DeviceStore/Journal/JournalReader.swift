@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import IndexModel
+
+/// Reads journal rows in seq order, as much of them as can be read.
+///
+/// Inspection must work on damaged stores, so a row that SQLite cannot read ends
+/// the scan with a `stop` that says after which seq and why, instead of an error
+/// that hides the rows before it.
+public struct JournalScan: Sendable {
+    /// Why and where a scan ended early, nil when it read to the end.
+    public var stop: DeviceStoreError?
+    /// The last seq read before the scan stopped (or the head when it did not).
+    public var lastSeq: Seq?
+}
+
+extension DeviceStore {
+    /// Calls `body` with every journal row from `start` on, in seq order, until the
+    /// end, until `body` returns false, or until a row cannot be read.
+    @discardableResult
+    public func scanJournal(from start: Seq = Seq(1), _ body: (JournalRecord) throws -> Bool) throws(DeviceStoreError) -> JournalScan {
+        var scan = JournalScan()
+        do {
+            try queue.read { db in
+                let cursor = try Row.fetchCursor(db, sql: """
+                    SELECT seq, epoch, call, kind, time, payload, prev_hash, hash FROM event_journal
+                    WHERE seq >= ? ORDER BY seq
+                    """, arguments: [Int64(start.rawValue)])
+                do {
+                    while let row = try cursor.next() {
+                        let record = try JournalRecordDecoding.record(from: row)
+                        scan.lastSeq = record.seq
+                        guard try body(record) else { break }
+                    }
+                } catch let error as DeviceStoreError {
+                    scan.stop = error
+                } catch let error as DatabaseError {
+                    let after = scan.lastSeq.map { "after seq \($0)" } ?? "before the first row"
+                    scan.stop = DeviceStoreError(.corruptJournal, "cannot read the journal \(after): \(DeviceStore.describe(error))",
+                                                 seq: scan.lastSeq?.next ?? Seq(1))
+                }
+            }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.corruptJournal, "cannot read the journal: \(DeviceStore.describe(error))")
+        }
+        return scan
+    }
+
+    /// The records with seqs in `range`, in order (for `tail`, `show`).
+    public func records(_ range: ClosedRange<Seq>) throws(DeviceStoreError) -> [JournalRecord] {
+        var records: [JournalRecord] = []
+        let scan = try scanJournal(from: range.lowerBound) { record in
+            guard record.seq <= range.upperBound else { return false }
+            records.append(record)
+            return true
+        }
+        if let stop = scan.stop, records.isEmpty { throw stop }
+        return records
+    }
+
+    /// The journal head: its last seq (`Seq.none` when empty), that row's hash and
+    /// the store's current epoch.
+    public func journalHead() throws(DeviceStoreError) -> (seq: Seq, hash: ChainHash, epoch: Epoch) {
+        try read { db in
+            let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+            guard let row = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1") else {
+                return (Seq.none, ChainHash.genesis, Epoch(UInt64(epochValue)))
+            }
+            let seq: Int64 = row[0]
+            let hash: Data = row[1]
+            return (Seq(UInt64(seq)), ChainHash([UInt8](hash)) ?? ChainHash.genesis, Epoch(UInt64(epochValue)))
+        }
+    }
+}
+
+enum JournalRecordDecoding {
+    static func record(from row: Row) throws -> JournalRecord {
+        let seqValue: Int64 = row[0]
+        let seq = Seq(UInt64(bitPattern: seqValue))
+        func blob(_ index: Int, _ name: String) throws -> [UInt8] {
+            guard let data = row[index] as Data? else {
+                throw DeviceStoreError(.corruptJournal, "seq \(seq): \(name) is not a blob", seq: seq)
+            }
+            return [UInt8](data)
+        }
+        func integer(_ index: Int, _ name: String) throws -> Int64 {
+            guard let value = row[index] as Int64? else {
+                throw DeviceStoreError(.corruptJournal, "seq \(seq): \(name) is not an integer", seq: seq)
+            }
+            return value
+        }
+        let previous = try blob(6, "prev_hash")
+        let hash = try blob(7, "hash")
+        guard let previousHash = ChainHash(previous), let chainHash = ChainHash(hash) else {
+            throw DeviceStoreError(.corruptJournal, "seq \(seq): a chain hash is not 32 bytes", seq: seq)
+        }
+        let kind = try integer(3, "kind")
+        guard (0...255).contains(kind) else {
+            throw DeviceStoreError(.corruptJournal, "seq \(seq): kind \(kind) is out of range", seq: seq)
+        }
+        return JournalRecord(
+            seq: seq, epoch: Epoch(UInt64(bitPattern: try integer(1, "epoch"))),
+            call: CallID(UInt64(bitPattern: try integer(2, "call"))), kind: UInt8(kind),
+            time: Timestamp(millisecondsSince1970: try integer(4, "time")), payload: try blob(5, "payload"),
+            previousHash: previousHash, hash: chainHash)
+    }
+}
+
+extension DeviceStore {
+    /// The time of the journal's last event, nil when the journal is empty.
+    public func latestEventTime() throws(DeviceStoreError) -> Timestamp? {
+        try read { db in
+            try Int64.fetchOne(db, sql: "SELECT time FROM event_journal ORDER BY seq DESC LIMIT 1")
+                .map { Timestamp(millisecondsSince1970: $0) }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import IndexModel
+
+/// The result of checking a journal row by row.
+public struct JournalVerification: Sendable {
+    /// Rows that passed every check, from seq 1.
+    public var verifiedRows: Int = 0
+    /// The last verified row's seq and hash.
+    public var head: Seq = .none
+    public var headHash: ChainHash = .genesis
+    /// The first problem found, nil when the whole journal verifies.
+    public var firstProblem: DeviceStoreError?
+
+    public var isValid: Bool { firstProblem == nil }
+}
+
+extension DeviceStore {
+    /// Checks every row in seq order: seqs dense from 1, epochs never decreasing,
+    /// each row's previous hash equal to its predecessor's hash, each hash equal to
+    /// the SHA-256 recomputed from the row, and each payload decoding to an event of
+    /// the row's kind. Stops at the first bad row and names its seq.
+    public func verifyJournal() throws(DeviceStoreError) -> JournalVerification {
+        var result = JournalVerification()
+        var previousEpoch = Epoch(0)
+        let scan = try scanJournal { record in
+            let expected = result.head.next
+            guard record.seq == expected else {
+                result.firstProblem = DeviceStoreError(.corruptJournal,
+                    "seq \(expected) is missing: the row after seq \(result.head) has seq \(record.seq)", seq: expected)
+                return false
+            }
+            guard record.epoch >= previousEpoch else {
+                result.firstProblem = DeviceStoreError(.corruptJournal,
+                    "seq \(record.seq): epoch \(record.epoch) is lower than the previous row's \(previousEpoch)", seq: record.seq)
+                return false
+            }
+            guard record.previousHash == result.headHash else {
+                result.firstProblem = DeviceStoreError(.corruptJournal,
+                    "seq \(record.seq): previous hash does not match the hash of seq \(result.head) (chain broken)", seq: record.seq)
+                return false
+            }
+            let recomputed = ChainHash.of(previous: record.previousHash, epoch: record.epoch, seq: record.seq,
+                                          call: record.call, time: record.time, payload: record.payload)
+            guard recomputed == record.hash else {
+                result.firstProblem = DeviceStoreError(.corruptJournal,
+                    "seq \(record.seq): stored hash does not match the row's content (row altered)", seq: record.seq)
+                return false
+            }
+            do throws(DeviceStoreError) {
+                _ = try record.event()
+            } catch {
+                result.firstProblem = error
+                return false
+            }
+            previousEpoch = record.epoch
+            result.verifiedRows += 1
+            result.head = record.seq
+            result.headHash = record.hash
+            return true
+        }
+        if result.firstProblem == nil, let stop = scan.stop {
+            result.firstProblem = stop
+        }
+        return result
+    }
+}

@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+
+extension DeviceStore {
+    /// A SHA-256 digest of every projection (items, activities, client states,
+    /// engagement counts), over their rows in key order, excluding SQLite rowids.
+    /// Two stores with the same projections have the same digest.
+    public func projectionDigest() throws(DeviceStoreError) -> String {
+        try read { db in try ProjectionDigest.compute(db) }
+    }
+
+    /// Replays the journal into fresh projections in a private in-memory database
+    /// and returns their digest. The store is not modified, so this works on
+    /// read-only stores too. Equal to `projectionDigest()` when the projections
+    /// are exactly the fold of the journal.
+    public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
+        do {
+            let scratch = try DatabaseQueue()
+            return try scratch.write { scratchDB in
+                try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, createdAt: 0)
+                try replayJournal(into: scratchDB)
+                return try ProjectionDigest.compute(scratchDB)
+            }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.database, "rebuild failed: \(DeviceStore.describe(error))")
+        }
+    }
+
+    /// Empties the projections and folds the whole journal into them again, in one
+    /// transaction. A journal row that does not decode aborts the rebuild and
+    /// leaves the projections as they were.
+    public func rebuildProjections() throws(DeviceStoreError) {
+        try write { db in
+            for table in StoreSchema.projectionTables {
+                try db.execute(sql: "DELETE FROM \(table)")
+            }
+            try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
+            try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
+            try replayJournal(into: db)
+        }
+    }
+
+    /// Checks that the full-text indexes agree with the tables they index.
+    ///
+    /// SQLite runs this check as an INSERT, which a read-only connection refuses,
+    /// so a read-only store is first copied into memory with the backup API.
+    public func checkFullTextIndexes() throws(DeviceStoreError) {
+        func check(_ db: Database) throws {
+            for table in ["items_fts", "activities_fts"] {
+                do {
+                    try db.execute(sql: "INSERT INTO \(table) (\(table), rank) VALUES ('integrity-check', 1)")
+                } catch {
+                    throw DeviceStoreError(.corruptJournal, "the full-text index \(table) disagrees with its table: \(DeviceStore.describe(error))")
+                }
+            }
+        }
+        do {
+            if isReadOnly {
+                let copy = try DatabaseQueue()
+                try queue.backup(to: copy)
+                try copy.inDatabase(check)
+            } else {
+                try queue.inDatabase(check)
+            }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.database, "cannot check the full-text indexes: \(DeviceStore.describe(error))")
+        }
+    }
+
+    private func replayJournal(into db: Database) throws {
+        let projector = Projector(db: db)
+        var failure: (any Error)?
+        let scan = try scanJournal { record in
+            do {
+                try projector.apply(try record.event(), seq: record.seq, time: record.time)
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+        if let stop = scan.stop { throw stop }
+    }
+}
+
+enum ProjectionDigest {
+    static let queries = [
+        """
+        SELECT index_name, item_id, domain, expires, title, display_name, content_description, keywords,
+        content_url, ranking_hint, attributes, changed_seq FROM items ORDER BY index_name, item_id
+        """,
+        """
+        SELECT activity_key, activity_type, title, keywords, content_description, webpage_url, related,
+        weak_related, domain, persistent_id, expires, eligible_search, eligible_handoff, eligible_public,
+        related_deleted, view_count, first_seen, last_seen, payload, changed_seq FROM activities ORDER BY activity_key
+        """,
+        "SELECT index_name, state, changed_seq FROM client_states ORDER BY index_name",
+        "SELECT ref, shown, engaged FROM engagement ORDER BY ref",
+    ]
+
+    static func compute(_ db: Database) throws -> String {
+        var hasher = SHA256()
+        for (table, sql) in queries.enumerated() {
+            var writer = BinaryWriter(capacity: 4096)
+            writer.uvarint(UInt64(table))
+            let rows = try Row.fetchCursor(db, sql: sql)
+            while let row = try rows.next() {
+                for value in row.databaseValues {
+                    switch value.storage {
+                    case .null: writer.byte(0)
+                    case .int64(let integer):
+                        writer.byte(1)
+                        writer.svarint(integer)
+                    case .double(let double):
+                        writer.byte(2)
+                        writer.double(double)
+                    case .string(let text):
+                        writer.byte(3)
+                        writer.string(text)
+                    case .blob(let data):
+                        writer.byte(4)
+                        writer.data([UInt8](data))
+                    }
+                }
+                if writer.bytes.count > 1 << 16 {
+                    hasher.update(data: writer.bytes)
+                    writer = BinaryWriter(capacity: 4096)
+                }
+            }
+            hasher.update(data: writer.bytes)
+        }
+        return ChainHash(unchecked: Array(hasher.finalize())).hex
+    }
+}

@@ -1,0 +1,267 @@
+import Foundation
+import GRDB
+import IndexModel
+
+/// Where a device store lives.
+public enum StoreLocation: Hashable, Sendable {
+    /// A private in-memory database (the simulator's default).
+    case memory
+    /// A SQLite file in WAL mode.
+    case file(String)
+}
+
+/// How a device store is opened.
+public struct StoreOptions: Sendable {
+    public var clock: any StoreClock
+    public var random: any RandomSource
+    /// Open for inspection only: nothing is created, migrated or written.
+    public var readOnly: Bool
+    /// `full` syncs the WAL on every commit (a committed call survives power
+    /// loss); `normal` survives a process crash only. Full is the default.
+    public var durability: Durability
+
+    public enum Durability: Sendable {
+        case full
+        case normal
+    }
+
+    public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
+                readOnly: Bool = false, durability: Durability = .full) {
+        self.clock = clock
+        self.random = random
+        self.readOnly = readOnly
+        self.durability = durability
+    }
+}
+
+/// A device's store: the append-only event journal and the projections folded
+/// from it, behind a Core Spotlight-style API.
+///
+/// Every call is one SQLite transaction: its journal rows and projection changes
+/// commit together or not at all. The store never reads ambient time or
+/// randomness; both come from `StoreOptions`.
+public final class DeviceStore: Sendable {
+    public let deviceID: DeviceID
+    public let location: StoreLocation
+    public let isReadOnly: Bool
+    let queue: DatabaseQueue
+    let clock: any StoreClock
+
+    public init(at location: StoreLocation, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) {
+        self.location = location
+        isReadOnly = options.readOnly
+        clock = options.clock
+        var configuration = Configuration()
+        configuration.readonly = options.readOnly
+        configuration.busyMode = .timeout(10)
+        configuration.label = "DeviceStore"
+        if !options.readOnly {
+            let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            }
+        }
+        do {
+            switch location {
+            case .memory:
+                queue = try DatabaseQueue(configuration: configuration)
+            case .file(let path):
+                if options.readOnly && !FileManager.default.fileExists(atPath: path) {
+                    throw DeviceStoreError(.storeNotFound, "no store at \(path): check the path (read-only commands never create a store)")
+                }
+                if !options.readOnly { configuration.journalMode = .wal }
+                queue = try DatabaseQueue(path: path, configuration: configuration)
+            }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.database, "cannot open \(location.displayName): \(DeviceStore.describe(error))")
+        }
+        let random = options.random
+        let now = options.clock.now()
+        do {
+            let identifier: String
+            if options.readOnly {
+                identifier = try queue.read { db in try DeviceStore.checkMeta(db) }
+            } else {
+                identifier = try queue.write { db in
+                    if try db.tableExists("store_meta") {
+                        return try DeviceStore.checkMeta(db)
+                    }
+                    if try !db.tableExists("event_journal"), try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
+                        let identifier = DeviceStore.makeDeviceID(random)
+                        try StoreSchema.create(db, deviceID: identifier, createdAt: now.millisecondsSince1970)
+                        return identifier
+                    }
+                    throw DeviceStoreError(.notADeviceStore, "\(location.displayName) is a SQLite database but not a Sightline device store")
+                }
+            }
+            deviceID = DeviceID(identifier)
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.notADeviceStore, "\(location.displayName) cannot be read as a device store: \(DeviceStore.describe(error))")
+        }
+    }
+
+    private static func checkMeta(_ db: Database) throws -> String {
+        guard try db.tableExists("store_meta") else {
+            throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (no store_meta table)")
+        }
+        let application = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'application'")
+        guard application == StoreSchema.application else {
+            throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (application is \(application ?? "missing"))")
+        }
+        let version = try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'") ?? 0
+        guard version == StoreSchema.formatVersion else {
+            throw DeviceStoreError(.notADeviceStore, "store format version \(version) is not supported (this build reads version \(StoreSchema.formatVersion))")
+        }
+        guard let identifier = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
+            throw DeviceStoreError(.notADeviceStore, "the store has no device_id")
+        }
+        return identifier
+    }
+
+    private static func makeDeviceID(_ random: any RandomSource) -> String {
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        for _ in 0..<2 {
+            var value = random.next()
+            for _ in 0..<16 {
+                text.append(digits[Int(value & 0xF)])
+                value >>= 4
+            }
+        }
+        return text
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")"
+        }
+        return String(describing: error)
+    }
+
+    // MARK: - Transactions
+
+    func write<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
+        guard !isReadOnly else {
+            throw DeviceStoreError(.readOnly, "the store was opened read-only")
+        }
+        do {
+            return try queue.write(body)
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch let error as OperationError {
+            throw DeviceStoreError.invalid(error)
+        } catch {
+            throw DeviceStoreError(.database, "write failed, nothing was committed: \(DeviceStore.describe(error))")
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
+        do {
+            return try queue.read(body)
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.database, "read failed: \(DeviceStore.describe(error))")
+        }
+    }
+
+    // MARK: - Calls
+
+    /// The store's current time.
+    public var now: Timestamp { clock.now() }
+
+    /// Applies one API call in its own transaction and returns what it did. An
+    /// invalid call, or a batch whose expected client state does not match,
+    /// commits nothing.
+    @discardableResult
+    public func perform(_ operation: AppOperation) throws(DeviceStoreError) -> CallOutcome {
+        try performAll([operation])[0]
+    }
+
+    /// Applies several calls in one transaction: all commit or none does. Each
+    /// call keeps its own call number. Used where a caller groups calls for
+    /// throughput (benchmarks, bulk imports).
+    public func performAll(_ operations: [AppOperation]) throws(DeviceStoreError) -> [CallOutcome] {
+        for operation in operations {
+            do { try operation.validate() } catch { throw DeviceStoreError.invalid(error) }
+            if case .advanceClock = operation, !(clock is ManualClock) {
+                throw DeviceStoreError(.clockNotSimulated, "advanceClock needs a simulated clock (the store uses the system clock)")
+            }
+        }
+        let clock = self.clock
+        return try write { db in
+            var outcomes: [CallOutcome] = []
+            outcomes.reserveCapacity(operations.count)
+            var appender: JournalAppender?
+            for operation in operations {
+                if case .advanceClock(let instant) = operation, let manual = clock as? ManualClock {
+                    try manual.advance(to: instant)
+                }
+                let now = clock.now()
+                let current: JournalAppender
+                if let existing = appender, existing.time == now {
+                    existing.startNextCall()
+                    current = existing
+                } else {
+                    current = try JournalAppender(db: db, time: now)
+                    appender = current
+                }
+                var executor = CallExecutor(appender: current)
+                try executor.expire(now: now)
+                try executor.run(operation)
+                executor.outcome.seqs = current.appendedRange
+                outcomes.append(executor.outcome)
+            }
+            return outcomes
+        }
+    }
+
+    /// Journals the expiry of everything whose expiration date has passed, as the
+    /// next call would. Returns what it did.
+    @discardableResult
+    public func expireNow() throws(DeviceStoreError) -> CallOutcome {
+        let now = clock.now()
+        return try write { db in
+            let appender = try JournalAppender(db: db, time: now)
+            var executor = CallExecutor(appender: appender)
+            try executor.expire(now: now)
+            executor.outcome.seqs = appender.appendedRange
+            return executor.outcome
+        }
+    }
+
+    /// The named index, as `CSSearchableIndex(name:)`.
+    public func index(named name: String) -> SearchableIndex {
+        SearchableIndex(store: self, name: name)
+    }
+
+    /// Makes an activity current (`NSUserActivity.becomeCurrent()`).
+    @discardableResult
+    public func record(_ activity: UserActivity) throws(DeviceStoreError) -> CallOutcome {
+        try perform(.activity(activity))
+    }
+
+    /// Records that a search result was shown; `ref` is an item identifier, an
+    /// activity URL or a related identifier.
+    public func recordShown(ref: String) throws(DeviceStoreError) {
+        try perform(.shown(ref: ref))
+    }
+
+    /// Records that the user engaged with (tapped) a search result.
+    public func recordEngaged(ref: String) throws(DeviceStoreError) {
+        try perform(.engage(ref: ref))
+    }
+}
+
+extension StoreLocation {
+    public var displayName: String {
+        switch self {
+        case .memory: "in-memory store"
+        case .file(let path): path
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import IndexModel
+
+/// An expected failure of a device store operation: a code to branch on, a message
+/// that says what is wrong and how to fix it, and context. Messages never contain
+/// titles, descriptions or search text.
+public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        /// A read-only command was given a store that does not exist.
+        case storeNotFound
+        /// The file is not a Sightline device store, or is of an unsupported version.
+        case notADeviceStore
+        /// The operation breaks a rule or limit (see `operationError`).
+        case invalidOperation
+        /// A batch's expected client state differs from the index's current one.
+        case clientStateMismatch
+        /// `advanceClock` on a store whose clock is the system clock.
+        case clockNotSimulated
+        /// `advanceClock` to an instant before the current time.
+        case clockWentBackwards
+        /// A journal row cannot be read, decoded or chained.
+        case corruptJournal
+        /// A write was attempted on a store opened read-only.
+        case readOnly
+        /// SQLite reported an error.
+        case database
+    }
+
+    public let code: Code
+    public let message: String
+    /// The journal position the error is about, when there is one.
+    public let seq: Seq?
+    /// The field-level error of an invalid operation.
+    public let operationError: OperationError?
+
+    public init(_ code: Code, _ message: String, seq: Seq? = nil, operationError: OperationError? = nil) {
+        self.code = code
+        self.message = message
+        self.seq = seq
+        self.operationError = operationError
+    }
+
+    public static func invalid(_ error: OperationError) -> DeviceStoreError {
+        DeviceStoreError(.invalidOperation, error.description, operationError: error)
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,109 @@
+import GRDB
+
+/// The SQLite schema of a device store, version 1. `Journal/FORMAT.md` documents
+/// every table; the event journal is the source of truth and every other table is
+/// a projection that `rebuildProjections()` can make again from it.
+enum StoreSchema {
+    static let formatVersion = 1
+    static let application = "sightline-device-store"
+
+    static let journalDDL = """
+        CREATE TABLE event_journal (
+            seq INTEGER PRIMARY KEY,
+            epoch INTEGER NOT NULL,
+            call INTEGER NOT NULL,
+            kind INTEGER NOT NULL,
+            time INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            prev_hash BLOB NOT NULL,
+            hash BLOB NOT NULL
+        );
+        """
+
+    static let projectionDDL = """
+        CREATE TABLE items (
+            rowid INTEGER PRIMARY KEY,
+            item_id TEXT NOT NULL,
+            index_name TEXT NOT NULL,
+            domain TEXT,
+            expires INTEGER,
+            title TEXT,
+            display_name TEXT,
+            content_description TEXT,
+            keywords TEXT,
+            content_url TEXT,
+            ranking_hint REAL,
+            attributes BLOB NOT NULL,
+            changed_seq INTEGER NOT NULL,
+            UNIQUE (item_id, index_name)
+        );
+        CREATE INDEX items_by_domain ON items (index_name, domain);
+        CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+        CREATE INDEX items_by_url ON items (content_url) WHERE content_url IS NOT NULL;
+        CREATE VIRTUAL TABLE items_fts USING fts5 (
+            title, display_name, content_description, keywords,
+            content = 'items', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE activities (
+            rowid INTEGER PRIMARY KEY,
+            activity_key TEXT NOT NULL UNIQUE,
+            activity_type TEXT NOT NULL,
+            title TEXT,
+            keywords TEXT,
+            content_description TEXT,
+            webpage_url TEXT,
+            related TEXT,
+            weak_related TEXT,
+            domain TEXT,
+            persistent_id TEXT,
+            expires INTEGER,
+            eligible_search INTEGER NOT NULL,
+            eligible_handoff INTEGER NOT NULL,
+            eligible_public INTEGER NOT NULL,
+            related_deleted INTEGER NOT NULL,
+            view_count INTEGER NOT NULL,
+            first_seen INTEGER NOT NULL,
+            last_seen INTEGER NOT NULL,
+            payload BLOB NOT NULL,
+            changed_seq INTEGER NOT NULL
+        );
+        CREATE INDEX activities_by_related ON activities (related) WHERE related IS NOT NULL;
+        CREATE INDEX activities_by_domain ON activities (domain) WHERE domain IS NOT NULL;
+        CREATE INDEX activities_by_expiry ON activities (expires) WHERE expires IS NOT NULL;
+        CREATE VIRTUAL TABLE activities_fts USING fts5 (
+            title, keywords, content_description,
+            content = 'activities', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2'
+        );
+        CREATE TABLE client_states (
+            index_name TEXT PRIMARY KEY,
+            state BLOB NOT NULL,
+            changed_seq INTEGER NOT NULL
+        );
+        CREATE TABLE engagement (
+            ref TEXT PRIMARY KEY,
+            shown INTEGER NOT NULL,
+            engaged INTEGER NOT NULL
+        );
+        """
+
+    /// The projection tables, in the order `rebuildProjections()` empties them.
+    static let projectionTables = ["items", "activities", "client_states", "engagement"]
+
+    static func create(_ db: Database, deviceID: String, createdAt: Int64) throws {
+        try db.execute(sql: """
+            CREATE TABLE store_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
+            """)
+        try db.execute(sql: journalDDL)
+        try db.execute(sql: projectionDDL)
+        let meta: [(String, any DatabaseValueConvertible)] = [
+            ("application", application),
+            ("format_version", formatVersion),
+            ("device_id", deviceID),
+            ("epoch", 1),
+            ("created_at", createdAt),
+        ]
+        for (key, value) in meta {
+            try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+}

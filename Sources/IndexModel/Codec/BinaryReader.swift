@@ -1,0 +1,120 @@
+/// Reads the primitives written by `BinaryWriter`, refusing anything that is not
+/// the canonical encoding: truncated input, overlong varints, invalid UTF-8,
+/// lengths beyond the input.
+public struct BinaryReader {
+    public let bytes: [UInt8]
+    public private(set) var offset: Int
+
+    public init(_ bytes: [UInt8], offset: Int = 0) {
+        self.bytes = bytes
+        self.offset = offset
+    }
+
+    public var isAtEnd: Bool { offset == bytes.count }
+    public var remaining: Int { bytes.count - offset }
+
+    public mutating func byte() throws(CodecError) -> UInt8 {
+        guard offset < bytes.count else {
+            throw CodecError(.truncated, at: offset, "input ends where a byte was expected")
+        }
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    public mutating func uvarint() throws(CodecError) -> UInt64 {
+        let start = offset
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            guard offset < bytes.count else {
+                throw CodecError(.truncated, at: start, "input ends inside a varint")
+            }
+            let byte = bytes[offset]
+            offset += 1
+            if shift == 63 && byte > 1 {
+                throw CodecError(.overlongVarint, at: start, "varint does not fit in 64 bits")
+            }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 {
+                if byte == 0 && shift > 0 {
+                    throw CodecError(.overlongVarint, at: start, "varint has a redundant zero byte")
+                }
+                return value
+            }
+            shift += 7
+        }
+    }
+
+    public mutating func svarint() throws(CodecError) -> Int64 {
+        let raw = try uvarint()
+        return Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1)))
+    }
+
+    public mutating func bool() throws(CodecError) -> Bool {
+        let start = offset
+        switch try byte() {
+        case 0: return false
+        case 1: return true
+        case let other: throw CodecError(.nonCanonical, at: start, "boolean byte is \(other), expected 0 or 1")
+        }
+    }
+
+    public mutating func fixed64() throws(CodecError) -> UInt64 {
+        guard remaining >= 8 else {
+            throw CodecError(.truncated, at: offset, "input ends inside an 8-byte value")
+        }
+        var value: UInt64 = 0
+        for index in 0..<8 {
+            value |= UInt64(bytes[offset + index]) << (8 * UInt64(index))
+        }
+        offset += 8
+        return value
+    }
+
+    public mutating func double() throws(CodecError) -> Double {
+        Double(bitPattern: try fixed64())
+    }
+
+    /// A length prefix, checked against the bytes that remain so a corrupt length
+    /// cannot make the reader allocate or scan past the input.
+    public mutating func length(maximum: Int = Int(Int32.max)) throws(CodecError) -> Int {
+        let start = offset
+        let length = try uvarint()
+        guard length <= UInt64(maximum) else {
+            throw CodecError(.limitExceeded, at: start, "length \(length) exceeds the limit of \(maximum)")
+        }
+        return Int(length)
+    }
+
+    public mutating func data() throws(CodecError) -> [UInt8] {
+        let start = offset
+        let count = try length()
+        guard count <= remaining else {
+            throw CodecError(.truncated, at: start, "length \(count) runs past the end of the input")
+        }
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    public mutating func string() throws(CodecError) -> String {
+        let start = offset
+        let count = try length()
+        guard count <= remaining else {
+            throw CodecError(.truncated, at: start, "string length \(count) runs past the end of the input")
+        }
+        guard let text = String(validating: bytes[offset..<offset + count], as: UTF8.self) else {
+            throw CodecError(.invalidUTF8, at: start, "string is not valid UTF-8")
+        }
+        offset += count
+        return text
+    }
+
+    public mutating func optional<T>(_ read: (inout BinaryReader) throws(CodecError) -> T) throws(CodecError) -> T? {
+        let start = offset
+        switch try byte() {
+        case 0: return nil
+        case 1: return try read(&self)
+        case let other: throw CodecError(.nonCanonical, at: start, "presence byte is \(other), expected 0 or 1")
+        }
+    }
+}

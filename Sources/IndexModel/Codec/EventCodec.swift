@@ -1,0 +1,393 @@
+/// The binary event codec: `JournalEvent` to bytes and back, byte for byte as
+/// specified in `Journal/FORMAT.md`.
+///
+/// Encoding is canonical (one byte string per event: attribute sets and userInfo
+/// sorted, varints minimal), so the hash of an event's bytes identifies the event.
+/// Decoding refuses anything that is not canonical, so a decoded event re-encodes
+/// to exactly the bytes it came from.
+public enum EventCodec {
+    public static func encode(_ event: JournalEvent) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.byte(JournalEvent.formatVersion)
+        writer.byte(event.kind.rawValue)
+        switch event {
+        case .itemIndexed(let index, let item):
+            writer.string(index)
+            writeItem(item, to: &writer)
+        case .itemUpdated(let index, let update):
+            writer.string(index)
+            writer.string(update.uniqueIdentifier)
+            writeChange(update.domainIdentifier, to: &writer) { $0.string($1) }
+            writeChange(update.expirationDate, to: &writer) { $0.svarint($1.millisecondsSince1970) }
+            let entries = update.attributes.sortedEntries
+            writer.uvarint(UInt64(entries.count))
+            for (key, value) in entries {
+                writeKey(key, to: &writer)
+                writer.optional(value) { writeValue($1, to: &$0) }
+            }
+        case .itemDeleted(let index, let identifier, let cause):
+            writer.string(index)
+            writer.string(identifier)
+            writeCause(cause, to: &writer)
+        case .itemExpired(let index, let identifier):
+            writer.string(index)
+            writer.string(identifier)
+        case .clientStateSet(let index, let state):
+            writer.string(index)
+            writer.data(state)
+        case .activityRecorded(let activity):
+            writeActivity(activity, to: &writer)
+        case .activityDeleted(let key, let cause):
+            writer.string(key)
+            writeCause(cause, to: &writer)
+        case .activityExpired(let key):
+            writer.string(key)
+        case .resultShown(let ref), .resultEngaged(let ref):
+            writer.string(ref)
+        }
+        return writer.bytes
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> JournalEvent {
+        var reader = BinaryReader(bytes)
+        let version = try reader.byte()
+        guard version == JournalEvent.formatVersion else {
+            throw CodecError(.unknownVersion, at: 0,
+                             "event format version \(version) is not supported (this build reads version \(JournalEvent.formatVersion))")
+        }
+        let kindByte = try reader.byte()
+        guard let kind = EventKind(rawValue: kindByte) else {
+            throw CodecError(.unknownKind, at: 1, "unknown event kind \(kindByte)")
+        }
+        let event: JournalEvent
+        switch kind {
+        case .itemIndexed:
+            let index = try reader.string()
+            event = .itemIndexed(index: index, item: try readItem(&reader))
+        case .itemUpdated:
+            let index = try reader.string()
+            let identifier = try reader.string()
+            let domain = try readChange(&reader) { (reader: inout BinaryReader) throws(CodecError) in try reader.string() }
+            let expiration = try readChange(&reader) { (reader: inout BinaryReader) throws(CodecError) in
+                Timestamp(millisecondsSince1970: try reader.svarint())
+            }
+            let count = try readCount(&reader)
+            var changes: [AttributeKey: AttributeValue?] = [:]
+            var previous: AttributeKey?
+            for _ in 0..<count {
+                let start = reader.offset
+                let key = try readKey(&reader)
+                try checkOrder(key, after: previous, at: start)
+                previous = key
+                let value = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in
+                    try readValue(&reader, for: key)
+                }
+                guard changes.updateValue(value, forKey: key) == nil else { throw repeatedKey(key, at: start) }
+            }
+            event = .itemUpdated(index: index, update: ItemUpdate(
+                uniqueIdentifier: identifier, domainIdentifier: domain, expirationDate: expiration,
+                attributes: AttributeChanges(changes)))
+        case .itemDeleted:
+            let index = try reader.string()
+            let identifier = try reader.string()
+            event = .itemDeleted(index: index, identifier: identifier, cause: try readCause(&reader))
+        case .itemExpired:
+            let index = try reader.string()
+            event = .itemExpired(index: index, identifier: try reader.string())
+        case .clientStateSet:
+            let index = try reader.string()
+            event = .clientStateSet(index: index, state: try reader.data())
+        case .activityRecorded:
+            event = .activityRecorded(try readActivity(&reader))
+        case .activityDeleted:
+            let key = try reader.string()
+            event = .activityDeleted(key: key, cause: try readCause(&reader))
+        case .activityExpired:
+            event = .activityExpired(key: try reader.string())
+        case .resultShown:
+            event = .resultShown(ref: try reader.string())
+        case .resultEngaged:
+            event = .resultEngaged(ref: try reader.string())
+        }
+        guard reader.isAtEnd else {
+            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")
+        }
+        return event
+    }
+
+    // MARK: - Items and activities
+
+    static func writeItem(_ item: SearchableItem, to writer: inout BinaryWriter) {
+        writer.string(item.uniqueIdentifier)
+        writer.optional(item.domainIdentifier) { $0.string($1) }
+        writer.optional(item.expirationDate) { $0.svarint($1.millisecondsSince1970) }
+        writeAttributes(item.attributes, to: &writer)
+    }
+
+    static func readItem(_ reader: inout BinaryReader) throws(CodecError) -> SearchableItem {
+        let identifier = try reader.string()
+        let domain = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.string() }
+        let expiration = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in
+            Timestamp(millisecondsSince1970: try reader.svarint())
+        }
+        return SearchableItem(uniqueIdentifier: identifier, domainIdentifier: domain,
+                              attributes: try readAttributes(&reader), expirationDate: expiration)
+    }
+
+    static func writeActivity(_ activity: UserActivity, to writer: inout BinaryWriter) {
+        writer.string(activity.activityType)
+        writer.optional(activity.title) { $0.string($1) }
+        writer.uvarint(UInt64(activity.keywords.count))
+        for keyword in activity.keywords { writer.string(keyword) }
+        writeAttributes(activity.attributes, to: &writer)
+        let info = activity.userInfo.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        writer.uvarint(UInt64(info.count))
+        for (key, value) in info {
+            writer.string(key)
+            writer.string(value)
+        }
+        writer.optional(activity.webpageURL) { $0.string($1) }
+        writer.optional(activity.expirationDate) { $0.svarint($1.millisecondsSince1970) }
+        var flags: UInt8 = 0
+        if activity.eligibleForSearch { flags |= 1 }
+        if activity.eligibleForHandoff { flags |= 2 }
+        if activity.eligibleForPublicIndexing { flags |= 4 }
+        writer.byte(flags)
+        writer.optional(activity.relatedUniqueIdentifier) { $0.string($1) }
+        writer.optional(activity.weakRelatedUniqueIdentifier) { $0.string($1) }
+        writer.optional(activity.domainIdentifier) { $0.string($1) }
+        writer.optional(activity.persistentIdentifier) { $0.string($1) }
+    }
+
+    static func readActivity(_ reader: inout BinaryReader) throws(CodecError) -> UserActivity {
+        let readString = { (reader: inout BinaryReader) throws(CodecError) -> String in try reader.string() }
+        let type = try reader.string()
+        let title = try reader.optional(readString)
+        var keywords: [String] = []
+        for _ in 0..<(try readCount(&reader)) { keywords.append(try reader.string()) }
+        let attributes = try readAttributes(&reader)
+        var userInfo: [String: String] = [:]
+        var previousKey: String?
+        for _ in 0..<(try readCount(&reader)) {
+            let start = reader.offset
+            let key = try reader.string()
+            if let previousKey, !previousKey.utf8.lexicographicallyPrecedes(key.utf8) {
+                throw CodecError(.nonCanonical, at: start, "userInfo keys are not in strictly increasing order")
+            }
+            previousKey = key
+            guard userInfo.updateValue(try reader.string(), forKey: key) == nil else {
+                throw CodecError(.nonCanonical, at: start, "userInfo has two keys that are the same Unicode text")
+            }
+        }
+        let url = try reader.optional(readString)
+        let expiration = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in
+            Timestamp(millisecondsSince1970: try reader.svarint())
+        }
+        let flagsOffset = reader.offset
+        let flags = try reader.byte()
+        guard flags & ~7 == 0 else {
+            throw CodecError(.nonCanonical, at: flagsOffset, "activity flags byte \(flags) has unknown bits set")
+        }
+        return UserActivity(
+            activityType: type, title: title, keywords: keywords, attributes: attributes, userInfo: userInfo,
+            webpageURL: url, expirationDate: expiration,
+            eligibleForSearch: flags & 1 != 0, eligibleForHandoff: flags & 2 != 0,
+            eligibleForPublicIndexing: flags & 4 != 0,
+            relatedUniqueIdentifier: try reader.optional(readString),
+            weakRelatedUniqueIdentifier: try reader.optional(readString),
+            domainIdentifier: try reader.optional(readString),
+            persistentIdentifier: try reader.optional(readString))
+    }
+
+    // MARK: - Attributes
+
+    static func writeAttributes(_ attributes: AttributeSet, to writer: inout BinaryWriter) {
+        let entries = attributes.sortedEntries
+        writer.uvarint(UInt64(entries.count))
+        for (key, value) in entries {
+            writeKey(key, to: &writer)
+            writeValue(value, to: &writer)
+        }
+    }
+
+    static func readAttributes(_ reader: inout BinaryReader) throws(CodecError) -> AttributeSet {
+        let count = try readCount(&reader)
+        var values: [AttributeKey: AttributeValue] = [:]
+        values.reserveCapacity(count)
+        var previous: AttributeKey?
+        for _ in 0..<count {
+            let start = reader.offset
+            let key = try readKey(&reader)
+            try checkOrder(key, after: previous, at: start)
+            previous = key
+            guard values.updateValue(try readValue(&reader, for: key), forKey: key) == nil else {
+                throw repeatedKey(key, at: start)
+            }
+        }
+        return AttributeSet(values)
+    }
+
+    static func writeKey(_ key: AttributeKey, to writer: inout BinaryWriter) {
+        writer.byte(key.tag)
+        if case .custom(let name) = key { writer.string(name) }
+    }
+
+    static func readKey(_ reader: inout BinaryReader) throws(CodecError) -> AttributeKey {
+        let start = reader.offset
+        let tag = try reader.byte()
+        if tag == 0 {
+            let name = try reader.string()
+            guard case .custom = AttributeKey(name: name) else {
+                throw CodecError(.nonCanonical, at: start, "custom attribute uses the standard name \"\(name)\"")
+            }
+            return .custom(name)
+        }
+        guard let key = AttributeKey(tag: tag) else {
+            throw CodecError(.unknownTag, at: start, "unknown attribute tag \(tag)")
+        }
+        return key
+    }
+
+    /// Two custom names can be different bytes, in canonical order, and still one
+    /// Swift `String` ("é" and "e\u{301}" are canonically equivalent): they would
+    /// decode to one key, so the payload could not re-encode to itself.
+    static func repeatedKey(_ key: AttributeKey, at offset: Int) -> CodecError {
+        CodecError(.nonCanonical, at: offset, "attribute \(key.name) appears twice as canonically equivalent names")
+    }
+
+    static func checkOrder(_ key: AttributeKey, after previous: AttributeKey?, at offset: Int) throws(CodecError) {
+        if let previous, !(previous < key) {
+            throw CodecError(.nonCanonical, at: offset, "attribute \(key.name) is out of canonical order or repeated")
+        }
+    }
+
+    static func writeValue(_ value: AttributeValue, to writer: inout BinaryWriter) {
+        writer.byte(value.type.rawValue)
+        switch value {
+        case .string(let text): writer.string(text)
+        case .strings(let list):
+            writer.uvarint(UInt64(list.count))
+            for text in list { writer.string(text) }
+        case .number(let number): writer.double(number)
+        case .date(let timestamp): writer.svarint(timestamp.millisecondsSince1970)
+        case .bool(let flag): writer.bool(flag)
+        }
+    }
+
+    static func readValue(_ reader: inout BinaryReader, for key: AttributeKey) throws(CodecError) -> AttributeValue {
+        let start = reader.offset
+        let tag = try reader.byte()
+        guard let type = AttributeType(rawValue: tag) else {
+            throw CodecError(.unknownTag, at: start, "unknown value type tag \(tag)")
+        }
+        if let required = key.requiredType, required != type {
+            throw CodecError(.typeMismatch, at: start, "attribute \(key.name) must be \(required), found \(type)")
+        }
+        switch type {
+        case .string: return .string(try reader.string())
+        case .strings:
+            var list: [String] = []
+            for _ in 0..<(try readCount(&reader)) { list.append(try reader.string()) }
+            return .strings(list)
+        case .number:
+            let numberOffset = reader.offset
+            let number = try reader.double()
+            // The model holds finite numbers only, and NaN would make an event unequal to itself.
+            guard number.isFinite else {
+                throw CodecError(.nonCanonical, at: numberOffset, "attribute \(key.name) is not a finite number")
+            }
+            return .number(number)
+        case .date: return .date(Timestamp(millisecondsSince1970: try reader.svarint()))
+        case .bool: return .bool(try reader.bool())
+        }
+    }
+
+    // MARK: - Small pieces
+
+    /// An element count; every element takes at least one byte, so a count larger
+    /// than the remaining input is corrupt and is refused before any allocation.
+    static func readCount(_ reader: inout BinaryReader) throws(CodecError) -> Int {
+        let start = reader.offset
+        let count = try reader.length()
+        guard count <= reader.remaining else {
+            throw CodecError(.truncated, at: start, "count \(count) is larger than the remaining input")
+        }
+        return count
+    }
+
+    static func writeCause(_ cause: DeletionCause, to writer: inout BinaryWriter) {
+        switch cause {
+        case .identifier: writer.byte(1)
+        case .domain(let domain):
+            writer.byte(2)
+            writer.string(domain)
+        case .all: writer.byte(3)
+        }
+    }
+
+    static func readCause(_ reader: inout BinaryReader) throws(CodecError) -> DeletionCause {
+        let start = reader.offset
+        switch try reader.byte() {
+        case 1: return .identifier
+        case 2: return .domain(try reader.string())
+        case 3: return .all
+        case let other: throw CodecError(.unknownTag, at: start, "unknown deletion cause \(other)")
+        }
+    }
+
+    static func writeChange<T>(_ change: FieldChange<T>, to writer: inout BinaryWriter,
+                               _ write: (inout BinaryWriter, T) -> Void) {
+        switch change {
+        case .keep: writer.byte(0)
+        case .set(let value):
+            writer.byte(1)
+            write(&writer, value)
+        case .clear: writer.byte(2)
+        }
+    }
+
+    static func readChange<T>(_ reader: inout BinaryReader,
+                              _ read: (inout BinaryReader) throws(CodecError) -> T) throws(CodecError) -> FieldChange<T> {
+        let start = reader.offset
+        switch try reader.byte() {
+        case 0: return .keep
+        case 1: return .set(try read(&reader))
+        case 2: return .clear
+        case let other: throw CodecError(.unknownTag, at: start, "unknown field change tag \(other)")
+        }
+    }
+}
+
+extension EventCodec {
+    /// The canonical encoding of an attribute set alone (as projections store it).
+    public static func encode(_ attributes: AttributeSet) -> [UInt8] {
+        var writer = BinaryWriter()
+        writeAttributes(attributes, to: &writer)
+        return writer.bytes
+    }
+
+    public static func decodeAttributes(_ bytes: [UInt8]) throws(CodecError) -> AttributeSet {
+        var reader = BinaryReader(bytes)
+        let attributes = try readAttributes(&reader)
+        guard reader.isAtEnd else {
+            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the attribute set")
+        }
+        return attributes
+    }
+
+    /// The canonical encoding of an activity alone (as projections store it).
+    public static func encode(_ activity: UserActivity) -> [UInt8] {
+        var writer = BinaryWriter()
+        writeActivity(activity, to: &writer)
+        return writer.bytes
+    }
+
+    public static func decodeActivity(_ bytes: [UInt8]) throws(CodecError) -> UserActivity {
+        var reader = BinaryReader(bytes)
+        let activity = try readActivity(&reader)
+        guard reader.isAtEnd else {
+            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the activity")
+        }
+        return activity
+    }
+}

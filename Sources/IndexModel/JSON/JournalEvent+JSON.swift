@@ -1,0 +1,94 @@
+import Foundation
+
+extension JournalEvent {
+    /// The event as a JSON object, as `journal show`, `tail` and `export` print it.
+    /// Member names follow the operations format; dates are ISO 8601 strings and
+    /// client states base64.
+    public var jsonValue: JSONValue {
+        var object: JSONObject = ["kind": .string(kind.name)]
+        switch self {
+        case .itemIndexed(let index, let item):
+            object["index"] = .string(index)
+            object["id"] = .string(item.uniqueIdentifier)
+            if let domain = item.domainIdentifier { object["domain"] = .string(domain) }
+            if let expires = item.expirationDate { object["expires"] = .string(expires.description) }
+            object["attributes"] = item.attributes.jsonValue
+        case .itemUpdated(let index, let update):
+            object["index"] = .string(index)
+            object["id"] = .string(update.uniqueIdentifier)
+            switch update.domainIdentifier {
+            case .keep: break
+            case .set(let domain): object["domain"] = .string(domain)
+            case .clear: object["domain"] = .null
+            }
+            switch update.expirationDate {
+            case .keep: break
+            case .set(let expires): object["expires"] = .string(expires.description)
+            case .clear: object["expires"] = .null
+            }
+            var changes = JSONObject()
+            for (key, value) in update.attributes.sortedEntries {
+                changes[key.name] = value.map(\.jsonValue) ?? .null
+            }
+            object["attributes"] = .object(changes)
+        case .itemDeleted(let index, let identifier, let cause):
+            object["index"] = .string(index)
+            object["id"] = .string(identifier)
+            cause.describe(into: &object)
+        case .itemExpired(let index, let identifier):
+            object["index"] = .string(index)
+            object["id"] = .string(identifier)
+        case .clientStateSet(let index, let state):
+            object["index"] = .string(index)
+            object["clientState"] = .string(Data(state).base64EncodedString())
+        case .activityRecorded(let activity):
+            object["key"] = .string(activity.key)
+            object["activity"] = activity.jsonValue
+        case .activityDeleted(let key, let cause):
+            object["key"] = .string(key)
+            cause.describe(into: &object)
+        case .activityExpired(let key):
+            object["key"] = .string(key)
+        case .resultShown(let ref), .resultEngaged(let ref):
+            object["ref"] = .string(ref)
+        }
+        return .object(object)
+    }
+}
+
+extension DeletionCause {
+    func describe(into object: inout JSONObject) {
+        switch self {
+        case .identifier: object["cause"] = .string("identifier")
+        case .domain(let domain):
+            object["cause"] = .string("domain")
+            object["domain"] = .string(domain)
+        case .all: object["cause"] = .string("all")
+        }
+    }
+}
+
+extension AttributeValue {
+    public var jsonValue: JSONValue {
+        switch self {
+        case .string(let text): .string(text)
+        case .strings(let list): .array(list.map(JSONValue.string))
+        case .number(let number): .double(number)
+        case .date(let timestamp): .string(timestamp.description)
+        case .bool(let flag): .bool(flag)
+        }
+    }
+}
+
+extension AttributeSet {
+    public var jsonValue: JSONValue {
+        var object = JSONObject()
+        for (key, value) in sortedEntries { object[key.name] = value.jsonValue }
+        return .object(object)
+    }
+}
+
+extension UserActivity {
+    /// The activity in the operations file's `activity` form.
+    public var jsonValue: JSONValue { .object(operationJSON) }
+}

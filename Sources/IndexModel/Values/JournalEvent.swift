@@ -1,0 +1,118 @@
+/// One event of a device's event journal. Every change to a device store is an
+/// event; the store's projections (items, activities, client state, engagement
+/// counts) are a fold over them.
+///
+/// The binary form is specified in `Journal/FORMAT.md` and versioned by
+/// `JournalEvent.formatVersion`.
+public enum JournalEvent: Hashable, Sendable {
+    /// An item was indexed (inserted, or replaced whole).
+    case itemIndexed(index: String, item: SearchableItem)
+    /// An existing item was updated with isUpdate semantics.
+    case itemUpdated(index: String, update: ItemUpdate)
+    /// An item was deleted by an app call.
+    case itemDeleted(index: String, identifier: String, cause: DeletionCause)
+    /// An item's expiration date passed.
+    case itemExpired(index: String, identifier: String)
+    /// A batch committed with this client state for its index.
+    case clientStateSet(index: String, state: [UInt8])
+    /// An activity became current.
+    case activityRecorded(UserActivity)
+    /// An activity was deleted by an app call.
+    case activityDeleted(key: String, cause: DeletionCause)
+    /// An activity's expiration date passed.
+    case activityExpired(key: String)
+    /// A search result was shown to the user. `ref` is an item identifier, an
+    /// activity URL or a related identifier.
+    case resultShown(ref: String)
+    /// The user engaged with (tapped) a search result.
+    case resultEngaged(ref: String)
+
+    /// The version of the event encoding this build writes.
+    public static let formatVersion: UInt8 = 1
+
+    public var kind: EventKind {
+        switch self {
+        case .itemIndexed: .itemIndexed
+        case .itemUpdated: .itemUpdated
+        case .itemDeleted: .itemDeleted
+        case .itemExpired: .itemExpired
+        case .clientStateSet: .clientStateSet
+        case .activityRecorded: .activityRecorded
+        case .activityDeleted: .activityDeleted
+        case .activityExpired: .activityExpired
+        case .resultShown: .resultShown
+        case .resultEngaged: .resultEngaged
+        }
+    }
+
+    /// The named index the event belongs to, when it belongs to one.
+    public var indexName: String? {
+        switch self {
+        case .itemIndexed(let index, _), .itemUpdated(let index, _), .itemDeleted(let index, _, _),
+             .itemExpired(let index, _), .clientStateSet(let index, _):
+            index
+        default:
+            nil
+        }
+    }
+
+    /// The item identifier, activity key or result reference the event is about.
+    public var subject: String? {
+        switch self {
+        case .itemIndexed(_, let item): item.uniqueIdentifier
+        case .itemUpdated(_, let update): update.uniqueIdentifier
+        case .itemDeleted(_, let identifier, _), .itemExpired(_, let identifier): identifier
+        case .clientStateSet: nil
+        case .activityRecorded(let activity): activity.key
+        case .activityDeleted(let key, _), .activityExpired(let key): key
+        case .resultShown(let ref), .resultEngaged(let ref): ref
+        }
+    }
+}
+
+/// The kind of a journal event. Raw values are the codec's kind bytes; released
+/// values are never reused.
+public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+    case itemIndexed = 1
+    case itemUpdated = 2
+    case itemDeleted = 3
+    case itemExpired = 4
+    case clientStateSet = 5
+    case activityRecorded = 6
+    case activityDeleted = 7
+    case activityExpired = 8
+    case resultShown = 9
+    case resultEngaged = 10
+
+    public var name: String {
+        switch self {
+        case .itemIndexed: "itemIndexed"
+        case .itemUpdated: "itemUpdated"
+        case .itemDeleted: "itemDeleted"
+        case .itemExpired: "itemExpired"
+        case .clientStateSet: "clientStateSet"
+        case .activityRecorded: "activityRecorded"
+        case .activityDeleted: "activityDeleted"
+        case .activityExpired: "activityExpired"
+        case .resultShown: "resultShown"
+        case .resultEngaged: "resultEngaged"
+        }
+    }
+
+    public init?(name: String) {
+        guard let kind = EventKind.allCases.first(where: { $0.name == name }) else { return nil }
+        self = kind
+    }
+
+    public var description: String { name }
+}
+
+/// Why an item or activity was deleted by an app call.
+public enum DeletionCause: Hashable, Sendable {
+    /// Deleted by its identifier.
+    case identifier
+    /// Deleted because its domain is, or is below, this domain identifier.
+    case domain(String)
+    /// Deleted by a delete-all call.
+    case all
+}

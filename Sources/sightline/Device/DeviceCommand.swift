@@ -1,0 +1,9 @@
+import ArgumentParser
+
+struct DeviceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Apply app calls to a device store and search it.",
+        subcommands: [ApplyCommand.self, SearchCommand.self]
+    )
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import DeviceStore
+import IndexModel
+
+struct JournalCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "journal",
+        abstract: "Inspect an event journal. Every subcommand opens the store read-only.",
+        subcommands: [StatsCommand.self, TailCommand.self, ShowCommand.self, VerifyCommand.self,
+                      ExportCommand.self, GrepCommand.self, DiffCommand.self]
+    )
+}
+
+/// How journal records are printed by tail, show, export and grep.
+enum RecordFormat {
+    static func json(_ record: JournalRecord) -> JSONValue {
+        var object: JSONObject = [
+            "seq": .integer(Int64(record.seq.rawValue)),
+            "epoch": .integer(Int64(record.epoch.rawValue)),
+            "call": .integer(Int64(record.call.rawValue)),
+            "time": .string(record.time.description),
+        ]
+        do {
+            object["event"] = try record.event().jsonValue
+        } catch {
+            object["kind"] = .integer(Int64(record.kind))
+            object["undecodable"] = .string(error.message)
+        }
+        object["hash"] = .string(record.hash.hex)
+        return .object(object)
+    }
+
+    static func line(_ record: JournalRecord) -> String {
+        let head = "seq \(record.seq)  epoch \(record.epoch)  call \(record.call)  \(record.time)  "
+        guard let event = try? record.event() else {
+            return head + "kind \(record.kind)  (undecodable)"
+        }
+        var subject = ""
+        if let index = event.indexName { subject = index }
+        if let id = event.subject { subject += subject.isEmpty ? id : "/" + id }
+        return head + event.kind.name + (subject.isEmpty ? "" : "  " + subject)
+    }
+
+    /// Reports a scan that stopped early on stderr and says the output is partial.
+    static func reportStop(_ scan: JournalScan) -> Bool {
+        guard let stop = scan.stop else { return false }
+        let after = scan.lastSeq.map { "after seq \($0)" } ?? "before the first row"
+        Output.error("stopped \(after): \(stop.message)")
+        return true
+    }
+}
+
+extension DeviceStoreError {
+    /// Prints the error and turns it into the CLI's exit status.
+    func exit() -> ExitCode {
+        Output.error("error: \(message)")
+        switch code {
+        case .corruptJournal: return ExitStatus.checkFailed
+        case .invalidOperation, .clientStateMismatch, .clockNotSimulated, .clockWentBackwards: return ExitStatus.invalidInput
+        default: return ExitStatus.storeUnavailable
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import DeviceStore
+import Foundation
+import IndexModel
+
+struct StatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "stats",
+        abstract: "Summarize a journal: head, epochs, events by kind, projections.",
+        discussion: "On a damaged store it counts what it can read and says where it stopped (exit status 1)."
+    )
+
+    @OptionGroup var store: StoreOption
+    @OptionGroup var output: JSONOption
+
+    func run() throws {
+        let device = try store.openReadOnly()
+        var byKind: [String: Int] = [:]
+        var events = 0
+        var calls = Set<UInt64>()
+        var epochs = Set<UInt64>()
+        var first: Timestamp?
+        var last: Timestamp?
+        var lastHash: ChainHash?
+        let scan: JournalScan
+        do {
+            scan = try device.scanJournal { record in
+                events += 1
+                calls.insert(record.call.rawValue)
+                epochs.insert(record.epoch.rawValue)
+                if first == nil { first = record.time }
+                last = record.time
+                lastHash = record.hash
+                let name = (try? record.event().kind.name) ?? "undecodable"
+                byKind[name, default: 0] += 1
+                return true
+            }
+        } catch {
+            throw error.exit()
+        }
+        let projections = try? device.projectionCounts()
+        let fileBytes = (try? FileManager.default.attributesOfItem(atPath: store.db)[.size] as? Int) ?? nil
+
+        if output.json {
+            var object: JSONObject = [
+                "device": .string(device.deviceID.rawValue),
+                "events": .integer(Int64(events)),
+                "calls": .integer(Int64(calls.count)),
+                "epochs": .array(epochs.sorted().map { .integer(Int64($0)) }),
+                "headSeq": .integer(Int64(scan.lastSeq?.rawValue ?? 0)),
+            ]
+            if let lastHash { object["headHash"] = .string(lastHash.hex) }
+            if let first { object["firstEventTime"] = .string(first.description) }
+            if let last { object["lastEventTime"] = .string(last.description) }
+            var kinds = JSONObject()
+            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
+            object["byKind"] = .object(kinds)
+            if let projections {
+                object["items"] = .integer(Int64(projections.items))
+                object["activities"] = .integer(Int64(projections.activities))
+                object["indexes"] = .array(projections.indexes.map(JSONValue.string))
+                object["clientStates"] = .integer(Int64(projections.clientStates))
+            }
+            if let fileBytes { object["fileBytes"] = .integer(Int64(fileBytes)) }
+            if let stop = scan.stop {
+                object["complete"] = .bool(false)
+                object["stoppedAfterSeq"] = .integer(Int64(scan.lastSeq?.rawValue ?? 0))
+                object["stopReason"] = .string(stop.message)
+            } else {
+                object["complete"] = .bool(true)
+            }
+            Output.json(.object(object))
+        } else {
+            var rows = [
+                ["device", device.deviceID.rawValue],
+                ["events", String(events)],
+                ["calls", String(calls.count)],
+                ["epochs", epochs.sorted().map(String.init).joined(separator: ", ")],
+                ["head seq", String(scan.lastSeq?.rawValue ?? 0)],
+                ["head hash", lastHash?.hex ?? "-"],
+                ["first event", first?.description ?? "-"],
+                ["last event", last?.description ?? "-"],
+            ]
+            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { rows.append(["  " + kind, String(count)]) }
+            if let projections {
+                rows.append(["items", String(projections.items)])
+                rows.append(["activities", String(projections.activities)])
+                rows.append(["indexes", projections.indexes.isEmpty ? "-" : projections.indexes.joined(separator: ", ")])
+                rows.append(["client states", String(projections.clientStates)])
+            }
+            if let fileBytes { rows.append(["file bytes", String(fileBytes)]) }
+            Output.table(rows)
+        }
+        if RecordFormat.reportStop(scan) { throw ExitStatus.checkFailed }
+    }
+}

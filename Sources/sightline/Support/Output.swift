@@ -1,0 +1,35 @@
+import Foundation
+import IndexModel
+
+/// Writes to stdout and stderr without buffering: each line is one write(2), so a process killed right after reporting a commit has
+/// already delivered that report (the crash test relies on this).
+enum Output {
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    static func json(_ value: JSONValue, pretty: Bool = true) {
+        line(pretty ? JSONWriter.pretty(value) : JSONWriter.compact(value))
+    }
+
+    /// Left-aligned columns for human-readable tables.
+    static func table(_ rows: [[String]]) {
+        guard let width = rows.map(\.count).max() else { return }
+        var widths = Array(repeating: 0, count: width)
+        for row in rows {
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        for row in rows {
+            var text = ""
+            for (column, cell) in row.enumerated() {
+                let isLast = column == row.count - 1
+                text += isLast ? cell : cell.padding(toLength: widths[column] + 2, withPad: " ", startingAt: 0)
+            }
+            line(text)
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import ArgumentParser
+import DeviceStore
+import Foundation
+import IndexModel
+
+/// `--db`, shared by every command that reads or writes one store.
+struct StoreOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The store file.", valueName: "path"))
+    var db: String
+
+    /// Opens the store read-only: inspection never creates or modifies a store.
+    func openReadOnly(clock: any StoreClock = SystemClock()) throws -> DeviceStore {
+        try StoreOption.open(db, options: StoreOptions(clock: clock, readOnly: true))
+    }
+
+    func openForWriting(clock: any StoreClock) throws -> DeviceStore {
+        try StoreOption.open(db, options: StoreOptions(clock: clock))
+    }
+
+    static func open(_ path: String, options: StoreOptions) throws -> DeviceStore {
+        do {
+            return try DeviceStore(at: .file(path), options: options)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+}
+
+/// `--json`: print one JSON document on stdout instead of text.
+struct JSONOption: ParsableArguments {
+    @Flag(name: .long, help: "Print one JSON document on stdout.")
+    var json = false
+}
+
+/// `--clock`: run on a simulated clock instead of the system clock.
+struct ClockOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Use a simulated clock starting at this ISO 8601 instant (or at the journal's latest event, if later). Needed by advanceClock.",
+        valueName: "instant"))
+    var clock: String?
+
+    func validate() throws {
+        if let clock, ISO8601.parse(clock) == nil {
+            throw ValidationError("--clock: \"\(clock)\" is not an ISO 8601 date-time such as 2027-01-01T00:00:00Z")
+        }
+    }
+
+    /// The clock to inject: the system clock, or a manual one.
+    func makeClock() -> any StoreClock {
+        guard let clock, let start = ISO8601.parse(clock) else { return SystemClock() }
+        return ManualClock(start)
+    }
+
+    /// Moves a simulated clock up to the store's latest event, so time never runs
+    /// backwards across runs of the same store.
+    func catchUp(_ clock: any StoreClock, with store: DeviceStore) throws {
+        guard let manual = clock as? ManualClock else { return }
+        if let latest = try store.latestEventTime(), latest > manual.now() {
+            try manual.advance(to: latest)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import IndexModel
+import PropertyBased
+
+/// Random journal events for the codec's property tests: every event kind, with
+/// attribute sets that hold each standard key with its required type and custom
+/// keys of every type, finite doubles at the edges, full-range timestamps and
+/// strings mixing ASCII, combining marks, emoji and other scripts.
+enum EventGenerators {
+    /// Any journal event, every kind equally likely.
+    static let event = Generator<JournalEvent, Shrink.None<JournalEvent>>(run: { rng in
+        RandomEvents.event(&rng)
+    })
+
+    /// Any attribute set (as projections store it).
+    static let attributeSet = Generator<AttributeSet, Shrink.None<AttributeSet>>(run: { rng in
+        RandomEvents.attributes(&rng)
+    })
+
+    /// Any activity (as projections store it).
+    static let activity = Generator<UserActivity, Shrink.None<UserActivity>>(run: { rng in
+        RandomEvents.activity(&rng)
+    })
+}
+
+/// The building blocks of `EventGenerators`, generic over the random source so
+/// they can be driven by the property checker's seeded generator.
+enum RandomEvents {
+    /// Pieces strings are made of. Each is a whole grapheme or a deliberately broken
+    /// one (a lone combining mark), so strings test bytes, not just ASCII.
+    static let stringPieces: [String] = [
+        "a", "Z", "0", " ", "-", ".", "/", "\"", "\\", "\n", "\t", "\u{0}", "\u{7F}",
+        "é", "e\u{301}", "\u{301}", "ñ", "ß", "Å",
+        "日本", "한국어", "مرحبا", "שלום", "Ελλάδα",
+        "😀", "👩‍👩‍👧", "🇯🇵", "👍🏽", "\u{200D}", "\u{FEFF}", "\u{10FFFF}",
+    ]
+
+    static func event(_ rng: inout some RandomNumberGenerator) -> JournalEvent {
+        let kind = EventKind.allCases.randomElement(using: &rng)!
+        switch kind {
+        case .itemIndexed:
+            return .itemIndexed(index: string(&rng), item: item(&rng))
+        case .itemUpdated:
+            return .itemUpdated(index: string(&rng), update: update(&rng))
+        case .itemDeleted:
+            return .itemDeleted(index: string(&rng), identifier: string(&rng), cause: cause(&rng))
+        case .itemExpired:
+            return .itemExpired(index: string(&rng), identifier: string(&rng))
+        case .clientStateSet:
+            let count = Int.random(in: 0...40, using: &rng)
+            return .clientStateSet(index: string(&rng), state: (0..<count).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        case .activityRecorded:
+            return .activityRecorded(activity(&rng))
+        case .activityDeleted:
+            return .activityDeleted(key: string(&rng), cause: cause(&rng))
+        case .activityExpired:
+            return .activityExpired(key: string(&rng))
+        case .resultShown:
+            return .resultShown(ref: string(&rng))
+        case .resultEngaged:
+            return .resultEngaged(ref: string(&rng))
+        }
+    }
+
+    static func string(_ rng: inout some RandomNumberGenerator, maximumPieces: Int = 8) -> String {
+        let count = Int.random(in: 0...maximumPieces, using: &rng)
+        var text = ""
+        for _ in 0..<count { text += stringPieces.randomElement(using: &rng)! }
+        return text
+    }
+
+    static func strings(_ rng: inout some RandomNumberGenerator) -> [String] {
+        (0..<Int.random(in: 0...4, using: &rng)).map { _ in string(&rng) }
+    }
+
+    /// Full-range instants, with the extremes and the epoch more likely than chance.
+    static func timestamp(_ rng: inout some RandomNumberGenerator) -> Timestamp {
+        let edges: [Int64] = [0, -1, 1, Int64.min, Int64.max, -86_400_000, 1_798_761_600_000]
+        if Int.random(in: 0..<4, using: &rng) == 0 {
+            return Timestamp(millisecondsSince1970: edges.randomElement(using: &rng)!)
+        }
+        return Timestamp(millisecondsSince1970: Int64.random(in: Int64.min...Int64.max, using: &rng))
+    }
+
+    /// Finite doubles only (the model refuses NaN and infinities), edges included.
+    static func finiteDouble(_ rng: inout some RandomNumberGenerator) -> Double {
+        let edges: [Double] = [
+            0, -0.0, 1, -1, 0.5, .pi, .greatestFiniteMagnitude, -.greatestFiniteMagnitude,
+            .leastNonzeroMagnitude, .leastNormalMagnitude, 1e15, 9_007_199_254_740_992, 0.1,
+        ]
+        if Int.random(in: 0..<3, using: &rng) == 0 { return edges.randomElement(using: &rng)! }
+        while true {
+            let candidate = Double(bitPattern: UInt64.random(in: 0...UInt64.max, using: &rng))
+            if candidate.isFinite { return candidate }
+        }
+    }
+
+    static func value(of type: AttributeType, _ rng: inout some RandomNumberGenerator) -> AttributeValue {
+        switch type {
+        case .string: .string(string(&rng))
+        case .strings: .strings(strings(&rng))
+        case .number: .number(finiteDouble(&rng))
+        case .date: .date(timestamp(&rng))
+        case .bool: .bool(Bool.random(using: &rng))
+        }
+    }
+
+    static let allTypes: [AttributeType] = [.string, .strings, .number, .date, .bool]
+
+    /// A custom key: any name that is not a standard attribute's name.
+    static func customKey(_ rng: inout some RandomNumberGenerator) -> AttributeKey {
+        while true {
+            let key = AttributeKey(name: string(&rng, maximumPieces: 4))
+            if key.isCustom { return key }
+        }
+    }
+
+    /// A key (standard keys and custom keys about equally likely) with a value of a type it accepts.
+    static func entry(_ rng: inout some RandomNumberGenerator) -> (AttributeKey, AttributeValue) {
+        if Bool.random(using: &rng) {
+            let key = AttributeKey.standard.randomElement(using: &rng)!
+            return (key, value(of: key.requiredType!, &rng))
+        }
+        return (customKey(&rng), value(of: allTypes.randomElement(using: &rng)!, &rng))
+    }
+
+    static func attributes(_ rng: inout some RandomNumberGenerator) -> AttributeSet {
+        var set = AttributeSet()
+        for _ in 0..<Int.random(in: 0...8, using: &rng) {
+            let (key, value) = entry(&rng)
+            set[key] = value
+        }
+        return set
+    }
+
+    static func item(_ rng: inout some RandomNumberGenerator) -> SearchableItem {
+        SearchableItem(
+            uniqueIdentifier: string(&rng),
+            domainIdentifier: Bool.random(using: &rng) ? string(&rng) : nil,
+            attributes: attributes(&rng),
+            expirationDate: Bool.random(using: &rng) ? timestamp(&rng) : nil)
+    }
+
+    static func update(_ rng: inout some RandomNumberGenerator) -> ItemUpdate {
+        var changes = AttributeChanges()
+        for _ in 0..<Int.random(in: 0...8, using: &rng) {
+            let (key, value) = entry(&rng)
+            changes[key] = .some(Bool.random(using: &rng) ? value : nil)
+        }
+        let domain: FieldChange<String>
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: domain = .keep
+        case 1: domain = .set(string(&rng))
+        default: domain = .clear
+        }
+        let expiration: FieldChange<Timestamp>
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: expiration = .keep
+        case 1: expiration = .set(timestamp(&rng))
+        default: expiration = .clear
+        }
+        return ItemUpdate(uniqueIdentifier: string(&rng), domainIdentifier: domain, expirationDate: expiration,
+                          attributes: changes)
+    }
+
+    static func cause(_ rng: inout some RandomNumberGenerator) -> DeletionCause {
+        switch Int.random(in: 0..<3, using: &rng) {
+        case 0: .identifier
+        case 1: .domain(string(&rng))
+        default: .all
+        }
+    }
+
+    static func activity(_ rng: inout some RandomNumberGenerator) -> UserActivity {
+        var userInfo: [String: String] = [:]
+        for _ in 0..<Int.random(in: 0...4, using: &rng) {
+            userInfo[string(&rng, maximumPieces: 3)] = string(&rng)
+        }
+        return UserActivity(
+            activityType: string(&rng),
+            title: Bool.random(using: &rng) ? string(&rng) : nil,
+            keywords: strings(&rng),
+            attributes: attributes(&rng),
+            userInfo: userInfo,
+            webpageURL: Bool.random(using: &rng) ? string(&rng) : nil,
+            expirationDate: Bool.random(using: &rng) ? timestamp(&rng) : nil,
+            eligibleForSearch: Bool.random(using: &rng),
+            eligibleForHandoff: Bool.random(using: &rng),
+            eligibleForPublicIndexing: Bool.random(using: &rng),
+            relatedUniqueIdentifier: Bool.random(using: &rng) ? string(&rng) : nil,
+            weakRelatedUniqueIdentifier: Bool.random(using: &rng) ? string(&rng) : nil,
+            domainIdentifier: Bool.random(using: &rng) ? string(&rng) : nil,
+            persistentIdentifier: Bool.random(using: &rng) ? string(&rng) : nil)
+    }
+}
