@@ -19,31 +19,40 @@ extension DeviceStore {
     /// end, until `body` returns false, or until a row cannot be read.
     @discardableResult
     public func scanJournal(from start: Seq = Seq(1), _ body: (JournalRecord) throws -> Bool) throws(DeviceStoreError) -> JournalScan {
-        var scan = JournalScan()
+        var scan: JournalScan?
         do {
-            try queue.read { db in
-                let cursor = try Row.fetchCursor(db, sql: """
-                    SELECT seq, epoch, call, kind, time, payload, prev_hash, hash FROM event_journal
-                    WHERE seq >= ? ORDER BY seq
-                    """, arguments: [Int64(start.rawValue)])
-                do {
-                    while let row = try cursor.next() {
-                        let record = try JournalRecordDecoding.record(from: row)
-                        scan.lastSeq = record.seq
-                        guard try body(record) else { break }
-                    }
-                } catch let error as DeviceStoreError {
-                    scan.stop = error
-                } catch let error as DatabaseError {
-                    let after = scan.lastSeq.map { "after seq \($0)" } ?? "before the first row"
-                    scan.stop = DeviceStoreError(.corruptJournal, "cannot read the journal \(after): \(DeviceStore.describe(error))",
-                                                 seq: scan.lastSeq?.next ?? Seq(1))
-                }
-            }
+            try queue.read { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
         } catch let error as DeviceStoreError {
             throw error
         } catch {
+            // SQLite reports a corrupt page again when the read transaction ends;
+            // the scan has already said where it stopped.
+            if let scan, scan.stop != nil { return scan }
             throw DeviceStoreError(.corruptJournal, "cannot read the journal: \(DeviceStore.describe(error))")
+        }
+        return scan ?? JournalScan()
+    }
+
+    /// The scan itself, on a connection the caller holds (so a write transaction
+    /// can replay its own journal without re-entering the queue).
+    static func scanJournal(_ db: Database, from start: Seq, _ body: (JournalRecord) throws -> Bool) throws -> JournalScan {
+        var scan = JournalScan()
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT seq, epoch, call, kind, time, payload, prev_hash, hash FROM event_journal
+            WHERE seq >= ? ORDER BY seq
+            """, arguments: [Int64(start.rawValue)])
+        do {
+            while let row = try cursor.next() {
+                let record = try JournalRecordDecoding.record(from: row)
+                scan.lastSeq = record.seq
+                guard try body(record) else { break }
+            }
+        } catch let error as DeviceStoreError {
+            scan.stop = error
+        } catch let error as DatabaseError {
+            let unreadable = scan.lastSeq?.next ?? Seq(1)
+            scan.stop = DeviceStoreError(.corruptJournal, "the row after seq \(scan.lastSeq ?? .none) cannot be read: \(DeviceStore.describe(error))",
+                                         seq: unreadable)
         }
         return scan
     }

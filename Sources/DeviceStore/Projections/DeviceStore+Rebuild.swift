@@ -20,7 +20,7 @@ extension DeviceStore {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
                 try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, createdAt: 0)
-                try replayJournal(into: scratchDB)
+                try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: scratchDB) }
                 return try ProjectionDigest.compute(scratchDB)
             }
         } catch let error as DeviceStoreError {
@@ -40,7 +40,7 @@ extension DeviceStore {
             }
             try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
             try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
-            try replayJournal(into: db)
+            try DeviceStore.replayJournal(from: db, into: db)
         }
     }
 
@@ -73,10 +73,12 @@ extension DeviceStore {
         }
     }
 
-    private func replayJournal(into db: Database) throws {
-        let projector = Projector(db: db)
+    /// Folds every event of the journal in `source` into the projections in
+    /// `target` (the same connection for an in-place rebuild).
+    private static func replayJournal(from source: Database, into target: Database) throws {
+        let projector = Projector(db: target)
         var failure: (any Error)?
-        let scan = try scanJournal { record in
+        let scan = try scanJournal(source, from: Seq(1)) { record in
             do {
                 try projector.apply(try record.event(), seq: record.seq, time: record.time)
                 return true

@@ -69,8 +69,15 @@ public final class DeviceStore: Sendable {
                 if options.readOnly && !FileManager.default.fileExists(atPath: path) {
                     throw DeviceStoreError(.storeNotFound, "no store at \(path): check the path (read-only commands never create a store)")
                 }
-                if !options.readOnly { configuration.journalMode = .wal }
-                queue = try DatabaseQueue(path: path, configuration: configuration)
+                if !options.readOnly {
+                    configuration.journalMode = .wal
+                    if !FileManager.default.fileExists(atPath: path) {
+                        try DeviceStore.createAtomically(path: path, configuration: configuration,
+                                                         deviceID: DeviceStore.makeDeviceID(options.random),
+                                                         createdAt: options.clock.now())
+                    }
+                }
+                queue = try DeviceStore.openQueue(path: path, configuration: configuration)
             }
         } catch let error as DeviceStoreError {
             throw error
@@ -101,6 +108,49 @@ public final class DeviceStore: Sendable {
             throw error
         } catch {
             throw DeviceStoreError(.notADeviceStore, "\(location.displayName) cannot be read as a device store: \(DeviceStore.describe(error))")
+        }
+    }
+
+    /// Opens the file. A read-only open of a store whose writer was killed can
+    /// fail because SQLite must rebuild the WAL index first, which needs write
+    /// access; inspection then works on a private copy of the database and its
+    /// WAL, so the store itself is never modified.
+    private static func openQueue(path: String, configuration: Configuration) throws -> DatabaseQueue {
+        let hasWAL = FileManager.default.fileExists(atPath: path + "-wal")
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            if configuration.readonly && hasWAL {
+                _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            }
+            return queue
+        } catch let error as DatabaseError where configuration.readonly && hasWAL
+            && (error.resultCode.primaryResultCode == .SQLITE_READONLY || error.resultCode.primaryResultCode == .SQLITE_CANTOPEN) {
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("sightline-inspect-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let copy = directory.appendingPathComponent("store.sqlite").path
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+            try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
+            var copyConfiguration = configuration
+            copyConfiguration.readonly = false
+            return try DatabaseQueue(path: copy, configuration: copyConfiguration)
+        }
+    }
+
+    /// Creates a new store file whole: the schema is built in a temporary file
+    /// beside `path`, closed, and renamed into place, so a crash during creation
+    /// leaves either no store or a complete empty one, never a file without schema.
+    private static func createAtomically(path: String, configuration: Configuration, deviceID: String,
+                                         createdAt: Timestamp) throws {
+        let temporary = path + ".creating"
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+        let creator = try DatabaseQueue(path: temporary, configuration: configuration)
+        try creator.write { db in
+            try StoreSchema.create(db, deviceID: deviceID, createdAt: createdAt.millisecondsSince1970)
+        }
+        try creator.close()
+        guard rename(temporary, path) == 0 else {
+            throw DeviceStoreError(.database, "cannot create \(path): rename failed (errno \(errno))")
         }
     }
 

@@ -1,0 +1,100 @@
+import DeviceStore
+import IndexModel
+import Testing
+
+@Suite struct ActivityAndExpiryTests {
+    @Test func expiredItemLeavesSearchAtOnceAndIsRemovedByAJournaledExpiry() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(clock: clock)
+        try store.index(named: "photos").indexSearchableItems([
+            item("1", title: "Sunrise", expires: testStart.adding(milliseconds: 60_000)),
+            item("2", title: "Sunset"),
+        ])
+        #expect(try store.resultTitles("sun").count == 2)
+        clock.advance(byMilliseconds: 60_000)
+        #expect(try store.resultTitles("sun") == ["Sunset"])
+        // Still in the projection until the next call journals the expiry.
+        #expect(try store.identifiers(in: "photos") == ["1", "2"])
+        let outcome = try store.expireNow()
+        #expect(outcome.expired == 1)
+        #expect(try store.identifiers(in: "photos") == ["2"])
+        let record = try store.records(outcome.seqs!)[0]
+        #expect(try record.event() == .itemExpired(index: "photos", identifier: "1"))
+    }
+
+    @Test func advanceClockNeedsASimulatedClock() throws {
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: SystemClock()))
+        #expect {
+            try store.perform(.advanceClock(to: testStart))
+        } throws: { error in
+            (error as? DeviceStoreError)?.code == .clockNotSimulated
+        }
+    }
+
+    @Test func advanceClockRefusesToGoBackwards() throws {
+        let store = try makeStore()
+        #expect {
+            try store.perform(.advanceClock(to: testStart.adding(milliseconds: -1)))
+        } throws: { error in
+            (error as? DeviceStoreError)?.code == .clockWentBackwards
+        }
+    }
+
+    @Test func activitiesAreSearchableOnlyWhenEligible() throws {
+        let store = try makeStore()
+        try store.record(UserActivity(activityType: "t", title: "Private recipe"))
+        try store.record(UserActivity(activityType: "t", title: "Searchable recipe", eligibleForSearch: true))
+        #expect(try store.resultTitles("recipe") == ["Searchable recipe"])
+        #expect(try store.activities().count == 2)
+    }
+
+    @Test func makingAnActivityCurrentAgainCountsAView() throws {
+        let store = try makeStore()
+        let activity = UserActivity(activityType: "t", title: "Chips", webpageURL: "https://x/1", eligibleForSearch: true)
+        try store.record(activity)
+        try store.record(activity)
+        let stored = try store.activities()
+        #expect(stored.count == 1)
+        #expect(stored[0].viewCount == 2)
+    }
+
+    @Test func deletingTheStronglyRelatedItemMakesTheActivityIneligible() throws {
+        let store = try makeStore()
+        try store.index(named: "photos").indexSearchableItems([item("1", title: "Photo"), item("2", title: "Other")])
+        let strong = UserActivity(activityType: "t", title: "Viewing strong", eligibleForSearch: true,
+                                  relatedUniqueIdentifier: "1")
+        let weak = UserActivity(activityType: "t", title: "Viewing weak", eligibleForSearch: true,
+                                weakRelatedUniqueIdentifier: "2")
+        try store.record(strong)
+        try store.record(weak)
+        #expect(Set(try store.resultTitles("viewing")) == ["Viewing strong", "Viewing weak"])
+        try store.index(named: "photos").deleteSearchableItems(withIdentifiers: ["1", "2"])
+        #expect(try store.resultTitles("viewing") == ["Viewing weak"])
+        // Becoming current again makes it eligible again.
+        try store.record(strong)
+        #expect(Set(try store.resultTitles("viewing")) == ["Viewing strong", "Viewing weak"])
+    }
+
+    @Test func activitiesAreDeletedByPersistentIdentifierDomainAndAll() throws {
+        let store = try makeStore()
+        try store.record(UserActivity(activityType: "t", title: "a", persistentIdentifier: "a1"))
+        try store.record(UserActivity(activityType: "t", title: "b", domainIdentifier: "recipes.2015"))
+        try store.record(UserActivity(activityType: "t", title: "c", domainIdentifier: "recipesx"))
+        #expect(try store.perform(.deleteActivities(identifiers: ["a1", "unknown"])).deleted == 1)
+        #expect(try store.perform(.deleteActivityDomains(domains: ["recipes"])).deleted == 1)
+        #expect(try store.activities().map(\.activity.title) == ["c"])
+        #expect(try store.perform(.deleteAllActivities).deleted == 1)
+        #expect(try store.activities().isEmpty)
+    }
+
+    @Test func expiredActivityIsJournaledAndRemoved() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(clock: clock)
+        try store.record(UserActivity(activityType: "t", title: "Soon gone", expirationDate: testStart.adding(milliseconds: 10),
+                                      eligibleForSearch: true))
+        clock.advance(byMilliseconds: 10)
+        #expect(try store.resultTitles("soon").isEmpty)
+        #expect(try store.perform(.shown(ref: "x")).expired == 1)
+        #expect(try store.activities().isEmpty)
+    }
+}
