@@ -1,0 +1,152 @@
+import DeviceStore
+import Foundation
+import GRDB
+import IndexModel
+import Testing
+
+@Suite struct JournalCommandTests {
+    /// A store made by the CLI from a seeded workload of `count` calls.
+    func makeStore(count: Int, seed: UInt64 = 1) throws -> String {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        var workload = SyntheticWorkload(seed: seed)
+        try write((0..<count).map { _ in workload.nextOperation().unconditional.jsonLine }, to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        let result = try CLIRunner.run(["device", "apply", "--db", db, ops.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        return db
+    }
+
+    @Test func readOnlyCommandsRefuseAMissingStoreAndCreateNothing() throws {
+        let path = try temporaryDirectory().appendingPathComponent("missing.sqlite").path
+        for command in ["stats", "tail", "verify", "export", "grep"] {
+            let result = try CLIRunner.run(["journal", command, "--db", path])
+            #expect(result.status == 3, "\(command)")
+            #expect(result.stderr.contains("no store at \(path)"), "\(command): \(result.stderr)")
+        }
+        #expect(try CLIRunner.run(["device", "search", "--db", path, "x"]).status == 3)
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func verifyPassesOnAGoodStoreAndNamesTheFirstBadSeqOtherwise() throws {
+        let db = try makeStore(count: 200)
+        let good = try CLIRunner.json(["journal", "verify", "--db", db, "--json"])
+        #expect(good["valid"] == .bool(true))
+        #expect(good["projectionDigest"] == good["rebuiltDigest"])
+
+        try DatabaseQueue(path: db).write { db in
+            try db.execute(sql: "UPDATE event_journal SET time = time + 1 WHERE seq = 57")
+        }
+        let result = try CLIRunner.run(["journal", "verify", "--db", db])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("first bad seq 57"), "\(result.stderr)")
+        let json = try CLIRunner.json(["journal", "verify", "--db", db, "--json"])
+        #expect(json["firstBadSeq"]?.integer == 57)
+        #expect(json["verifiedRows"]?.integer == 56)
+    }
+
+    @Test func verifyDetectsProjectionsThatDisagreeWithTheJournal() throws {
+        let db = try makeStore(count: 100)
+        try DatabaseQueue(path: db).write { db in
+            try db.execute(sql: "UPDATE engagement SET shown = shown + 1 WHERE rowid = (SELECT min(rowid) FROM engagement)")
+        }
+        let result = try CLIRunner.run(["journal", "verify", "--db", db])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("projections differ from a rebuild"), "\(result.stderr)")
+    }
+
+    @Test func inspectionDoesNotModifyTheStore() throws {
+        let db = try makeStore(count: 50)
+        let before = try Data(contentsOf: URL(fileURLWithPath: db))
+        for command in [["stats"], ["tail"], ["verify"], ["export"], ["grep", "a"], ["show", "1"]] {
+            _ = try CLIRunner.run(["journal"] + command + ["--db", db])
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
+    }
+
+    /// A torn or rotten page in the middle of the journal's B-tree: the tools read
+    /// every row before it and say where they stopped.
+    @Test func statsExportAndVerifyReadWhatTheyCanOfADamagedStore() throws {
+        let db = try makeStore(count: 3000, seed: 4)
+        let full = try CLIRunner.json(["journal", "stats", "--db", db, "--json"])
+        let total = try #require(full["events"]?.integer)
+        let (pageSize, leaves) = try DatabaseQueue(path: db).read { db in
+            (try Int.fetchOne(db, sql: "PRAGMA page_size")!,
+             try Int.fetchAll(db, sql: "SELECT pageno FROM dbstat WHERE name = 'event_journal' AND pagetype = 'leaf' ORDER BY pageno"))
+        }
+        #expect(leaves.count > 10)
+        let damaged = leaves[leaves.count / 2]
+        let handle = try FileHandle(forUpdating: URL(fileURLWithPath: db))
+        try handle.seek(toOffset: UInt64((damaged - 1) * pageSize))
+        handle.write(Data(repeating: 0xA5, count: pageSize))
+        try handle.close()
+
+        let stats = try CLIRunner.run(["journal", "stats", "--db", db, "--json"])
+        #expect(stats.status == 1)
+        let json = try JSONReader.parse(stats.stdout)
+        #expect(json["complete"] == .bool(false))
+        let read = try #require(json["events"]?.integer)
+        #expect(read > 0 && read < total)
+        #expect(stats.stderr.contains("stopped after seq \(read)"), "\(stats.stderr)")
+
+        let export = try CLIRunner.run(["journal", "export", "--db", db])
+        #expect(export.status == 1)
+        #expect(export.stdoutLines.count == Int(read))
+        #expect(export.stderr.contains("stopped after seq \(read)"))
+
+        let verify = try CLIRunner.run(["journal", "verify", "--db", db])
+        #expect(verify.status == 1)
+        #expect(verify.stderr.contains("first bad seq \(read + 1)"), "\(verify.stderr)")
+    }
+
+    @Test func tailShowsTheLastEvents() throws {
+        let db = try makeStore(count: 40)
+        let head = try #require(try CLIRunner.json(["journal", "stats", "--db", db, "--json"])["headSeq"]?.integer)
+        let tail = try CLIRunner.json(["journal", "tail", "--db", db, "-n", "3", "--json"])
+        #expect(tail["events"]?.array?.map { $0["seq"]?.integer } == [head - 2, head - 1, head])
+    }
+
+    @Test func grepFindsTheHistoryOfOneItem() throws {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"index","index":"photos","items":[{"id":"42","title":"Answer"},{"id":"7"}]}"#,
+            #"{"op":"update","index":"photos","items":[{"id":"42","title":"The answer"}]}"#,
+            #"{"op":"delete","index":"photos","ids":["42"]}"#,
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, ops.path]).status == 0)
+        let history = try CLIRunner.json(["journal", "grep", "--db", db, "--id", "42", "--json"])
+        let kinds = history["events"]?.array?.map { $0["event"]?["kind"] }
+        #expect(kinds == [.string("itemIndexed"), .string("itemUpdated"), .string("itemDeleted")])
+        let text = try CLIRunner.json(["journal", "grep", "--db", db, "--json", "ANSWER"])
+        #expect(text["events"]?.array?.count == 2)
+        #expect(try CLIRunner.run(["journal", "grep", "--db", db, "--kind", "nonsense"]).status == 64)
+    }
+
+    @Test func diffReportsWhereTwoJournalsDiverge() throws {
+        let first = try makeStore(count: 60, seed: 9)
+        let second = try makeStore(count: 60, seed: 9)
+        let same = try CLIRunner.run(["journal", "diff", "--db", first, "--other", second])
+        #expect(same.status == 0)
+        #expect(same.stdout.hasPrefix("identical:"))
+
+        let extra = try temporaryDirectory().appendingPathComponent("extra.jsonl")
+        try write([#"{"op":"shown","ref":"x"}"#], to: extra)
+        #expect(try CLIRunner.run(["device", "apply", "--db", second, extra.path]).status == 0)
+        let diff = try CLIRunner.json(["journal", "diff", "--db", first, "--other", second, "--json"])
+        #expect(diff["identical"] == .bool(false))
+        #expect(diff["onlyInOther"]?.integer == 1)
+        #expect(try CLIRunner.run(["journal", "diff", "--db", first, "--other", second]).status == 1)
+    }
+}
+
+extension AppOperation {
+    /// The same call without a compare-and-swap condition, so replaying a
+    /// generated workload through the CLI never stops at a client-state conflict.
+    var unconditional: AppOperation {
+        guard case .batch(var batch) = self else { return self }
+        batch.condition = .unconditional
+        return .batch(batch)
+    }
+}
