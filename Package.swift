@@ -32,7 +32,6 @@ let package = Package(
                 "IndexModel",
                 "DeviceStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
