@@ -23,6 +23,8 @@ let package = Package(
             dependencies: [
                 "IndexModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The C API, for binding values on the journal's write path.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -32,6 +34,8 @@ let package = Package(
                 "IndexModel",
                 "DeviceStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The raw C API, for the benchmarks' baselines.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -22,6 +22,32 @@ import Testing
         #expect(try record.event() == .itemExpired(index: "photos", identifier: "1"))
     }
 
+    /// Calls grouped in one transaction keep the earliest expiration date in
+    /// memory instead of querying before each call; an item indexed earlier in
+    /// the same transaction must still expire when a later call passes its date.
+    @Test func expiryWithinOneTransactionIsJournaledByTheNextCall() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(clock: clock)
+        let soon = testStart.adding(milliseconds: 60_000)
+        let later = testStart.adding(milliseconds: 120_000)
+        var activity = UserActivity(activityType: "com.example.view")
+        activity.persistentIdentifier = "a1"
+        activity.expirationDate = later
+        let outcomes = try store.performAll([
+            .index(index: "photos", items: [item("1", title: "Sunrise", expires: soon), item("2", title: "Sunset")]),
+            .activity(activity),
+            .shown(ref: "2"),
+            .advanceClock(to: soon),
+            .shown(ref: "2"),
+            .advanceClock(to: later),
+        ])
+        let expired: [Int] = outcomes.map(\.expired)
+        #expect(expired == [0, 0, 0, 1, 0, 1])
+        #expect(try store.identifiers(in: "photos") == ["2"])
+        #expect(try store.activities().isEmpty)
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+    }
+
     @Test func advanceClockNeedsASimulatedClock() throws {
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: SystemClock()))
         #expect {

@@ -484,3 +484,55 @@ private let sampleEvents: [JournalEvent] = {
         }
     }
 }
+
+@Test func indexedItemAttributesAreTheEncodedAttributeSetInsideTheEvent() {
+    var attributes = AttributeSet()
+    attributes.title = "Haleakala Sunrise"
+    attributes.keywords = ["maui", "dawn"]
+    attributes[.custom("camera")] = .string("x100")
+    let shapes: [SearchableItem] = [
+        SearchableItem(uniqueIdentifier: "1", domainIdentifier: nil, attributes: attributes, expirationDate: nil),
+        SearchableItem(uniqueIdentifier: "photo-2", domainIdentifier: "album.2019", attributes: attributes,
+                       expirationDate: Timestamp(millisecondsSince1970: 1_795_000_000_000)),
+        SearchableItem(uniqueIdentifier: "3", domainIdentifier: "a", attributes: AttributeSet(), expirationDate: nil),
+    ]
+    for item in shapes {
+        let payload = EventCodec.encode(.itemIndexed(index: "photos", item: item))
+        let found: [UInt8]? = EventCodec.indexedItemAttributes(in: payload).map(Array.init)
+        let expected: [UInt8] = EventCodec.encode(item.attributes)
+        #expect(found == expected)
+    }
+    let other = EventCodec.encode(.resultShown(ref: "1"))
+    #expect(EventCodec.indexedItemAttributes(in: other) == nil)
+    #expect(EventCodec.indexedItemAttributes(in: [1, 1, 9]) == nil)
+}
+
+@Test func attributeSetKeepsCanonicalOrderWhateverTheOrderOfChanges() {
+    var forwards = AttributeSet()
+    forwards[.custom("zoom")] = .number(2)
+    forwards.title = "T"
+    forwards[.custom("camera")] = .string("x")
+    forwards.rankingHint = 1
+    var backwards = AttributeSet()
+    backwards.rankingHint = 1
+    backwards[.custom("camera")] = .string("x")
+    backwards.title = "T"
+    backwards[.custom("zoom")] = .number(2)
+    #expect(forwards == backwards)
+    #expect(EventCodec.encode(forwards) == EventCodec.encode(backwards))
+    let keys: [AttributeKey] = forwards.entries.map(\.key)
+    #expect(keys == keys.sorted())
+    forwards.title = nil
+    #expect(forwards.title == nil)
+    #expect(forwards.count == 3)
+}
+
+@Test func canonicallyEquivalentCustomNamesAreOneAttribute() {
+    var attributes = AttributeSet()
+    attributes[.custom("e\u{301}")] = .bool(true)
+    attributes[.custom("\u{E9}")] = .bool(false)
+    #expect(attributes.count == 1)
+    #expect(attributes[.custom("e\u{301}")] == .bool(false))
+    let decoded = try? EventCodec.decodeAttributes(EventCodec.encode(attributes))
+    #expect(decoded == attributes)
+}

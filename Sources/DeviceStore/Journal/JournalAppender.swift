@@ -44,18 +44,33 @@ final class JournalAppender {
         let payload = EventCodec.encode(event)
         let seq = head.next
         let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, payload: payload)
-        try db.cachedStatement(sql: """
-            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [
-                Int64(seq.rawValue), Int64(epoch.rawValue), Int64(call.rawValue), Int64(event.kind.rawValue),
-                time.millisecondsSince1970, Data(payload), Data(headHash.bytes), Data(hash.bytes),
-            ])
-        try projector.apply(event, seq: seq, time: time)
+        let insert = try insertStatement()
+        insert.bind(1, Int64(seq.rawValue))
+        insert.bind(2, Int64(epoch.rawValue))
+        insert.bind(3, Int64(call.rawValue))
+        insert.bind(4, Int64(event.kind.rawValue))
+        insert.bind(5, time.millisecondsSince1970)
+        insert.bind(6, payload)
+        insert.bind(7, headHash.bytes)
+        insert.bind(8, hash.bytes)
+        try insert.execute()
+        try projector.apply(event, payload: payload, seq: seq, time: time)
         head = seq
         headHash = hash
         if firstAppended == nil { firstAppended = seq }
         return seq
+    }
+
+    private var insert: DirectStatement?
+
+    private func insertStatement() throws -> DirectStatement {
+        if let insert { return insert }
+        let statement = try DirectStatement(db, """
+            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        insert = statement
+        return statement
     }
 
     /// Starts the next call in the same transaction (a group of calls committed

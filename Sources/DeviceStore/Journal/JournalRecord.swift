@@ -63,13 +63,12 @@ public struct ChainHash: Hashable, Sendable, CustomStringConvertible {
     public static func of(previous: ChainHash, epoch: Epoch, seq: Seq, call: CallID, time: Timestamp,
                           payload: [UInt8]) -> ChainHash {
         var hasher = SHA256()
-        var header = [UInt8]()
-        header.reserveCapacity(64)
-        header.append(contentsOf: previous.bytes)
-        for value in [epoch.rawValue, seq.rawValue, call.rawValue, UInt64(bitPattern: time.millisecondsSince1970)] {
-            withUnsafeBytes(of: value.bigEndian) { header.append(contentsOf: $0) }
-        }
-        hasher.update(data: header)
+        hasher.update(data: previous.bytes)
+        // epoch, seq, call and time as four big-endian 64-bit words, hashed
+        // from the stack: this runs once per journaled event.
+        let words = (epoch.rawValue.bigEndian, seq.rawValue.bigEndian, call.rawValue.bigEndian,
+                     UInt64(bitPattern: time.millisecondsSince1970).bigEndian)
+        withUnsafeBytes(of: words) { hasher.update(bufferPointer: $0) }
         hasher.update(data: payload)
         return ChainHash(unchecked: Array(hasher.finalize()))
     }

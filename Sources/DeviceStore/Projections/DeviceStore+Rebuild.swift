@@ -80,7 +80,7 @@ extension DeviceStore {
         var failure: (any Error)?
         let scan = try scanJournal(source, from: Seq(1)) { record in
             do {
-                try projector.apply(try record.event(), seq: record.seq, time: record.time)
+                try projector.apply(try record.event(), payload: record.payload, seq: record.seq, time: record.time)
                 return true
             } catch {
                 failure = error

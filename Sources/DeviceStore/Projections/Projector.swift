@@ -8,38 +8,93 @@ import IndexModel
 ///
 /// `apply` reads only the event, its seq and time, and the projections
 /// themselves: never the clock, so replaying gives the same result at any time.
-struct Projector {
+///
+/// One projector serves one transaction (or one rebuild). Its statements are
+/// bound through `DirectStatement`; it also keeps the earliest expiration date
+/// of the projections so that the expiry sweep before each call costs a
+/// comparison, not two queries, when nothing is due.
+final class Projector {
     let db: Database
+    private var statements: [DirectStatement?] = Array(repeating: nil, count: SQL.allCases.count)
+    /// The earliest expiration date among items and activities, when known in
+    /// this transaction. `nil` inside `.known` means nothing expires.
+    private var earliestExpiry: EarliestExpiry = .unknown
 
-    func apply(_ event: JournalEvent, seq: Seq, time: Timestamp) throws {
+    private enum EarliestExpiry {
+        case unknown
+        case known(Int64?)
+    }
+
+    init(db: Database) {
+        self.db = db
+    }
+
+    /// `payload` is the event's encoding when the caller has it (the journal
+    /// row), so that the activity projection can keep its bytes without encoding
+    /// the activity again.
+    func apply(_ event: JournalEvent, payload: [UInt8]? = nil, seq: Seq, time: Timestamp) throws {
         switch event {
         case .itemIndexed(let index, let item):
-            try upsertItem(item, index: index, seq: seq)
+            let attributes = payload.flatMap(EventCodec.indexedItemAttributes(in:)) ?? EventCodec.encode(item.attributes)[...]
+            try upsertItem(item, attributes: attributes, index: index, seq: seq)
         case .itemUpdated(let index, let update):
             guard let existing = try loadItem(index: index, identifier: update.uniqueIdentifier) else { return }
-            try upsertItem(existing.applying(update), index: index, seq: seq)
+            let item = existing.applying(update)
+            try upsertItem(item, attributes: EventCodec.encode(item.attributes)[...], index: index, seq: seq)
         case .itemDeleted(let index, let identifier, _), .itemExpired(let index, let identifier):
             try removeItem(index: index, identifier: identifier)
         case .clientStateSet(let index, let state):
-            try db.cachedStatement(sql: """
-                INSERT INTO client_states (index_name, state, changed_seq) VALUES (?, ?, ?)
-                ON CONFLICT (index_name) DO UPDATE SET state = excluded.state, changed_seq = excluded.changed_seq
-                """).execute(arguments: [index, Data(state), Int64(seq.rawValue)])
+            let statement = try prepared(.upsertClientState)
+            statement.bind(1, index)
+            statement.bind(2, state)
+            statement.bind(3, Int64(seq.rawValue))
+            try statement.execute()
         case .activityRecorded(let activity):
-            try recordActivity(activity, seq: seq, time: time)
+            // An activity event is the version and kind bytes followed by the
+            // activity's own encoding (Journal/FORMAT.md).
+            let encoded = payload.map { Array($0.dropFirst(2)) } ?? EventCodec.encode(activity)
+            try recordActivity(activity, encoded: encoded, seq: seq, time: time)
         case .activityDeleted(let key, _), .activityExpired(let key):
             try removeActivity(key: key)
         case .resultShown(let ref):
-            try db.cachedStatement(sql: """
-                INSERT INTO engagement (ref, shown, engaged) VALUES (?, 1, 0)
-                ON CONFLICT (ref) DO UPDATE SET shown = shown + 1
-                """).execute(arguments: [ref])
+            let statement = try prepared(.countShown)
+            statement.bind(1, ref)
+            try statement.execute()
         case .resultEngaged(let ref):
-            try db.cachedStatement(sql: """
-                INSERT INTO engagement (ref, shown, engaged) VALUES (?, 0, 1)
-                ON CONFLICT (ref) DO UPDATE SET engaged = engaged + 1
-                """).execute(arguments: [ref])
+            let statement = try prepared(.countEngaged)
+            statement.bind(1, ref)
+            try statement.execute()
         }
+    }
+
+    // MARK: - Expiry
+
+    /// Whether anything may have expired at `now`. Conservative: true can mean
+    /// the sweep finds nothing (an expiring entry was deleted since), never the
+    /// other way round.
+    func mayHaveExpired(now: Timestamp) throws -> Bool {
+        let earliest: Int64?
+        switch earliestExpiry {
+        case .known(let value):
+            earliest = value
+        case .unknown:
+            let statement = try prepared(.earliestExpiry)
+            earliest = try statement.step() ? statement.optionalInt64(0) : nil
+            statement.reset()
+            earliestExpiry = .known(earliest)
+        }
+        guard let earliest else { return false }
+        return earliest <= now.millisecondsSince1970
+    }
+
+    /// After a sweep the earliest date is read again when next needed.
+    func forgetEarliestExpiry() {
+        earliestExpiry = .unknown
+    }
+
+    private func noteExpiry(_ expires: Int64?) {
+        guard let expires, case .known(let earliest) = earliestExpiry else { return }
+        earliestExpiry = .known(min(earliest ?? expires, expires))
     }
 
     // MARK: - Items
@@ -58,86 +113,104 @@ struct Projector {
             keywords = attributes.keywords.map { $0.joined(separator: "\n") }
         }
 
-        init(row: Row, offset: Int) {
-            title = row[offset]
-            displayName = row[offset + 1]
-            contentDescription = row[offset + 2]
-            keywords = row[offset + 3]
+        init(_ statement: DirectStatement, from column: Int32) {
+            title = statement.text(column)
+            displayName = statement.text(column + 1)
+            contentDescription = statement.text(column + 2)
+            keywords = statement.text(column + 3)
         }
 
         var isEmpty: Bool { title == nil && displayName == nil && contentDescription == nil && keywords == nil }
-        var arguments: [(any DatabaseValueConvertible)?] { [title, displayName, contentDescription, keywords] }
+
+        func bind(to statement: DirectStatement, from index: Int32) {
+            statement.bind(index, title)
+            statement.bind(index + 1, displayName)
+            statement.bind(index + 2, contentDescription)
+            statement.bind(index + 3, keywords)
+        }
     }
 
     func loadItem(index: String, identifier: String) throws -> SearchableItem? {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT domain, expires, attributes FROM items WHERE item_id = ? AND index_name = ?
-            """), arguments: [identifier, index]) else { return nil }
-        let blob: Data = row[2]
-        let attributes = try EventCodec.decodeAttributes([UInt8](blob))
-        let expires: Int64? = row[1]
-        return SearchableItem(uniqueIdentifier: identifier, domainIdentifier: row[0], attributes: attributes,
-                              expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
+        let statement = try prepared(.loadItem)
+        defer { statement.reset() }
+        statement.bind(1, identifier)
+        statement.bind(2, index)
+        guard try statement.step() else { return nil }
+        let attributes = try EventCodec.decodeAttributes(statement.blob(2))
+        return SearchableItem(uniqueIdentifier: identifier, domainIdentifier: statement.text(0), attributes: attributes,
+                              expirationDate: statement.optionalInt64(1).map { Timestamp(millisecondsSince1970: $0) })
     }
 
-    private func upsertItem(_ item: SearchableItem, index: String, seq: Seq) throws {
+    /// The rowid and full-text columns of a current item.
+    private func itemText(index: String, identifier: String) throws -> (rowid: Int64, text: ItemText)? {
+        let statement = try prepared(.itemText)
+        defer { statement.reset() }
+        statement.bind(1, identifier)
+        statement.bind(2, index)
+        guard try statement.step() else { return nil }
+        return (statement.int64(0), ItemText(statement, from: 1))
+    }
+
+    /// `attributes` is the item's encoded attribute set.
+    private func upsertItem(_ item: SearchableItem, attributes: ArraySlice<UInt8>, index: String, seq: Seq) throws {
         let text = ItemText(item.attributes)
-        let attributes = Data(EventCodec.encode(item.attributes))
         let expires = item.expirationDate?.millisecondsSince1970
-        let existing = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT rowid, title, display_name, content_description, keywords FROM items
-            WHERE item_id = ? AND index_name = ?
-            """), arguments: [item.uniqueIdentifier, index])
-        if let existing {
-            let rowid: Int64 = existing[0]
-            let oldText = ItemText(row: existing, offset: 1)
-            let textChanged = oldText != text
-            if textChanged && !oldText.isEmpty {
-                try ftsDelete(table: "items_fts", rowid: rowid, columns: oldText.arguments)
-            }
-            try db.cachedStatement(sql: """
-                UPDATE items SET domain = ?, expires = ?, title = ?, display_name = ?, content_description = ?,
-                keywords = ?, content_url = ?, ranking_hint = ?, attributes = ?, changed_seq = ? WHERE rowid = ?
-                """).execute(arguments: StatementArguments(values([
-                    item.domainIdentifier, expires, text.title, text.displayName, text.contentDescription,
-                    text.keywords, item.attributes.contentURL, item.attributes.rankingHint, attributes,
-                    Int64(seq.rawValue), rowid,
-                ])))
-            if textChanged && !text.isEmpty {
-                try ftsInsert(table: "items_fts", rowid: rowid, columns: text.arguments)
-            }
-        } else {
-            try db.cachedStatement(sql: """
-                INSERT INTO items (item_id, index_name, domain, expires, title, display_name, content_description,
-                keywords, content_url, ranking_hint, attributes, changed_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """).execute(arguments: StatementArguments(values([
-                    item.uniqueIdentifier, index, item.domainIdentifier, expires, text.title, text.displayName,
-                    text.contentDescription, text.keywords, item.attributes.contentURL, item.attributes.rankingHint,
-                    attributes, Int64(seq.rawValue),
-                ])))
-            if !text.isEmpty {
-                try ftsInsert(table: "items_fts", rowid: db.lastInsertedRowID, columns: text.arguments)
-            }
+        noteExpiry(expires)
+        // Most indexed items are new: try the insert first, and fall back to
+        // an update (which must take the old text out of the full-text index)
+        // when the identifier is already in this index.
+        let insert = try prepared(.insertItem)
+        insert.bind(1, item.uniqueIdentifier)
+        insert.bind(2, index)
+        bindItemColumns(item, text: text, attributes: attributes, expires: expires, seq: seq, to: insert, from: 3)
+        try insert.execute()
+        if insert.changes > 0 {
+            if !text.isEmpty { try ftsInsert(.insertItemText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
+            return
         }
+        guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else {
+            throw DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
+        }
+        let textChanged = existing.text != text
+        if textChanged && !existing.text.isEmpty {
+            try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        }
+        let update = try prepared(.updateItem)
+        bindItemColumns(item, text: text, attributes: attributes, expires: expires, seq: seq, to: update, from: 1)
+        update.bind(11, existing.rowid)
+        try update.execute()
+        if textChanged && !text.isEmpty {
+            try ftsInsert(.insertItemText, rowid: existing.rowid) { text.bind(to: $0, from: 2) }
+        }
+    }
+
+    /// Binds domain, expires, the four text columns, content_url, ranking_hint,
+    /// attributes and changed_seq, in that order, from parameter `first`.
+    private func bindItemColumns(_ item: SearchableItem, text: ItemText, attributes: ArraySlice<UInt8>, expires: Int64?, seq: Seq,
+                                 to statement: DirectStatement, from first: Int32) {
+        statement.bind(first, item.domainIdentifier)
+        statement.bind(first + 1, expires)
+        text.bind(to: statement, from: first + 2)
+        statement.bind(first + 6, item.attributes.contentURL)
+        statement.bind(first + 7, item.attributes.rankingHint)
+        statement.bind(first + 8, attributes)
+        statement.bind(first + 9, Int64(seq.rawValue))
     }
 
     private func removeItem(index: String, identifier: String) throws {
-        guard let existing = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT rowid, title, display_name, content_description, keywords FROM items
-            WHERE item_id = ? AND index_name = ?
-            """), arguments: [identifier, index]) else { return }
-        let rowid: Int64 = existing[0]
-        let oldText = ItemText(row: existing, offset: 1)
-        if !oldText.isEmpty {
-            try ftsDelete(table: "items_fts", rowid: rowid, columns: oldText.arguments)
+        guard let existing = try itemText(index: index, identifier: identifier) else { return }
+        if !existing.text.isEmpty {
+            try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
         }
-        try db.cachedStatement(sql: "DELETE FROM items WHERE rowid = ?").execute(arguments: [rowid])
+        let delete = try prepared(.deleteItem)
+        delete.bind(1, existing.rowid)
+        try delete.execute()
         // A strongly related activity becomes ineligible once no item of that
         // identifier remains in any index.
-        try db.cachedStatement(sql: """
-            UPDATE activities SET related_deleted = 1
-            WHERE related = ? AND related_deleted = 0 AND NOT EXISTS (SELECT 1 FROM items WHERE item_id = ?)
-            """).execute(arguments: [identifier, identifier])
+        let orphan = try prepared(.orphanRelatedActivities)
+        orphan.bind(1, identifier)
+        orphan.bind(2, identifier)
+        try orphan.execute()
     }
 
     // MARK: - Activities
@@ -154,91 +227,201 @@ struct Projector {
             contentDescription = activity.attributes.contentDescription
         }
 
-        init(row: Row, offset: Int) {
-            title = row[offset]
-            keywords = row[offset + 1]
-            contentDescription = row[offset + 2]
+        init(_ statement: DirectStatement, from column: Int32) {
+            title = statement.text(column)
+            keywords = statement.text(column + 1)
+            contentDescription = statement.text(column + 2)
         }
 
         var isEmpty: Bool { title == nil && keywords == nil && contentDescription == nil }
-        var arguments: [(any DatabaseValueConvertible)?] { [title, keywords, contentDescription] }
+
+        func bind(to statement: DirectStatement, from index: Int32) {
+            statement.bind(index, title)
+            statement.bind(index + 1, keywords)
+            statement.bind(index + 2, contentDescription)
+        }
     }
 
-    private func recordActivity(_ activity: UserActivity, seq: Seq, time: Timestamp) throws {
+    private func activityText(key: String) throws -> (rowid: Int64, text: ActivityText)? {
+        let statement = try prepared(.activityText)
+        defer { statement.reset() }
+        statement.bind(1, key)
+        guard try statement.step() else { return nil }
+        return (statement.int64(0), ActivityText(statement, from: 1))
+    }
+
+    private func recordActivity(_ activity: UserActivity, encoded: [UInt8], seq: Seq, time: Timestamp) throws {
         let text = ActivityText(activity)
         let key = activity.key
-        let payload = Data(EventCodec.encode(activity))
-        let columns: [(any DatabaseValueConvertible)?] = [
-            activity.activityType, text.title, text.keywords, text.contentDescription, activity.webpageURL,
-            activity.relatedUniqueIdentifier, activity.weakRelatedUniqueIdentifier, activity.domainIdentifier,
-            activity.persistentIdentifier, activity.expirationDate?.millisecondsSince1970,
-            activity.eligibleForSearch, activity.eligibleForHandoff, activity.eligibleForPublicIndexing,
-        ]
-        if let existing = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT rowid, title, keywords, content_description FROM activities WHERE activity_key = ?
-            """), arguments: [key]) {
-            let rowid: Int64 = existing[0]
-            let oldText = ActivityText(row: existing, offset: 1)
-            let textChanged = oldText != text
-            if textChanged && !oldText.isEmpty {
-                try ftsDelete(table: "activities_fts", rowid: rowid, columns: oldText.arguments)
-            }
-            try db.cachedStatement(sql: """
-                UPDATE activities SET activity_type = ?, title = ?, keywords = ?, content_description = ?,
-                webpage_url = ?, related = ?, weak_related = ?, domain = ?, persistent_id = ?, expires = ?,
-                eligible_search = ?, eligible_handoff = ?, eligible_public = ?, related_deleted = 0,
-                view_count = view_count + 1, last_seen = ?, payload = ?, changed_seq = ? WHERE rowid = ?
-                """).execute(arguments: StatementArguments(columns + [time.millisecondsSince1970, payload,
-                                                                     Int64(seq.rawValue), rowid]))
-            if textChanged && !text.isEmpty {
-                try ftsInsert(table: "activities_fts", rowid: rowid, columns: text.arguments)
-            }
-        } else {
-            try db.cachedStatement(sql: """
-                INSERT INTO activities (activity_type, title, keywords, content_description, webpage_url, related,
-                weak_related, domain, persistent_id, expires, eligible_search, eligible_handoff, eligible_public,
-                activity_key, related_deleted, view_count, first_seen, last_seen, payload, changed_seq)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?)
-                """).execute(arguments: StatementArguments(columns + [
-                    key, time.millisecondsSince1970, time.millisecondsSince1970, payload, Int64(seq.rawValue),
-                ]))
-            if !text.isEmpty {
-                try ftsInsert(table: "activities_fts", rowid: db.lastInsertedRowID, columns: text.arguments)
-            }
+        let expires = activity.expirationDate?.millisecondsSince1970
+        noteExpiry(expires)
+        // Binds activity_type through eligible_public (13 columns) from `first`.
+        func bindColumns(_ statement: DirectStatement, from first: Int32) {
+            statement.bind(first, activity.activityType)
+            text.bind(to: statement, from: first + 1)
+            statement.bind(first + 4, activity.webpageURL)
+            statement.bind(first + 5, activity.relatedUniqueIdentifier)
+            statement.bind(first + 6, activity.weakRelatedUniqueIdentifier)
+            statement.bind(first + 7, activity.domainIdentifier)
+            statement.bind(first + 8, activity.persistentIdentifier)
+            statement.bind(first + 9, expires)
+            statement.bind(first + 10, activity.eligibleForSearch)
+            statement.bind(first + 11, activity.eligibleForHandoff)
+            statement.bind(first + 12, activity.eligibleForPublicIndexing)
+        }
+        let insert = try prepared(.insertActivity)
+        bindColumns(insert, from: 1)
+        insert.bind(14, key)
+        insert.bind(15, time.millisecondsSince1970)
+        insert.bind(16, time.millisecondsSince1970)
+        insert.bind(17, encoded)
+        insert.bind(18, Int64(seq.rawValue))
+        try insert.execute()
+        if insert.changes > 0 {
+            if !text.isEmpty { try ftsInsert(.insertActivityText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
+            return
+        }
+        guard let existing = try activityText(key: key) else {
+            throw DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
+        }
+        let textChanged = existing.text != text
+        if textChanged && !existing.text.isEmpty {
+            try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        }
+        let update = try prepared(.updateActivity)
+        bindColumns(update, from: 1)
+        update.bind(14, time.millisecondsSince1970)
+        update.bind(15, encoded)
+        update.bind(16, Int64(seq.rawValue))
+        update.bind(17, existing.rowid)
+        try update.execute()
+        if textChanged && !text.isEmpty {
+            try ftsInsert(.insertActivityText, rowid: existing.rowid) { text.bind(to: $0, from: 2) }
         }
     }
 
     private func removeActivity(key: String) throws {
-        guard let existing = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT rowid, title, keywords, content_description FROM activities WHERE activity_key = ?
-            """), arguments: [key]) else { return }
-        let rowid: Int64 = existing[0]
-        let oldText = ActivityText(row: existing, offset: 1)
-        if !oldText.isEmpty {
-            try ftsDelete(table: "activities_fts", rowid: rowid, columns: oldText.arguments)
+        guard let existing = try activityText(key: key) else { return }
+        if !existing.text.isEmpty {
+            try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
         }
-        try db.cachedStatement(sql: "DELETE FROM activities WHERE rowid = ?").execute(arguments: [rowid])
-    }
-
-    private func values(_ values: [(any DatabaseValueConvertible)?]) -> [(any DatabaseValueConvertible)?] {
-        values
+        let delete = try prepared(.deleteActivity)
+        delete.bind(1, existing.rowid)
+        try delete.execute()
     }
 
     // MARK: - Full-text index (external content: the old text must be given to delete)
 
-    private func ftsInsert(table: String, rowid: Int64, columns: [(any DatabaseValueConvertible)?]) throws {
-        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT INTO \(table) (rowid, \(ftsColumns(table))) VALUES (?, \(placeholders))")
-            .execute(arguments: StatementArguments([rowid] + columns))
+    /// Runs an insert into a full-text table (or its 'delete' command) for
+    /// `rowid`, with the text columns bound by `bindText` from parameter 2.
+    private func ftsInsert(_ sql: SQL, rowid: Int64, bindText: (DirectStatement) -> Void) throws {
+        let statement = try prepared(sql)
+        statement.bind(1, rowid)
+        bindText(statement)
+        try statement.execute()
     }
 
-    private func ftsDelete(table: String, rowid: Int64, columns: [(any DatabaseValueConvertible)?]) throws {
-        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
-        try db.cachedStatement(sql: "INSERT INTO \(table) (\(table), rowid, \(ftsColumns(table))) VALUES ('delete', ?, \(placeholders))")
-            .execute(arguments: StatementArguments([rowid] + columns))
+    // MARK: - Statements
+
+    private func prepared(_ sql: SQL) throws -> DirectStatement {
+        if let statement = statements[sql.rawValue] { return statement }
+        let statement = try DirectStatement(db, sql.text)
+        statements[sql.rawValue] = statement
+        return statement
     }
 
-    private func ftsColumns(_ table: String) -> String {
-        table == "items_fts" ? "title, display_name, content_description, keywords" : "title, keywords, content_description"
+    private enum SQL: Int, CaseIterable {
+        case loadItem, itemText, insertItem, updateItem, deleteItem, orphanRelatedActivities
+        case insertItemText, deleteItemText
+        case activityText, insertActivity, updateActivity, deleteActivity
+        case insertActivityText, deleteActivityText
+        case upsertClientState, countShown, countEngaged, earliestExpiry
+
+        var text: String {
+            switch self {
+            case .loadItem:
+                "SELECT domain, expires, attributes FROM items WHERE item_id = ? AND index_name = ?"
+            case .itemText:
+                """
+                SELECT rowid, title, display_name, content_description, keywords FROM items
+                WHERE item_id = ? AND index_name = ?
+                """
+            case .insertItem:
+                """
+                INSERT INTO items (item_id, index_name, domain, expires, title, display_name, content_description,
+                keywords, content_url, ranking_hint, attributes, changed_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (item_id, index_name) DO NOTHING
+                """
+            case .updateItem:
+                """
+                UPDATE items SET domain = ?, expires = ?, title = ?, display_name = ?, content_description = ?,
+                keywords = ?, content_url = ?, ranking_hint = ?, attributes = ?, changed_seq = ? WHERE rowid = ?
+                """
+            case .deleteItem:
+                "DELETE FROM items WHERE rowid = ?"
+            case .orphanRelatedActivities:
+                """
+                UPDATE activities SET related_deleted = 1
+                WHERE related = ? AND related_deleted = 0 AND NOT EXISTS (SELECT 1 FROM items WHERE item_id = ?)
+                """
+            case .insertItemText:
+                """
+                INSERT INTO items_fts (rowid, title, display_name, content_description, keywords)
+                VALUES (?, ?, ?, ?, ?)
+                """
+            case .deleteItemText:
+                """
+                INSERT INTO items_fts (items_fts, rowid, title, display_name, content_description, keywords)
+                VALUES ('delete', ?, ?, ?, ?, ?)
+                """
+            case .activityText:
+                "SELECT rowid, title, keywords, content_description FROM activities WHERE activity_key = ?"
+            case .insertActivity:
+                """
+                INSERT INTO activities (activity_type, title, keywords, content_description, webpage_url, related,
+                weak_related, domain, persistent_id, expires, eligible_search, eligible_handoff, eligible_public,
+                activity_key, related_deleted, view_count, first_seen, last_seen, payload, changed_seq)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?)
+                ON CONFLICT (activity_key) DO NOTHING
+                """
+            case .updateActivity:
+                """
+                UPDATE activities SET activity_type = ?, title = ?, keywords = ?, content_description = ?,
+                webpage_url = ?, related = ?, weak_related = ?, domain = ?, persistent_id = ?, expires = ?,
+                eligible_search = ?, eligible_handoff = ?, eligible_public = ?, related_deleted = 0,
+                view_count = view_count + 1, last_seen = ?, payload = ?, changed_seq = ? WHERE rowid = ?
+                """
+            case .deleteActivity:
+                "DELETE FROM activities WHERE rowid = ?"
+            case .insertActivityText:
+                "INSERT INTO activities_fts (rowid, title, keywords, content_description) VALUES (?, ?, ?, ?)"
+            case .deleteActivityText:
+                """
+                INSERT INTO activities_fts (activities_fts, rowid, title, keywords, content_description)
+                VALUES ('delete', ?, ?, ?, ?)
+                """
+            case .upsertClientState:
+                """
+                INSERT INTO client_states (index_name, state, changed_seq) VALUES (?, ?, ?)
+                ON CONFLICT (index_name) DO UPDATE SET state = excluded.state, changed_seq = excluded.changed_seq
+                """
+            case .countShown:
+                """
+                INSERT INTO engagement (ref, shown, engaged) VALUES (?, 1, 0)
+                ON CONFLICT (ref) DO UPDATE SET shown = shown + 1
+                """
+            case .countEngaged:
+                """
+                INSERT INTO engagement (ref, shown, engaged) VALUES (?, 0, 1)
+                ON CONFLICT (ref) DO UPDATE SET engaged = engaged + 1
+                """
+            case .earliestExpiry:
+                """
+                SELECT min(expires) FROM (
+                    SELECT min(expires) AS expires FROM items WHERE expires IS NOT NULL
+                    UNION ALL SELECT min(expires) FROM activities WHERE expires IS NOT NULL)
+                """
+            }
+        }
     }
 }

@@ -21,6 +21,8 @@ struct CallExecutor {
     /// or before `now`. Runs at the start of each call so expiry is journaled by
     /// the next write after the clock passes it; search hides expired entries at once.
     mutating func expire(now: Timestamp) throws {
+        guard try appender.projections.mayHaveExpired(now: now) else { return }
+        defer { appender.projections.forgetEarliestExpiry() }
         let items = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT index_name, item_id FROM items WHERE expires IS NOT NULL AND expires <= ? ORDER BY expires, rowid
             """), arguments: [now.millisecondsSince1970])

@@ -96,6 +96,16 @@ public struct BinaryReader {
         return Array(bytes[offset..<offset + count])
     }
 
+    /// Steps over a length-prefixed field (a string or data) without decoding it.
+    public mutating func skipLengthPrefixed() throws(CodecError) {
+        let start = offset
+        let count = try length()
+        guard count <= remaining else {
+            throw CodecError(.truncated, at: start, "length \(count) runs past the end of the input")
+        }
+        offset += count
+    }
+
     public mutating func string() throws(CodecError) -> String {
         let start = offset
         let count = try length()

@@ -202,29 +202,31 @@ public enum EventCodec {
     // MARK: - Attributes
 
     static func writeAttributes(_ attributes: AttributeSet, to writer: inout BinaryWriter) {
-        let entries = attributes.sortedEntries
-        writer.uvarint(UInt64(entries.count))
-        for (key, value) in entries {
-            writeKey(key, to: &writer)
-            writeValue(value, to: &writer)
+        writer.uvarint(UInt64(attributes.count))
+        for entry in attributes.entries {
+            writeKey(entry.key, to: &writer)
+            writeValue(entry.value, to: &writer)
         }
     }
 
     static func readAttributes(_ reader: inout BinaryReader) throws(CodecError) -> AttributeSet {
         let count = try readCount(&reader)
-        var values: [AttributeKey: AttributeValue] = [:]
-        values.reserveCapacity(count)
+        var entries: [AttributeSet.Entry] = []
+        entries.reserveCapacity(count)
         var previous: AttributeKey?
+        var customNames: Set<String> = []
         for _ in 0..<count {
             let start = reader.offset
             let key = try readKey(&reader)
+            // Strictly ascending keys: out of order and repeated keys are both refused.
             try checkOrder(key, after: previous, at: start)
             previous = key
-            guard values.updateValue(try readValue(&reader, for: key), forKey: key) == nil else {
-                throw repeatedKey(key, at: start)
-            }
+            // Two names with different bytes can be one Swift string ("é" and
+            // "e\u{301}"): such a set could not be built again, so it is refused.
+            if case .custom(let name) = key, !customNames.insert(name).inserted { throw repeatedKey(key, at: start) }
+            entries.append(AttributeSet.Entry(key: key, value: try readValue(&reader, for: key)))
         }
-        return AttributeSet(values)
+        return AttributeSet(sortedUniqueEntries: entries)
     }
 
     static func writeKey(_ key: AttributeKey, to writer: inout BinaryWriter) {
@@ -360,6 +362,25 @@ public enum EventCodec {
 
 extension EventCodec {
     /// The canonical encoding of an attribute set alone (as projections store it).
+    /// The attribute set inside an encoded `itemIndexed` event, which is the
+    /// event's last field (`Journal/FORMAT.md`, "Items"): the same bytes as
+    /// `encode(_: AttributeSet)` of the item's attributes, without encoding them
+    /// again. Nil when `payload` is not an `itemIndexed` event of this version.
+    public static func indexedItemAttributes(in payload: [UInt8]) -> ArraySlice<UInt8>? {
+        var reader = BinaryReader(payload)
+        do {
+            guard try reader.byte() == JournalEvent.formatVersion,
+                  try reader.byte() == EventKind.itemIndexed.rawValue else { return nil }
+            try reader.skipLengthPrefixed()  // index
+            try reader.skipLengthPrefixed()  // uniqueIdentifier
+            if try reader.byte() == 1 { try reader.skipLengthPrefixed() }  // domainIdentifier
+            if try reader.byte() == 1 { _ = try reader.svarint() }  // expirationDate
+            return payload[reader.offset...]
+        } catch {
+            return nil
+        }
+    }
+
     public static func encode(_ attributes: AttributeSet) -> [UInt8] {
         var writer = BinaryWriter()
         writeAttributes(attributes, to: &writer)

@@ -9,9 +9,11 @@ extension AppOperation {
             try Validation.count(items.count, at: "items")
             var seen: [String: Int] = [:]
             for (position, item) in items.enumerated() {
-                let path = "items[\(position)]"
-                try Validation.unique(item.uniqueIdentifier, position: position, in: &seen, at: path + ".id", list: "items")
-                try Validation.item(item, at: path)
+                if items.count > 1 {
+                    try Validation.unique(item.uniqueIdentifier, position: position, in: &seen, at: "items[\(position)].id",
+                                          list: "items")
+                }
+                try Validation.item(item, at: "items[\(position)]")
             }
         case .update(let index, let updates):
             try Validation.identifier(index, at: "index")
@@ -71,53 +73,53 @@ extension AppOperation {
 }
 
 enum Validation {
-    static func identifier(_ value: String, at path: String) throws(OperationError) {
-        guard !value.isEmpty else { throw OperationError(path: path, "must not be empty") }
+    static func identifier(_ value: String, at path: @autoclosure () -> String) throws(OperationError) {
+        guard !value.isEmpty else { throw OperationError(path: path(), "must not be empty") }
         guard value.utf8.count <= Limits.identifierBytes else {
-            throw OperationError(path: path, "is \(value.utf8.count) bytes; the limit is \(Limits.identifierBytes)")
+            throw OperationError(path: path(), "is \(value.utf8.count) bytes; the limit is \(Limits.identifierBytes)")
         }
     }
 
-    static func text(_ value: String, at path: String) throws(OperationError) {
+    static func text(_ value: String, at path: @autoclosure () -> String) throws(OperationError) {
         guard value.utf8.count <= Limits.textBytes else {
-            throw OperationError(path: path, "is \(value.utf8.count) bytes; the limit is \(Limits.textBytes)")
+            throw OperationError(path: path(), "is \(value.utf8.count) bytes; the limit is \(Limits.textBytes)")
         }
     }
 
-    static func count(_ count: Int, at path: String, allowEmpty: Bool = false) throws(OperationError) {
-        guard allowEmpty || count > 0 else { throw OperationError(path: path, "must not be empty") }
+    static func count(_ count: Int, at path: @autoclosure () -> String, allowEmpty: Bool = false) throws(OperationError) {
+        guard allowEmpty || count > 0 else { throw OperationError(path: path(), "must not be empty") }
         guard count <= Limits.elementsPerCall else {
-            throw OperationError(path: path, "has \(count) elements; the limit is \(Limits.elementsPerCall) per call")
+            throw OperationError(path: path(), "has \(count) elements; the limit is \(Limits.elementsPerCall) per call")
         }
     }
 
-    static func attributeCount(_ count: Int, at path: String) throws(OperationError) {
+    static func attributeCount(_ count: Int, at path: @autoclosure () -> String) throws(OperationError) {
         guard count <= Limits.attributesPerSet else {
-            throw OperationError(path: path, "has \(count) attributes; the limit is \(Limits.attributesPerSet)")
+            throw OperationError(path: path(), "has \(count) attributes; the limit is \(Limits.attributesPerSet)")
         }
     }
 
-    static func unique(_ identifier: String, position: Int, in seen: inout [String: Int], at path: String,
+    static func unique(_ identifier: String, position: Int, in seen: inout [String: Int], at path: @autoclosure () -> String,
                        list: String) throws(OperationError) {
         if let first = seen[identifier] {
-            throw OperationError(path: path, "duplicate identifier \"\(identifier)\" (also at \(list)[\(first)])")
+            throw OperationError(path: path(), "duplicate identifier \"\(identifier)\" (also at \(list)[\(first)])")
         }
         seen[identifier] = position
     }
 
-    static func identifierList(_ identifiers: [String], at path: String) throws(OperationError) {
-        try count(identifiers.count, at: path)
+    static func identifierList(_ identifiers: [String], at path: @autoclosure () -> String) throws(OperationError) {
+        try count(identifiers.count, at: path())
         var seen: [String: Int] = [:]
         for (position, identifier) in identifiers.enumerated() {
-            try self.identifier(identifier, at: "\(path)[\(position)]")
-            try unique(identifier, position: position, in: &seen, at: "\(path)[\(position)]", list: path)
+            try self.identifier(identifier, at: "\(path())[\(position)]")
+            try unique(identifier, position: position, in: &seen, at: "\(path())[\(position)]", list: path())
         }
     }
 
-    static func item(_ item: SearchableItem, at path: String) throws(OperationError) {
-        try identifier(item.uniqueIdentifier, at: path + ".id")
-        if let domain = item.domainIdentifier { try identifier(domain, at: path + ".domain") }
-        try attributes(item.attributes, at: path) { itemFieldPath(path, $0) }
+    static func item(_ item: SearchableItem, at path: @autoclosure () -> String) throws(OperationError) {
+        try identifier(item.uniqueIdentifier, at: path() + ".id")
+        if let domain = item.domainIdentifier { try identifier(domain, at: path() + ".domain") }
+        try attributes(item.attributes, at: path()) { itemFieldPath(path(), $0) }
     }
 
     /// Where an item's attribute stands in an operations line: standard attributes
@@ -126,36 +128,36 @@ enum Validation {
         itemPath + "." + (key.isCustom ? "attributes." : "") + key.name
     }
 
-    static func attributes(_ set: AttributeSet, at path: String,
+    static func attributes(_ set: AttributeSet, at path: @autoclosure () -> String,
                            fieldPath: (AttributeKey) -> String) throws(OperationError) {
-        try attributeCount(set.values.count, at: path)
-        for (key, value) in set.values {
-            try attribute(key, value, at: fieldPath(key))
+        try attributeCount(set.count, at: path())
+        for entry in set.entries {
+            try attribute(entry.key, entry.value, at: fieldPath(entry.key))
         }
     }
 
-    static func attribute(_ key: AttributeKey, _ value: AttributeValue, at fieldPath: String) throws(OperationError) {
+    static func attribute(_ key: AttributeKey, _ value: AttributeValue, at fieldPath: @autoclosure () -> String) throws(OperationError) {
         if case .custom(let name) = key {
-            try identifier(name, at: fieldPath)
+            try identifier(name, at: fieldPath())
             // The codec writes standard attributes by tag and refuses a custom key with a
             // standard name, so letting one through would journal an unreadable event.
             guard AttributeKey(name: name).isCustom else {
-                throw OperationError(path: fieldPath, "is the name of a standard attribute; use its standard key")
+                throw OperationError(path: fieldPath(), "is the name of a standard attribute; use its standard key")
             }
         }
         if let required = key.requiredType, required != value.type {
-            throw OperationError(path: fieldPath, "must be \(required), found \(value.type)")
+            throw OperationError(path: fieldPath(), "must be \(required), found \(value.type)")
         }
         switch value {
         case .string(let text):
-            try self.text(text, at: fieldPath)
+            try self.text(text, at: fieldPath())
         case .strings(let list):
             guard list.count <= Limits.listElements else {
-                throw OperationError(path: fieldPath, "has \(list.count) elements; the limit is \(Limits.listElements)")
+                throw OperationError(path: fieldPath(), "has \(list.count) elements; the limit is \(Limits.listElements)")
             }
-            for (position, text) in list.enumerated() { try self.text(text, at: "\(fieldPath)[\(position)]") }
+            for (position, text) in list.enumerated() { try self.text(text, at: "\(fieldPath())[\(position)]") }
         case .number(let number):
-            guard number.isFinite else { throw OperationError(path: fieldPath, "must be a finite number") }
+            guard number.isFinite else { throw OperationError(path: fieldPath(), "must be a finite number") }
         case .date, .bool:
             break
         }
