@@ -10,6 +10,6 @@ struct Sightline: ParsableCommand {
             check or comparison failed; 2 invalid input (an operations line, a query); \
             3 a store could not be opened or read; 64 a usage error.
             """,
-        subcommands: [DeviceCommand.self, JournalCommand.self]
+        subcommands: [DeviceCommand.self, JournalCommand.self, BenchCommand.self]
     )
 }

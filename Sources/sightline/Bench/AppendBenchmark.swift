@@ -1,0 +1,338 @@
+import DeviceStore
+import Foundation
+import GRDBSQLite
+import IndexModel
+
+/// `bench append`: how fast a device store journals app calls, against the raw
+/// SQLite C API inserting the same rows.
+///
+/// Two workloads, each measured on both sides in the same run:
+/// - activity and engagement calls: half new activities (searchable, private
+///   and public), a quarter shown and a quarter engaged results;
+/// - item indexing: one new item per call, with full-text fields.
+///
+/// Both sides write a file in WAL mode with `synchronous=FULL` and commit every
+/// `commitEvery` events. The Sightline side goes through the public API
+/// (`DeviceStore.performAll`): validation, the binary codec, the SHA-256 chain
+/// and every projection. The baseline is what a hand-written C program would do
+/// to store the same data: one prepared statement per row, inserting exactly the
+/// rows the store wrote in an untimed warm-up run (journal rows, item or activity
+/// rows, engagement upserts) and the same text into plain FTS5 tables with the
+/// same tokenizer. Each FTS5 table keeps its own copy of the text, as FTS5 does by
+/// default; the store's FTS5 tables read their text from the projection rows.
+struct AppendBenchmark {
+    struct Workload {
+        let name: String
+        let summary: String
+        let target: Double
+        let operations: [AppOperation]
+    }
+
+    struct Side: Sendable {
+        var seconds: [Double] = []
+        var median: Double {
+            let sorted = seconds.sorted()
+            return sorted[sorted.count / 2]
+        }
+    }
+
+    struct Result {
+        let workload: Workload
+        let events: Int
+        let sightline: Side
+        let raw: Side
+        var sightlinePerSecond: Double { Double(events) / sightline.median }
+        var rawPerSecond: Double { Double(events) / raw.median }
+        /// Each round's ratio pairs two runs made one right after the other, so
+        /// machine noise that spans a round (another process, a slow fsync)
+        /// weighs on both; the median of the rounds' ratios is reported.
+        var roundRatios: [Double] { zip(raw.seconds, sightline.seconds).map { $0 / $1 } }
+        var ratio: Double {
+            let sorted = roundRatios.sorted()
+            return sorted[sorted.count / 2]
+        }
+        var meetsTarget: Bool { ratio >= workload.target }
+    }
+
+    let events: Int
+    let rounds: Int
+    let commitEvery: Int
+    let seed: UInt64
+    /// Runs only the workload of this name when set.
+    let only: String?
+    let directory: URL
+
+    static let workloadNames = ["activity-engagement", "item-index-fts"]
+    let start = Timestamp(millisecondsSince1970: 1_795_000_000_000)
+
+    func workloads() -> [Workload] {
+        var activityWorkload = SyntheticWorkload(seed: seed)
+        var activityOperations: [AppOperation] = []
+        activityOperations.reserveCapacity(events)
+        for position in 0..<events {
+            switch position % 4 {
+            case 0, 1:
+                var activity = activityWorkload.activity()
+                activity.persistentIdentifier = "activity-\(position)"
+                activity.eligibleForSearch = true
+                activityOperations.append(.activity(activity))
+            case 2: activityOperations.append(.shown(ref: "item-\(position % 997)"))
+            default: activityOperations.append(.engage(ref: "https://example.com/recipe/\(position % 40)"))
+            }
+        }
+        var itemWorkload = SyntheticWorkload(seed: seed &+ 1)
+        let itemOperations: [AppOperation] = (0..<events).map { position in
+            .index(index: "photos", items: [itemWorkload.item(identifier: "item-\(position)")])
+        }
+        return [
+            Workload(name: "activity-engagement",
+                     summary: "new searchable activities (half), shown and engaged results (a quarter each)",
+                     target: 0.6, operations: activityOperations),
+            Workload(name: "item-index-fts",
+                     summary: "one new item per call, with title, description and keywords in full-text search",
+                     target: 1.0, operations: itemOperations),
+        ]
+    }
+
+    func run(progress: (String) -> Void) throws -> [Result] {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var results: [Result] = []
+        for workload in workloads() where only == nil || only == workload.name {
+            let rows = try warmUp(workload)
+            var sightline = Side()
+            var raw = Side()
+            for round in 0..<rounds {
+                // Alternate which side goes first so neither always gets the
+                // warmer page cache.
+                let order = round % 2 == 0 ? [true, false] : [false, true]
+                for isSightline in order {
+                    let path = file("\(workload.name)-\(isSightline ? "sightline" : "raw")-\(round)")
+                    if isSightline {
+                        sightline.seconds.append(try runSightline(workload, path: path, expected: rows))
+                    } else {
+                        raw.seconds.append(try runRaw(rows, path: path))
+                    }
+                    remove(path)
+                }
+                progress("\(workload.name): round \(round + 1) of \(rounds)")
+            }
+            results.append(Result(workload: workload, events: rows.journal.count, sightline: sightline, raw: raw))
+        }
+        return results
+    }
+
+    private func file(_ name: String) -> String {
+        directory.appendingPathComponent(name + ".sqlite").path
+    }
+
+    private func remove(_ path: String) {
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+    }
+
+    private func storeOptions() -> StoreOptions {
+        StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: seed), durability: .full)
+    }
+
+    /// The workload's calls in groups of `commitEvery`, one transaction each;
+    /// grouped before timing, as the baseline's rows are prepared before timing.
+    private func transactions(_ workload: Workload) -> [[AppOperation]] {
+        stride(from: 0, to: workload.operations.count, by: commitEvery).map { start in
+            Array(workload.operations[start..<min(start + commitEvery, workload.operations.count)])
+        }
+    }
+
+    private func perform(_ transactions: [[AppOperation]], on store: DeviceStore) throws {
+        for calls in transactions {
+            _ = try store.performAll(calls)
+        }
+    }
+
+    // MARK: - The rows both sides write
+
+    /// What the store wrote in the warm-up run, row for row, for the baseline to
+    /// insert again. `projection` maps a journal seq to the row (or upsert) that
+    /// event caused.
+    struct Rows {
+        var journal: [[RawValue]] = []
+        var projection: [Int64: Projection] = [:]
+        var counts = Counts()
+    }
+
+    enum Projection {
+        case item([RawValue], text: [RawValue])
+        case activity([RawValue], text: [RawValue])
+        case shown(String)
+        case engaged(String)
+    }
+
+    struct Counts: Equatable {
+        var journal = 0
+        var items = 0
+        var activities = 0
+        var engagement = 0
+    }
+
+    static let itemColumns = """
+        item_id, index_name, domain, expires, title, display_name, content_description, keywords, content_url, \
+        ranking_hint, attributes, changed_seq
+        """
+    static let activityColumns = """
+        activity_key, activity_type, title, keywords, content_description, webpage_url, related, weak_related, \
+        domain, persistent_id, expires, eligible_search, eligible_handoff, eligible_public, related_deleted, \
+        view_count, first_seen, last_seen, payload, changed_seq
+        """
+
+    /// Runs the store once, untimed, into a file and reads back what it wrote.
+    private func warmUp(_ workload: Workload) throws -> Rows {
+        let path = file("\(workload.name)-warm-up")
+        remove(path)
+        defer { remove(path) }
+        do {
+            let store = try DeviceStore(at: .file(path), options: storeOptions())
+            try perform(transactions(workload), on: store)
+        }
+        let database = try RawSQLite(path: path)
+        var rows = Rows()
+        for row in try database.query("SELECT seq, epoch, call, kind, time, payload, prev_hash, hash FROM event_journal ORDER BY seq") {
+            rows.journal.append(row)
+            guard case .integer(let seq) = row[0], case .blob(let payload) = row[5] else {
+                throw RawSQLiteError(message: "the warm-up journal has a malformed row")
+            }
+            switch try EventCodec.decode(payload) {
+            case .resultShown(let ref): rows.projection[seq] = .shown(ref)
+            case .resultEngaged(let ref): rows.projection[seq] = .engaged(ref)
+            default: break
+            }
+        }
+        for row in try database.query("SELECT \(AppendBenchmark.itemColumns) FROM items") {
+            guard case .integer(let seq) = row[11] else { continue }
+            rows.projection[seq] = .item(row, text: Array(row[4...7]))
+        }
+        for row in try database.query("SELECT \(AppendBenchmark.activityColumns) FROM activities") {
+            guard case .integer(let seq) = row[19] else { continue }
+            rows.projection[seq] = .activity(row, text: Array(row[2...4]))
+        }
+        rows.counts = try AppendBenchmark.counts(database)
+        guard rows.journal.count >= workload.operations.count else {
+            throw RawSQLiteError(message: "\(workload.name): the warm-up journaled \(rows.journal.count) events for \(workload.operations.count) calls")
+        }
+        return rows
+    }
+
+    static func counts(_ database: RawSQLite) throws -> Counts {
+        func count(_ table: String) throws -> Int {
+            guard case .integer(let value)? = try database.query("SELECT count(*) FROM \(table)").first?.first else { return -1 }
+            return Int(value)
+        }
+        return Counts(journal: try count("event_journal"), items: try count("items"),
+                      activities: try count("activities"), engagement: try count("engagement"))
+    }
+
+    // MARK: - The two sides
+
+    /// Times the store from its first call to its last commit. Creating the file
+    /// is not timed, nor is the baseline's schema.
+    private func runSightline(_ workload: Workload, path: String, expected: Rows) throws -> Double {
+        let elapsed: Duration
+        do {
+            let store = try DeviceStore(at: .file(path), options: storeOptions())
+            let grouped = transactions(workload)
+            elapsed = try ContinuousClock().measure {
+                try perform(grouped, on: store)
+            }
+        }
+        let counts = try AppendBenchmark.counts(RawSQLite(path: path))
+        guard counts == expected.counts else {
+            throw RawSQLiteError(message: "\(workload.name): the timed run wrote \(counts), the warm-up \(expected.counts)")
+        }
+        return elapsed.seconds
+    }
+
+    private func runRaw(_ rows: Rows, path: String) throws -> Double {
+        let database = try RawSQLite(path: path)
+        try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
+        try database.execute(AppendBenchmark.rawSchema)
+        let insertEvent = try database.prepare("INSERT INTO event_journal VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        let insertItem = try database.prepare("INSERT INTO items (\(AppendBenchmark.itemColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+        let insertItemText = try database.prepare("INSERT INTO items_fts VALUES (?, ?, ?, ?)")
+        let insertActivity = try database.prepare("""
+            INSERT INTO activities (\(AppendBenchmark.activityColumns))
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let insertActivityText = try database.prepare("INSERT INTO activities_fts VALUES (?, ?, ?)")
+        let shown = try database.prepare("""
+            INSERT INTO engagement (ref, shown, engaged) VALUES (?, 1, 0)
+            ON CONFLICT (ref) DO UPDATE SET shown = shown + 1
+            """)
+        let engaged = try database.prepare("""
+            INSERT INTO engagement (ref, shown, engaged) VALUES (?, 0, 1)
+            ON CONFLICT (ref) DO UPDATE SET engaged = engaged + 1
+            """)
+        let elapsed = try ContinuousClock().measure {
+            try database.execute("BEGIN")
+            for (position, row) in rows.journal.enumerated() {
+                if position > 0 && position % commitEvery == 0 {
+                    try database.execute("COMMIT; BEGIN")
+                }
+                try insertEvent.run(row)
+                guard case .integer(let seq) = row[0], let projection = rows.projection[seq] else { continue }
+                switch projection {
+                case .item(let values, let text):
+                    try insertItem.run(values)
+                    try insertItemText.run(text)
+                case .activity(let values, let text):
+                    try insertActivity.run(values)
+                    try insertActivityText.run(text)
+                case .shown(let ref):
+                    try shown.run([.text(ref)])
+                case .engaged(let ref):
+                    try engaged.run([.text(ref)])
+                }
+            }
+            try database.execute("COMMIT")
+        }
+        let counts = try AppendBenchmark.counts(database)
+        guard counts == rows.counts else {
+            throw RawSQLiteError(message: "the baseline wrote \(counts), the store \(rows.counts)")
+        }
+        return elapsed.seconds
+    }
+
+    /// The store's journal and projection tables with their indexes, and plain
+    /// FTS5 tables (each keeping its own copy of the text) with the same tokenizer.
+    static let rawSchema = """
+        CREATE TABLE event_journal (
+            seq INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, call INTEGER NOT NULL, kind INTEGER NOT NULL,
+            time INTEGER NOT NULL, payload BLOB NOT NULL, prev_hash BLOB NOT NULL, hash BLOB NOT NULL);
+        CREATE TABLE items (
+            rowid INTEGER PRIMARY KEY, item_id TEXT NOT NULL, index_name TEXT NOT NULL, domain TEXT, expires INTEGER,
+            title TEXT, display_name TEXT, content_description TEXT, keywords TEXT, content_url TEXT, ranking_hint REAL,
+            attributes BLOB NOT NULL, changed_seq INTEGER NOT NULL, UNIQUE (item_id, index_name));
+        CREATE INDEX items_by_domain ON items (index_name, domain);
+        CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
+        CREATE INDEX items_by_url ON items (content_url) WHERE content_url IS NOT NULL;
+        CREATE VIRTUAL TABLE items_fts USING fts5 (
+            title, display_name, content_description, keywords, tokenize = 'unicode61 remove_diacritics 2');
+        CREATE TABLE activities (
+            rowid INTEGER PRIMARY KEY, activity_key TEXT NOT NULL UNIQUE, activity_type TEXT NOT NULL, title TEXT,
+            keywords TEXT, content_description TEXT, webpage_url TEXT, related TEXT, weak_related TEXT, domain TEXT,
+            persistent_id TEXT, expires INTEGER, eligible_search INTEGER NOT NULL, eligible_handoff INTEGER NOT NULL,
+            eligible_public INTEGER NOT NULL, related_deleted INTEGER NOT NULL, view_count INTEGER NOT NULL,
+            first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL, payload BLOB NOT NULL, changed_seq INTEGER NOT NULL);
+        CREATE INDEX activities_by_related ON activities (related) WHERE related IS NOT NULL;
+        CREATE INDEX activities_by_domain ON activities (domain) WHERE domain IS NOT NULL;
+        CREATE INDEX activities_by_expiry ON activities (expires) WHERE expires IS NOT NULL;
+        CREATE VIRTUAL TABLE activities_fts USING fts5 (
+            title, keywords, content_description, tokenize = 'unicode61 remove_diacritics 2');
+        CREATE TABLE engagement (ref TEXT PRIMARY KEY, shown INTEGER NOT NULL, engaged INTEGER NOT NULL);
+        """
+
+    static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import DeviceStore
+import Foundation
+import IndexModel
+
+struct BenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "bench",
+        abstract: "Measure Sightline against a raw SQLite baseline in the same run.",
+        discussion: "Figures and the commands that produced them are kept in docs/benchmarks.md.",
+        subcommands: [AppendBenchCommand.self]
+    )
+}
+
+struct AppendBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "append",
+        abstract: "Journal appends per second: the device store against raw SQLite inserts of the same rows.",
+        discussion: """
+            Two workloads: activity and engagement calls (target: at least 0.6 times raw \
+            inserts of the same journal rows), and item indexing with full-text search \
+            (target: at least 1.0 times raw inserts of the same journal rows plus raw FTS5 \
+            inserts of the same text). Both sides use WAL, synchronous=FULL and commit every \
+            1000 events. Each side runs --rounds times, alternating which goes first; the \
+            median of the rounds' ratios is reported, with each side's median rate.
+            """
+    )
+
+    @Option(name: .long, help: "Events per workload.")
+    var events = 20_000
+
+    @Option(name: .long, help: "Timed runs per side; the median counts.")
+    var rounds = 3
+
+    @Option(name: .long, help: "The workload seed.")
+    var seed: UInt64 = 1
+
+    @Option(name: .long, help: ArgumentHelp("Where the benchmark writes its stores (default: a new temporary directory, removed afterwards).",
+                                            valueName: "path"))
+    var dir: String?
+
+    @Option(name: .long, help: ArgumentHelp("Run only this workload (activity-engagement or item-index-fts).", valueName: "name"))
+    var workload: String?
+
+    @Flag(name: .long, help: "Exit with status 1 when a workload misses its target.")
+    var check = false
+
+    @OptionGroup var output: JSONOption
+
+    func validate() throws {
+        guard events >= 1000, events <= 10_000_000 else {
+            throw ValidationError("--events must be between 1000 and 10000000 (got \(events))")
+        }
+        if let workload, !AppendBenchmark.workloadNames.contains(workload) {
+            throw ValidationError("--workload must be one of \(AppendBenchmark.workloadNames.joined(separator: ", ")) (got '\(workload)')")
+        }
+        guard rounds >= 1, rounds <= 100 else {
+            throw ValidationError("--rounds must be between 1 and 100 (got \(rounds))")
+        }
+    }
+
+    func run() throws {
+        let directory: URL
+        let ownsDirectory = dir == nil
+        if let dir {
+            directory = URL(fileURLWithPath: dir)
+        } else {
+            directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("sightline-bench-\(ProcessInfo.processInfo.processIdentifier)")
+        }
+        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
+
+        let benchmark = AppendBenchmark(events: events, rounds: rounds, commitEvery: 1000, seed: seed,
+                                        only: workload, directory: directory)
+        let showProgress = isatty(STDERR_FILENO) == 1
+        let results: [AppendBenchmark.Result]
+        do {
+            results = try benchmark.run { message in if showProgress { Output.error(message) } }
+        } catch let error as DeviceStoreError {
+            throw error.exit()
+        } catch {
+            Output.error("error: \(error)")
+            throw ExitStatus.storeUnavailable
+        }
+
+        if output.json {
+            Output.json(.object([
+                "benchmark": .string("append"),
+                "seed": .integer(Int64(bitPattern: seed)),
+                "rounds": .integer(Int64(rounds)),
+                "commitEvery": .integer(1000),
+                "journalMode": .string("wal"),
+                "synchronous": .string("full"),
+                "sqliteVersion": .string(AppendBenchmark.sqliteVersion),
+                "workloads": .array(results.map(Self.json)),
+            ]))
+        } else {
+            Output.line("bench append  seed=\(seed)  rounds=\(rounds)  commit every 1000  WAL  synchronous=FULL  SQLite \(AppendBenchmark.sqliteVersion)")
+            var rows = [["workload", "events", "sightline ev/s", "raw ev/s", "ratio", "target", ""]]
+            for result in results {
+                rows.append([
+                    result.workload.name, String(result.events), Self.rate(result.sightlinePerSecond),
+                    Self.rate(result.rawPerSecond), String(format: "%.2f", result.ratio),
+                    String(format: "≥ %.1f", result.workload.target), result.meetsTarget ? "met" : "MISSED",
+                ])
+            }
+            Output.table(rows)
+            for result in results { Output.line("  \(result.workload.name): \(result.workload.summary)") }
+        }
+        if check && results.contains(where: { !$0.meetsTarget }) {
+            Output.error("a workload missed its target")
+            throw ExitStatus.checkFailed
+        }
+    }
+
+    static func json(_ result: AppendBenchmark.Result) -> JSONValue {
+        func side(_ side: AppendBenchmark.Side, perSecond: Double) -> JSONValue {
+            .object([
+                "eventsPerSecond": .integer(Int64(perSecond.rounded())),
+                "medianSeconds": .double(side.median),
+                "seconds": .array(side.seconds.map(JSONValue.double)),
+            ])
+        }
+        return .object([
+            "name": .string(result.workload.name),
+            "description": .string(result.workload.summary),
+            "events": .integer(Int64(result.events)),
+            "sightline": side(result.sightline, perSecond: result.sightlinePerSecond),
+            "raw": side(result.raw, perSecond: result.rawPerSecond),
+            "ratio": .double((result.ratio * 1000).rounded() / 1000),
+            "roundRatios": .array(result.roundRatios.map { .double(($0 * 1000).rounded() / 1000) }),
+            "target": .double(result.workload.target),
+            "meetsTarget": .bool(result.meetsTarget),
+        ])
+    }
+
+    static func rate(_ value: Double) -> String {
+        String(Int(value.rounded()))
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import IndexModel
+import Testing
+
+@Suite struct BenchCommandTests {
+    /// A small run: the figures are not checked (a test is no place for timing),
+    /// but both workloads must run on both sides, over the same number of events,
+    /// and report their rates, ratio and target.
+    @Test func appendReportsBothWorkloadsAgainstTheRawBaseline() throws {
+        let directory = try temporaryDirectory()
+        let result = try CLIRunner.run(["bench", "append", "--events", "1000", "--rounds", "1", "--json",
+                                        "--dir", directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        guard case .object(let object) = report, case .array(let workloads)? = object["workloads"] else {
+            Issue.record("no workloads in \(result.stdout)")
+            return
+        }
+        let names: [String] = workloads.compactMap { workload in
+            guard case .object(let fields) = workload else { return nil }
+            return fields["name"]?.stringValue
+        }
+        #expect(names == ["activity-engagement", "item-index-fts"])
+        for case .object(let fields) in workloads {
+            #expect(fields["events"] == .integer(1000))
+            for side in ["sightline", "raw"] {
+                guard case .object(let figures)? = fields[side], case .integer(let rate)? = figures["eventsPerSecond"] else {
+                    Issue.record("\(side) has no rate")
+                    continue
+                }
+                #expect(rate > 0)
+            }
+            guard let ratio = number(fields["ratio"]), let target = number(fields["target"]),
+                  case .bool(let meetsTarget)? = fields["meetsTarget"] else {
+                Issue.record("no ratio, target or verdict in \(fields)")
+                continue
+            }
+            #expect(ratio > 0)
+            #expect(meetsTarget == (ratio >= target))
+        }
+        // The stores it made are removed; the directory given is left empty.
+        let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(left.isEmpty)
+    }
+
+    @Test func appendRefusesTooFewEvents() throws {
+        let result = try CLIRunner.run(["bench", "append", "--events", "10"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--events must be between 1000 and 10000000 (got 10)"))
+    }
+
+    @Test func appendRefusesAnUnknownWorkload() throws {
+        let result = try CLIRunner.run(["bench", "append", "--workload", "sync"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("--workload must be one of activity-engagement, item-index-fts (got 'sync')"))
+    }
+}
+
+/// A JSON number whether it was written with a fraction or not.
+private func number(_ value: JSONValue?) -> Double? {
+    switch value {
+    case .double(let number)?: number
+    case .integer(let number)?: Double(number)
+    default: nil
+    }
+}
