@@ -55,6 +55,7 @@ public final class DeviceStore: Sendable {
         configuration.readonly = options.readOnly
         configuration.busyMode = .timeout(10)
         configuration.label = "DeviceStore"
+        // The schema declares no foreign keys; enforcing them only adds checks to every write.
         configuration.foreignKeysEnabled = false
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"
