@@ -14,12 +14,17 @@ final class JournalAppender {
     private(set) var head: Seq
     private(set) var headHash: ChainHash
     private(set) var firstAppended: Seq?
+    private let insert: DirectStatement
 
     /// Reads the journal head in `db`, which must be inside a write transaction.
     init(db: Database, time: Timestamp) throws {
         self.db = db
         self.time = time
         projector = Projector(db: db)
+        insert = try DirectStatement(db, """
+            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
         let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
         epoch = Epoch(UInt64(epochValue))
         if let row = try Row.fetchOne(db, sql: "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1") {
@@ -44,7 +49,6 @@ final class JournalAppender {
         let payload = EventCodec.encode(event)
         let seq = head.next
         let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, payload: payload)
-        let insert = try insertStatement()
         insert.bind(1, Int64(seq.rawValue))
         insert.bind(2, Int64(epoch.rawValue))
         insert.bind(3, Int64(call.rawValue))
@@ -59,18 +63,6 @@ final class JournalAppender {
         headHash = hash
         if firstAppended == nil { firstAppended = seq }
         return seq
-    }
-
-    private var insert: DirectStatement?
-
-    private func insertStatement() throws -> DirectStatement {
-        if let insert { return insert }
-        let statement = try DirectStatement(db, """
-            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        insert = statement
-        return statement
     }
 
     /// Starts the next call in the same transaction (a group of calls committed

@@ -86,36 +86,32 @@ public struct BinaryReader {
         return Int(length)
     }
 
-    public mutating func data() throws(CodecError) -> [UInt8] {
+    /// Reads a length prefix and steps over that many bytes, returning where
+    /// they are; `what` names the field in the error.
+    private mutating func lengthPrefixed(_ what: String) throws(CodecError) -> Range<Int> {
         let start = offset
         let count = try length()
         guard count <= remaining else {
-            throw CodecError(.truncated, at: start, "length \(count) runs past the end of the input")
+            throw CodecError(.truncated, at: start, "\(what) \(count) runs past the end of the input")
         }
-        defer { offset += count }
-        return Array(bytes[offset..<offset + count])
+        offset += count
+        return offset - count..<offset
+    }
+
+    public mutating func data() throws(CodecError) -> [UInt8] {
+        Array(bytes[try lengthPrefixed("length")])
     }
 
     /// Steps over a length-prefixed field (a string or data) without decoding it.
     public mutating func skipLengthPrefixed() throws(CodecError) {
-        let start = offset
-        let count = try length()
-        guard count <= remaining else {
-            throw CodecError(.truncated, at: start, "length \(count) runs past the end of the input")
-        }
-        offset += count
+        _ = try lengthPrefixed("length")
     }
 
     public mutating func string() throws(CodecError) -> String {
         let start = offset
-        let count = try length()
-        guard count <= remaining else {
-            throw CodecError(.truncated, at: start, "string length \(count) runs past the end of the input")
-        }
-        guard let text = String(validating: bytes[offset..<offset + count], as: UTF8.self) else {
+        guard let text = String(validating: bytes[try lengthPrefixed("string length")], as: UTF8.self) else {
             throw CodecError(.invalidUTF8, at: start, "string is not valid UTF-8")
         }
-        offset += count
         return text
     }
 
