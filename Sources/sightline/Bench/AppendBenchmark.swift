@@ -156,6 +156,8 @@ struct AppendBenchmark {
         var journal: [[RawValue]] = []
         var projection: [Int64: Projection] = [:]
         var counts = Counts()
+        /// The DDL of the store's tables and indexes, for the baseline.
+        var schema: [String] = []
     }
 
     enum Projection {
@@ -212,6 +214,15 @@ struct AppendBenchmark {
             guard case .integer(let seq) = row[19] else { continue }
             rows.projection[seq] = .activity(row, text: Array(row[2...4]))
         }
+        // The store's own tables and indexes, without its full-text tables
+        // (the baseline makes plain ones) and their shadow tables.
+        rows.schema = try database.query("""
+            SELECT sql FROM sqlite_master WHERE sql IS NOT NULL AND type IN ('table', 'index')
+            AND name NOT LIKE '%fts%' AND name <> 'store_meta' ORDER BY rowid
+            """).compactMap { row in
+                guard case .text(let sql) = row[0] else { return nil }
+                return sql
+            }
         rows.counts = try AppendBenchmark.counts(database)
         guard rows.journal.count >= workload.operations.count else {
             throw RawSQLiteError(message: "\(workload.name): the warm-up journaled \(rows.journal.count) events for \(workload.operations.count) calls")
@@ -251,7 +262,7 @@ struct AppendBenchmark {
     private func runRaw(_ rows: Rows, path: String) throws -> Double {
         let database = try RawSQLite(path: path)
         try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
-        try database.execute(AppendBenchmark.rawSchema)
+        try database.execute((rows.schema + [AppendBenchmark.plainFullTextTables]).joined(separator: ";\n"))
         let insertEvent = try database.prepare("INSERT INTO event_journal VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
         let insertItem = try database.prepare("INSERT INTO items (\(AppendBenchmark.itemColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         let insertItemText = try database.prepare("INSERT INTO items_fts VALUES (?, ?, ?, ?)")
@@ -298,33 +309,13 @@ struct AppendBenchmark {
         return elapsed.seconds
     }
 
-    /// The store's journal and projection tables with their indexes, and plain
-    /// FTS5 tables (each keeping its own copy of the text) with the same tokenizer.
-    static let rawSchema = """
-        CREATE TABLE event_journal (
-            seq INTEGER PRIMARY KEY, epoch INTEGER NOT NULL, call INTEGER NOT NULL, kind INTEGER NOT NULL,
-            time INTEGER NOT NULL, payload BLOB NOT NULL, prev_hash BLOB NOT NULL, hash BLOB NOT NULL);
-        CREATE TABLE items (
-            rowid INTEGER PRIMARY KEY, item_id TEXT NOT NULL, index_name TEXT NOT NULL, domain TEXT, expires INTEGER,
-            title TEXT, display_name TEXT, content_description TEXT, keywords TEXT, content_url TEXT, ranking_hint REAL,
-            attributes BLOB NOT NULL, changed_seq INTEGER NOT NULL, UNIQUE (item_id, index_name));
-        CREATE INDEX items_by_domain ON items (index_name, domain);
-        CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
-        CREATE INDEX items_by_url ON items (content_url) WHERE content_url IS NOT NULL;
+    /// Plain FTS5 tables (each keeping its own copy of the text) with the
+    /// store's columns and tokenizer.
+    static let plainFullTextTables = """
         CREATE VIRTUAL TABLE items_fts USING fts5 (
             title, display_name, content_description, keywords, tokenize = 'unicode61 remove_diacritics 2');
-        CREATE TABLE activities (
-            rowid INTEGER PRIMARY KEY, activity_key TEXT NOT NULL UNIQUE, activity_type TEXT NOT NULL, title TEXT,
-            keywords TEXT, content_description TEXT, webpage_url TEXT, related TEXT, weak_related TEXT, domain TEXT,
-            persistent_id TEXT, expires INTEGER, eligible_search INTEGER NOT NULL, eligible_handoff INTEGER NOT NULL,
-            eligible_public INTEGER NOT NULL, related_deleted INTEGER NOT NULL, view_count INTEGER NOT NULL,
-            first_seen INTEGER NOT NULL, last_seen INTEGER NOT NULL, payload BLOB NOT NULL, changed_seq INTEGER NOT NULL);
-        CREATE INDEX activities_by_related ON activities (related) WHERE related IS NOT NULL;
-        CREATE INDEX activities_by_domain ON activities (domain) WHERE domain IS NOT NULL;
-        CREATE INDEX activities_by_expiry ON activities (expires) WHERE expires IS NOT NULL;
         CREATE VIRTUAL TABLE activities_fts USING fts5 (
-            title, keywords, content_description, tokenize = 'unicode61 remove_diacritics 2');
-        CREATE TABLE engagement (ref TEXT PRIMARY KEY, shown INTEGER NOT NULL, engaged INTEGER NOT NULL);
+            title, keywords, content_description, tokenize = 'unicode61 remove_diacritics 2')
         """
 
     static var sqliteVersion: String { String(cString: sqlite3_libversion()) }
