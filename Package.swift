@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "IndexModel", targets: ["IndexModel"]),
+        .library(name: "IndexQuery", targets: ["IndexQuery"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
@@ -18,10 +19,12 @@ let package = Package(
     ],
     targets: [
         .target(name: "IndexModel"),
+        .target(name: "IndexQuery", dependencies: ["IndexModel"]),
         .target(
             name: "DeviceStore",
             dependencies: [
                 "IndexModel",
+                "IndexQuery",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API, for binding values on the journal's write path.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -32,6 +35,7 @@ let package = Package(
             name: "sightline",
             dependencies: [
                 "IndexModel",
+                "IndexQuery",
                 "DeviceStore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The raw C API, for the benchmarks' baselines.
@@ -42,6 +46,14 @@ let package = Package(
         .testTarget(
             name: "IndexModelTests",
             dependencies: [
+                "IndexModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "IndexQueryTests",
+            dependencies: [
+                "IndexQuery",
                 "IndexModel",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

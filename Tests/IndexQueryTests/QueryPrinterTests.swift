@@ -1,0 +1,29 @@
+import IndexModel
+import PropertyBased
+import Testing
+@testable import IndexQuery
+
+@Test func printsCanonicalForm() throws {
+    let parsed = try QueryParser.parse(#"(a = "x"wc || b != 'y*') && !(c >= 2 && d < $time.today(-1)) && InRange(e, $time.iso(2026-01-02T03:04:05.500Z), $time.now)"#)
+    #expect(parsed.description == #"(a == "x"cw || b != 'y*') && !(c >= 2.0 && d < $time.today(-1)) && InRange(e, $time.iso(2026-01-02T03:04:05.500Z), $time.now)"#)
+}
+
+@Test func printingKeepsRightNestedTreesApart() throws {
+    let tree: QueryExpression = .and(.comparison(Comparison(.named("a"), .equal, .number(1))),
+                                     .and(.comparison(Comparison(.named("b"), .equal, .number(2))),
+                                          .comparison(Comparison(.named("c"), .equal, .number(3)))))
+    #expect(tree.description == "a == 1.0 && (b == 2.0 && c == 3.0)")
+    #expect(try QueryParser.parse(tree.description) == tree)
+}
+
+@Test func parsingWhatWasPrintedGivesTheSameQuery() async {
+    await propertyCheck(count: 2000, input: QueryGenerators.expression) { expression in
+        let printed = expression.description
+        do {
+            let reparsed = try QueryParser.parse(printed)
+            #expect(reparsed == expression, "\(printed)")
+        } catch {
+            Issue.record("\(printed) did not parse: \(error)")
+        }
+    }
+}

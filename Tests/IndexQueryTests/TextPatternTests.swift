@@ -1,0 +1,77 @@
+import IndexModel
+import Testing
+@testable import IndexQuery
+
+/// Whether `title == <literal>` matches an item titled `title`.
+private func matches(_ literal: String, _ title: String) throws -> Bool {
+    let query = try QueryParser.parse("title == " + literal)
+    let item = SearchableItem(uniqueIdentifier: "1", attributes: AttributeSet([.title: .string(title)]))
+    return CompiledQuery(query, now: Timestamp(millisecondsSince1970: 0)).matches(item)
+}
+
+@Test func plainEqualityIsWholeValueCaseAndDiacriticSensitive() throws {
+    #expect(try matches(#""Paris""#, "Paris"))
+    #expect(try !matches(#""Paris""#, "paris"))
+    #expect(try !matches(#""Paris""#, "I love Paris"))
+    #expect(try !matches(#""Frederic""#, "Frédéric"))
+    // Canonically equivalent spellings are the same text.
+    #expect(try matches("\"Fr\u{E9}d\u{E9}ric\"", "Fre\u{301}de\u{301}ric"))
+}
+
+@Test func wordBasedMatchingFollowsApplesExamples() throws {
+    #expect(try matches(#""Paris"wc"#, "paris-france.jpg"))
+    #expect(try !matches(#""Paris"wc"#, "Comparison"))
+    #expect(try matches(#""Window"w"#, "MyWindowClass"))
+    #expect(try matches(#""Window"w"#, "Broken Window"))
+    #expect(try !matches(#""Window"w"#, "NSWindow"))
+    // w alone is still case-sensitive; a word-based match ends on a boundary too.
+    #expect(try !matches(#""window"w"#, "Broken Window"))
+    #expect(try !matches(#""Win"w"#, "Broken Window"))
+    #expect(try matches(#""Win*"w"#, "Broken Window"))
+    #expect(try matches(#""broken window"cw"#, "The Broken Window"))
+}
+
+@Test func caseAndDiacriticModifiersFold() throws {
+    #expect(try matches(#""Frédéric"cd"#, "frederic"))
+    #expect(try matches(#""frederic"cd"#, "FRÉDÉRIC"))
+    #expect(try !matches(#""frederic"c"#, "Frédéric"))
+    #expect(try matches(#""frédéric"c"#, "FRÉDÉRIC"))
+    #expect(try matches(#""frederic"d"#, "frédéric"))
+    #expect(try !matches(#""frederic"d"#, "Frédéric"))
+    #expect(try matches(#""STRASSE"c"#, "Straße"))
+}
+
+@Test func wildcardsMatchAtTheStartEndOrMiddle() throws {
+    #expect(try matches(#""*Paris*""#, "I love Paris"))
+    #expect(try matches(#""Par*""#, "Paris"))
+    #expect(try matches(#""*ris""#, "Paris"))
+    #expect(try matches(#""P*s""#, "Paris"))
+    #expect(try matches(#""P*r*s""#, "Paris"))
+    #expect(try !matches(#""P*x""#, "Paris"))
+    #expect(try matches(#""*""#, ""))
+    #expect(try !matches(#""""#, "Paris"))
+    // Escaped and single-quoted stars are literal.
+    #expect(try matches(#""a\*b""#, "a*b"))
+    #expect(try !matches(#""a\*b""#, "axb"))
+    #expect(try matches("'a*b'", "a*b"))
+    #expect(try !matches("'a*b'", "axxb"))
+}
+
+@Test func tokenizedMatchingFindsEveryWordInAnyOrder() throws {
+    #expect(try matches(#""project updates"cwdt"#, "Updates on the project"))
+    #expect(try matches(#""project updates"t"#, "updates-project"))
+    #expect(try !matches(#""project updates"ct"#, "project plans"))
+    #expect(try matches(#""proj* upd*"ct"#, "Updated project list"))
+    #expect(try matches(#""bob*"cwd"#, "Bobby Tables"))
+    #expect(try !matches(#""bob*"cwd"#, "Kebob"))
+}
+
+@Test func pathologicalWildcardsFinishInLinearSteps() throws {
+    // A backtracking matcher takes exponential time on these; the automaton
+    // takes (value length × pattern length) steps.
+    let pattern = "\"" + String(repeating: "*a", count: QueryLimits.wildcards - 1) + "*b\""
+    let value = String(repeating: "a", count: 100_000)
+    #expect(try !matches(pattern, value))
+    #expect(try !matches(pattern + "w", value))
+    #expect(try matches(pattern, value + "b"))
+}
