@@ -50,11 +50,22 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        // Random queries and items, shared by the query and store tests.
+        .target(
+            name: "QueryTestSupport",
+            dependencies: [
+                "IndexQuery",
+                "IndexModel",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            path: "Tests/QueryTestSupport"
+        ),
         .testTarget(
             name: "IndexQueryTests",
             dependencies: [
                 "IndexQuery",
                 "IndexModel",
+                "QueryTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -63,6 +74,8 @@ let package = Package(
             dependencies: [
                 "DeviceStore",
                 "IndexModel",
+                "IndexQuery",
+                "QueryTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]

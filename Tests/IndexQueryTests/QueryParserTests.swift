@@ -94,7 +94,7 @@ private let badQueries: [(String, Int, String)] = [
     ("date > $time.today(x)", 20, "whole-number offset"),
     ("date > $time.iso(yesterday)", 18, "ISO 8601"),
     ("date > $now", 8, "unknown variable $now"),
-    (#"title == "a\q""#, 12, "unknown escape \\q"),
+    (#"title == "a\q""#, 12, "unknown escape \\ followed by 'q'"),
     ("*** == \"a\"", 3, "found ***"),
     ("title == \"a\" && # ", 17, "unexpected character '#'"),
 ]
@@ -147,7 +147,7 @@ private let badQueries: [(String, Int, String)] = [
             return error.message
         }
     }
-    #expect(message(String(repeating: " ", count: QueryLimits.queryCharacters) + "a == 1").contains("characters long; the limit is"))
+    #expect(message(String(repeating: " ", count: QueryLimits.queryCharacters) + "a == 1").contains("characters (Unicode scalars) long; the limit is"))
     let deep = String(repeating: "(", count: QueryLimits.nestingDepth + 1) + "a == 1" + String(repeating: ")", count: QueryLimits.nestingDepth + 1)
     #expect(message(deep).contains("nests deeper than \(QueryLimits.nestingDepth)"))
     let fine = String(repeating: "(", count: QueryLimits.nestingDepth) + "a == 1" + String(repeating: ")", count: QueryLimits.nestingDepth)
@@ -160,4 +160,19 @@ private let badQueries: [(String, Int, String)] = [
     #expect(message("d > $time.today(99999999)").contains("offset is larger"))
     #expect(message("d > $time.today(-9223372036854775808)").contains("offset is larger"))
     #expect(message("a > 1e999").contains("out of range"))
+}
+
+/// Found by the fuzzer: an unknown escape of a line break or control character
+/// put that character into the message, breaking the three-line display and
+/// letting terminal controls through.
+@Test func errorMessagesNeverCarryControlCharactersFromTheQuery() {
+    for escaped in ["\r", "\n", "\u{0B}", "\u{2028}", "\u{1B}"] {
+        let query = "\"\\" + escaped
+        guard let error = parseError(query) else {
+            Issue.record("parsed")
+            continue
+        }
+        #expect(!error.message.contains { $0.isNewline || $0.asciiValue.map { $0 < 0x20 } == true }, "\(error.message)")
+        #expect(error.rendered(query: query).split(separator: "\n", omittingEmptySubsequences: false).count == 3)
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import IndexQuery
 
 /// Where a device store lives.
 public enum StoreLocation: Hashable, Sendable {
@@ -57,6 +58,8 @@ public final class DeviceStore: Sendable {
         configuration.label = "DeviceStore"
         // The schema declares no foreign keys; enforcing them only adds checks to every write.
         configuration.foreignKeysEnabled = false
+        let functions = QueryFunctions()
+        configuration.prepareDatabase { db in functions.register(in: db) }
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"
             configuration.prepareDatabase { db in

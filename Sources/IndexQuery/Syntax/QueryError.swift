@@ -4,7 +4,7 @@
 /// `rendered(query:)` shows the query with a caret under the offending column for
 /// the user who typed it.
 public struct QueryError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The offset of the offending character, in characters from the start.
+    /// The offset of the offending character, in Unicode scalars from the start.
     public let offset: Int
     /// What is wrong and, where it helps, what was expected.
     public let message: String
@@ -23,22 +23,30 @@ public struct QueryError: Error, Hashable, Sendable, CustomStringConvertible {
     ///       title == && x
     ///                ^
     public func rendered(query: String) -> String {
-        let characters = Array(query)
+        // Offsets count Unicode scalars, as the lexer does; the caret's column
+        // counts the characters shown before it.
+        let scalars = Array(query.unicodeScalars)
         let window = 60
-        var start = max(0, offset - window / 2)
-        let end = min(characters.count, start + window)
+        let target = min(offset, scalars.count)
+        var start = max(0, target - window / 2)
+        let end = min(scalars.count, start + window)
         start = max(0, min(start, end - window))
-        var shown = ""
-        for character in characters[start..<end] {
-            // Tabs and line breaks would move the caret; show them as spaces.
-            shown.append(character.isNewline || character == "\t" ? " " : character)
+        func shown(_ range: Range<Int>) -> String {
+            var text = String.UnicodeScalarView()
+            for scalar in scalars[range] {
+                // Line breaks, tabs and other controls would move the caret or
+                // reach the terminal; show them as spaces.
+                let control = scalar.properties.generalCategory == .control || scalar.properties.isWhitespace
+                text.append(control ? " " : scalar)
+            }
+            return String(text)
         }
         let prefix = start > 0 ? "…" : ""
-        let suffix = end < characters.count ? "…" : ""
-        let caretColumn = prefix.count + min(offset, characters.count) - start
+        let suffix = end < scalars.count ? "…" : ""
+        let caretColumn = prefix.count + shown(start..<target).count
         return """
             invalid query at column \(offset + 1): \(message)
-              \(prefix)\(shown)\(suffix)
+              \(prefix)\(shown(start..<end))\(suffix)
               \(String(repeating: " ", count: caretColumn))^
             """
     }

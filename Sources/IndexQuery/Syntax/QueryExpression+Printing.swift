@@ -92,26 +92,28 @@ enum QueryPrinter {
     }
 
     static func write(_ literal: TextLiteral, to text: inout String) {
-        let quote: Character = literal.quote == .double ? "\"" : "'"
-        text.append(quote)
+        // Scalar by scalar, as the lexer reads: escapes stay escapes even when a
+        // combining mark follows them.
+        let quote: Unicode.Scalar = literal.quote == .double ? "\"" : "'"
+        text.unicodeScalars.append(quote)
         for piece in literal.pieces {
             switch piece {
             case .wildcard:
                 text += "*"
             case .literal(let run):
-                for character in run {
-                    switch character {
+                for scalar in run.unicodeScalars {
+                    switch scalar {
                     case "\\": text += "\\\\"
                     case "\n": text += "\\n"
                     case "\t": text += "\\t"
                     case "*" where literal.quote == .double: text += "\\*"
                     case quote: text += "\\\(quote)"
-                    default: text.append(character)
+                    default: text.unicodeScalars.append(scalar)
                     }
                 }
             }
         }
-        text.append(quote)
+        text.unicodeScalars.append(quote)
         text += literal.modifiers.letters
     }
 

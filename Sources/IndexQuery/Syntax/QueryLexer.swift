@@ -2,19 +2,23 @@ import IndexModel
 
 /// Splits a query into tokens. Strings are read whole, with their escapes,
 /// wildcards and modifiers; `$time` values are read whole, with their offset.
+///
+/// The lexer reads Unicode scalars, not characters: a combining mark after an
+/// escape (`\t` then U+0301) or after a quote would otherwise fuse with it into
+/// one character and change what the query says. Offsets count scalars.
 struct QueryLexer {
-    private let characters: [Character]
+    private let characters: [Unicode.Scalar]
     private var position = 0
 
     init(_ query: String) {
-        characters = Array(query)
+        characters = Array(query.unicodeScalars)
     }
 
     static func tokens(_ query: String) throws(QueryError) -> [QueryToken] {
         var lexer = QueryLexer(query)
         guard lexer.characters.count <= QueryLimits.queryCharacters else {
             throw QueryError(at: QueryLimits.queryCharacters,
-                             "the query is \(lexer.characters.count) characters long; the limit is \(QueryLimits.queryCharacters)")
+                             "the query is \(lexer.characters.count) characters (Unicode scalars) long; the limit is \(QueryLimits.queryCharacters)")
         }
         var tokens: [QueryToken] = []
         while true {
@@ -24,13 +28,13 @@ struct QueryLexer {
         }
     }
 
-    private func peek(_ ahead: Int = 0) -> Character? {
+    private func peek(_ ahead: Int = 0) -> Unicode.Scalar? {
         let index = position + ahead
         return index < characters.count ? characters[index] : nil
     }
 
     private mutating func next() throws(QueryError) -> QueryToken {
-        while let character = peek(), character.isWhitespace { position += 1 }
+        while let character = peek(), character.properties.isWhitespace { position += 1 }
         let start = position
         guard let character = peek() else { return QueryToken(kind: .end, offset: start) }
         func token(_ kind: QueryToken.Kind, length: Int) -> QueryToken {
@@ -67,13 +71,13 @@ struct QueryLexer {
         case "$":
             return QueryToken(kind: .time(try readTime()), offset: start)
         default:
-            if character.isASCII, character.isNumber || (character == "-" && (peek(1)?.isASCII ?? false) && (peek(1)?.isNumber ?? false)) {
+            if QueryLexer.isDigit(character) || (character == "-" && peek(1).map(QueryLexer.isDigit) == true) {
                 return QueryToken(kind: .number(try readNumber()), offset: start)
             }
             if QueryLexer.startsName(character) {
                 var name = ""
                 while let next = peek(), QueryLexer.continuesName(next) {
-                    name.append(next)
+                    name.unicodeScalars.append(next)
                     position += 1
                 }
                 return QueryToken(kind: .identifier(name), offset: start)
@@ -82,21 +86,31 @@ struct QueryLexer {
         }
     }
 
-    static func startsName(_ character: Character) -> Bool {
-        character == "_" || character.isLetter
+    static func isDigit(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value >= 0x30 && scalar.value <= 0x39
     }
 
-    static func continuesName(_ character: Character) -> Bool {
-        character == "_" || character == "." || character.isLetter || character.isNumber
+    static func startsName(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == "_" || scalar.properties.isAlphabetic
     }
 
-    /// A character for an error message; printable ASCII as is, anything else as
-    /// its code points so that no terminal control reaches the user's screen.
-    static func quoted(_ character: Character) -> String {
-        if character.isASCII, let scalar = character.unicodeScalars.first, scalar.value >= 0x20, scalar.value < 0x7F {
-            return "'\(character)'"
+    /// Letters, digits, `_` and `.`, and combining marks, so that a name written
+    /// with decomposed accents is one name.
+    static func continuesName(_ scalar: Unicode.Scalar) -> Bool {
+        if scalar == "_" || scalar == "." || scalar.properties.isAlphabetic || scalar.properties.numericType != nil {
+            return true
         }
-        return character.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }.joined(separator: " ")
+        switch scalar.properties.generalCategory {
+        case .nonspacingMark, .spacingMark, .enclosingMark: return true
+        default: return false
+        }
+    }
+
+    /// A scalar for an error message: printable ASCII as is, anything else as its
+    /// code point, so that no terminal control reaches the user's screen.
+    static func quoted(_ scalar: Unicode.Scalar) -> String {
+        if scalar.value >= 0x20, scalar.value < 0x7F { return "'\(scalar)'" }
+        return "U+" + String(scalar.value, radix: 16, uppercase: true)
     }
 
     // MARK: Strings
@@ -132,7 +146,7 @@ struct QueryLexer {
                 case "n": resolved = "\n"
                 case "t": resolved = "\t"
                 default:
-                    throw QueryError(at: at, "unknown escape \\\(escaped); expected \\\\, \\\", \\', \\* , \\n or \\t")
+                    throw QueryError(at: at, "unknown escape \\ followed by \(QueryLexer.quoted(escaped)); expected \\\\, \\\", \\', \\* , \\n or \\t")
                 }
             } else if character == "*" && quote == .double {
                 wildcards += 1
@@ -147,12 +161,12 @@ struct QueryLexer {
             guard length <= QueryLimits.textCharacters else {
                 throw QueryError(at: at, "this string is longer than \(QueryLimits.textCharacters) characters")
             }
-            literal.append(resolved)
+            literal.unicodeScalars.append(resolved)
         }
         flush()
         var modifiers: TextModifiers = []
         while let character = peek(), QueryLexer.continuesName(character) {
-            guard let modifier = TextModifiers.letters.first(where: { $0.0 == character })?.1 else {
+            guard let modifier = TextModifiers.letters.first(where: { $0.0.unicodeScalars.first == character })?.1 else {
                 throw QueryError(at: position, "unknown string modifier \(QueryLexer.quoted(character)); expected c, d, w or t")
             }
             guard !modifiers.contains(modifier) else {
@@ -170,8 +184,8 @@ struct QueryLexer {
         let start = position
         var text = ""
         func digits() {
-            while let character = peek(), character.isASCII, character.isNumber {
-                text.append(character)
+            while let character = peek(), QueryLexer.isDigit(character) {
+                text.unicodeScalars.append(character)
                 position += 1
             }
         }
@@ -180,7 +194,7 @@ struct QueryLexer {
             position += 1
         }
         digits()
-        if peek() == ".", let after = peek(1), after.isASCII, after.isNumber {
+        if peek() == ".", let after = peek(1), QueryLexer.isDigit(after) {
             text.append(".")
             position += 1
             digits()
@@ -188,9 +202,9 @@ struct QueryLexer {
         if let e = peek(), e == "e" || e == "E" {
             var ahead = 1
             if let sign = peek(1), sign == "+" || sign == "-" { ahead = 2 }
-            if let digit = peek(ahead), digit.isASCII, digit.isNumber {
+            if let digit = peek(ahead), QueryLexer.isDigit(digit) {
                 for _ in 0..<ahead {
-                    text.append(peek()!)
+                    text.unicodeScalars.append(peek()!)
                     position += 1
                 }
                 digits()
@@ -224,8 +238,8 @@ struct QueryLexer {
         let start = position
         position += 1
         var name = ""
-        while let character = peek(), character == "_" || character == "." || (character.isASCII && character.isLetter) {
-            name.append(character)
+        while let character = peek(), character == "_" || character == "." || (character.isASCII && character.properties.isAlphabetic) {
+            name.unicodeScalars.append(character)
             position += 1
         }
         guard name.hasPrefix("time.") else {
@@ -238,7 +252,7 @@ struct QueryLexer {
             let dateStart = position
             var text = ""
             while let character = peek(), character != ")" {
-                text.append(character)
+                text.unicodeScalars.append(character)
                 position += 1
             }
             guard peek() == ")" else { throw QueryError(at: dateStart, "expected ) to close $time.iso(") }
@@ -253,18 +267,18 @@ struct QueryLexer {
         }
         guard peek() == "(" else { return make(0) }
         position += 1
-        while let character = peek(), character.isWhitespace { position += 1 }
+        while let character = peek(), character.properties.isWhitespace { position += 1 }
         let numberStart = position
         var text = ""
         if let sign = peek(), sign == "-" || sign == "+" {
-            text.append(sign)
+            text.unicodeScalars.append(sign)
             position += 1
         }
-        while let digit = peek(), digit.isASCII, digit.isNumber {
-            text.append(digit)
+        while let digit = peek(), QueryLexer.isDigit(digit) {
+            text.unicodeScalars.append(digit)
             position += 1
         }
-        while let character = peek(), character.isWhitespace { position += 1 }
+        while let character = peek(), character.properties.isWhitespace { position += 1 }
         guard let offset = Int64(text), peek() == ")" else {
             throw QueryError(at: numberStart, "expected a whole-number offset and ) after $\(name)(")
         }

@@ -1,32 +1,33 @@
 import IndexModel
 import PropertyBased
-@testable import IndexQuery
+import IndexQuery
 
 /// Random queries and random items for the property tests. Attribute names and
 /// string pieces come from small pools so that random queries often match random
 /// items; the pieces include quotes, backslashes, stars, diacritics, case
 /// changes and non-Latin scripts.
-enum QueryGenerators {
-    static let expression = Generator<QueryExpression, Shrink.None<QueryExpression>>(run: { rng in
+public enum QueryGenerators {
+    public static let expression = Generator<QueryExpression, Shrink.None<QueryExpression>>(run: { rng in
         RandomQueries.expression(&rng, depth: 0)
     })
 
-    static let expressionAndItems = Generator<(QueryExpression, [SearchableItem]), Shrink.None<(QueryExpression, [SearchableItem])>>(run: { rng in
+    public static let expressionAndItems = Generator<(QueryExpression, [SearchableItem]), Shrink.None<(QueryExpression, [SearchableItem])>>(run: { rng in
         let expression = RandomQueries.expression(&rng, depth: 0)
         let items = (0..<Int.random(in: 1...12, using: &rng)).map { RandomQueries.item(&rng, number: $0) }
         return (expression, items)
     })
 }
 
-enum RandomQueries {
+public enum RandomQueries {
     static let names = ["title", "displayName", "contentDescription", "keywords", "rating", "rankingHint",
                         "startDate", "supportsNavigation", "mood", "textContent", "uniqueIdentifier", "domainIdentifier"]
     static let words = ["Paris", "paris", "Frédéric", "frederic", "MyWindowClass", "NSWindow", "Window", "window",
                         "I love Paris", "paris-france.jpg", "Comparison", "Straße", "日本", "a*b", "it's", "say \"hi\"",
-                        "back\\slash", "x", "", "Ünïcödé", "e\u{301}", "é", "bob", "Bobby Tables", "project updates"]
+                        "back\\slash", "x", "", "Ünïcödé", "e\u{301}", "é", "bob", "Bobby Tables", "project updates",
+                        "tab\t\u{301}", "\u{301}"]
     static let instant = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
-    static func expression(_ rng: inout some RandomNumberGenerator, depth: Int) -> QueryExpression {
+    public static func expression(_ rng: inout some RandomNumberGenerator, depth: Int) -> QueryExpression {
         let choice = depth >= 4 ? Int.random(in: 0...1, using: &rng) : Int.random(in: 0...5, using: &rng)
         switch choice {
         case 0: return .comparison(comparison(&rng))
@@ -119,7 +120,7 @@ enum RandomQueries {
         }
     }
 
-    static func item<R: RandomNumberGenerator>(_ rng: inout R, number: Int) -> SearchableItem {
+    public static func item<R: RandomNumberGenerator>(_ rng: inout R, number: Int) -> SearchableItem {
         var values: [AttributeKey: AttributeValue] = [:]
         func maybe(_ key: AttributeKey, _ make: (inout R) -> AttributeValue) {
             if Int.random(in: 0...2, using: &rng) > 0 { values[key] = make(&rng) }
@@ -144,7 +145,7 @@ enum RandomQueries {
             }
         }
         maybe(.custom(textContentAttribute)) { .string(phrase(&$0)) }
-        let domain = Bool.random(using: &rng) ? words.randomElement(using: &rng)! : nil
+        let domain = Bool.random(using: &rng) ? words.filter { !$0.isEmpty }.randomElement(using: &rng)! : nil
         return SearchableItem(uniqueIdentifier: "item-\(number)-" + words.randomElement(using: &rng)!,
                               domainIdentifier: domain, attributes: AttributeSet(values))
     }

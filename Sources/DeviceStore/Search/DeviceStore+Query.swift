@@ -1,0 +1,71 @@
+import Foundation
+import GRDB
+import IndexModel
+import IndexQuery
+
+/// An item a query found, with the named index that holds it.
+public struct QueryMatch: Hashable, Sendable {
+    public var index: String
+    public var item: SearchableItem
+}
+
+extension DeviceStore {
+    /// How the query compiler sees the `items` projection: every attribute in
+    /// the encoded `attributes` set, the text columns and rankingHint as
+    /// columns, and the item's identifier, domain and expiration date.
+    static let itemsQueryTarget = SQLTarget(attributesColumn: "attributes", columns: [
+        "title": .init("title", .text),
+        "displayName": .init("display_name", .text),
+        "contentDescription": .init("content_description", .text),
+        "contentURL": .init("content_url", .text),
+        "rankingHint": .init("ranking_hint", .number),
+        "uniqueIdentifier": .init("item_id", .text),
+        "domainIdentifier": .init("domain", .text),
+        "expirationDate": .init("expires", .date),
+    ])
+
+    /// The items a Core Spotlight query matches (CSSearchQuery), ordered by index
+    /// and identifier. `$time` values are resolved once against the store's
+    /// clock. Expired items are never returned, even before their expiry is
+    /// journaled. `index` restricts the search to one named index.
+    public func query(_ query: QueryExpression, index: String? = nil, limit: Int? = nil) throws(DeviceStoreError) -> [QueryMatch] {
+        let now = clock.now()
+        let compiled = CompiledQuery(query, now: now)
+        let condition = QuerySQLCompiler.compile(compiled, target: DeviceStore.itemsQueryTarget)
+        var sql = """
+            SELECT index_name, item_id, domain, expires, attributes FROM items
+            WHERE (expires IS NULL OR expires > ?) AND \(condition.sql)
+            """
+        var arguments: [any DatabaseValueConvertible] = [now.millisecondsSince1970]
+        arguments += condition.arguments.map(\.databaseValue)
+        if let index {
+            sql += " AND index_name = ?"
+            arguments.append(index)
+        }
+        sql += " ORDER BY index_name, item_id"
+        if let limit {
+            sql += " LIMIT ?"
+            arguments.append(max(limit, 0))
+        }
+        return try read { db in
+            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
+                let blob: Data = row[4]
+                let expires: Int64? = row[3]
+                let item = SearchableItem(uniqueIdentifier: row[1], domainIdentifier: row[2],
+                                          attributes: try EventCodec.decodeAttributes([UInt8](blob)),
+                                          expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
+                return QueryMatch(index: row[0], item: item)
+            }
+        }
+    }
+}
+
+extension SQLCondition.Argument {
+    var databaseValue: any DatabaseValueConvertible {
+        switch self {
+        case .text(let text): text
+        case .integer(let integer): integer
+        case .real(let real): real
+        }
+    }
+}

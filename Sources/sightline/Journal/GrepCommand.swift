@@ -1,0 +1,170 @@
+import ArgumentParser
+import DeviceStore
+import Foundation
+import IndexModel
+import IndexQuery
+
+struct GrepCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "grep",
+        abstract: "Print the journal events a query matches, or the whole history of one identifier.",
+        discussion: """
+            The query language is the one `device query` speaks (docs/QUERY.md), over events:
+            kind, seq, epoch, call, time, device, index, id, domain, cause, batch, clientState,
+            related, and the attributes an event carries. Examples:
+              sightline journal grep --db D 'kind == "itemDeleted" && id == "42"'
+              sightline journal grep --db D 'time > $time.today && title == "*paris*"cd'
+              sightline journal grep --db D --explain 42
+            On a damaged store it prints what it can read, then says where it stopped (exit status 1).
+            """
+    )
+
+    @OptionGroup var store: StoreOption
+    @OptionGroup var clockOption: ClockOption
+    @OptionGroup var output: JSONOption
+
+    @Option(name: .long, help: ArgumentHelp("Print the history of this item identifier, activity key or result reference.",
+                                            valueName: "id"))
+    var explain: String?
+
+    @Option(name: .long, help: "Stop after this many matching events (1…10000000).")
+    var limit: Int?
+
+    @Argument(help: ArgumentHelp("The query; without one every event matches.", valueName: "query"))
+    var query: String?
+
+    func validate() throws {
+        if explain != nil && query != nil {
+            throw ValidationError("give either a query or --explain, not both")
+        }
+        if let limit, !(1...10_000_000).contains(limit) {
+            throw ValidationError("--limit must be between 1 and 10000000")
+        }
+    }
+
+    func run() throws {
+        let expression = try query.map(QueryCommand.parse)
+        let clock = clockOption.makeClock()
+        let device = try store.openReadOnly(clock: clock)
+        try clockOption.catchUp(clock, with: device)
+        if let explain {
+            try printHistory(of: explain, in: device)
+            return
+        }
+        let compiled = expression.map { CompiledQuery($0, now: clock.now()) }
+        var matches: [JSONValue] = []
+        var count = 0
+        let result: JournalEntryScan
+        do {
+            result = try device.scanEntries { entry in
+                if let compiled, !compiled.matches(entry) { return true }
+                count += 1
+                if output.json {
+                    matches.append(GrepCommand.json(entry))
+                } else {
+                    Output.line(RecordFormat.line(entry.record) + GrepCommand.batchSuffix(entry.batch))
+                }
+                return limit.map { count < $0 } ?? true
+            }
+        } catch {
+            throw error.exit()
+        }
+        if output.json {
+            var object: JSONObject = ["events": .array(matches)]
+            if let compiled { object["query"] = .string(compiled.expression.description) }
+            if !result.undecodable.isEmpty {
+                object["undecodable"] = .array(result.undecodable.map { .integer(Int64($0.rawValue)) })
+            }
+            Output.json(.object(object))
+        }
+        try GrepCommand.finish(result)
+    }
+
+    private func printHistory(of identifier: String, in device: DeviceStore) throws {
+        let history: IdentifierHistory
+        do {
+            history = try device.history(of: identifier)
+        } catch {
+            throw error.exit()
+        }
+        if output.json {
+            Output.json(.object([
+                "id": .string(identifier),
+                "device": .string(device.deviceID.rawValue),
+                "history": .array(history.steps.map { step in
+                    guard case .object(var object) = GrepCommand.json(step.entry) else { return .null }
+                    object["change"] = .string(GrepCommand.describe(step.change))
+                    return .object(object)
+                }),
+            ]))
+        } else if history.steps.isEmpty {
+            Output.line("the journal never mentions \(identifier)")
+        } else {
+            var rows = [["seq", "epoch", "time", "call", "event", "index", "what"]]
+            for step in history.steps {
+                let entry = step.entry
+                var call = String(entry.record.call.rawValue)
+                if let batch = entry.batch {
+                    call += " (batch, client state \(Data(batch.clientState).base64EncodedString()))"
+                }
+                rows.append([String(entry.record.seq.rawValue), String(entry.record.epoch.rawValue),
+                             entry.record.time.description, call, entry.event.kind.name,
+                             entry.event.indexName ?? "-", GrepCommand.describe(step.change)])
+            }
+            Output.table(rows)
+        }
+        try GrepCommand.finish(history.scan)
+    }
+
+    /// Says on stderr what the output is missing, and fails when it is partial.
+    private static func finish(_ result: JournalEntryScan) throws {
+        if !result.undecodable.isEmpty {
+            let seqs = result.undecodable.prefix(10).map(\.description).joined(separator: ", ")
+            Output.error("skipped \(result.undecodable.count) undecodable event(s) at seq \(seqs)\(result.undecodable.count > 10 ? ", …" : "")")
+        }
+        if RecordFormat.reportStop(result.scan) || !result.undecodable.isEmpty { throw ExitStatus.checkFailed }
+    }
+
+    static func json(_ entry: JournalEntry) -> JSONValue {
+        guard case .object(var object) = RecordFormat.json(entry.record) else { return .null }
+        if let batch = entry.batch {
+            object["batch"] = .object([
+                "call": .integer(Int64(batch.call.rawValue)), "index": .string(batch.index),
+                "clientState": .string(Data(batch.clientState).base64EncodedString()),
+            ])
+        }
+        return .object(object)
+    }
+
+    static func batchSuffix(_ batch: JournalBatch?) -> String {
+        guard let batch else { return "" }
+        return "  (batch \(batch.index), client state \(Data(batch.clientState).base64EncodedString()))"
+    }
+
+    static func describe(_ change: IdentifierHistory.Change) -> String {
+        func cause(_ cause: DeletionCause) -> String {
+            switch cause {
+            case .identifier: "by identifier"
+            case .domain(let domain): "with domain \(domain)"
+            case .all: "by delete-all"
+            }
+        }
+        switch change {
+        case .created: return "created"
+        case .replaced: return "replaced"
+        case .updated(let names): return names.isEmpty ? "updated (no changes)" : "updated " + names.joined(separator: ", ")
+        case .deleted(let how): return "deleted " + cause(how)
+        case .expired: return "expired"
+        case .activityRecorded(let key, let relation):
+            switch relation {
+            case .key: return "activity became current"
+            case .related: return "activity \(key) (related) became current"
+            case .weaklyRelated: return "activity \(key) (weakly related) became current"
+            }
+        case .activityDeleted(let how): return "activity deleted " + cause(how)
+        case .activityExpired: return "activity expired"
+        case .shown: return "shown as a result"
+        case .engaged: return "engaged with"
+        }
+    }
+}
