@@ -43,6 +43,35 @@ import Testing
         #expect(left.isEmpty)
     }
 
+    /// A small run: every query kind is timed on both sides and reported with
+    /// percentiles, and the verdict agrees with the figures.
+    @Test func queryReportsPercentilesForEveryKindBesideNaiveFTS5() throws {
+        let directory = try temporaryDirectory()
+        let result = try CLIRunner.run(["bench", "query", "--items", "2000", "--queries", "20", "--json", "--dir", directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        #expect(report["items"] == .integer(2000))
+        let kinds = try #require(report["kinds"]?.array)
+        #expect(kinds.map { $0["kind"] } == [.string("prefix"), .string("single-term"), .string("two-term")])
+        var worst = 0.0
+        for kind in kinds {
+            for side in ["sightline", "naive"] {
+                let p50 = try #require(number(kind[side]?["p50Ms"]))
+                let p99 = try #require(number(kind[side]?["p99Ms"]))
+                #expect(p50 > 0 && p50 <= p99)
+                if side == "sightline" { worst = max(worst, p99) }
+            }
+        }
+        // Only the popular words make full pages; a run where none did would test nothing.
+        #expect(kinds.contains { ($0["fullPages"]?.integer ?? 0) > 0 })
+        let target = try #require(number(report["targetP99Ms"]))
+        #expect(report["meetsTarget"] == .bool(worst <= target))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+        let bad = try CLIRunner.run(["bench", "query", "--items", "5"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("--items must be between 1000 and 5000000 (got 5)"))
+    }
+
     @Test func appendRefusesTooFewEvents() throws {
         let result = try CLIRunner.run(["bench", "append", "--events", "10"])
         #expect(result.status == 64)

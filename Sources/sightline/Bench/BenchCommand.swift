@@ -8,7 +8,7 @@ struct BenchCommand: ParsableCommand {
         commandName: "bench",
         abstract: "Measure Sightline against a raw SQLite baseline in the same run.",
         discussion: "Figures and the commands that produced them are kept in docs/benchmarks.md.",
-        subcommands: [AppendBenchCommand.self]
+        subcommands: [AppendBenchCommand.self, QueryBenchCommand.self]
     )
 }
 

@@ -1,0 +1,136 @@
+import DeviceStore
+import Foundation
+import IndexModel
+
+/// `bench query`: free-text search latency over an index of synthetic items,
+/// beside naive FTS5 on the same data in the same run.
+///
+/// The index holds `items` items from `SearchCorpus` (a 50,000-word Zipf
+/// vocabulary). Three kinds of query are typed: a prefix of a popular word (1 to
+/// 4 letters), one whole word, two whole words. Each query runs once untimed on
+/// both sides, then once timed on each side, alternating which goes first.
+///
+/// - sightline: `DeviceStore.search(text, limit: 20)` — ranking, engagement and
+///   merging of items with activities included.
+/// - naive: `SELECT rowid, bm25(items_fts, …) FROM items_fts WHERE items_fts MATCH ?
+///   ORDER BY 2 LIMIT 20` through the raw C API, with the same MATCH expression
+///   (every word a prefix) on the same file: it scores every match.
+struct QueryBenchmark {
+    let items: Int
+    let queriesPerKind: Int
+    let seed: UInt64
+    let directory: URL
+    static let limit = 20
+    static let kinds = ["prefix", "single-term", "two-term"]
+
+    struct Latencies {
+        var milliseconds: [Double]
+
+        func percentile(_ fraction: Double) -> Double {
+            let sorted = milliseconds.sorted()
+            guard !sorted.isEmpty else { return 0 }
+            let rank = Int((fraction * Double(sorted.count)).rounded(.up))
+            return sorted[min(max(rank, 1), sorted.count) - 1]
+        }
+    }
+
+    struct KindResult {
+        var kind: String
+        var examples: [String]
+        var sightline: Latencies
+        var naive: Latencies
+        /// Queries for which naive FTS5 found the full 20 results.
+        var fullPages: Int
+    }
+
+    struct Result {
+        var items: Int
+        var buildSeconds: Double
+        var databaseBytes: Int64
+        var kinds: [KindResult]
+
+        /// The issue's targets: p99 ≤ 2 ms up to 100,000 items, ≤ 15 ms beyond
+        /// (measured at 1,000,000).
+        var targetMilliseconds: Double { items <= 100_000 ? 2 : 15 }
+        var worstP99: Double { kinds.map { $0.sightline.percentile(0.99) }.max() ?? 0 }
+        var meetsTarget: Bool { worstP99 <= targetMilliseconds }
+    }
+
+    func run(progress: (String) -> Void) throws -> Result {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("query-\(items).sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+
+        let start = ISO8601.parse("2026-11-22T00:00:00Z")!
+        let options = StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: seed), durability: .normal)
+        var corpus = SearchCorpus(seed: seed)
+        let buildStarted = ContinuousClock.now
+        do {
+            let store = try DeviceStore(at: .file(path), options: options)
+            let batch = 1000
+            for first in stride(from: 0, to: items, by: batch) {
+                let chunk = (first..<min(first + batch, items)).map { corpus.item(identifier: "item-\($0)") }
+                _ = try store.perform(.index(index: "bench", items: chunk))
+                if (first / batch) % 100 == 99 { progress("indexed \(first + batch) of \(items) items") }
+            }
+        }
+        let buildSeconds = (ContinuousClock.now - buildStarted).seconds
+        let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
+
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(start), readOnly: true))
+        let raw = try RawSQLite(path: path)
+        let naive = try raw.prepare("""
+            SELECT rowid, bm25(items_fts, 10.0, 8.0, 1.0, 4.0) FROM items_fts WHERE items_fts MATCH ? ORDER BY 2 LIMIT \(QueryBenchmark.limit)
+            """)
+
+        var kinds: [KindResult] = []
+        for kind in QueryBenchmark.kinds {
+            let queries = (0..<queriesPerKind).map { _ in
+                switch kind {
+                case "prefix": corpus.prefixQuery()
+                case "single-term": corpus.singleTermQuery()
+                default: corpus.twoTermQuery()
+                }
+            }
+            var result = KindResult(kind: kind, examples: Array(queries.prefix(3)), sightline: Latencies(milliseconds: []),
+                                    naive: Latencies(milliseconds: []), fullPages: 0)
+            func runNaive(_ query: String) throws -> (Double, Int) {
+                let match = query.split(separator: " ").map { "\"\($0)\"*" }.joined(separator: " ")
+                let began = ContinuousClock.now
+                naive.bind(1, match)
+                let rows = try naive.rows()
+                return ((ContinuousClock.now - began).milliseconds, rows.count)
+            }
+            func runSightline(_ query: String) throws -> Double {
+                let began = ContinuousClock.now
+                _ = try store.search(query, limit: QueryBenchmark.limit)
+                return (ContinuousClock.now - began).milliseconds
+            }
+            for query in queries {
+                _ = try runNaive(query)
+                _ = try runSightline(query)
+            }
+            for (number, query) in queries.enumerated() {
+                if number % 2 == 0 {
+                    result.sightline.milliseconds.append(try runSightline(query))
+                    let (time, count) = try runNaive(query)
+                    result.naive.milliseconds.append(time)
+                    if count == QueryBenchmark.limit { result.fullPages += 1 }
+                } else {
+                    let (time, count) = try runNaive(query)
+                    result.naive.milliseconds.append(time)
+                    if count == QueryBenchmark.limit { result.fullPages += 1 }
+                    result.sightline.milliseconds.append(try runSightline(query))
+                }
+            }
+            progress("\(kind): done")
+            kinds.append(result)
+        }
+        return Result(items: items, buildSeconds: buildSeconds, databaseBytes: bytes, kinds: kinds)
+    }
+}
+
+extension Duration {
+    var milliseconds: Double { seconds * 1000 }
+}
