@@ -16,7 +16,7 @@ import Testing
             do {
                 try store.perform(workload.nextOperation())
                 committed += 1
-            } catch let error as DeviceStoreError {
+            } catch {
                 // A generated conditional batch may find another client state.
                 if error.code != .clientStateMismatch { throw error }
             }

@@ -52,8 +52,7 @@ extension JournalEntry: QuerySubject {
             return item.attributes.queryValues(includingContent: includingContent)
         case .itemUpdated(_, let update):
             return update.attributes.sortedEntries.compactMap { entry in
-                if !includingContent, entry.key == .custom(textContentAttribute) { return nil }
-                return entry.value
+                entry.key.isSearched(includingContent: includingContent) ? entry.value : nil
             }
         case .activityRecorded(let activity):
             var values = activity.attributes.queryValues(includingContent: includingContent)

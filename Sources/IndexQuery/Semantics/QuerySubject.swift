@@ -14,13 +14,17 @@ public protocol QuerySubject {
 /// The attribute that holds an item's text content: searched by `**`, not by `*`.
 public let textContentAttribute = "textContent"
 
+extension AttributeKey {
+    /// Whether `*` skips this attribute: only `**` looks at text content.
+    public func isSearched(includingContent: Bool) -> Bool {
+        includingContent || self != .custom(textContentAttribute)
+    }
+}
+
 extension AttributeSet {
     /// The values `*` (and, with content, `**`) look at in an attribute set.
     public func queryValues(includingContent: Bool) -> [AttributeValue] {
-        entries.compactMap { entry in
-            if !includingContent, case .custom(let name) = entry.key, name == textContentAttribute { return nil }
-            return entry.value
-        }
+        entries.compactMap { $0.key.isSearched(includingContent: includingContent) ? $0.value : nil }
     }
 }
 

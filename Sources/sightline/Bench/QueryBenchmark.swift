@@ -112,17 +112,12 @@ struct QueryBenchmark {
                 _ = try runSightline(query)
             }
             for (number, query) in queries.enumerated() {
-                if number % 2 == 0 {
-                    result.sightline.milliseconds.append(try runSightline(query))
-                    let (time, count) = try runNaive(query)
-                    result.naive.milliseconds.append(time)
-                    if count == QueryBenchmark.limit { result.fullPages += 1 }
-                } else {
-                    let (time, count) = try runNaive(query)
-                    result.naive.milliseconds.append(time)
-                    if count == QueryBenchmark.limit { result.fullPages += 1 }
-                    result.sightline.milliseconds.append(try runSightline(query))
-                }
+                let sightlineFirst = number % 2 == 0
+                if sightlineFirst { result.sightline.milliseconds.append(try runSightline(query)) }
+                let (time, count) = try runNaive(query)
+                result.naive.milliseconds.append(time)
+                if count == QueryBenchmark.limit { result.fullPages += 1 }
+                if !sightlineFirst { result.sightline.milliseconds.append(try runSightline(query)) }
             }
             progress("\(kind): done")
             kinds.append(result)
