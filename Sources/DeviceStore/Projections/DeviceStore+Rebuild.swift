@@ -40,6 +40,7 @@ extension DeviceStore {
             }
             try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
             try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
+            try SearchIndex.reset(db)
             try DeviceStore.replayJournal(from: db, into: db)
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import DeviceStore
 import IndexModel
 
@@ -24,7 +25,13 @@ struct SearchCommand: ParsableCommand {
 
     func run() throws {
         let clock = clockOption.makeClock()
-        let device = try store.openReadOnly(clock: clock)
+        // Search folds new journal entries into the search index first, so it
+        // opens the store for writing; it never creates one.
+        guard FileManager.default.fileExists(atPath: store.db) else {
+            Output.error("error: no store at \(store.db): check the path (search never creates a store)")
+            throw ExitStatus.storeUnavailable
+        }
+        let device = try store.openForWriting(clock: clock)
         try clockOption.catchUp(clock, with: device)
         let results: [SearchResult]
         do {

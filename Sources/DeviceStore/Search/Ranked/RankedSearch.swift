@@ -1,0 +1,316 @@
+import Foundation
+import GRDB
+
+/// Top-k ranked search over `SearchIndex`, reading posting lists best first and
+/// stopping as soon as no unread posting can beat the results it has.
+///
+/// A document matches when every word typed is a prefix of one of its words.
+/// Its score for one typed word is its best key among the words it has with that
+/// prefix; its score for the search is the sum over typed words, each weighted
+/// by the typed word's idf when there is more than one.
+///
+/// Each typed word is a *stream*: the posting lists of the vocabulary words it is
+/// a prefix of, merged best first, opening a list only when its best possible
+/// key (`search_terms.max_key`) could still come next. The streams are read in
+/// turns, a growing batch at a time (the threshold algorithm): a document seen in
+/// one stream is scored completely from its `search_docs` row, and a scored
+/// document is final once its score is at least the sum of what each stream
+/// could still deliver. When a stream runs out, every match has been seen.
+struct RankedSearch {
+    /// How documents that have every word are found when there is more than one.
+    enum Strategy {
+        /// Whichever the cost estimate says is cheaper.
+        case automatic
+        /// The threshold algorithm over the impact-ordered streams.
+        case threshold
+        /// Every document with all the words, from FTS5, then the best.
+        case intersection
+    }
+
+    let words: [String]
+    let limit: Int
+    let now: Int64
+    var strategy = Strategy.automatic
+
+    func run(_ db: Database) throws -> [SearchResult] {
+        let streams = try words.map { try WordStream(db: db, prefix: $0) }
+        let weights = try idfWeights(db, streams)
+        var assembler = ResultAssembler(db: db, limit: limit, now: now)
+        var candidates = ScoreHeap()
+        var scored = Set<Int64>()
+        let prefixes = words.map { Array($0.utf8) }
+        let intersect = switch strategy {
+        case .automatic: try prefersIntersection(db, streams)
+        case .threshold: false
+        case .intersection: true
+        }
+        if streams.count > 1, intersect {
+            var all = try intersection(db, prefixes: prefixes, weights: weights)
+            while let best = all.peek {
+                all.pop()
+                if try assembler.settle(doc: best.doc, score: best.score) { break }
+            }
+            return try assembler.results()
+        }
+        let lookup = try DirectStatement(db, "SELECT multiplier, terms FROM search_docs WHERE doc = ?")
+        var batches = [Int](repeating: 8, count: streams.count)
+        var turn = 0
+        while true {
+            var bound = 0.0
+            for (stream, weight) in zip(streams, weights) {
+                guard let next = stream.bound else {
+                    bound = -.infinity
+                    break
+                }
+                bound += weight * next
+            }
+            while let best = candidates.peek, best.score >= bound {
+                candidates.pop()
+                if try assembler.settle(doc: best.doc, score: best.score) { return try assembler.results() }
+            }
+            guard bound > -.infinity else { break }
+
+            let index = turn % streams.count
+            turn += 1
+            var fresh: [Posting] = []
+            while fresh.count < batches[index], let posting = try streams[index].next() {
+                if scored.insert(posting.doc).inserted { fresh.append(posting) }
+            }
+            batches[index] = min(batches[index] * 2, 64)
+            if streams.count == 1 {
+                for posting in fresh { candidates.push(score: posting.key, doc: posting.doc) }
+                continue
+            }
+            for posting in fresh {
+                lookup.bind(1, posting.doc)
+                defer { lookup.reset() }
+                guard try lookup.step(),
+                      let keys = SearchDocument.bestKeys(in: lookup.blob(1), multiplier: lookup.double(0), prefixes: prefixes)
+                else { continue }
+                var score = 0.0
+                for (key, weight) in zip(keys, weights) { score += weight * key }
+                candidates.push(score: score, doc: posting.doc)
+            }
+        }
+        return try assembler.results()
+    }
+
+    /// Whether finding every document that has all the words, through the
+    /// full-text index's document-ordered lists, is cheaper than the threshold
+    /// algorithm. When few documents have all the words, the threshold algorithm
+    /// reads one stream to its end, a lookup per posting; FTS5 merges the lists in
+    /// C for a few hundredths of that per posting. When many do, the threshold
+    /// algorithm stops after a few hundred postings.
+    private func prefersIntersection(_ db: Database, _ streams: [WordStream]) throws -> Bool {
+        let total = Double(max(try SearchIndex.documentCount(db), 1))
+        let frequencies = streams.map { min(Double($0.documentFrequency), total) }.sorted()
+        guard let rarest = frequencies.first, rarest > 0 else { return false }
+        // Postings the threshold algorithm scores before it has `limit` matches,
+        // if the words are independent: from the rarest stream, each a match with
+        // the others' joint probability.
+        let jointRate = frequencies.dropFirst().reduce(1.0) { $0 * $1 / total }
+        let thresholdCost = min(rarest, Double(limit) / max(jointRate, 1e-9)) * RankedSearch.lookupCost
+        let intersectionCost = frequencies.reduce(0, +) * RankedSearch.mergeCost
+        return intersectionCost < thresholdCost
+    }
+
+    /// Relative costs, measured with `bench query`: a `search_docs` lookup and
+    /// scoring per posting, and FTS5's merge per posting.
+    private static let lookupCost = 1.0
+    private static let mergeCost = 0.03
+
+    /// Every document that has all the words, scored: FTS5 finds the candidates
+    /// (its tokenizer splits and folds text as `SearchText` does), and each is
+    /// checked and scored from its `search_docs` row.
+    private func intersection(_ db: Database, prefixes: [[UInt8]], weights: [Double]) throws -> ScoreHeap {
+        let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+        let statement = try DirectStatement(db, """
+            SELECT d.doc, d.multiplier, d.terms FROM items_fts f JOIN items i ON i.rowid = f.rowid
+            JOIN search_docs d ON d.identifier = i.item_id AND d.index_name = i.index_name AND d.kind = 0
+            WHERE items_fts MATCH ?1
+            UNION ALL
+            SELECT d.doc, d.multiplier, d.terms FROM activities_fts f JOIN activities a ON a.rowid = f.rowid
+            JOIN search_docs d ON d.identifier = a.activity_key AND d.index_name = '' AND d.kind = 1
+            WHERE activities_fts MATCH ?1
+            """)
+        defer { statement.reset() }
+        statement.bind(1, match)
+        var heap = ScoreHeap()
+        while try statement.step() {
+            guard let keys = SearchDocument.bestKeys(in: statement.blob(2), multiplier: statement.double(1), prefixes: prefixes)
+            else { continue }
+            var score = 0.0
+            for (key, weight) in zip(keys, weights) { score += weight * key }
+            heap.push(score: score, doc: statement.int64(0))
+        }
+        return heap
+    }
+
+    /// One weight per typed word: 1 for a single word; otherwise BM25's idf of the
+    /// documents that have a word with that prefix (the sum of the expanded
+    /// words' document counts, at most the number of documents).
+    private func idfWeights(_ db: Database, _ streams: [WordStream]) throws -> [Double] {
+        guard streams.count > 1 else { return [1] }
+        let total = Double(max(try SearchIndex.documentCount(db), 1))
+        return streams.map { stream in
+            let df = min(Double(stream.documentFrequency), total)
+            return log(1 + (total - df + 0.5) / (df + 0.5))
+        }
+    }
+}
+
+// MARK: - Streams
+
+/// The postings of every vocabulary word that starts with `prefix`, best first,
+/// each document once (at its best key).
+private final class WordStream {
+    private var unopened: [(term: String, maxKey: Double)]
+    private var nextUnopened = 0
+    private var open: [TermCursor] = []
+    private var emitted = Set<Int64>()
+    private let db: Database
+    let documentFrequency: Int64
+
+    init(db: Database, prefix: String) throws {
+        self.db = db
+        let statement = try DirectStatement(db, "SELECT term, max_key, df FROM search_terms WHERE term >= ? AND term < ?")
+        defer { statement.reset() }
+        statement.bind(1, prefix)
+        statement.bind(2, prefix + "\u{10FFFF}")
+        var terms: [(term: String, maxKey: Double)] = []
+        var df: Int64 = 0
+        while try statement.step() {
+            terms.append((statement.text(0) ?? "", statement.double(1)))
+            df += statement.int64(2)
+        }
+        unopened = terms.sorted { $0.maxKey > $1.maxKey }
+        documentFrequency = df
+    }
+
+    /// No unread posting of this stream has a higher key; nil when the stream is
+    /// exhausted.
+    var bound: Double? {
+        var best = nextUnopened < unopened.count ? unopened[nextUnopened].maxKey : nil
+        for cursor in open {
+            if let key = cursor.headKey, best.map({ key > $0 }) ?? true { best = key }
+        }
+        return best
+    }
+
+    func next() throws -> Posting? {
+        while true {
+            var bestCursor: TermCursor?
+            for cursor in open {
+                guard let key = cursor.headKey else { continue }
+                if let current = bestCursor?.headKey, current >= key { continue }
+                bestCursor = cursor
+            }
+            if nextUnopened < unopened.count,
+               bestCursor?.headKey.map({ $0 < unopened[nextUnopened].maxKey }) ?? true {
+                let cursor = try TermCursor(db: db, term: unopened[nextUnopened].term)
+                nextUnopened += 1
+                if cursor.headKey != nil { open.append(cursor) }
+                continue
+            }
+            guard let cursor = bestCursor, let head = try cursor.pop() else { return nil }
+            open.removeAll { $0.headKey == nil }
+            if emitted.insert(head.doc).inserted { return head }
+        }
+    }
+}
+
+/// One posting of a stream.
+private struct Posting {
+    var doc: Int64
+    var key: Double
+}
+
+/// One posting list, read in batches that grow as it is read further.
+private final class TermCursor {
+    private let term: String
+    private let db: Database
+    private var rows: [(rank: Double, doc: Int64)] = []
+    private var position = 0
+    private var batch = 16
+    private var exhausted = false
+
+    init(db: Database, term: String) throws {
+        self.db = db
+        self.term = term
+        try fill()
+    }
+
+    var headKey: Double? { position < rows.count ? -rows[position].rank : nil }
+
+    func pop() throws -> Posting? {
+        guard position < rows.count else { return nil }
+        let row = rows[position]
+        position += 1
+        if position == rows.count, !exhausted { try fill() }
+        return Posting(doc: row.doc, key: -row.rank)
+    }
+
+    private func fill() throws {
+        let statement: DirectStatement
+        if let last = rows.last {
+            statement = try DirectStatement(db, """
+                SELECT rank, doc FROM search_postings WHERE term = ? AND (rank, doc) > (?, ?) ORDER BY rank, doc LIMIT ?
+                """)
+            statement.bind(1, term)
+            statement.bind(2, last.rank)
+            statement.bind(3, last.doc)
+            statement.bind(4, Int64(batch))
+        } else {
+            statement = try DirectStatement(db, "SELECT rank, doc FROM search_postings WHERE term = ? ORDER BY rank, doc LIMIT ?")
+            statement.bind(1, term)
+            statement.bind(2, Int64(batch))
+        }
+        defer { statement.reset() }
+        rows.removeAll(keepingCapacity: true)
+        position = 0
+        while try statement.step() { rows.append((statement.double(0), statement.int64(1))) }
+        exhausted = rows.count < batch
+        batch = min(batch * 4, 1024)
+    }
+}
+
+/// A max-heap of scored documents; equal scores pop in document order.
+private struct ScoreHeap {
+    private var entries: [(score: Double, doc: Int64)] = []
+
+    var peek: (score: Double, doc: Int64)? { entries.first }
+
+    private func above(_ left: Int, _ right: Int) -> Bool {
+        let a = entries[left]
+        let b = entries[right]
+        return a.score != b.score ? a.score > b.score : a.doc < b.doc
+    }
+
+    mutating func push(score: Double, doc: Int64) {
+        entries.append((score, doc))
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard above(child, parent) else { break }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() {
+        guard !entries.isEmpty else { return }
+        entries.swapAt(0, entries.count - 1)
+        entries.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var best = parent
+            if left < entries.count, above(left, best) { best = left }
+            if right < entries.count, above(right, best) { best = right }
+            if best == parent { return }
+            entries.swapAt(parent, best)
+            parent = best
+        }
+    }
+}

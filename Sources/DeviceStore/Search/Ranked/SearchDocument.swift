@@ -1,0 +1,260 @@
+import Foundation
+
+/// How one item or activity looks to ranked search: its distinct words, each with
+/// a text weight (its *impact*), the engagement references that count for it, and
+/// a multiplier for everything that is not text (rankingHint, views, engagement).
+///
+/// A word's key in the posting lists is `impact × multiplier`. Both factors are
+/// fixed when the document is indexed, so the key a posting list stores and the
+/// key a search recomputes from `search_docs` are the same `Double`, bit for bit.
+struct SearchDocument: Equatable {
+    enum Kind: Int64 {
+        case item = 0
+        case activity = 1
+    }
+
+    struct Term: Equatable {
+        var text: String
+        var impact: Double
+
+        var byteCount: Int { text.utf8.count }
+    }
+
+    var kind: Kind
+    /// The item's index; empty for an activity.
+    var indexName: String
+    /// The item's uniqueIdentifier or the activity's key.
+    var identifier: String
+    /// Distinct words, sorted.
+    var terms: [Term]
+    var multiplier: Double
+    /// Engagement references whose counts feed the multiplier.
+    var refs: [String]
+
+    func key(_ term: Term) -> Double { term.impact * multiplier }
+
+    /// The best key among this document's words that start with `prefix`, or nil
+    /// when none does: its score for one word of a search.
+    func bestKey(forPrefix prefix: String) -> Double? {
+        var best: Double?
+        // Terms are sorted, so the words with this prefix are one run.
+        var index = lowerBound(prefix)
+        while index < terms.count, terms[index].text.hasPrefix(prefix) {
+            let key = key(terms[index])
+            if best.map({ key > $0 }) ?? true { best = key }
+            index += 1
+        }
+        return best
+    }
+
+    private func lowerBound(_ text: String) -> Int {
+        var low = 0
+        var high = terms.count
+        while low < high {
+            let middle = (low + high) / 2
+            if terms[middle].text < text { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}
+
+// MARK: - Building documents
+
+extension SearchDocument {
+    /// One text field: its words, their weight and the field length that counts
+    /// as average for length normalisation.
+    struct Field {
+        var text: String?
+        var weight: Double
+        var averageLength: Double
+    }
+
+    /// BM25's term-frequency saturation and length normalisation.
+    static let k1 = 1.2
+    static let b = 0.75
+
+    static func itemFields(title: String?, displayName: String?, contentDescription: String?, keywords: String?) -> [Field] {
+        [Field(text: title, weight: 10, averageLength: 4),
+         Field(text: displayName, weight: 8, averageLength: 4),
+         Field(text: contentDescription, weight: 1, averageLength: 12),
+         Field(text: keywords, weight: 4, averageLength: 2)]
+    }
+
+    static func activityFields(title: String?, keywords: String?, contentDescription: String?) -> [Field] {
+        [Field(text: title, weight: 10, averageLength: 4),
+         Field(text: keywords, weight: 4, averageLength: 2),
+         Field(text: contentDescription, weight: 1, averageLength: 12)]
+    }
+
+    /// The impact of each distinct word over the fields: BM25F with fixed average
+    /// lengths, so that indexing one document never changes another's keys.
+    static func terms(of fields: [Field]) -> [Term] {
+        var impacts: [String: Double] = [:]
+        for field in fields {
+            guard let text = field.text else { continue }
+            let words = SearchText.words(in: text)
+            guard !words.isEmpty else { continue }
+            var frequencies: [String: Int] = [:]
+            for word in words { frequencies[word, default: 0] += 1 }
+            let norm = k1 * (1 - b + b * Double(words.count) / field.averageLength)
+            for (word, frequency) in frequencies {
+                let tf = Double(frequency)
+                impacts[word, default: 0] += field.weight * tf * (k1 + 1) / (tf + norm)
+            }
+        }
+        return impacts.map { Term(text: $0.key, impact: $0.value) }.sorted { $0.text < $1.text }
+    }
+
+    /// The Laplace-smoothed engagement ratio, 0.5 with no data, towards 1 when
+    /// shown results are always tapped and towards 0 when never, as a factor
+    /// between 0.5 and 1.5.
+    static func engagementFactor(shown: Int, engaged: Int) -> Double {
+        0.5 + (Double(engaged) + 1) / (Double(max(shown, engaged)) + 2)
+    }
+
+    /// A factor within 2⁻²⁰ of 1, fixed by the document's identity, so that
+    /// documents that would tie are ordered the same way on every run and every
+    /// rebuild, and so that score bounds fall strictly as a search reads on.
+    static func tieBreak(kind: Kind, indexName: String, identifier: String) -> Double {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func mix(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        mix(UInt8(kind.rawValue))
+        for byte in indexName.utf8 { mix(byte) }
+        mix(0)
+        for byte in identifier.utf8 { mix(byte) }
+        return 1 + Double(hash >> 44) * 0x1p-40
+    }
+}
+
+// MARK: - Stored form of the terms
+
+extension SearchDocument {
+    /// `search_docs.terms`: for each term, one length byte, its UTF-8 bytes and
+    /// its impact as a little-endian IEEE 754 double.
+    static func encode(_ terms: [Term]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(terms.reduce(0) { $0 + $1.byteCount + 9 })
+        for term in terms {
+            bytes.append(UInt8(term.byteCount))
+            bytes.append(contentsOf: term.text.utf8)
+            withUnsafeBytes(of: term.impact.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        return bytes
+    }
+
+    /// For each prefix, the best key among the stored terms that start with it,
+    /// read straight from a `search_docs.terms` blob; nil when some prefix starts
+    /// none of them (the document does not match).
+    static func bestKeys(in bytes: [UInt8], multiplier: Double, prefixes: [[UInt8]]) -> [Double]? {
+        var best = [Double](repeating: -.infinity, count: prefixes.count)
+        bytes.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let length = Int(buffer[offset])
+                let start = offset + 1
+                guard start + length + 8 <= buffer.count else { return }
+                for (index, prefix) in prefixes.enumerated() where prefix.count <= length {
+                    var matches = true
+                    for position in 0..<prefix.count where buffer[start + position] != prefix[position] {
+                        matches = false
+                        break
+                    }
+                    guard matches else { continue }
+                    var pattern: UInt64 = 0
+                    for byte in 0..<8 { pattern |= UInt64(buffer[start + length + byte]) << (8 * UInt64(byte)) }
+                    let key = Double(bitPattern: pattern) * multiplier
+                    if key > best[index] { best[index] = key }
+                }
+                offset = start + length + 8
+            }
+        }
+        return best.contains(-.infinity) ? nil : best
+    }
+
+    static func decode(_ bytes: [UInt8]) throws(SearchIndexError) -> [Term] {
+        var terms: [Term] = []
+        var offset = 0
+        while offset < bytes.count {
+            let length = Int(bytes[offset])
+            guard offset + 1 + length + 8 <= bytes.count else {
+                throw SearchIndexError("a search_docs.terms blob is truncated at byte \(offset)")
+            }
+            let text = String(decoding: bytes[(offset + 1)..<(offset + 1 + length)], as: UTF8.self)
+            var pattern: UInt64 = 0
+            for index in 0..<8 { pattern |= UInt64(bytes[offset + 1 + length + index]) << (8 * UInt64(index)) }
+            terms.append(Term(text: text, impact: Double(bitPattern: pattern)))
+            offset += 1 + length + 8
+        }
+        return terms
+    }
+}
+
+struct SearchIndexError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The words of a text as search sees them: maximal runs of letters and digits,
+/// lowercased, with diacritics removed ("Café" is "cafe"), each at most
+/// `maximumWordBytes` UTF-8 bytes. The same function splits what a user types and
+/// what is indexed, so the two always agree.
+enum SearchText {
+    static let maximumWordBytes = 64
+
+    static func words(in text: String) -> [String] {
+        var words: [String] = []
+        var isASCII = true
+        for byte in text.utf8 where byte >= 0x80 {
+            isASCII = false
+            break
+        }
+        if isASCII {
+            var current: [UInt8] = []
+            func finish() {
+                if !current.isEmpty {
+                    words.append(String(decoding: current.prefix(maximumWordBytes), as: UTF8.self))
+                    current.removeAll(keepingCapacity: true)
+                }
+            }
+            for byte in text.utf8 {
+                switch byte {
+                case 0x30...0x39, 0x61...0x7A: current.append(byte)
+                case 0x41...0x5A: current.append(byte + 0x20)
+                default: finish()
+                }
+            }
+            finish()
+            return words
+        }
+        var current = ""
+        func finish() {
+            if !current.isEmpty {
+                words.append(truncated(current))
+                current = ""
+            }
+        }
+        for character in text {
+            if character.isLetter || character.isNumber {
+                current += String(character).folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
+                    .lowercased()
+            } else {
+                finish()
+            }
+        }
+        finish()
+        return words
+    }
+
+    private static func truncated(_ word: String) -> String {
+        guard word.utf8.count > maximumWordBytes else { return word }
+        var result = ""
+        for character in word {
+            guard result.utf8.count + character.utf8.count <= maximumWordBytes else { break }
+            result.append(character)
+        }
+        return result
+    }
+}

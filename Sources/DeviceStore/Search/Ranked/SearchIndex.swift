@@ -1,0 +1,387 @@
+import Foundation
+import GRDB
+import IndexModel
+
+/// The ranked-search index: impact-ordered posting lists that let a search stop
+/// after the best matches instead of scoring every match.
+///
+/// It is a projection of the journal like the others, but folded lazily: the
+/// append path never touches it (so `bench append` pays nothing for it), and each
+/// search first folds the journal entries it has not seen yet
+/// (`indexed_through`). A full build replaces it when it has never been built,
+/// after `rebuildProjections()`, or when the backlog is large enough that
+/// rebuilding is cheaper than folding.
+///
+/// Tables (all derived; dropping them loses nothing):
+/// - `search_meta(key, value)`: `indexed_through` (journal seq) and `documents`;
+/// - `search_docs(doc, kind, index_name, identifier, multiplier, terms)`: one row per
+///   searchable item or activity, with its words and impacts (`SearchDocument`);
+/// - `search_postings(term, rank, doc)`: for every word of every document,
+///   `rank = -(impact × multiplier)`, so that the primary key order is best first;
+/// - `search_terms(term, df, max_key)`: the vocabulary, with each word's document
+///   count and an upper bound of its keys (never lowered, so always a bound);
+/// - `search_refs(ref, doc)`: which documents an engagement reference affects.
+enum SearchIndex {
+    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs"]
+
+    static let ddl = """
+        CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_docs (
+            doc INTEGER PRIMARY KEY,
+            kind INTEGER NOT NULL,
+            index_name TEXT NOT NULL,
+            identifier TEXT NOT NULL,
+            multiplier REAL NOT NULL,
+            terms BLOB NOT NULL,
+            UNIQUE (identifier, index_name, kind)
+        );
+        CREATE TABLE IF NOT EXISTS search_postings (
+            term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
+            PRIMARY KEY (term, rank, doc)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_terms (
+            term TEXT PRIMARY KEY, df INTEGER NOT NULL, max_key REAL NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_refs (
+            ref TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (ref, doc)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS search_refs_by_doc ON search_refs (doc);
+        """
+
+    /// What a refresh did.
+    struct Refresh {
+        var fullBuild: Bool
+        var documentsWritten: Int
+        var indexedThrough: Int64
+    }
+
+    static func exists(_ db: Database) throws -> Bool {
+        try db.tableExists("search_meta")
+    }
+
+    /// The journal seq the index reflects, or nil when it was never built.
+    static func indexedThrough(_ db: Database) throws -> Int64? {
+        guard try exists(db) else { return nil }
+        return try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'indexed_through'")
+    }
+
+    static func journalHead(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT max(seq) FROM event_journal") ?? 0
+    }
+
+    static func documentCount(_ db: Database) throws -> Int64 {
+        try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'documents'") ?? 0
+    }
+
+    /// Forgets the index; the next search builds it again from the projections.
+    static func reset(_ db: Database) throws {
+        guard try exists(db) else { return }
+        for table in tables { try db.execute(sql: "DELETE FROM \(table)") }
+    }
+
+    /// Brings the index up to the journal head, in the caller's transaction.
+    @discardableResult
+    static func refresh(_ db: Database) throws -> Refresh {
+        try db.execute(sql: ddl)
+        let head = try journalHead(db)
+        let through = try indexedThrough(db)
+        if through == head { return Refresh(fullBuild: false, documentsWritten: 0, indexedThrough: head) }
+
+        var builder = Builder(db: db)
+        let documents = try documentCount(db)
+        let full: Bool
+        if let through, through < head, head - through <= max(10_000, documents / 2) {
+            full = false
+            try builder.fold(journalAfter: through)
+        } else {
+            full = true
+            try reset(db)
+            try builder.loadEverything()
+        }
+        try builder.apply()
+        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('indexed_through', ?)", arguments: [head])
+        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('documents', ?)",
+                       arguments: [documents + builder.documentDelta])
+        return Refresh(fullBuild: full, documentsWritten: builder.documentsWritten, indexedThrough: head)
+    }
+}
+
+// MARK: - Folding changes into the index
+
+extension SearchIndex {
+    private struct DocumentKey: Hashable, Comparable {
+        var kind: SearchDocument.Kind
+        var indexName: String
+        var identifier: String
+
+        static func < (lhs: DocumentKey, rhs: DocumentKey) -> Bool {
+            (lhs.kind.rawValue, lhs.indexName, lhs.identifier) < (rhs.kind.rawValue, rhs.indexName, rhs.identifier)
+        }
+    }
+
+    private struct Posting {
+        var term: Int
+        var rank: Double
+        var doc: Int64
+    }
+
+    /// Collects the documents to write, then writes every posting change in key
+    /// order, which SQLite's B-trees take fastest.
+    private struct Builder {
+        let db: Database
+        var dirty = Set<DocumentKey>()
+        var fresh = false
+        /// Engagement counts by reference, loaded whole for a full build.
+        var engagement: [String: (shown: Int, engaged: Int)]?
+        var documentsWritten = 0
+        var documentDelta: Int64 = 0
+
+        init(db: Database) { self.db = db }
+
+        mutating func fold(journalAfter through: Int64) throws {
+            var refs = Set<String>()
+            _ = try DeviceStore.scanJournal(db, from: Seq(UInt64(through + 1))) { record in
+                switch try record.event() {
+                case .itemIndexed(let index, let item):
+                    dirty.insert(DocumentKey(kind: .item, indexName: index, identifier: item.uniqueIdentifier))
+                case .itemUpdated(let index, let update):
+                    dirty.insert(DocumentKey(kind: .item, indexName: index, identifier: update.uniqueIdentifier))
+                case .itemDeleted(let index, let identifier, _), .itemExpired(let index, let identifier):
+                    dirty.insert(DocumentKey(kind: .item, indexName: index, identifier: identifier))
+                case .activityRecorded(let activity):
+                    dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: activity.key))
+                case .activityDeleted(let key, _), .activityExpired(let key):
+                    dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: key))
+                case .resultShown(let ref), .resultEngaged(let ref):
+                    refs.insert(ref)
+                case .clientStateSet:
+                    break
+                }
+                return true
+            }
+            // Engagement changes a document's multiplier, so every document that
+            // counts a changed reference is written again.
+            let affected = try db.cachedStatement(sql: """
+                SELECT d.kind, d.index_name, d.identifier FROM search_refs r JOIN search_docs d ON d.doc = r.doc
+                WHERE r.ref = ?
+                """)
+            for ref in refs.sorted() {
+                let rows = try Row.fetchAll(affected, arguments: [ref])
+                for row in rows {
+                    guard let kind = SearchDocument.Kind(rawValue: row[0]) else { continue }
+                    dirty.insert(DocumentKey(kind: kind, indexName: row[1], identifier: row[2]))
+                }
+            }
+        }
+
+        mutating func loadEverything() throws {
+            fresh = true
+            var counts: [String: (shown: Int, engaged: Int)] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT ref, shown, engaged FROM engagement")
+            while let row = try rows.next() { counts[row[0]] = (row[1], row[2]) }
+            engagement = counts
+            let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id FROM items")
+            while let row = try items.next() {
+                dirty.insert(DocumentKey(kind: .item, indexName: row[0], identifier: row[1]))
+            }
+            let activities = try Row.fetchCursor(db, sql: "SELECT activity_key FROM activities WHERE eligible_search = 1")
+            while let row = try activities.next() {
+                dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: row[0]))
+            }
+        }
+
+        // MARK: Reading documents
+
+        private func counts(_ ref: String) throws -> (shown: Int, engaged: Int) {
+            if let engagement { return engagement[ref] ?? (0, 0) }
+            let statement = try DirectStatement(db, "SELECT shown, engaged FROM engagement WHERE ref = ?")
+            defer { statement.reset() }
+            statement.bind(1, ref)
+            guard try statement.step() else { return (0, 0) }
+            return (Int(statement.int64(0)), Int(statement.int64(1)))
+        }
+
+        private func engagementFactor(_ refs: [String]) throws -> Double {
+            var shown = 0
+            var engaged = 0
+            for ref in refs {
+                let count = try counts(ref)
+                shown += count.shown
+                engaged += count.engaged
+            }
+            return SearchDocument.engagementFactor(shown: shown, engaged: engaged)
+        }
+
+        /// The document as the projections hold it now, or nil when it is gone or
+        /// not searchable. Expiry is checked by each search, against its clock.
+        func document(_ key: DocumentKey) throws -> SearchDocument? {
+            let tieBreak = SearchDocument.tieBreak(kind: key.kind, indexName: key.indexName, identifier: key.identifier)
+            switch key.kind {
+            case .item:
+                let statement = try DirectStatement(db, """
+                    SELECT title, display_name, content_description, keywords, content_url, ranking_hint
+                    FROM items WHERE item_id = ? AND index_name = ?
+                    """)
+                defer { statement.reset() }
+                statement.bind(1, key.identifier)
+                statement.bind(2, key.indexName)
+                guard try statement.step() else { return nil }
+                let terms = SearchDocument.terms(of: SearchDocument.itemFields(
+                    title: statement.text(0), displayName: statement.text(1),
+                    contentDescription: statement.text(2), keywords: statement.text(3)))
+                let refs = [key.identifier] + (statement.text(4).map { [$0] } ?? [])
+                let hint = statement.optionalDouble(5) ?? 0
+                let multiplier = (1 + 0.25 * min(max(hint, 0), 1)) * (try engagementFactor(refs)) * tieBreak
+                return SearchDocument(kind: .item, indexName: key.indexName, identifier: key.identifier,
+                                      terms: terms, multiplier: multiplier, refs: refs)
+            case .activity:
+                let statement = try DirectStatement(db, """
+                    SELECT title, keywords, content_description, webpage_url, related, weak_related, view_count
+                    FROM activities WHERE activity_key = ? AND eligible_search = 1
+                    """)
+                defer { statement.reset() }
+                statement.bind(1, key.identifier)
+                guard try statement.step() else { return nil }
+                let terms = SearchDocument.terms(of: SearchDocument.activityFields(
+                    title: statement.text(0), keywords: statement.text(1), contentDescription: statement.text(2)))
+                let refs = [statement.text(4), statement.text(5), statement.text(3)].compactMap { $0 }
+                let views = Double(statement.int64(6))
+                let multiplier = (1 + 0.1 * log(1 + views)) * (try engagementFactor(refs)) * tieBreak
+                return SearchDocument(kind: .activity, indexName: "", identifier: key.identifier,
+                                      terms: terms, multiplier: multiplier, refs: refs)
+            }
+        }
+
+        // MARK: Writing
+
+        mutating func apply() throws {
+            var vocabulary: [String: Int] = [:]
+            var words: [String] = []
+            func termID(_ text: String) -> Int {
+                if let id = vocabulary[text] { return id }
+                vocabulary[text] = words.count
+                words.append(text)
+                return words.count - 1
+            }
+            var removals: [Posting] = []
+            var additions: [Posting] = []
+            var dfDelta: [Int: Int] = [:]
+            var maxKey: [Int: Double] = [:]
+
+            let findDoc = try DirectStatement(db, """
+                SELECT doc, multiplier, terms FROM search_docs WHERE identifier = ? AND index_name = ? AND kind = ?
+                """)
+            let insertDoc = try DirectStatement(db, """
+                INSERT INTO search_docs (kind, index_name, identifier, multiplier, terms) VALUES (?, ?, ?, ?, ?)
+                """)
+            let updateDoc = try DirectStatement(db, "UPDATE search_docs SET multiplier = ?, terms = ? WHERE doc = ?")
+            let deleteDoc = try DirectStatement(db, "DELETE FROM search_docs WHERE doc = ?")
+            let insertRef = try DirectStatement(db, "INSERT OR IGNORE INTO search_refs (ref, doc) VALUES (?, ?)")
+            let deleteRefs = try DirectStatement(db, "DELETE FROM search_refs WHERE doc = ?")
+
+            for key in dirty.sorted() {
+                let new = try document(key)
+                var old: (doc: Int64, multiplier: Double, terms: [UInt8])?
+                if !fresh {
+                    findDoc.bind(1, key.identifier)
+                    findDoc.bind(2, key.indexName)
+                    findDoc.bind(3, key.kind.rawValue)
+                    if try findDoc.step() { old = (findDoc.int64(0), findDoc.double(1), findDoc.blob(2)) }
+                    findDoc.reset()
+                }
+                let newTerms = new.map { SearchDocument.encode($0.terms) }
+                if let old, let new, old.multiplier == new.multiplier, old.terms == newTerms { continue }
+
+                let doc: Int64
+                if let old {
+                    let oldTerms = try SearchDocument.decode(old.terms)
+                    for term in oldTerms {
+                        let id = termID(term.text)
+                        removals.append(Posting(term: id, rank: -(term.impact * old.multiplier), doc: old.doc))
+                        dfDelta[id, default: 0] -= 1
+                    }
+                    deleteRefs.bind(1, old.doc)
+                    try deleteRefs.execute()
+                    if let new, let newTerms {
+                        updateDoc.bind(1, new.multiplier)
+                        updateDoc.bind(2, newTerms)
+                        updateDoc.bind(3, old.doc)
+                        try updateDoc.execute()
+                    } else {
+                        deleteDoc.bind(1, old.doc)
+                        try deleteDoc.execute()
+                        documentDelta -= 1
+                    }
+                    doc = old.doc
+                } else {
+                    guard let new, let newTerms else { continue }
+                    insertDoc.bind(1, key.kind.rawValue)
+                    insertDoc.bind(2, key.indexName)
+                    insertDoc.bind(3, key.identifier)
+                    insertDoc.bind(4, new.multiplier)
+                    insertDoc.bind(5, newTerms)
+                    try insertDoc.execute()
+                    doc = insertDoc.lastInsertedRowID
+                    documentDelta += 1
+                }
+                documentsWritten += 1
+                guard let new else { continue }
+                for term in new.terms {
+                    let id = termID(term.text)
+                    let key = new.key(term)
+                    additions.append(Posting(term: id, rank: -key, doc: doc))
+                    dfDelta[id, default: 0] += 1
+                    maxKey[id] = max(maxKey[id] ?? key, key)
+                }
+                for ref in new.refs {
+                    insertRef.bind(1, ref)
+                    insertRef.bind(2, doc)
+                    try insertRef.execute()
+                }
+            }
+
+            // Postings and vocabulary in key order.
+            let order = words.indices.sorted { words[$0] < words[$1] }
+            var position = [Int](repeating: 0, count: words.count)
+            for (rank, id) in order.enumerated() { position[id] = rank }
+            func ordered(_ left: Posting, _ right: Posting) -> Bool {
+                if left.term != right.term { return position[left.term] < position[right.term] }
+                if left.rank != right.rank { return left.rank < right.rank }
+                return left.doc < right.doc
+            }
+            removals.sort(by: ordered)
+            additions.sort(by: ordered)
+            let deletePosting = try DirectStatement(db, "DELETE FROM search_postings WHERE term = ? AND rank = ? AND doc = ?")
+            for posting in removals {
+                deletePosting.bind(1, words[posting.term])
+                deletePosting.bind(2, posting.rank)
+                deletePosting.bind(3, posting.doc)
+                try deletePosting.execute()
+            }
+            let insertPosting = try DirectStatement(db, "INSERT INTO search_postings (term, rank, doc) VALUES (?, ?, ?)")
+            for posting in additions {
+                insertPosting.bind(1, words[posting.term])
+                insertPosting.bind(2, posting.rank)
+                insertPosting.bind(3, posting.doc)
+                try insertPosting.execute()
+            }
+            let upsertTerm = try DirectStatement(db, """
+                INSERT INTO search_terms (term, df, max_key) VALUES (?, ?, ?)
+                ON CONFLICT (term) DO UPDATE SET df = df + excluded.df, max_key = max(max_key, excluded.max_key)
+                """)
+            let deleteTerm = try DirectStatement(db, "DELETE FROM search_terms WHERE term = ? AND df <= 0")
+            for id in order {
+                let delta = dfDelta[id] ?? 0
+                if delta == 0 && maxKey[id] == nil { continue }
+                upsertTerm.bind(1, words[id])
+                upsertTerm.bind(2, Int64(delta))
+                upsertTerm.bind(3, maxKey[id] ?? 0)
+                try upsertTerm.execute()
+                if delta < 0 {
+                    deleteTerm.bind(1, words[id])
+                    try deleteTerm.execute()
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+@testable import DeviceStore
+import GRDB
+import Foundation
+import IndexModel
+import Testing
+
+/// Ranked search stops early; these tests hold it to the answer that scoring
+/// every document gives.
+@Suite struct RankedSearchTests {
+    /// The items of one index, with what their multiplier depends on.
+    struct Corpus {
+        var items: [String: SearchableItem] = [:]
+        var counts: [String: (shown: Int, engaged: Int)] = [:]
+
+        /// Every item scored against `words` the slow way, best first.
+        func bestFirst(_ words: [String], limit: Int) -> [(identifier: String, score: Double)] {
+            var documents: [(identifier: String, document: SearchDocument)] = []
+            for (identifier, item) in items {
+                let attributes = item.attributes
+                let terms = SearchDocument.terms(of: SearchDocument.itemFields(
+                    title: attributes.title, displayName: attributes.displayName,
+                    contentDescription: attributes.contentDescription,
+                    keywords: attributes.keywords.map { $0.joined(separator: "\n") }))
+                let count = counts[identifier] ?? (0, 0)
+                let hint = attributes.rankingHint ?? 0
+                let multiplier = (1 + 0.25 * min(max(hint, 0), 1))
+                    * SearchDocument.engagementFactor(shown: count.shown, engaged: count.engaged)
+                    * SearchDocument.tieBreak(kind: .item, indexName: "t", identifier: identifier)
+                documents.append((identifier, SearchDocument(kind: .item, indexName: "t", identifier: identifier,
+                                                             terms: terms, multiplier: multiplier, refs: [identifier])))
+            }
+            let total = Double(documents.count)
+            let weights: [Double] = words.count == 1 ? [1] : words.map { word in
+                var df = 0
+                for (_, document) in documents {
+                    df += document.terms.filter { $0.text.hasPrefix(word) }.count
+                }
+                let frequency = min(Double(df), total)
+                return log(1 + (total - frequency + 0.5) / (frequency + 0.5))
+            }
+            var scored: [(identifier: String, score: Double)] = []
+            for (identifier, document) in documents {
+                var score = 0.0
+                var matches = true
+                for (word, weight) in zip(words, weights) {
+                    guard let key = document.bestKey(forPrefix: word) else {
+                        matches = false
+                        break
+                    }
+                    score += weight * key
+                }
+                if matches { scored.append((identifier, score)) }
+            }
+            scored.sort { $0.score != $1.score ? $0.score > $1.score : $0.identifier < $1.identifier }
+            return Array(scored.prefix(limit))
+        }
+    }
+
+    func queries(_ corpus: inout SearchCorpus, count: Int) -> [String] {
+        (0..<count).map { number in
+            switch number % 4 {
+            case 0: corpus.prefixQuery()
+            case 1: corpus.singleTermQuery()
+            case 2: corpus.twoTermQuery()
+            default: corpus.twoTermQuery() + " " + corpus.prefixQuery()
+            }
+        }
+    }
+
+    func expectSameAsScoringEverything(_ store: DeviceStore, _ corpus: Corpus, _ queries: [String]) throws {
+        for query in queries {
+            let expected = corpus.bestFirst(SearchText.words(in: query), limit: 10)
+            for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection] {
+                let results = try store.search(query, limit: 10, strategy: strategy)
+                #expect(results.map(\.members) == expected.map { [.item(index: "t", identifier: $0.identifier)] },
+                        "query \"\(query)\", \(strategy)")
+                #expect(results.map(\.score) == expected.map(\.score), "query \"\(query)\", \(strategy)")
+            }
+        }
+    }
+
+    @Test(arguments: [UInt64(3), 4])
+    func rankedSearchFindsWhatScoringEveryDocumentFinds(seed: UInt64) throws {
+        let store = try makeStore(seed: seed)
+        var generator = SearchCorpus(seed: seed, vocabularySize: 120)
+        var corpus = Corpus()
+        var random = SplitMix64(seed: seed)
+        for batch in 0..<4 {
+            let items = (0..<100).map { number in
+                var item = generator.item(identifier: "\(batch * 100 + number)")
+                if random.next() % 5 == 0 { item.attributes.rankingHint = Double(random.next() % 100) / 100 }
+                return item
+            }
+            try store.index(named: "t").indexSearchableItems(items)
+            for item in items { corpus.items[item.uniqueIdentifier] = item }
+        }
+        for _ in 0..<150 {
+            let ref = "\(random.next() % 400)"
+            try store.recordShown(ref: ref)
+            corpus.counts[ref, default: (0, 0)].shown += 1
+            if random.next() % 3 == 0 {
+                try store.recordEngaged(ref: ref)
+                corpus.counts[ref, default: (0, 0)].engaged += 1
+            }
+        }
+        try expectSameAsScoringEverything(store, corpus, queries(&generator, count: 40))
+
+        // Replacements, deletions and more engagement, folded in incrementally.
+        let replaced = Set((0..<60).map { _ in random.next() % 400 }).sorted().map { generator.item(identifier: "\($0)") }
+        try store.index(named: "t").indexSearchableItems(replaced)
+        for item in replaced { corpus.items[item.uniqueIdentifier] = item }
+        let deleted = Set((0..<40).map { _ in random.next() % 400 }).sorted().map { "\($0)" }
+        try store.index(named: "t").deleteSearchableItems(withIdentifiers: deleted)
+        for identifier in deleted { corpus.items[identifier] = nil }
+        for _ in 0..<50 {
+            let ref = "\(random.next() % 400)"
+            try store.recordEngaged(ref: ref)
+            corpus.counts[ref, default: (0, 0)].engaged += 1
+        }
+        try expectSameAsScoringEverything(store, corpus, queries(&generator, count: 40))
+    }
+
+    /// Everything the search index holds, keyed by item rather than by its
+    /// internal document number. `max_key` is left out: it is only a bound.
+    func searchIndexContents(_ store: DeviceStore) throws -> [String] {
+        try store.read { db in
+            var lines: [String] = []
+            for row in try Row.fetchAll(db, sql: """
+                SELECT kind, index_name, identifier, multiplier, hex(terms) FROM search_docs ORDER BY kind, index_name, identifier
+                """) {
+                lines.append("doc \(row[0] as Int64) \(row[1] as String) \(row[2] as String) \(row[3] as Double) \(row[4] as String)")
+            }
+            for row in try Row.fetchAll(db, sql: """
+                SELECT p.term, p.rank, d.kind, d.index_name, d.identifier FROM search_postings p JOIN search_docs d ON d.doc = p.doc
+                ORDER BY p.term, p.rank, d.kind, d.index_name, d.identifier
+                """) {
+                lines.append("posting \(row[0] as String) \(row[1] as Double) \(row[2] as Int64) \(row[3] as String) \(row[4] as String)")
+            }
+            for row in try Row.fetchAll(db, sql: "SELECT term, df FROM search_terms ORDER BY term") {
+                lines.append("term \(row[0] as String) \(row[1] as Int64)")
+            }
+            for row in try Row.fetchAll(db, sql: """
+                SELECT r.ref, d.kind, d.index_name, d.identifier FROM search_refs r JOIN search_docs d ON d.doc = r.doc
+                ORDER BY 1, 2, 3, 4
+                """) {
+                lines.append("ref \(row[0] as String) \(row[1] as Int64) \(row[2] as String) \(row[3] as String)")
+            }
+            lines.append("documents \(try SearchIndex.documentCount(db))")
+            return lines
+        }
+    }
+
+    @Test func theIndexFoldedCallByCallEqualsOneBuiltFromScratch() throws {
+        let store = try makeStore()
+        var generator = SearchCorpus(seed: 9, vocabularySize: 80)
+        var random = SplitMix64(seed: 9)
+        for round in 0..<30 {
+            switch random.next() % 6 {
+            case 0, 1:
+                try store.index(named: "t").indexSearchableItems(Set((0..<5).map { _ in random.next() % 60 }).sorted().map {
+                    generator.item(identifier: "\($0)")
+                })
+            case 2:
+                try store.index(named: "t").deleteSearchableItems(withIdentifiers: ["\(random.next() % 60)"])
+            case 3:
+                try store.record(UserActivity(activityType: "view", title: generator.item(identifier: "x").attributes.title,
+                                              eligibleForSearch: random.next() % 4 != 0,
+                                              relatedUniqueIdentifier: "\(random.next() % 60)"))
+            case 4:
+                try store.recordShown(ref: "\(random.next() % 60)")
+            default:
+                try store.recordEngaged(ref: "\(random.next() % 60)")
+            }
+            if round % 3 == 0 { _ = try store.search(generator.prefixQuery()) }
+        }
+        _ = try store.refreshSearchIndex()
+        let folded = try searchIndexContents(store)
+        #expect(folded.contains { $0.hasPrefix("posting ") })
+        try store.rebuildProjections()
+        let refresh = try store.refreshSearchIndex()
+        #expect(refresh.fullBuild)
+        #expect(try searchIndexContents(store) == folded)
+    }
+
+    @Test func searchSeesEveryCallBeforeIt() throws {
+        let store = try makeStore()
+        try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])
+        #expect(try store.resultTitles("harb") == ["Harbour lights"])
+        try store.index(named: "t").indexSearchableItems([item("1", title: "Mountain lights")])
+        #expect(try store.resultTitles("harb").isEmpty)
+        #expect(try store.resultTitles("moun") == ["Mountain lights"])
+        try store.index(named: "t").deleteSearchableItems(withIdentifiers: ["1"])
+        #expect(try store.resultTitles("lights").isEmpty)
+    }
+
+    @Test func aReadOnlyStoreSearchesOnlyWhenItsIndexIsCurrent() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("device.sqlite").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+            try store.index(named: "t").indexSearchableItems([item("1", title: "Quiet harbour")])
+        }
+        do {
+            let reader = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
+            let error = #expect(throws: DeviceStoreError.self) { try reader.search("harbour") }
+            #expect(error?.code == .readOnly)
+            #expect(error?.message.contains("search index is behind the journal") == true)
+        }
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+            #expect(try store.resultTitles("harbour") == ["Quiet harbour"])
+        }
+        let reader = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
+        #expect(try reader.resultTitles("harbour") == ["Quiet harbour"])
+    }
+
+    @Test func wordsAreFoldedTheSameWayOnBothSides() {
+        #expect(SearchText.words(in: "Café au LAIT, n°5") == ["cafe", "au", "lait", "n", "5"])
+        #expect(SearchText.words(in: "Haleakalā-Sunrise") == ["haleakala", "sunrise"])
+        #expect(SearchText.words(in: String(repeating: "é", count: 40)) == [String(repeating: "e", count: 40)])
+        #expect(SearchText.words(in: String(repeating: "a", count: 100)) == [String(repeating: "a", count: 64)])
+    }
+}
