@@ -13,7 +13,7 @@ import Testing
         var counts: [String: (shown: Int, engaged: Int)] = [:]
 
         /// Every item scored against `words` the slow way, best first.
-        func bestFirst(_ words: [String], limit: Int) -> [(identifier: String, score: Double)] {
+        func bestFirst(_ words: [SearchWord], limit: Int) -> [(identifier: String, score: Double)] {
             var documents: [(identifier: String, document: SearchDocument)] = []
             for (identifier, item) in items {
                 let attributes = item.attributes
@@ -33,7 +33,7 @@ import Testing
             let weights: [Double] = words.count == 1 ? [1] : words.map { word in
                 var df = 0
                 for (_, document) in documents {
-                    df += document.terms.filter { $0.text.hasPrefix(word) }.count
+                    df += document.terms.filter { word.isPrefix ? $0.text.hasPrefix(word.text) : $0.text == word.text }.count
                 }
                 let frequency = min(Double(df), total)
                 return log(1 + (total - frequency + 0.5) / (frequency + 0.5))
@@ -43,7 +43,7 @@ import Testing
                 var score = 0.0
                 var matches = true
                 for (word, weight) in zip(words, weights) {
-                    guard let key = document.bestKey(forPrefix: word) else {
+                    guard let key = document.bestKey(for: word) else {
                         matches = false
                         break
                     }
@@ -61,7 +61,7 @@ import Testing
             switch number % 4 {
             case 0: corpus.prefixQuery()
             case 1: corpus.singleTermQuery()
-            case 2: corpus.twoTermQuery()
+            case 2: corpus.twoTermQuery() + (number % 8 == 2 ? " " : "")
             default: corpus.twoTermQuery() + " " + corpus.prefixQuery()
             }
         }
@@ -69,7 +69,7 @@ import Testing
 
     func expectSameAsScoringEverything(_ store: DeviceStore, _ corpus: Corpus, _ queries: [String]) throws {
         for query in queries {
-            let expected = corpus.bestFirst(SearchText.words(in: query), limit: 10)
+            let expected = corpus.bestFirst(SearchText.search(query, limit: 16), limit: 10)
             for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection] {
                 let results = try store.search(query, limit: 10, strategy: strategy)
                 #expect(results.map(\.members) == expected.map { [.item(index: "t", identifier: $0.identifier)] },
@@ -213,6 +213,13 @@ import Testing
         }
         let reader = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
         #expect(try reader.resultTitles("harbour") == ["Quiet harbour"])
+    }
+
+    @Test func onlyTheWordBeingTypedIsAPrefix() {
+        #expect(SearchText.search("sunset be", limit: 16) == [SearchWord(text: "sunset", isPrefix: false),
+                                                               SearchWord(text: "be", isPrefix: true)])
+        #expect(SearchText.search("sunset be ", limit: 16).allSatisfy { !$0.isPrefix })
+        #expect(SearchText.search("a b c", limit: 2).allSatisfy { !$0.isPrefix })
     }
 
     @Test func wordsAreFoldedTheSameWayOnBothSides() {

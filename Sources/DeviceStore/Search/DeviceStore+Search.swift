@@ -3,9 +3,10 @@ import GRDB
 import IndexModel
 
 extension DeviceStore {
-    /// Free-text search as a user types: every word of `text` must be the start
-    /// of a word of the title, display name, description or keywords ("sun"
-    /// finds "Sunrise"); case and diacritics are ignored.
+    /// Free-text search as a user types: every word of `text` must be a word of
+    /// the title, display name, description or keywords, and the last one, while
+    /// it is being typed, the start of one ("sunset be" finds "Sunset beach";
+    /// "sunset be " does not); case and diacritics are ignored.
     ///
     /// Results are ranked by text relevance (BM25F, the title weighted highest)
     /// times a multiplier for the item's rankingHint or the activity's views and
@@ -22,7 +23,7 @@ extension DeviceStore {
     }
 
     func search(_ text: String, limit: Int, strategy: RankedSearch.Strategy) throws(DeviceStoreError) -> [SearchResult] {
-        let words = Array(SearchText.words(in: text).prefix(DeviceStore.maximumSearchWords))
+        let words = SearchText.search(text, limit: DeviceStore.maximumSearchWords)
         guard !words.isEmpty, limit > 0 else { return [] }
         let search = RankedSearch(words: words, limit: limit, now: clock.now().millisecondsSince1970, strategy: strategy)
         if isReadOnly {

@@ -29,6 +29,10 @@ struct QueryBenchCommand: ParsableCommand {
                                             valueName: "path"))
     var dir: String?
 
+    @Flag(name: .long, help: ArgumentHelp("Keep the store in --dir and reuse it on later runs with the same --items and --seed.",
+                                          discussion: "Reusing skips the build, so its times are not reported."))
+    var keep = false
+
     @Flag(name: .long, help: "Exit with status 1 when the worst p99 misses the target.")
     var check = false
 
@@ -37,6 +41,9 @@ struct QueryBenchCommand: ParsableCommand {
     func validate() throws {
         guard (1000...5_000_000).contains(items) else {
             throw ValidationError("--items must be between 1000 and 5000000 (got \(items))")
+        }
+        guard !keep || dir != nil else {
+            throw ValidationError("--keep needs --dir: the store is kept there")
         }
         guard (10...100_000).contains(queries) else {
             throw ValidationError("--queries must be between 10 and 100000 (got \(queries))")
@@ -51,7 +58,7 @@ struct QueryBenchCommand: ParsableCommand {
         let showProgress = isatty(STDERR_FILENO) == 1
         let result: QueryBenchmark.Result
         do {
-            result = try QueryBenchmark(items: items, queriesPerKind: queries, seed: seed, directory: directory)
+            result = try QueryBenchmark(items: items, queriesPerKind: queries, seed: seed, directory: directory, keep: keep)
                 .run { message in if showProgress { Output.error(message) } }
         } catch let error as DeviceStoreError {
             throw error.exit()
@@ -82,6 +89,7 @@ struct QueryBenchCommand: ParsableCommand {
                         "sightline": side(kind.sightline),
                         "naive": side(kind.naive),
                         "fullPages": .integer(Int64(kind.fullPages)),
+                        "slowest": .array(kind.slowest.map { .object(["query": .string($0.query), "ms": .double(round($0.milliseconds))]) }),
                     ])
                 }),
                 "targetP99Ms": .double(result.targetMilliseconds),
@@ -90,9 +98,13 @@ struct QueryBenchCommand: ParsableCommand {
             ]))
         } else {
             Output.line("bench query  seed=\(seed)  items=\(result.items)  queries=\(queries) per kind  SQLite \(AppendBenchmark.sqliteVersion)")
-            Output.line(String(format: "items indexed in %.1f s (%.0f items/s), search index built in %.1f s, %.1f MiB",
-                               result.buildSeconds, Double(result.items) / result.buildSeconds, result.searchIndexSeconds,
-                               Double(result.databaseBytes) / 1_048_576))
+            if result.reused {
+                Output.line(String(format: "reused the kept store, %.1f MiB", Double(result.databaseBytes) / 1_048_576))
+            } else {
+                Output.line(String(format: "items indexed in %.1f s (%.0f items/s), search index built in %.1f s, %.1f MiB",
+                                   result.buildSeconds, Double(result.items) / result.buildSeconds, result.searchIndexSeconds,
+                                   Double(result.databaseBytes) / 1_048_576))
+            }
             var rows = [["kind", "sightline p50", "p99", "naive p50", "p99", "naive p99 / sightline p99", "examples"]]
             for kind in result.kinds {
                 let p99 = kind.sightline.percentile(0.99)
@@ -104,6 +116,10 @@ struct QueryBenchCommand: ParsableCommand {
                 ])
             }
             Output.table(rows)
+            for kind in result.kinds {
+                let slowest = kind.slowest.map { String(format: "\"%@\" %.2f ms", $0.query as NSString, $0.milliseconds) }
+                Output.line("slowest \(kind.kind): " + slowest.joined(separator: ", "))
+            }
             Output.line(String(format: "target: p99 ≤ %.0f ms; worst p99 %.2f ms: ", result.targetMilliseconds, result.worstP99)
                 + (result.meetsTarget ? "met" : "MISSED"))
         }

@@ -14,12 +14,14 @@ import IndexModel
 ///   merging of items with activities included.
 /// - naive: `SELECT rowid, bm25(items_fts, …) FROM items_fts WHERE items_fts MATCH ?
 ///   ORDER BY 2 LIMIT 20` through the raw C API, with the same MATCH expression
-///   (every word a prefix) on the same file: it scores every match.
+///   (whole words, the last a prefix) on the same file: it scores every match.
 struct QueryBenchmark {
     let items: Int
     let queriesPerKind: Int
     let seed: UInt64
     let directory: URL
+    /// Keep the store afterwards and reuse a kept one.
+    var keep = false
     static let limit = 20
     static let kinds = ["prefix", "single-term", "two-term"]
 
@@ -41,10 +43,18 @@ struct QueryBenchmark {
         var naive: Latencies
         /// Queries for which naive FTS5 found the full 20 results.
         var fullPages: Int
+
+        /// The three queries Sightline took longest over, slowest first.
+        var slowest: [(query: String, milliseconds: Double)] {
+            Array(zip(queries, sightline.milliseconds).map { ($0, $1) }.sorted { $0.1 > $1.1 }.prefix(3))
+        }
+        var queries: [String] = []
     }
 
     struct Result {
         var items: Int
+        /// A kept store was reused, so nothing was built or timed before the queries.
+        var reused: Bool
         var buildSeconds: Double
         /// The first `refreshSearchIndex()` after the build: the ranked-search
         /// index made from scratch.
@@ -61,20 +71,27 @@ struct QueryBenchmark {
 
     func run(progress: (String) -> Void) throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("query-\(items).sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        let path = directory.appendingPathComponent("query-\(items)-seed\(seed).sqlite").path
+        let reuse = keep && FileManager.default.fileExists(atPath: path)
+        if !reuse {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        defer {
+            if !keep { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        }
 
         let start = ISO8601.parse("2026-11-22T00:00:00Z")!
         let options = StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: seed), durability: .normal)
         var corpus = SearchCorpus(seed: seed)
         let buildStarted = ContinuousClock.now
         do {
-            let store = try DeviceStore(at: .file(path), options: options)
+            let store = reuse ? nil : try DeviceStore(at: .file(path), options: options)
             let batch = 1000
             for first in stride(from: 0, to: items, by: batch) {
+                // The items are drawn even when reused: the queries come after
+                // them from the same generator.
                 let chunk = (first..<min(first + batch, items)).map { corpus.item(identifier: "item-\($0)") }
-                _ = try store.perform(.index(index: "bench", items: chunk))
+                _ = try store?.perform(.index(index: "bench", items: chunk))
                 if (first / batch) % 100 == 99 { progress("indexed \(first + batch) of \(items) items") }
             }
         }
@@ -105,8 +122,12 @@ struct QueryBenchmark {
             }
             var result = KindResult(kind: kind, examples: Array(queries.prefix(3)), sightline: Latencies(milliseconds: []),
                                     naive: Latencies(milliseconds: []), fullPages: 0)
+            result.queries = queries
             func runNaive(_ query: String) throws -> (Double, Int) {
-                let match = query.split(separator: " ").map { "\"\($0)\"*" }.joined(separator: " ")
+                // The same words as device search: whole, the last one a prefix.
+                let words = query.split(separator: " ")
+                let match = words.enumerated().map { "\"\($1)\"" + ($0 == words.count - 1 ? "*" : "") }
+                    .joined(separator: " ")
                 let began = ContinuousClock.now
                 naive.bind(1, match)
                 let rows = try naive.rows()
@@ -132,7 +153,7 @@ struct QueryBenchmark {
             progress("\(kind): done")
             kinds.append(result)
         }
-        return Result(items: items, buildSeconds: buildSeconds, searchIndexSeconds: searchIndexSeconds, databaseBytes: bytes, kinds: kinds)
+        return Result(items: items, reused: reuse, buildSeconds: buildSeconds, searchIndexSeconds: searchIndexSeconds, databaseBytes: bytes, kinds: kinds)
     }
 }
 

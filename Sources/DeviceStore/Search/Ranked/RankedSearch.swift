@@ -4,13 +4,13 @@ import GRDB
 /// Top-k ranked search over `SearchIndex`, reading posting lists best first and
 /// stopping as soon as no unread posting can beat the results it has.
 ///
-/// A document matches when every word typed is a prefix of one of its words.
-/// Its score for one typed word is its best key among the words it has with that
-/// prefix; its score for the search is the sum over typed words, each weighted
-/// by the typed word's idf when there is more than one.
+/// A document matches when it has every word typed, the last one (while it is
+/// still being typed) as a prefix. Its score for one typed word is its best key
+/// among the words it has that match; its score for the search is the sum over
+/// typed words, each weighted by the typed word's idf when there is more than one.
 ///
-/// Each typed word is a *stream*: the posting lists of the vocabulary words it is
-/// a prefix of, merged best first, opening a list only when its best possible
+/// Each typed word is a *stream*: the posting lists of the vocabulary words it
+/// matches, merged best first, opening a list only when its best possible
 /// key (`search_terms.max_key`) could still come next. The streams are read in
 /// turns, a growing batch at a time (the threshold algorithm): a document seen in
 /// one stream is scored completely from its `search_docs` row, and a scored
@@ -27,25 +27,24 @@ struct RankedSearch {
         case intersection
     }
 
-    let words: [String]
+    let words: [SearchWord]
     let limit: Int
     let now: Int64
     var strategy = Strategy.automatic
 
     func run(_ db: Database) throws -> [SearchResult] {
-        let streams = try words.map { try WordStream(db: db, prefix: $0) }
+        let streams = try words.map { try WordStream(db: db, word: $0) }
         let weights = try idfWeights(db, streams)
         var assembler = ResultAssembler(db: db, limit: limit, now: now)
         var candidates = ScoreHeap()
         var scored = Set<Int64>()
-        let prefixes = words.map { Array($0.utf8) }
         let intersect = switch strategy {
         case .automatic: try prefersIntersection(db, streams)
         case .threshold: false
         case .intersection: true
         }
         if streams.count > 1, intersect {
-            var all = try intersection(db, prefixes: prefixes, weights: weights)
+            var all = try intersection(db, weights: weights)
             while let best = all.peek {
                 all.pop()
                 if try assembler.settle(doc: best.doc, score: best.score) { break }
@@ -53,6 +52,8 @@ struct RankedSearch {
             return try assembler.results()
         }
         let lookup = try DirectStatement(db, "SELECT multiplier, terms FROM search_docs WHERE doc = ?")
+        let matcher = SearchDocument.Matcher(words)
+        var keys = [Double](repeating: 0, count: words.count)
         var batches = [Int](repeating: 8, count: streams.count)
         var turn = 0
         while true {
@@ -84,8 +85,9 @@ struct RankedSearch {
             for posting in fresh {
                 lookup.bind(1, posting.doc)
                 defer { lookup.reset() }
-                guard try lookup.step(),
-                      let keys = SearchDocument.bestKeys(in: lookup.blob(1), multiplier: lookup.double(0), prefixes: prefixes)
+                guard try lookup.step() else { continue }
+                let multiplier = lookup.double(0)
+                guard lookup.withBlob(1, { SearchDocument.bestKeys(in: $0, multiplier: multiplier, matcher: matcher, into: &keys) })
                 else { continue }
                 var score = 0.0
                 for (key, weight) in zip(keys, weights) { score += weight * key }
@@ -122,8 +124,8 @@ struct RankedSearch {
     /// Every document that has all the words, scored: FTS5 finds the candidates
     /// (its tokenizer splits and folds text as `SearchText` does), and each is
     /// checked and scored from its `search_docs` row.
-    private func intersection(_ db: Database, prefixes: [[UInt8]], weights: [Double]) throws -> ScoreHeap {
-        let match = words.map { "\"\($0)\"*" }.joined(separator: " ")
+    private func intersection(_ db: Database, weights: [Double]) throws -> ScoreHeap {
+        let match = words.map { "\"\($0.text)\"" + ($0.isPrefix ? "*" : "") }.joined(separator: " ")
         let statement = try DirectStatement(db, """
             SELECT d.doc, d.multiplier, d.terms FROM items_fts f JOIN items i ON i.rowid = f.rowid
             JOIN search_docs d ON d.identifier = i.item_id AND d.index_name = i.index_name AND d.kind = 0
@@ -136,8 +138,11 @@ struct RankedSearch {
         defer { statement.reset() }
         statement.bind(1, match)
         var heap = ScoreHeap()
+        let matcher = SearchDocument.Matcher(words)
+        var keys = [Double](repeating: 0, count: words.count)
         while try statement.step() {
-            guard let keys = SearchDocument.bestKeys(in: statement.blob(2), multiplier: statement.double(1), prefixes: prefixes)
+            let multiplier = statement.double(1)
+            guard statement.withBlob(2, { SearchDocument.bestKeys(in: $0, multiplier: multiplier, matcher: matcher, into: &keys) })
             else { continue }
             var score = 0.0
             for (key, weight) in zip(keys, weights) { score += weight * key }
@@ -147,8 +152,8 @@ struct RankedSearch {
     }
 
     /// One weight per typed word: 1 for a single word; otherwise BM25's idf of the
-    /// documents that have a word with that prefix (the sum of the expanded
-    /// words' document counts, at most the number of documents).
+    /// documents that have a word it matches (for a prefix, the sum of the
+    /// expanded words' document counts, at most the number of documents).
     private func idfWeights(_ db: Database, _ streams: [WordStream]) throws -> [Double] {
         guard streams.count > 1 else { return [1] }
         let total = Double(max(try SearchIndex.documentCount(db), 1))
@@ -161,7 +166,7 @@ struct RankedSearch {
 
 // MARK: - Streams
 
-/// The postings of every vocabulary word that starts with `prefix`, best first,
+/// The postings of every vocabulary word that `word` matches, best first,
 /// each document once (at its best key).
 private final class WordStream {
     private var unopened: [(term: String, maxKey: Double)]
@@ -171,12 +176,13 @@ private final class WordStream {
     private let db: Database
     let documentFrequency: Int64
 
-    init(db: Database, prefix: String) throws {
+    init(db: Database, word: SearchWord) throws {
         self.db = db
         let statement = try DirectStatement(db, "SELECT term, max_key, df FROM search_terms WHERE term >= ? AND term < ?")
         defer { statement.reset() }
-        statement.bind(1, prefix)
-        statement.bind(2, prefix + "\u{10FFFF}")
+        statement.bind(1, word.text)
+        // A whole word's range holds only itself: the next string after it.
+        statement.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
         var terms: [(term: String, maxKey: Double)] = []
         var df: Int64 = 0
         while try statement.step() {

@@ -33,15 +33,17 @@ struct SearchDocument: Equatable {
 
     func key(_ term: Term) -> Double { term.impact * multiplier }
 
-    /// The best key among this document's words that start with `prefix`, or nil
+    /// The best key among this document's words that `word` matches, or nil
     /// when none does: its score for one word of a search.
-    func bestKey(forPrefix prefix: String) -> Double? {
+    func bestKey(for word: SearchWord) -> Double? {
         var best: Double?
         // Terms are sorted, so the words with this prefix are one run.
-        var index = lowerBound(prefix)
-        while index < terms.count, terms[index].text.hasPrefix(prefix) {
-            let key = key(terms[index])
-            if best.map({ key > $0 }) ?? true { best = key }
+        var index = lowerBound(word.text)
+        while index < terms.count, terms[index].text.hasPrefix(word.text) {
+            if word.isPrefix || terms[index].text == word.text {
+                let key = key(terms[index])
+                if best.map({ key > $0 }) ?? true { best = key }
+            }
             index += 1
         }
         return best
@@ -145,33 +147,39 @@ extension SearchDocument {
         return bytes
     }
 
-    /// For each prefix, the best key among the stored terms that start with it,
-    /// read straight from a `search_docs.terms` blob; nil when some prefix starts
-    /// none of them (the document does not match).
-    static func bestKeys(in bytes: [UInt8], multiplier: Double, prefixes: [[UInt8]]) -> [Double]? {
-        var best = [Double](repeating: -.infinity, count: prefixes.count)
-        bytes.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let length = Int(buffer[offset])
-                let start = offset + 1
-                guard start + length + 8 <= buffer.count else { return }
-                for (index, prefix) in prefixes.enumerated() where prefix.count <= length {
-                    var matches = true
-                    for position in 0..<prefix.count where buffer[start + position] != prefix[position] {
-                        matches = false
-                        break
-                    }
-                    guard matches else { continue }
-                    var pattern: UInt64 = 0
-                    for byte in 0..<8 { pattern |= UInt64(buffer[start + length + byte]) << (8 * UInt64(byte)) }
-                    let key = Double(bitPattern: pattern) * multiplier
-                    if key > best[index] { best[index] = key }
+    /// The typed words as bytes, ready for `bestKeys`.
+    struct Matcher {
+        let words: [(bytes: [UInt8], isPrefix: Bool)]
+        init(_ words: [SearchWord]) { self.words = words.map { (Array($0.text.utf8), $0.isPrefix) } }
+    }
+
+    /// For each word, the best key among the stored terms it matches, read
+    /// straight from a `search_docs.terms` blob; nil when some word matches none
+    /// of them (the document does not match).
+    static func bestKeys(in bytes: UnsafeRawBufferPointer, multiplier: Double, matcher: Matcher,
+                         into best: inout [Double]) -> Bool {
+        for index in best.indices { best[index] = -.infinity }
+        var offset = 0
+        while offset < bytes.count {
+            let length = Int(bytes[offset])
+            let start = offset + 1
+            guard start + length + 8 <= bytes.count else { return false }
+            for (index, word) in matcher.words.enumerated()
+            where word.isPrefix ? word.bytes.count <= length : word.bytes.count == length {
+                var matches = true
+                for position in 0..<word.bytes.count where bytes[start + position] != word.bytes[position] {
+                    matches = false
+                    break
                 }
-                offset = start + length + 8
+                guard matches else { continue }
+                var pattern: UInt64 = 0
+                for byte in 0..<8 { pattern |= UInt64(bytes[start + length + byte]) << (8 * UInt64(byte)) }
+                let key = Double(bitPattern: pattern) * multiplier
+                if key > best[index] { best[index] = key }
             }
+            offset = start + length + 8
         }
-        return best.contains(-.infinity) ? nil : best
+        return !best.contains(-.infinity)
     }
 
     static func decode(_ bytes: [UInt8]) throws(SearchIndexError) -> [Term] {
@@ -197,12 +205,30 @@ struct SearchIndexError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// One word of a search: matched whole, or as the start of a word.
+struct SearchWord: Hashable, Sendable {
+    var text: String
+    var isPrefix: Bool
+}
+
 /// The words of a text as search sees them: maximal runs of letters and digits,
 /// lowercased, with diacritics removed ("Café" is "cafe"), each at most
 /// `maximumWordBytes` UTF-8 bytes. The same function splits what a user types and
 /// what is indexed, so the two always agree.
 enum SearchText {
     static let maximumWordBytes = 64
+
+    /// What a user typed, as words to find: each whole, except the last while it
+    /// is still being typed (the text does not end after it), which is a prefix.
+    /// At most `limit` words count.
+    static func search(_ text: String, limit: Int) -> [SearchWord] {
+        let all = self.words(in: text)
+        let words = Array(all.prefix(limit))
+        let finished = all.count > limit || (text.last.map { !($0.isLetter || $0.isNumber) } ?? true)
+        return words.enumerated().map { index, word in
+            SearchWord(text: word, isPrefix: index == words.count - 1 && !finished)
+        }
+    }
 
     static func words(in text: String) -> [String] {
         var words: [String] = []
