@@ -146,6 +146,19 @@ import Testing
                 lines.append("ref \(row[0] as String) \(row[1] as Int64) \(row[2] as String) \(row[3] as String)")
             }
             lines.append("documents \(try SearchIndex.documentCount(db))")
+            // Every word is filed under its one- and two-character prefixes with
+            // its current max_key, and nothing else is.
+            let heads = try Row.fetchAll(db, sql: "SELECT prefix, rank, term FROM search_heads ORDER BY 1, 2, 3")
+                .map { "\($0[0] as String) \($0[1] as Double) \($0[2] as String)" }
+            var filed: [(prefix: String, rank: Double, term: String)] = []
+            for row in try Row.fetchAll(db, sql: "SELECT term, max_key FROM search_terms") {
+                let term: String = row[0]
+                let maxKey: Double = row[1]
+                for prefix in SearchIndex.headPrefixes(of: term) { filed.append((prefix, -maxKey, term)) }
+            }
+            filed.sort { ($0.prefix, $0.rank, $0.term) < ($1.prefix, $1.rank, $1.term) }
+            let expected = filed.map { "\($0.prefix) \($0.rank) \($0.term)" }
+            if heads != expected { lines.append("search_heads disagrees with search_terms") }
             return lines
         }
     }

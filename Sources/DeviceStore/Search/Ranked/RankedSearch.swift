@@ -59,7 +59,7 @@ struct RankedSearch {
         while true {
             var bound = 0.0
             for (stream, weight) in zip(streams, weights) {
-                guard let next = stream.bound else {
+                guard let next = try stream.bound() else {
                     bound = -.infinity
                     break
                 }
@@ -105,7 +105,7 @@ struct RankedSearch {
     /// algorithm stops after a few hundred postings.
     private func prefersIntersection(_ db: Database, _ streams: [WordStream]) throws -> Bool {
         let total = Double(max(try SearchIndex.documentCount(db), 1))
-        let frequencies = streams.map { min(Double($0.documentFrequency), total) }.sorted()
+        let frequencies = try streams.map { min(Double(try $0.documentFrequency()), total) }.sorted()
         guard let rarest = frequencies.first, rarest > 0 else { return false }
         // Postings the threshold algorithm scores before it has `limit` matches,
         // if the words are independent: from the rarest stream, each a match with
@@ -157,8 +157,8 @@ struct RankedSearch {
     private func idfWeights(_ db: Database, _ streams: [WordStream]) throws -> [Double] {
         guard streams.count > 1 else { return [1] }
         let total = Double(max(try SearchIndex.documentCount(db), 1))
-        return streams.map { stream in
-            let df = min(Double(stream.documentFrequency), total)
+        return try streams.map { stream in
+            let df = min(Double(try stream.documentFrequency()), total)
             return log(1 + (total - df + 0.5) / (df + 0.5))
         }
     }
@@ -169,34 +169,24 @@ struct RankedSearch {
 /// The postings of every vocabulary word that `word` matches, best first,
 /// each document once (at its best key).
 private final class WordStream {
-    private var unopened: [(term: String, maxKey: Double)]
-    private var nextUnopened = 0
+    private let vocabulary: Vocabulary
     private var open: [TermCursor] = []
     private var emitted = Set<Int64>()
     private let db: Database
-    let documentFrequency: Int64
 
     init(db: Database, word: SearchWord) throws {
         self.db = db
-        let statement = try DirectStatement(db, "SELECT term, max_key, df FROM search_terms WHERE term >= ? AND term < ?")
-        defer { statement.reset() }
-        statement.bind(1, word.text)
-        // A whole word's range holds only itself: the next string after it.
-        statement.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
-        var terms: [(term: String, maxKey: Double)] = []
-        var df: Int64 = 0
-        while try statement.step() {
-            terms.append((statement.text(0) ?? "", statement.double(1)))
-            df += statement.int64(2)
-        }
-        unopened = terms.sorted { $0.maxKey > $1.maxKey }
-        documentFrequency = df
+        vocabulary = try Vocabulary(db: db, word: word)
     }
+
+    /// Documents with a word this one matches (for a prefix, the sum over the
+    /// words it starts, so a document may count more than once).
+    func documentFrequency() throws -> Int64 { try vocabulary.documentFrequency() }
 
     /// No unread posting of this stream has a higher key; nil when the stream is
     /// exhausted.
-    var bound: Double? {
-        var best = nextUnopened < unopened.count ? unopened[nextUnopened].maxKey : nil
+    func bound() throws -> Double? {
+        var best = try vocabulary.peek()?.maxKey
         for cursor in open {
             if let key = cursor.headKey, best.map({ key > $0 }) ?? true { best = key }
         }
@@ -211,10 +201,9 @@ private final class WordStream {
                 if let current = bestCursor?.headKey, current >= key { continue }
                 bestCursor = cursor
             }
-            if nextUnopened < unopened.count,
-               bestCursor?.headKey.map({ $0 < unopened[nextUnopened].maxKey }) ?? true {
-                let cursor = try TermCursor(db: db, term: unopened[nextUnopened].term)
-                nextUnopened += 1
+            if let unopened = try vocabulary.peek(), bestCursor?.headKey.map({ $0 < unopened.maxKey }) ?? true {
+                vocabulary.take()
+                let cursor = try TermCursor(db: db, term: unopened.term)
                 if cursor.headKey != nil { open.append(cursor) }
                 continue
             }
@@ -222,6 +211,79 @@ private final class WordStream {
             open.removeAll { $0.headKey == nil }
             if emitted.insert(head.doc).inserted { return head }
         }
+    }
+}
+
+/// The vocabulary words a typed word matches, highest `max_key` first. A whole
+/// word or a long prefix has few and reads them all; a prefix of one or two
+/// characters, which can start thousands, reads `search_heads` a batch at a time.
+private final class Vocabulary {
+    private let db: Database
+    private let word: SearchWord
+    private var terms: [(term: String, maxKey: Double)] = []
+    private var position = 0
+    private var lazy: Bool
+    private var exhausted = false
+    private var knownFrequency: Int64?
+
+    init(db: Database, word: SearchWord) throws {
+        self.db = db
+        self.word = word
+        lazy = word.isPrefix && SearchIndex.headPrefixes(of: word.text).last == word.text
+        guard !lazy else { return }
+        let statement = try DirectStatement(db, "SELECT term, max_key, df FROM search_terms WHERE term >= ? AND term < ?")
+        defer { statement.reset() }
+        statement.bind(1, word.text)
+        // A whole word's range holds only itself: the next string after it.
+        statement.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
+        var df: Int64 = 0
+        while try statement.step() {
+            terms.append((statement.text(0) ?? "", statement.double(1)))
+            df += statement.int64(2)
+        }
+        terms.sort { $0.maxKey > $1.maxKey }
+        knownFrequency = df
+        exhausted = true
+    }
+
+    func peek() throws -> (term: String, maxKey: Double)? {
+        if position == terms.count, !exhausted { try load() }
+        return position < terms.count ? terms[position] : nil
+    }
+
+    func take() { position += 1 }
+
+    private func load() throws {
+        let statement: DirectStatement
+        if let last = terms.last {
+            statement = try DirectStatement(db, """
+                SELECT term, rank FROM search_heads WHERE prefix = ? AND (rank, term) > (?, ?) ORDER BY rank, term LIMIT 64
+                """)
+            statement.bind(1, word.text)
+            statement.bind(2, -last.maxKey)
+            statement.bind(3, last.term)
+        } else {
+            statement = try DirectStatement(db, "SELECT term, rank FROM search_heads WHERE prefix = ? ORDER BY rank, term LIMIT 64")
+            statement.bind(1, word.text)
+        }
+        defer { statement.reset() }
+        var count = 0
+        while try statement.step() {
+            terms.append((statement.text(0) ?? "", -statement.double(1)))
+            count += 1
+        }
+        exhausted = count < 64
+    }
+
+    func documentFrequency() throws -> Int64 {
+        if let knownFrequency { return knownFrequency }
+        let statement = try DirectStatement(db, "SELECT total(df) FROM search_terms WHERE term >= ? AND term < ?")
+        defer { statement.reset() }
+        statement.bind(1, word.text)
+        statement.bind(2, word.text + "\u{10FFFF}")
+        let df = try statement.step() ? Int64(statement.double(0)) : 0
+        knownFrequency = df
+        return df
     }
 }
 

@@ -20,9 +20,24 @@ import IndexModel
 ///   `rank = -(impact × multiplier)`, so that the primary key order is best first;
 /// - `search_terms(term, df, max_key)`: the vocabulary, with each word's document
 ///   count and an upper bound of its keys (never lowered, so always a bound);
-/// - `search_refs(ref, doc)`: which documents an engagement reference affects.
+/// - `search_refs(ref, doc)`: which documents an engagement reference affects;
+/// - `search_heads(prefix, rank, term)`: each word under its first one and first two
+///   characters, with `rank = -max_key`, so that a search for a short prefix opens
+///   the words it starts best first without reading all of them.
 enum SearchIndex {
-    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs"]
+    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs", "search_heads"]
+
+    /// The prefixes under which `search_heads` files a word: its first one and
+    /// first two characters.
+    static func headPrefixes(of term: String) -> [String] {
+        var prefixes: [String] = []
+        var prefix = ""
+        for character in term.prefix(2) {
+            prefix.append(character)
+            prefixes.append(prefix)
+        }
+        return prefixes
+    }
 
     static let ddl = """
         CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -46,6 +61,9 @@ enum SearchIndex {
             ref TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (ref, doc)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS search_refs_by_doc ON search_refs (doc);
+        CREATE TABLE IF NOT EXISTS search_heads (
+            prefix TEXT NOT NULL, rank REAL NOT NULL, term TEXT NOT NULL, PRIMARY KEY (prefix, rank, term)
+        ) WITHOUT ROWID;
         """
 
     /// What a refresh did.
@@ -365,21 +383,45 @@ extension SearchIndex {
                 insertPosting.bind(3, posting.doc)
                 try insertPosting.execute()
             }
-            let upsertTerm = try DirectStatement(db, """
-                INSERT INTO search_terms (term, df, max_key) VALUES (?, ?, ?)
-                ON CONFLICT (term) DO UPDATE SET df = df + excluded.df, max_key = max(max_key, excluded.max_key)
-                """)
-            let deleteTerm = try DirectStatement(db, "DELETE FROM search_terms WHERE term = ? AND df <= 0")
+            let findTerm = try DirectStatement(db, "SELECT df, max_key FROM search_terms WHERE term = ?")
+            let upsertTerm = try DirectStatement(db, "INSERT OR REPLACE INTO search_terms (term, df, max_key) VALUES (?, ?, ?)")
+            let deleteTerm = try DirectStatement(db, "DELETE FROM search_terms WHERE term = ?")
+            let insertHead = try DirectStatement(db, "INSERT INTO search_heads (prefix, rank, term) VALUES (?, ?, ?)")
+            let deleteHead = try DirectStatement(db, "DELETE FROM search_heads WHERE prefix = ? AND rank = ? AND term = ?")
             for id in order {
                 let delta = dfDelta[id] ?? 0
-                if delta == 0 && maxKey[id] == nil { continue }
-                upsertTerm.bind(1, words[id])
-                upsertTerm.bind(2, Int64(delta))
-                upsertTerm.bind(3, maxKey[id] ?? 0)
-                try upsertTerm.execute()
-                if delta < 0 {
-                    deleteTerm.bind(1, words[id])
+                guard delta != 0 || maxKey[id] != nil else { continue }
+                let term = words[id]
+                findTerm.bind(1, term)
+                let old: (df: Int64, maxKey: Double)? = try findTerm.step() ? (findTerm.int64(0), findTerm.double(1)) : nil
+                findTerm.reset()
+                let df = (old?.df ?? 0) + Int64(delta)
+                let newMax = max(old?.maxKey ?? -.infinity, maxKey[id] ?? -.infinity)
+                let headsChange = df <= 0 || old?.maxKey != newMax
+                if let old, headsChange {
+                    for prefix in SearchIndex.headPrefixes(of: term) {
+                        deleteHead.bind(1, prefix)
+                        deleteHead.bind(2, -old.maxKey)
+                        deleteHead.bind(3, term)
+                        try deleteHead.execute()
+                    }
+                }
+                if df <= 0 {
+                    deleteTerm.bind(1, term)
                     try deleteTerm.execute()
+                    continue
+                }
+                upsertTerm.bind(1, term)
+                upsertTerm.bind(2, df)
+                upsertTerm.bind(3, newMax)
+                try upsertTerm.execute()
+                if headsChange {
+                    for prefix in SearchIndex.headPrefixes(of: term) {
+                        insertHead.bind(1, prefix)
+                        insertHead.bind(2, -newMax)
+                        insertHead.bind(3, term)
+                        try insertHead.execute()
+                    }
                 }
             }
         }
