@@ -195,6 +195,19 @@ import Testing
         #expect(try searchIndexContents(store) == folded)
     }
 
+    @Test func anIndexOfAnotherLayoutIsBuiltAgain() throws {
+        let store = try makeStore()
+        try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])
+        _ = try store.refreshSearchIndex()
+        try store.write { db in
+            try db.execute(sql: "UPDATE search_meta SET value = 1 WHERE key = 'layout'")
+            try db.execute(sql: "DELETE FROM search_heads")
+        }
+        let refresh = try store.refreshSearchIndex()
+        #expect(refresh.fullBuild)
+        #expect(try store.resultTitles("h") == ["Harbour lights"])
+    }
+
     @Test func searchSeesEveryCallBeforeIt() throws {
         let store = try makeStore()
         try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])
@@ -233,6 +246,23 @@ import Testing
                                                                SearchWord(text: "be", isPrefix: true)])
         #expect(SearchText.search("sunset be ", limit: 16).allSatisfy { !$0.isPrefix })
         #expect(SearchText.search("a b c", limit: 2).allSatisfy { !$0.isPrefix })
+    }
+
+    @Test(arguments: ["strasse creme", "der straße", "der ærø", "crème lodz", "creme łódź", "creme brulee", "naive cafe",
+                      "naïve ÉCOLE", "ǆemal istanbul", "ǆemal İstanbul", "strasse lodz"])
+    func bothStrategiesAgreeOnTextBeyondASCII(query: String) throws {
+        let store = try makeStore()
+        try store.index(named: "t").indexSearchableItems([
+            item("1", title: "Straße der Ærø"), item("2", title: "Łódź crème brûlée"), item("3", title: "naïve café École"),
+            item("4", title: "İstanbul ǅemal"), item("5", title: "Strasse lodz creme"),
+        ])
+        for text in [query, query + " "] {
+            #expect(SearchText.search(text, limit: 16).count == 2)
+            let threshold = try store.search(text, limit: 10, strategy: .threshold)
+            let intersection = try store.search(text, limit: 10, strategy: .intersection)
+            #expect(threshold.map(\.members) == intersection.map(\.members), "\(text)")
+            #expect(!threshold.isEmpty, "\(text)")
+        }
     }
 
     @Test func wordsAreFoldedTheSameWayOnBothSides() {

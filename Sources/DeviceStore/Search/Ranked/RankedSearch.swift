@@ -39,7 +39,7 @@ struct RankedSearch {
         var candidates = ScoreHeap()
         var scored = Set<Int64>()
         let intersect = switch strategy {
-        case .automatic: try prefersIntersection(db, streams)
+        case .automatic: streams.count > 1 ? try prefersIntersection(db, streams) : false
         case .threshold: false
         case .intersection: true
         }
@@ -52,8 +52,7 @@ struct RankedSearch {
             return try assembler.results()
         }
         let lookup = try DirectStatement(db, "SELECT multiplier, terms FROM search_docs WHERE doc = ?")
-        let matcher = SearchDocument.Matcher(words)
-        var keys = [Double](repeating: 0, count: words.count)
+        var matcher = SearchDocument.Matcher(words)
         var batches = [Int](repeating: 8, count: streams.count)
         var turn = 0
         while true {
@@ -85,12 +84,8 @@ struct RankedSearch {
             for posting in fresh {
                 lookup.bind(1, posting.doc)
                 defer { lookup.reset() }
-                guard try lookup.step() else { continue }
-                let multiplier = lookup.double(0)
-                guard lookup.withBlob(1, { SearchDocument.bestKeys(in: $0, multiplier: multiplier, matcher: matcher, into: &keys) })
+                guard try lookup.step(), let score = matcher.score(lookup, multiplier: 0, terms: 1, weights: weights)
                 else { continue }
-                var score = 0.0
-                for (key, weight) in zip(keys, weights) { score += weight * key }
                 candidates.push(score: score, doc: posting.doc)
             }
         }
@@ -138,14 +133,9 @@ struct RankedSearch {
         defer { statement.reset() }
         statement.bind(1, match)
         var heap = ScoreHeap()
-        let matcher = SearchDocument.Matcher(words)
-        var keys = [Double](repeating: 0, count: words.count)
+        var matcher = SearchDocument.Matcher(words)
         while try statement.step() {
-            let multiplier = statement.double(1)
-            guard statement.withBlob(2, { SearchDocument.bestKeys(in: $0, multiplier: multiplier, matcher: matcher, into: &keys) })
-            else { continue }
-            var score = 0.0
-            for (key, weight) in zip(keys, weights) { score += weight * key }
+            guard let score = matcher.score(statement, multiplier: 1, terms: 2, weights: weights) else { continue }
             heap.push(score: score, doc: statement.int64(0))
         }
         return heap

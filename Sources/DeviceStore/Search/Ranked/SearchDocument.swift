@@ -150,7 +150,25 @@ extension SearchDocument {
     /// The typed words as bytes, ready for `bestKeys`.
     struct Matcher {
         let words: [(bytes: [UInt8], isPrefix: Bool)]
-        init(_ words: [SearchWord]) { self.words = words.map { (Array($0.text.utf8), $0.isPrefix) } }
+        private var keys: [Double]
+
+        init(_ words: [SearchWord]) {
+            self.words = words.map { (Array($0.text.utf8), $0.isPrefix) }
+            keys = [Double](repeating: 0, count: words.count)
+        }
+
+        /// The search score of the document in the statement's current row, from
+        /// its multiplier and terms columns; nil when it lacks a word.
+        mutating func score(_ row: DirectStatement, multiplier: Int32, terms: Int32, weights: [Double]) -> Double? {
+            let factor = row.double(multiplier)
+            let matches = row.withBlob(terms) { bytes in
+                SearchDocument.bestKeys(in: bytes, multiplier: factor, matcher: self, into: &keys)
+            }
+            guard matches else { return nil }
+            var score = 0.0
+            for (key, weight) in zip(keys, weights) { score += weight * key }
+            return score
+        }
     }
 
     /// For each word, the best key among the stored terms it matches, read
@@ -264,8 +282,10 @@ enum SearchText {
         }
         for character in text {
             if character.isLetter || character.isNumber {
-                current += String(character).folding(options: [.caseInsensitive, .diacriticInsensitive], locale: nil)
-                    .lowercased()
+                // Lowercasing and removing diacritics, as FTS5's unicode61
+                // tokenizer does, and not full case folding (ß stays ß), so that
+                // the FTS5 intersection finds what the posting lists find.
+                current += String(character).lowercased().folding(options: [.diacriticInsensitive], locale: nil)
             } else {
                 finish()
             }

@@ -13,7 +13,8 @@ import IndexModel
 /// rebuilding is cheaper than folding.
 ///
 /// Tables (all derived; dropping them loses nothing):
-/// - `search_meta(key, value)`: `indexed_through` (journal seq) and `documents`;
+/// - `search_meta(key, value)`: `layout` (`SearchIndex.layout`), `indexed_through`
+///   (journal seq) and `documents`;
 /// - `search_docs(doc, kind, index_name, identifier, multiplier, terms)`: one row per
 ///   searchable item or activity, with its words and impacts (`SearchDocument`);
 /// - `search_postings(term, rank, doc)`: for every word of every document,
@@ -77,9 +78,14 @@ enum SearchIndex {
         try db.tableExists("search_meta")
     }
 
+    /// The layout of these tables. An index of another layout (built by another
+    /// version of Sightline) counts as never built, and the next refresh replaces it.
+    static let layout: Int64 = 2
+
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
         guard try exists(db) else { return nil }
+        guard try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'layout'") == layout else { return nil }
         return try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'indexed_through'")
     }
 
@@ -117,6 +123,7 @@ enum SearchIndex {
             try builder.loadEverything()
         }
         try builder.apply()
+        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('layout', ?)", arguments: [layout])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('indexed_through', ?)", arguments: [head])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('documents', ?)",
                        arguments: [documents + builder.documentDelta])
