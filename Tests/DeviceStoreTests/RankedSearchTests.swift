@@ -205,6 +205,7 @@ import Testing
         }
         let refresh = try store.refreshSearchIndex()
         #expect(refresh.fullBuild)
+        #expect(try store.read { try SearchIndex.documentCount($0) } == 1)
         #expect(try store.resultTitles("h") == ["Harbour lights"])
     }
 

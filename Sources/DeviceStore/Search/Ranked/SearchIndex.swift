@@ -126,7 +126,7 @@ enum SearchIndex {
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('layout', ?)", arguments: [layout])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('indexed_through', ?)", arguments: [head])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('documents', ?)",
-                       arguments: [documents + builder.documentDelta])
+                       arguments: [(full ? 0 : documents) + builder.documentDelta])
         return Refresh(fullBuild: full, documentsWritten: builder.documentsWritten, indexedThrough: head)
     }
 }
