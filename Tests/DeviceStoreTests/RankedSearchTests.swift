@@ -67,16 +67,27 @@ import Testing
         }
     }
 
-    func expectSameAsScoringEverything(_ store: DeviceStore, _ corpus: Corpus, _ queries: [String]) throws {
+    /// Returns how many queries the high-impact layer could answer alone.
+    @discardableResult
+    func expectSameAsScoringEverything(_ store: DeviceStore, _ corpus: Corpus, _ queries: [String]) throws -> Int {
+        var decidedByHighLayer = 0
         for query in queries {
             let expected = corpus.bestFirst(SearchText.search(query, limit: 16), limit: 10)
-            for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection] {
-                let results = try store.search(query, limit: 10, strategy: strategy)
+            for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection, .highLayer] {
+                let results: [SearchResult]
+                if strategy == .highLayer {
+                    guard let answered = try? store.search(query, limit: 10, strategy: strategy) else { continue }
+                    results = answered
+                    decidedByHighLayer += 1
+                } else {
+                    results = try store.search(query, limit: 10, strategy: strategy)
+                }
                 #expect(results.map(\.members) == expected.map { [.item(index: "t", identifier: $0.identifier)] },
                         "query \"\(query)\", \(strategy)")
                 #expect(results.map(\.score) == expected.map(\.score), "query \"\(query)\", \(strategy)")
             }
         }
+        return decidedByHighLayer
     }
 
     @Test(arguments: [UInt64(3), 4])
@@ -103,7 +114,8 @@ import Testing
                 corpus.counts[ref, default: (0, 0)].engaged += 1
             }
         }
-        try expectSameAsScoringEverything(store, corpus, queries(&generator, count: 40))
+        let decided = try expectSameAsScoringEverything(store, corpus, queries(&generator, count: 40))
+        #expect(decided >= 3, "the high-impact layer answered \(decided) of the searches")
 
         // Replacements, deletions and more engagement, folded in incrementally.
         let replaced = Set((0..<60).map { _ in random.next() % 400 }).sorted().map { generator.item(identifier: "\($0)") }
@@ -146,6 +158,19 @@ import Testing
                 lines.append("ref \(row[0] as String) \(row[1] as Int64) \(row[2] as String) \(row[3] as String)")
             }
             lines.append("documents \(try SearchIndex.documentCount(db))")
+            var high: [String] = []
+            for row in try Row.fetchAll(db, sql: "SELECT term, block, entries FROM search_high") {
+                var entries: [(doc: Int64, key: Double)] = []
+                let bytes = [UInt8]((row[2] as Data))
+                bytes.withUnsafeBytes { SearchIndex.decodeHigh($0, block: row[1], into: &entries) }
+                for entry in entries {
+                    let owner = try Row.fetchOne(db, sql: "SELECT kind, index_name, identifier FROM search_docs WHERE doc = ?",
+                                                 arguments: [entry.doc])
+                    let name = owner.map { "\($0[0] as Int64) \($0[1] as String) \($0[2] as String)" } ?? "missing"
+                    high.append("high \(row[0] as String) \(name) \(entry.key)")
+                }
+            }
+            lines.append(contentsOf: high.sorted())
             // Every word is filed under its one- and two-character prefixes with
             // its current max_key, and nothing else is.
             let heads = try Row.fetchAll(db, sql: "SELECT prefix, rank, term FROM search_heads ORDER BY 1, 2, 3")

@@ -25,6 +25,8 @@ struct RankedSearch {
         case threshold
         /// Every document with all the words, from FTS5, then the best.
         case intersection
+        /// Only the high-impact layer; fails when that cannot decide.
+        case highLayer
     }
 
     let words: [SearchWord]
@@ -38,9 +40,13 @@ struct RankedSearch {
         var assembler = ResultAssembler(db: db, limit: limit, now: now)
         var candidates = ScoreHeap()
         var scored = Set<Int64>()
+        if streams.count > 1, strategy == .automatic || strategy == .highLayer {
+            if let results = try highLayer(db, streams, weights: weights) { return results }
+            guard strategy == .automatic else { throw SearchIndexError("the high-impact layer cannot decide this search") }
+        }
         let intersect = switch strategy {
         case .automatic: streams.count > 1 ? try prefersIntersection(db, streams) : false
-        case .threshold: false
+        case .threshold, .highLayer: false
         case .intersection: true
         }
         if streams.count > 1, intersect {
@@ -92,6 +98,136 @@ struct RankedSearch {
         return try assembler.results()
     }
 
+    /// The search answered from `search_high`, or nil when that layer cannot
+    /// decide it.
+    ///
+    /// A document with every word at high impact (in a title, display name or
+    /// keywords) has its exact score in the layer. A document with only some of
+    /// them there has a bound: its known keys, plus `highImpact × maxMultiplier`
+    /// for each word it lacks there; those whose bound could still make the results
+    /// are scored from `search_docs`. A document with no word there scores at most
+    /// `Σ w × highImpact × maxMultiplier`; once that bound is reached the layer
+    /// cannot decide and the search falls back to the other strategies. For pairs
+    /// of common words this reads a few thousand entries packed in blobs and a few
+    /// dozen documents, instead of scoring thousands of postings one by one.
+    private func highLayer(_ db: Database, _ streams: [WordStream], weights: [Double]) throws -> [SearchResult]? {
+        // Worth trying only when, if the words were independent and about a third
+        // of each word's occurrences were high-impact, enough documents would
+        // have them all there.
+        let total = Double(max(try SearchIndex.documentCount(db), 1))
+        var expected = total
+        for stream in streams { expected *= 0.3 * min(Double(try stream.documentFrequency()), total) / total }
+        guard expected >= Double(2 * limit) else { return nil }
+        let lowCeiling = SearchIndex.highImpact * (try SearchIndex.maximumMultiplier(db))
+        var termsPerWord: [[String]] = []
+        for stream in streams {
+            guard let terms = try stream.expansion(), terms.count <= 128 else { return nil }
+            termsPerWord.append(terms.map(\.term))
+        }
+        // Each word's high-layer entries in document order, one per document
+        // (its best key).
+        let read = try DirectStatement(db, "SELECT block, entries FROM search_high WHERE term = ? ORDER BY block")
+        var lists: [[(doc: Int64, key: Double)]] = []
+        for terms in termsPerWord {
+            var entries: [(doc: Int64, key: Double)] = []
+            for term in terms {
+                read.bind(1, term)
+                while try read.step() {
+                    let block = read.int64(0)
+                    read.withBlob(1) { SearchIndex.decodeHigh($0, block: block, into: &entries) }
+                }
+                read.reset()
+            }
+            if terms.count > 1 {
+                entries.sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
+                var last: Int64 = -1
+                entries.removeAll { entry in
+                    defer { last = entry.doc }
+                    return entry.doc == last
+                }
+            }
+            lists.append(entries)
+        }
+        // Merge the lists: a document in all of them has its exact score; one in
+        // some has a bound.
+        var exactScores: [(score: Double, doc: Int64)] = []
+        var partial: [(upper: Double, doc: Int64)] = []
+        var positions = [Int](repeating: 0, count: lists.count)
+        while true {
+            var doc = Int64.max
+            for (index, list) in lists.enumerated() where positions[index] < list.count {
+                doc = min(doc, list[positions[index]].doc)
+            }
+            guard doc != .max else { break }
+            var score = 0.0
+            var complete = true
+            for (index, list) in lists.enumerated() {
+                if positions[index] < list.count, list[positions[index]].doc == doc {
+                    score += weights[index] * list[positions[index]].key
+                    positions[index] += 1
+                } else {
+                    score += weights[index] * lowCeiling
+                    complete = false
+                }
+            }
+            if complete { exactScores.append((score, doc)) } else { partial.append((score, doc)) }
+        }
+        guard exactScores.count >= limit else { return nil }
+        // Keep the best few exact documents (the assembler may skip or join
+        // some); the rest are remembered as one bound.
+        let keep = 4 * limit
+        var best: [(score: Double, doc: Int64)] = []
+        var droppedExact = -Double.infinity
+        for entry in exactScores {
+            if best.count == keep {
+                guard entry.score > best[0].score else {
+                    droppedExact = max(droppedExact, entry.score)
+                    continue
+                }
+                droppedExact = max(droppedExact, best[0].score)
+                best.removeFirst()
+            }
+            let index = best.firstIndex { $0.score > entry.score } ?? best.count
+            best.insert(entry, at: index)
+        }
+        // Only partial documents that could beat the limit-th exact score need a
+        // lookup; the rest are remembered as one bound too.
+        let unseen = weights.reduce(0) { $0 + $1 * lowCeiling }
+        var cut = unseen
+        if best.count >= limit { cut = max(cut, best[best.count - limit].score) }
+        var dropped = droppedExact
+        partial.removeAll { entry in
+            guard entry.upper < cut else { return false }
+            dropped = max(dropped, entry.upper)
+            return true
+        }
+        guard partial.count <= 4096 else { return nil }
+        partial.sort { $0.upper != $1.upper ? $0.upper > $1.upper : $0.doc < $1.doc }
+        var exact = ScoreHeap()
+        for entry in best { exact.push(score: entry.score, doc: entry.doc) }
+        let floor = max(unseen, dropped)
+        let lookup = try DirectStatement(db, "SELECT multiplier, terms FROM search_docs WHERE doc = ?")
+        var matcher = SearchDocument.Matcher(words)
+        var assembler = ResultAssembler(db: db, limit: limit, now: now)
+        var next = 0
+        while true {
+            let nextPartial = next < partial.count ? partial[next].upper : -.infinity
+            if let best = exact.peek, best.score >= max(nextPartial, floor) {
+                exact.pop()
+                if try assembler.settle(doc: best.doc, score: best.score) { return try assembler.results() }
+                continue
+            }
+            guard nextPartial > floor else { return nil }
+            let doc = partial[next].doc
+            next += 1
+            lookup.bind(1, doc)
+            defer { lookup.reset() }
+            if try lookup.step(), let score = matcher.score(lookup, multiplier: 0, terms: 1, weights: weights) {
+                exact.push(score: score, doc: doc)
+            }
+        }
+    }
+
     /// Whether finding every document that has all the words, through the
     /// full-text index's document-ordered lists, is cheaper than the threshold
     /// algorithm. When few documents have all the words, the threshold algorithm
@@ -102,12 +238,18 @@ struct RankedSearch {
         let total = Double(max(try SearchIndex.documentCount(db), 1))
         let frequencies = try streams.map { min(Double(try $0.documentFrequency()), total) }.sorted()
         guard let rarest = frequencies.first, rarest > 0 else { return false }
-        // Postings the threshold algorithm scores before it has `limit` matches,
-        // if the words are independent: from the rarest stream, each a match with
-        // the others' joint probability.
+        // What the threshold algorithm scores, if the words are independent: when
+        // enough documents have every word at high impact, about `limit` matches'
+        // worth from the rarest stream; otherwise it must read past every
+        // high-impact posting of a stream, about a third of it per stream.
         let jointRate = frequencies.dropFirst().reduce(1.0) { $0 * $1 / total }
-        let thresholdCost = min(rarest, Double(limit) / max(jointRate, 1e-9)) * RankedSearch.lookupCost
-        let intersectionCost = frequencies.reduce(0, +) * RankedSearch.mergeCost
+        let highMatches = frequencies.reduce(total) { $0 * 0.3 * $1 / total }
+        let thresholdReads = highMatches >= Double(4 * limit)
+            ? min(rarest, Double(limit) / max(jointRate, 1e-9))
+            : min(rarest, 0.3 * rarest * Double(frequencies.count))
+        let thresholdCost = thresholdReads * RankedSearch.lookupCost
+        // FTS5 merges every posting and each match is scored.
+        let intersectionCost = frequencies.reduce(0, +) * RankedSearch.mergeCost + rarest * jointRate * RankedSearch.lookupCost
         return intersectionCost < thresholdCost
     }
 
@@ -172,6 +314,10 @@ private final class WordStream {
     /// Documents with a word this one matches (for a prefix, the sum over the
     /// words it starts, so a document may count more than once).
     func documentFrequency() throws -> Int64 { try vocabulary.documentFrequency() }
+
+    /// Every vocabulary word this one matches, or nil for a short prefix, whose
+    /// words are read lazily.
+    func expansion() throws -> [(term: String, maxKey: Double)]? { vocabulary.all }
 
     /// No unread posting of this stream has a higher key; nil when the stream is
     /// exhausted.
@@ -242,6 +388,9 @@ private final class Vocabulary {
     }
 
     func take() { position += 1 }
+
+    /// All the words, when they were read at once.
+    var all: [(term: String, maxKey: Double)]? { lazy ? nil : terms }
 
     private func load() throws {
         let statement: DirectStatement

@@ -22,11 +22,52 @@ import IndexModel
 /// - `search_terms(term, df, max_key)`: the vocabulary, with each word's document
 ///   count and an upper bound of its keys (never lowered, so always a bound);
 /// - `search_refs(ref, doc)`: which documents an engagement reference affects;
+/// - `search_high(term, block, entries)`: the postings of impact at least
+///   `highImpact`, in document order, a block of 1,024 document numbers per row;
 /// - `search_heads(prefix, rank, term)`: each word under its first one and first two
 ///   characters, with `rank = -max_key`, so that a search for a short prefix opens
 ///   the words it starts best first without reading all of them.
 enum SearchIndex {
-    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs", "search_heads"]
+    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs", "search_heads",
+                         "search_high"]
+
+    /// Postings of at least this impact (a word in a title, display name or
+    /// keywords; a description alone stays below it) are also kept in
+    /// `search_high`, in document order.
+    static let highImpact = 3.0
+
+    /// `search_high` groups a word's documents by `doc >> blockShift`.
+    static let blockShift: Int64 = 10
+
+    /// The largest multiplier any document was indexed with (never lowered).
+    static func maximumMultiplier(_ db: Database) throws -> Double {
+        try Double.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'max_multiplier'") ?? 0
+    }
+
+    /// `search_high.entries`: for each document of the block, in document order,
+    /// its offset in the block (UInt16) and its key (IEEE 754 double), little-endian.
+    static func decodeHigh(_ bytes: UnsafeRawBufferPointer, block: Int64, into entries: inout [(doc: Int64, key: Double)]) {
+        var offset = 0
+        while offset + 10 <= bytes.count {
+            let low = Int64(bytes[offset]) | Int64(bytes[offset + 1]) << 8
+            var pattern: UInt64 = 0
+            for index in 0..<8 { pattern |= UInt64(bytes[offset + 2 + index]) << (8 * UInt64(index)) }
+            entries.append((block << blockShift | low, Double(bitPattern: pattern)))
+            offset += 10
+        }
+    }
+
+    static func encodeHigh(_ entries: [(doc: Int64, key: Double)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.count * 10)
+        for entry in entries {
+            let low = UInt16(entry.doc & ((1 << blockShift) - 1))
+            bytes.append(UInt8(low & 0xFF))
+            bytes.append(UInt8(low >> 8))
+            withUnsafeBytes(of: entry.key.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+        }
+        return bytes
+    }
 
     /// The prefixes under which `search_heads` files a word: its first one and
     /// first two characters.
@@ -62,6 +103,9 @@ enum SearchIndex {
             ref TEXT NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (ref, doc)
         ) WITHOUT ROWID;
         CREATE INDEX IF NOT EXISTS search_refs_by_doc ON search_refs (doc);
+        CREATE TABLE IF NOT EXISTS search_high (
+            term TEXT NOT NULL, block INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY (term, block)
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS search_heads (
             prefix TEXT NOT NULL, rank REAL NOT NULL, term TEXT NOT NULL, PRIMARY KEY (prefix, rank, term)
         ) WITHOUT ROWID;
@@ -80,7 +124,7 @@ enum SearchIndex {
 
     /// The layout of these tables. An index of another layout (built by another
     /// version of Sightline) counts as never built, and the next refresh replaces it.
-    static let layout: Int64 = 2
+    static let layout: Int64 = 3
 
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
@@ -124,6 +168,8 @@ enum SearchIndex {
         }
         try builder.apply()
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('layout', ?)", arguments: [layout])
+        let maximum = max(full ? 0 : try maximumMultiplier(db), builder.maximumMultiplier)
+        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('max_multiplier', ?)", arguments: [maximum])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('indexed_through', ?)", arguments: [head])
         try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('documents', ?)",
                        arguments: [(full ? 0 : documents) + builder.documentDelta])
@@ -160,6 +206,7 @@ extension SearchIndex {
         var engagement: [String: (shown: Int, engaged: Int)]?
         var documentsWritten = 0
         var documentDelta: Int64 = 0
+        var maximumMultiplier = 0.0
 
         init(db: Database) { self.db = db }
 
@@ -291,6 +338,9 @@ extension SearchIndex {
             var removals: [Posting] = []
             var additions: [Posting] = []
             var dfDelta: [Int: Int] = [:]
+            // search_high changes by (term, block): documents to drop, entries to add.
+            struct BlockKey: Hashable { var term: Int; var block: Int64 }
+            var highChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
             var maxKey: [Int: Double] = [:]
 
             let findDoc = try DirectStatement(db, """
@@ -324,6 +374,10 @@ extension SearchIndex {
                         let id = termID(term.text)
                         removals.append(Posting(term: id, rank: -(term.impact * old.multiplier), doc: old.doc))
                         dfDelta[id, default: 0] -= 1
+                        if term.impact >= SearchIndex.highImpact {
+                            highChanges[BlockKey(term: id, block: old.doc >> SearchIndex.blockShift), default: ([], [])]
+                                .drop.insert(old.doc)
+                        }
                     }
                     deleteRefs.bind(1, old.doc)
                     try deleteRefs.execute()
@@ -357,7 +411,12 @@ extension SearchIndex {
                     additions.append(Posting(term: id, rank: -key, doc: doc))
                     dfDelta[id, default: 0] += 1
                     maxKey[id] = max(maxKey[id] ?? key, key)
+                    if term.impact >= SearchIndex.highImpact {
+                        highChanges[BlockKey(term: id, block: doc >> SearchIndex.blockShift), default: ([], [])]
+                            .add.append((doc, key))
+                    }
                 }
+                maximumMultiplier = max(maximumMultiplier, new.multiplier)
                 for ref in new.refs {
                     insertRef.bind(1, ref)
                     insertRef.bind(2, doc)
@@ -390,6 +449,36 @@ extension SearchIndex {
                 insertPosting.bind(3, posting.doc)
                 try insertPosting.execute()
             }
+            let readBlock = try DirectStatement(db, "SELECT entries FROM search_high WHERE term = ? AND block = ?")
+            let writeBlock = try DirectStatement(db, "INSERT OR REPLACE INTO search_high (term, block, entries) VALUES (?, ?, ?)")
+            let deleteBlock = try DirectStatement(db, "DELETE FROM search_high WHERE term = ? AND block = ?")
+            let blocks = highChanges.keys.sorted { left, right in
+                left.term != right.term ? position[left.term] < position[right.term] : left.block < right.block
+            }
+            for block in blocks {
+                guard let change = highChanges[block] else { continue }
+                var entries: [(doc: Int64, key: Double)] = []
+                readBlock.bind(1, words[block.term])
+                readBlock.bind(2, block.block)
+                if try readBlock.step() {
+                    readBlock.withBlob(0) { SearchIndex.decodeHigh($0, block: block.block, into: &entries) }
+                }
+                readBlock.reset()
+                entries.removeAll { change.drop.contains($0.doc) }
+                entries.append(contentsOf: change.add)
+                entries.sort { $0.doc < $1.doc }
+                if entries.isEmpty {
+                    deleteBlock.bind(1, words[block.term])
+                    deleteBlock.bind(2, block.block)
+                    try deleteBlock.execute()
+                } else {
+                    writeBlock.bind(1, words[block.term])
+                    writeBlock.bind(2, block.block)
+                    writeBlock.bind(3, SearchIndex.encodeHigh(entries))
+                    try writeBlock.execute()
+                }
+            }
+
             let findTerm = try DirectStatement(db, "SELECT df, max_key FROM search_terms WHERE term = ?")
             let upsertTerm = try DirectStatement(db, "INSERT OR REPLACE INTO search_terms (term, df, max_key) VALUES (?, ?, ?)")
             let deleteTerm = try DirectStatement(db, "DELETE FROM search_terms WHERE term = ?")
