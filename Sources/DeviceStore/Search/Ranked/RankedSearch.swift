@@ -140,11 +140,10 @@ struct RankedSearch {
             }
             if terms.count > 1 {
                 entries.sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
-                var last: Int64 = -1
-                entries.removeAll { entry in
-                    defer { last = entry.doc }
-                    return entry.doc == last
-                }
+                var unique: [(doc: Int64, key: Double)] = []
+                unique.reserveCapacity(entries.count)
+                for entry in entries where entry.doc != unique.last?.doc { unique.append(entry) }
+                entries = unique
             }
             lists.append(entries)
         }
