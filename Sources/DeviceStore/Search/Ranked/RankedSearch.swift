@@ -119,33 +119,29 @@ struct RankedSearch {
         for stream in streams { expected *= 0.3 * min(Double(try stream.documentFrequency()), total) / total }
         guard expected >= Double(2 * limit) else { return nil }
         let lowCeiling = SearchIndex.highImpact * (try SearchIndex.maximumMultiplier(db))
-        var termsPerWord: [[String]] = []
-        for stream in streams {
-            guard let terms = try stream.expansion(), terms.count <= 128 else { return nil }
-            termsPerWord.append(terms.map(\.term))
-        }
         // Each word's high-layer entries in document order, one per document
-        // (its best key).
-        let read = try DirectStatement(db, "SELECT block, entries FROM search_high WHERE term = ? ORDER BY block")
+        // (its best key): one range read over the words it matches.
+        let read = try DirectStatement(db, "SELECT block, entries FROM search_high WHERE term >= ? AND term < ?")
         var lists: [[(doc: Int64, key: Double)]] = []
-        for terms in termsPerWord {
+        for word in words {
             var entries: [(doc: Int64, key: Double)] = []
-            for term in terms {
-                read.bind(1, term)
-                while try read.step() {
-                    let block = read.int64(0)
-                    read.withBlob(1) { SearchIndex.decodeHigh($0, block: block, into: &entries) }
+            read.bind(1, word.text)
+            read.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
+            while try read.step() {
+                let block = read.int64(0)
+                read.withBlob(1) { SearchIndex.decodeHigh($0, block: block, into: &entries) }
+                guard entries.count <= RankedSearch.highLayerEntries else {
+                    read.reset()
+                    return nil
                 }
-                read.reset()
             }
-            if terms.count > 1 {
-                entries.sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
-                var unique: [(doc: Int64, key: Double)] = []
-                unique.reserveCapacity(entries.count)
-                for entry in entries where entry.doc != unique.last?.doc { unique.append(entry) }
-                entries = unique
-            }
-            lists.append(entries)
+            read.reset()
+            // Blocks of several words interleave: order by document, best key first.
+            entries.sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
+            var unique: [(doc: Int64, key: Double)] = []
+            unique.reserveCapacity(entries.count)
+            for entry in entries where entry.doc != unique.last?.doc { unique.append(entry) }
+            lists.append(unique)
         }
         // Merge the lists: a document in all of them has its exact score; one in
         // some has a bound.
@@ -252,6 +248,10 @@ struct RankedSearch {
         return intersectionCost < thresholdCost
     }
 
+    /// The most high-layer entries one typed word may bring; beyond it the
+    /// other strategies are cheaper.
+    private static let highLayerEntries = 400_000
+
     /// Relative costs, measured with `bench query`: a `search_docs` lookup and
     /// scoring per posting, and FTS5's merge per posting.
     private static let lookupCost = 1.0
@@ -314,9 +314,6 @@ private final class WordStream {
     /// words it starts, so a document may count more than once).
     func documentFrequency() throws -> Int64 { try vocabulary.documentFrequency() }
 
-    /// Every vocabulary word this one matches, or nil for a short prefix, whose
-    /// words are read lazily.
-    func expansion() throws -> [(term: String, maxKey: Double)]? { vocabulary.all }
 
     /// No unread posting of this stream has a higher key; nil when the stream is
     /// exhausted.
@@ -387,9 +384,6 @@ private final class Vocabulary {
     }
 
     func take() { position += 1 }
-
-    /// All the words, when they were read at once.
-    var all: [(term: String, maxKey: Double)]? { lazy ? nil : terms }
 
     private func load() throws {
         let statement: DirectStatement
