@@ -4,6 +4,14 @@ import Foundation
 import IndexModel
 import Testing
 
+extension SearchDocument {
+    /// The reference the search is held to: the best key among this document's
+    /// words that `word` matches, found by looking at every word.
+    func bestKey(for word: SearchWord) -> Double? {
+        terms.filter { word.isPrefix ? $0.text.hasPrefix(word.text) : $0.text == word.text }.map(key).max()
+    }
+}
+
 /// Ranked search stops early; these tests hold it to the answer that scoring
 /// every document gives.
 @Suite struct RankedSearchTests {

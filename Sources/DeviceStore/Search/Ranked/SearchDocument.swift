@@ -32,32 +32,6 @@ struct SearchDocument: Equatable {
     var refs: [String]
 
     func key(_ term: Term) -> Double { term.impact * multiplier }
-
-    /// The best key among this document's words that `word` matches, or nil
-    /// when none does: its score for one word of a search.
-    func bestKey(for word: SearchWord) -> Double? {
-        var best: Double?
-        // Terms are sorted, so the words with this prefix are one run.
-        var index = lowerBound(word.text)
-        while index < terms.count, terms[index].text.hasPrefix(word.text) {
-            if word.isPrefix || terms[index].text == word.text {
-                let key = key(terms[index])
-                if best.map({ key > $0 }) ?? true { best = key }
-            }
-            index += 1
-        }
-        return best
-    }
-
-    private func lowerBound(_ text: String) -> Int {
-        var low = 0
-        var high = terms.count
-        while low < high {
-            let middle = (low + high) / 2
-            if terms[middle].text < text { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
 }
 
 // MARK: - Building documents

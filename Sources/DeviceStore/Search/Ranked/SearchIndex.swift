@@ -196,6 +196,12 @@ extension SearchIndex {
         var doc: Int64
     }
 
+    /// One row of `search_high`: a word (by its number in the fold) and a block.
+    private struct BlockKey: Hashable {
+        var term: Int
+        var block: Int64
+    }
+
     /// Collects the documents to write, then writes every posting change in key
     /// order, which SQLite's B-trees take fastest.
     private struct Builder {
@@ -339,7 +345,6 @@ extension SearchIndex {
             var additions: [Posting] = []
             var dfDelta: [Int: Int] = [:]
             // search_high changes by (term, block): documents to drop, entries to add.
-            struct BlockKey: Hashable { var term: Int; var block: Int64 }
             var highChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
             var maxKey: [Int: Double] = [:]
 
@@ -435,28 +440,35 @@ extension SearchIndex {
             }
             removals.sort(by: ordered)
             additions.sort(by: ordered)
-            let deletePosting = try DirectStatement(db, "DELETE FROM search_postings WHERE term = ? AND rank = ? AND doc = ?")
-            for posting in removals {
-                deletePosting.bind(1, words[posting.term])
-                deletePosting.bind(2, posting.rank)
-                deletePosting.bind(3, posting.doc)
-                try deletePosting.execute()
+            try write(removals, words: words, "DELETE FROM search_postings WHERE term = ? AND rank = ? AND doc = ?")
+            try write(additions, words: words, "INSERT INTO search_postings (term, rank, doc) VALUES (?, ?, ?)")
+            try writeHighLayer(highChanges, words: words, position: position)
+            try writeVocabulary(order.map { words[$0] }, dfDelta: order.map { dfDelta[$0] ?? 0 }, maxKey: order.map { maxKey[$0] })
+        }
+
+        /// Runs `sql` (deleting or inserting a posting) once per posting.
+        private func write(_ postings: [Posting], words: [String], _ sql: String) throws {
+            let statement = try DirectStatement(db, sql)
+            for posting in postings {
+                statement.bind(1, words[posting.term])
+                statement.bind(2, posting.rank)
+                statement.bind(3, posting.doc)
+                try statement.execute()
             }
-            let insertPosting = try DirectStatement(db, "INSERT INTO search_postings (term, rank, doc) VALUES (?, ?, ?)")
-            for posting in additions {
-                insertPosting.bind(1, words[posting.term])
-                insertPosting.bind(2, posting.rank)
-                insertPosting.bind(3, posting.doc)
-                try insertPosting.execute()
-            }
+        }
+
+        /// Rewrites each changed `search_high` block: its entries without the
+        /// documents that left, with those that arrived, in document order.
+        private func writeHighLayer(_ changes: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])],
+                                    words: [String], position: [Int]) throws {
             let readBlock = try DirectStatement(db, "SELECT entries FROM search_high WHERE term = ? AND block = ?")
             let writeBlock = try DirectStatement(db, "INSERT OR REPLACE INTO search_high (term, block, entries) VALUES (?, ?, ?)")
             let deleteBlock = try DirectStatement(db, "DELETE FROM search_high WHERE term = ? AND block = ?")
-            let blocks = highChanges.keys.sorted { left, right in
+            let blocks = changes.keys.sorted { left, right in
                 left.term != right.term ? position[left.term] < position[right.term] : left.block < right.block
             }
             for block in blocks {
-                guard let change = highChanges[block] else { continue }
+                guard let change = changes[block] else { continue }
                 var entries: [(doc: Int64, key: Double)] = []
                 readBlock.bind(1, words[block.term])
                 readBlock.bind(2, block.block)
@@ -478,30 +490,35 @@ extension SearchIndex {
                     try writeBlock.execute()
                 }
             }
+        }
 
+        /// Updates document counts and `max_key` of the words whose postings
+        /// changed (given in term order), and files each word under its prefixes
+        /// in `search_heads` again when its `max_key` moved.
+        private func writeVocabulary(_ terms: [String], dfDelta: [Int], maxKey: [Double?]) throws {
             let findTerm = try DirectStatement(db, "SELECT df, max_key FROM search_terms WHERE term = ?")
             let upsertTerm = try DirectStatement(db, "INSERT OR REPLACE INTO search_terms (term, df, max_key) VALUES (?, ?, ?)")
             let deleteTerm = try DirectStatement(db, "DELETE FROM search_terms WHERE term = ?")
             let insertHead = try DirectStatement(db, "INSERT INTO search_heads (prefix, rank, term) VALUES (?, ?, ?)")
             let deleteHead = try DirectStatement(db, "DELETE FROM search_heads WHERE prefix = ? AND rank = ? AND term = ?")
-            for id in order {
-                let delta = dfDelta[id] ?? 0
-                guard delta != 0 || maxKey[id] != nil else { continue }
-                let term = words[id]
+            func file(_ term: String, maxKey: Double, under statement: DirectStatement) throws {
+                for prefix in SearchIndex.headPrefixes(of: term) {
+                    statement.bind(1, prefix)
+                    statement.bind(2, -maxKey)
+                    statement.bind(3, term)
+                    try statement.execute()
+                }
+            }
+            for (index, term) in terms.enumerated() {
+                let delta = dfDelta[index]
+                guard delta != 0 || maxKey[index] != nil else { continue }
                 findTerm.bind(1, term)
                 let old: (df: Int64, maxKey: Double)? = try findTerm.step() ? (findTerm.int64(0), findTerm.double(1)) : nil
                 findTerm.reset()
                 let df = (old?.df ?? 0) + Int64(delta)
-                let newMax = max(old?.maxKey ?? -.infinity, maxKey[id] ?? -.infinity)
+                let newMax = max(old?.maxKey ?? -.infinity, maxKey[index] ?? -.infinity)
                 let headsChange = df <= 0 || old?.maxKey != newMax
-                if let old, headsChange {
-                    for prefix in SearchIndex.headPrefixes(of: term) {
-                        deleteHead.bind(1, prefix)
-                        deleteHead.bind(2, -old.maxKey)
-                        deleteHead.bind(3, term)
-                        try deleteHead.execute()
-                    }
-                }
+                if let old, headsChange { try file(term, maxKey: old.maxKey, under: deleteHead) }
                 if df <= 0 {
                     deleteTerm.bind(1, term)
                     try deleteTerm.execute()
@@ -511,14 +528,7 @@ extension SearchIndex {
                 upsertTerm.bind(2, df)
                 upsertTerm.bind(3, newMax)
                 try upsertTerm.execute()
-                if headsChange {
-                    for prefix in SearchIndex.headPrefixes(of: term) {
-                        insertHead.bind(1, prefix)
-                        insertHead.bind(2, -newMax)
-                        insertHead.bind(3, term)
-                        try insertHead.execute()
-                    }
-                }
+                if headsChange { try file(term, maxKey: newMax, under: insertHead) }
             }
         }
     }
