@@ -8,6 +8,7 @@ let package = Package(
     products: [
         .library(name: "IndexModel", targets: ["IndexModel"]),
         .library(name: "IndexQuery", targets: ["IndexQuery"]),
+        .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
@@ -20,6 +21,16 @@ let package = Package(
     targets: [
         .target(name: "IndexModel"),
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
+        // The system zlib, for deflate in sync frames (tools/install-deps installs zlib1g-dev).
+        .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        .target(
+            name: "SyncWire",
+            dependencies: [
+                "IndexModel",
+                "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "DeviceStore",
             dependencies: [
@@ -59,6 +70,10 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             path: "Tests/QueryTestSupport"
+        ),
+        .testTarget(
+            name: "SyncWireTests",
+            dependencies: ["SyncWire", "IndexModel"]
         ),
         .testTarget(
             name: "IndexQueryTests",

@@ -102,6 +102,15 @@ public struct BinaryReader {
         Array(bytes[try lengthPrefixed("length")])
     }
 
+    /// The next `count` bytes, for fixed-size fields (hashes, tokens, MACs).
+    public mutating func fixedBytes(_ count: Int, _ what: String) throws(CodecError) -> [UInt8] {
+        guard remaining >= count else {
+            throw CodecError(.truncated, at: offset, "\(what) needs \(count) bytes, \(remaining) left")
+        }
+        offset += count
+        return Array(bytes[offset - count..<offset])
+    }
+
     /// Steps over a length-prefixed field (a string or data) without decoding it.
     public mutating func skipLengthPrefixed() throws(CodecError) {
         _ = try lengthPrefixed("length")

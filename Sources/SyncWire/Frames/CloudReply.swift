@@ -1,0 +1,186 @@
+import Crypto
+import IndexModel
+
+/// What went wrong with a frame, on either side of the wire.
+public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: UInt8, Hashable, Sendable, CaseIterable {
+        /// The frame cannot be read: bad structure, bad payload, bad digest.
+        case malformed = 1
+        /// Beyond a `WireLimits` bound.
+        case tooLarge = 2
+        /// The signature is not the device key's (or the key is another app's).
+        case badSignature = 3
+        /// The frame does not start where the cloud expects; `Rejection.expected` says where.
+        case gap = 4
+        /// The frame reuses positions the cloud accepted with different content.
+        case equivocation = 5
+        /// The cloud has no such device (not enrolled, or another tenant's).
+        case unknownDevice = 6
+        /// The device sends faster than its rate limit; retry later.
+        case rateLimited = 7
+        /// The frame is well formed but says something the cloud refuses
+        /// (content that does not match its hash, a timestamp out of range).
+        case refused = 8
+
+        public var name: String {
+            switch self {
+            case .malformed: "malformed"
+            case .tooLarge: "tooLarge"
+            case .badSignature: "badSignature"
+            case .gap: "gap"
+            case .equivocation: "equivocation"
+            case .unknownDevice: "unknownDevice"
+            case .rateLimited: "rateLimited"
+            case .refused: "refused"
+            }
+        }
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { "\(code.name): \(message)" }
+}
+
+/// The cloud's answer to an accepted (or duplicate) frame, sent only after the
+/// cloud's transaction committed.
+public struct Ack: Hashable, Sendable {
+    /// The cloud holds every message of the device up to here.
+    public var acceptedThrough: OutboxPosition
+    /// Up to here the cloud's copy is durable; the device may drop its copies.
+    public var durableThrough: OutboxPosition
+    /// Public hashes whose content the cloud asks this device for.
+    public var contentRequests: [PublicHash]
+
+    public init(acceptedThrough: OutboxPosition, durableThrough: OutboxPosition, contentRequests: [PublicHash] = []) {
+        self.acceptedThrough = acceptedThrough
+        self.durableThrough = durableThrough
+        self.contentRequests = contentRequests
+    }
+}
+
+/// A refused frame: why, and for a gap the position the cloud expects next.
+public struct Rejection: Hashable, Sendable {
+    public var error: WireError
+    /// For `.gap`: the first position the cloud would accept.
+    public var expected: OutboxPosition?
+
+    public init(_ error: WireError, expected: OutboxPosition? = nil) {
+        self.error = error
+        self.expected = expected
+    }
+
+    /// Whether resending cannot help: the device must stop and report.
+    public var isPermanent: Bool {
+        switch error.code {
+        case .gap, .rateLimited: false
+        default: true
+        }
+    }
+}
+
+/// A frame from the cloud to a device. Signed with the device's key when the
+/// cloud knows it, so that nobody between can forge an ack (which would make the
+/// device drop messages the cloud never got).
+public enum CloudReply: Hashable, Sendable {
+    case ack(Ack)
+    case rejection(Rejection)
+
+    /// The reply's bytes, signed with `key` when given.
+    public func encoded(device: String, key: [UInt8]?) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 96)
+        writer.raw(UploadFrame.magic)
+        writer.byte(UploadFrame.version)
+        switch self {
+        case .ack(let ack):
+            writer.byte(UploadFrame.FrameType.ack.rawValue)
+            writer.string(device)
+            writer.uvarint(ack.acceptedThrough.epoch)
+            writer.uvarint(ack.acceptedThrough.seq)
+            writer.uvarint(ack.durableThrough.epoch)
+            writer.uvarint(ack.durableThrough.seq)
+            writer.uvarint(UInt64(ack.contentRequests.count))
+            for hash in ack.contentRequests { writer.raw(hash.bytes) }
+        case .rejection(let rejection):
+            writer.byte(UploadFrame.FrameType.rejection.rawValue)
+            writer.string(device)
+            writer.byte(rejection.error.code.rawValue)
+            writer.uvarint(rejection.expected?.epoch ?? 0)
+            writer.uvarint(rejection.expected?.seq ?? 0)
+            var message = rejection.error.message
+            while message.utf8.count > WireLimits.maximumStringBytes { message.removeLast() }
+            writer.string(message)
+        }
+        if let key {
+            let mac = HMAC<SHA256>.authenticationCode(for: writer.bytes, using: SymmetricKey(data: key))
+            writer.byte(1)
+            writer.raw(Array(mac))
+        } else {
+            writer.byte(0)
+        }
+        return writer.bytes
+    }
+
+    /// A reply as a device reads it: `signedBy` is the device's key; an unsigned
+    /// or wrongly signed reply comes back with `isAuthentic` false.
+    public static func decode(_ bytes: [UInt8], device: String, key: [UInt8]) throws(WireError) -> (reply: CloudReply, isAuthentic: Bool) {
+        var reader = BinaryReader(bytes)
+        do {
+            let magic = try reader.fixedBytes(4, "magic")
+            guard magic == UploadFrame.magic else { throw WireError(.malformed, "not a Sightline sync reply") }
+            let version = try reader.byte()
+            guard version == UploadFrame.version else {
+                throw WireError(.malformed, "sync reply version \(version) is not supported")
+            }
+            let type = try reader.byte()
+            let replyDevice = try reader.string()
+            guard replyDevice == device else {
+                throw WireError(.malformed, "the reply is addressed to device \(replyDevice), not \(device)")
+            }
+            let reply: CloudReply
+            switch UploadFrame.FrameType(rawValue: type) {
+            case .ack:
+                let accepted = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let durable = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let count = try reader.uvarint()
+                guard count <= UInt64(WireLimits.maximumRequests) else {
+                    throw WireError(.tooLarge, "the ack requests \(count) hashes")
+                }
+                var requests: [PublicHash] = []
+                for _ in 0..<count {
+                    requests.append(PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "requested hash")))
+                }
+                reply = .ack(Ack(acceptedThrough: accepted, durableThrough: durable, contentRequests: requests))
+            case .rejection:
+                let codeAt = reader.offset
+                guard let code = WireError.Code(rawValue: try reader.byte()) else {
+                    throw WireError(.malformed, "unknown rejection code at byte \(codeAt)")
+                }
+                let expected = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let message = try reader.string()
+                reply = .rejection(Rejection(WireError(code, message), expected: code == .gap ? expected : nil))
+            default:
+                throw WireError(.malformed, "reply type \(type) is neither an ack nor a rejection")
+            }
+            let signedEnd = reader.offset
+            let signed = try reader.byte()
+            var authentic = false
+            if signed == 1 {
+                let mac = try reader.fixedBytes(32, "signature")
+                authentic = HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: bytes[..<signedEnd],
+                                                                   using: SymmetricKey(data: key))
+            }
+            guard reader.isAtEnd else { throw WireError(.malformed, "\(reader.remaining) bytes follow the reply") }
+            return (reply, authentic)
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.malformed, "the reply is malformed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,90 @@
+import CZlib
+
+/// Raw deflate (RFC 1951, no zlib or gzip wrapper) through the system zlib.
+/// Frames carry their own length and digest, so the wrapper's checksum would
+/// only repeat them.
+public enum Deflate {
+    /// Compresses `input` whole. `level` is zlib's 0–9; frames use 6.
+    public static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
+        var stream = z_stream()
+        // windowBits -15: raw deflate with a 32 KiB window; memLevel 8 is zlib's default.
+        let status = deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY,
+                                   ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "deflateInit2 failed (\(status)): zlib is out of memory")
+        defer { deflateEnd(&stream) }
+        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, uLong(input.count))))
+        let produced: Int = input.withUnsafeBufferPointer { source in
+            output.withUnsafeMutableBufferPointer { target in
+                stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+                stream.avail_in = uInt(source.count)
+                stream.next_out = target.baseAddress
+                stream.avail_out = uInt(target.count)
+                let result = deflate(&stream, Z_FINISH)
+                // deflateBound guarantees room for the whole stream in one call.
+                precondition(result == Z_STREAM_END, "deflate did not finish in its bound (\(result))")
+                return target.count - Int(stream.avail_out)
+            }
+        }
+        output.removeSubrange(produced...)
+        return output
+    }
+
+    /// Inflates `input`, refusing to produce more than `limit` bytes: the limit
+    /// is enforced while inflating, so a deflate bomb costs at most `limit`
+    /// bytes of memory before it is refused. The stream must end exactly at the
+    /// end of `input`.
+    public static func decompress(_ input: [UInt8], limit: Int) throws(DeflateError) -> [UInt8] {
+        var stream = z_stream()
+        let status = inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
+        guard status == Z_OK else { throw .corrupt("inflateInit2 failed (\(status))") }
+        defer { inflateEnd(&stream) }
+        var output: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        var finished = false
+        let result: DeflateError? = input.withUnsafeBufferPointer { source in
+            stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
+            stream.avail_in = uInt(source.count)
+            while !finished {
+                let code: Int32 = chunk.withUnsafeMutableBufferPointer { target in
+                    stream.next_out = target.baseAddress
+                    stream.avail_out = uInt(target.count)
+                    return inflate(&stream, Z_NO_FLUSH)
+                }
+                let produced = chunk.count - Int(stream.avail_out)
+                if output.count + produced > limit {
+                    return .tooLarge(limit: limit)
+                }
+                output.append(contentsOf: chunk[..<produced])
+                switch code {
+                case Z_STREAM_END:
+                    finished = true
+                case Z_OK:
+                    continue
+                case Z_BUF_ERROR where stream.avail_in == 0:
+                    return .corrupt("the deflate stream is truncated")
+                default:
+                    let reason = stream.msg.map { String(cString: $0) } ?? "zlib error \(code)"
+                    return .corrupt("invalid deflate data: \(reason)")
+                }
+            }
+            if stream.avail_in != 0 {
+                return .corrupt("\(stream.avail_in) bytes follow the end of the deflate stream")
+            }
+            return nil
+        }
+        if let result { throw result }
+        return output
+    }
+}
+
+public enum DeflateError: Error, Hashable, Sendable, CustomStringConvertible {
+    case corrupt(String)
+    case tooLarge(limit: Int)
+
+    public var description: String {
+        switch self {
+        case .corrupt(let reason): reason
+        case .tooLarge(let limit): "inflates to more than \(limit) bytes"
+        }
+    }
+}

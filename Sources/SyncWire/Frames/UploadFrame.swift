@@ -1,0 +1,252 @@
+import Crypto
+import IndexModel
+
+/// A batch of outbox messages on its way to the cloud: a header naming who sent
+/// what range, the messages deflated, and an HMAC-SHA256 signature under the
+/// device's key over the header (which holds the payload's SHA-256). The bytes
+/// are specified in `Journal/FORMAT.md` ("Sync frames").
+///
+/// A receiver checks, in this order and before any inflating: structure and
+/// header limits (`parse`), the signature (`isSigned(by:)`), and only then
+/// inflates with the output capped and checks the digest (`messages()`).
+public struct UploadFrame: Hashable, Sendable {
+    public var app: String
+    public var device: String
+    public var epoch: UInt64
+    public var firstSeq: UInt64
+    public var lastSeq: UInt64
+    public var count: Int
+    public var codec: Codec
+    public var uncompressedLength: Int
+    /// SHA-256 of the uncompressed payload.
+    public var digest: [UInt8]
+    /// The payload as carried (compressed when `codec` is deflate).
+    public var payload: [UInt8]
+    public var signature: [UInt8]
+    /// The encoded header: the bytes the signature covers.
+    public private(set) var header: [UInt8]
+
+    public enum Codec: UInt8, Hashable, Sendable {
+        case stored = 0
+        case deflate = 1
+    }
+
+    public static let magic: [UInt8] = Array("SLSY".utf8)
+    public static let version: UInt8 = 1
+
+    enum FrameType: UInt8 {
+        case upload = 1, ack = 2, rejection = 3
+    }
+
+    public var first: OutboxPosition { OutboxPosition(epoch: epoch, seq: firstSeq) }
+    public var last: OutboxPosition { OutboxPosition(epoch: epoch, seq: lastSeq) }
+
+    /// Builds and signs the frame for `records`, which must be consecutive
+    /// positions of one epoch.
+    public init(app: String, device: String, records: [OutboxRecord], key: [UInt8], codec: Codec = .deflate,
+                level: Int32 = 6) {
+        precondition(!records.isEmpty, "a frame carries at least one message")
+        let epoch = records[0].position.epoch
+        for (offset, record) in records.enumerated() {
+            precondition(record.position == OutboxPosition(epoch: epoch, seq: records[0].position.seq + UInt64(offset)),
+                         "frame records must be consecutive in one epoch")
+        }
+        var plain: [UInt8] = []
+        plain.reserveCapacity(records.reduce(0) { $0 + $1.encoded.count })
+        for record in records { plain.append(contentsOf: record.encoded) }
+        self.app = app
+        self.device = device
+        self.epoch = epoch
+        firstSeq = records[0].position.seq
+        lastSeq = records[records.count - 1].position.seq
+        count = records.count
+        self.codec = codec
+        uncompressedLength = plain.count
+        digest = Array(SHA256.hash(data: plain))
+        payload = codec == .deflate ? Deflate.compress(plain, level: level) : plain
+        header = []
+        signature = []
+        header = encodeHeader()
+        signature = Array(HMAC<SHA256>.authenticationCode(for: header, using: SymmetricKey(data: key)))
+    }
+
+    private func encodeHeader() -> [UInt8] {
+        var writer = BinaryWriter(capacity: 128)
+        writer.raw(UploadFrame.magic)
+        writer.byte(UploadFrame.version)
+        writer.byte(FrameType.upload.rawValue)
+        writer.string(app)
+        writer.string(device)
+        writer.uvarint(epoch)
+        writer.uvarint(firstSeq)
+        writer.uvarint(lastSeq)
+        writer.uvarint(UInt64(count))
+        writer.byte(codec.rawValue)
+        writer.uvarint(UInt64(uncompressedLength))
+        writer.raw(digest)
+        writer.uvarint(UInt64(payload.count))
+        return writer.bytes
+    }
+
+    /// The frame as sent: header, signature, payload.
+    public var encoded: [UInt8] {
+        header + signature + payload
+    }
+
+    /// Reads a frame's structure and checks every header bound; neither the
+    /// signature nor the payload is examined yet.
+    public static func parse(_ bytes: [UInt8]) throws(WireError) -> UploadFrame {
+        guard bytes.count <= WireLimits.maximumFrameBytes else {
+            throw WireError(.tooLarge, "the frame is \(bytes.count) bytes; at most \(WireLimits.maximumFrameBytes) are accepted")
+        }
+        var reader = BinaryReader(bytes)
+        do {
+            try FrameHeader.readPrologue(&reader, expecting: .upload)
+            let app = try FrameHeader.identifier(&reader, "app")
+            let device = try FrameHeader.identifier(&reader, "device")
+            let epoch = try reader.uvarint()
+            let firstSeq = try reader.uvarint()
+            let lastSeq = try reader.uvarint()
+            let countAt = reader.offset
+            let count = try reader.uvarint()
+            guard epoch >= 1, firstSeq >= 1, lastSeq >= firstSeq else {
+                throw WireError(.malformed, "the frame's range \(epoch):\(firstSeq)...\(lastSeq) is not a range of outbox positions")
+            }
+            guard count == lastSeq - firstSeq + 1 else {
+                throw WireError(.malformed, "the frame counts \(count) messages but spans \(lastSeq - firstSeq + 1) seqs (at byte \(countAt))")
+            }
+            guard count <= UInt64(WireLimits.maximumMessages) else {
+                throw WireError(.tooLarge, "the frame carries \(count) messages; at most \(WireLimits.maximumMessages) are accepted")
+            }
+            let codecAt = reader.offset
+            guard let codec = Codec(rawValue: try reader.byte()) else {
+                throw WireError(.malformed, "unknown codec at byte \(codecAt)")
+            }
+            let uncompressed = try reader.uvarint()
+            guard uncompressed <= UInt64(WireLimits.maximumPayloadBytes) else {
+                throw WireError(.tooLarge, "the payload inflates to \(uncompressed) bytes; at most \(WireLimits.maximumPayloadBytes) are accepted")
+            }
+            let digest = try reader.fixedBytes(32, "payload digest")
+            let payloadLength = try reader.uvarint()
+            let headerEnd = reader.offset
+            let signature = try reader.fixedBytes(32, "signature")
+            guard payloadLength == UInt64(reader.remaining) else {
+                throw WireError(.malformed, "the header announces a \(payloadLength)-byte payload but \(reader.remaining) bytes follow")
+            }
+            if codec == .stored, payloadLength != uncompressed {
+                throw WireError(.malformed, "a stored payload of \(payloadLength) bytes announced as \(uncompressed)")
+            }
+            if codec == .deflate, uncompressed > payloadLength * UInt64(WireLimits.maximumCompressionRatio) + 1024 {
+                throw WireError(.tooLarge, "the payload claims a compression ratio above \(WireLimits.maximumCompressionRatio):1")
+            }
+            var frame = UploadFrame(app: app, device: device, epoch: epoch, firstSeq: firstSeq, lastSeq: lastSeq,
+                                    count: Int(count), codec: codec, uncompressedLength: Int(uncompressed), digest: digest,
+                                    payload: Array(bytes[reader.offset...]), signature: signature)
+            frame.header = Array(bytes[..<headerEnd])
+            return frame
+        } catch let error as CodecError {
+            throw WireError(.malformed, "the frame is malformed: \(error)")
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.malformed, "the frame is malformed: \(error)")
+        }
+    }
+
+    private init(app: String, device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int, codec: Codec,
+                 uncompressedLength: Int, digest: [UInt8], payload: [UInt8], signature: [UInt8]) {
+        self.app = app
+        self.device = device
+        self.epoch = epoch
+        self.firstSeq = firstSeq
+        self.lastSeq = lastSeq
+        self.count = count
+        self.codec = codec
+        self.uncompressedLength = uncompressedLength
+        self.digest = digest
+        self.payload = payload
+        self.signature = signature
+        header = []
+    }
+
+    /// Whether the signature is this device key's, compared in constant time.
+    public func isSigned(by key: [UInt8]) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: header, using: SymmetricKey(data: key))
+    }
+
+    /// Inflates the payload (never past the announced length), checks its digest
+    /// and decodes exactly `count` messages. Call only after the signature checked.
+    public func messages() throws(WireError) -> [OutboxMessage] {
+        let plain: [UInt8]
+        switch codec {
+        case .stored:
+            plain = payload
+        case .deflate:
+            do {
+                plain = try Deflate.decompress(payload, limit: uncompressedLength)
+            } catch .tooLarge {
+                // The announced length is within the limits (`parse` checked), so
+                // inflating stops there: this is a lie or corruption, not size.
+                throw WireError(.malformed, "the payload inflates past its announced \(uncompressedLength) bytes")
+            } catch {
+                throw WireError(.malformed, "the payload does not inflate: \(error)")
+            }
+        }
+        guard plain.count == uncompressedLength else {
+            throw WireError(.malformed, "the payload inflates to \(plain.count) bytes, not the announced \(uncompressedLength)")
+        }
+        guard Array(SHA256.hash(data: plain)) == digest else {
+            throw WireError(.malformed, "the payload does not match its digest")
+        }
+        var reader = BinaryReader(plain)
+        var messages: [OutboxMessage] = []
+        messages.reserveCapacity(count)
+        do {
+            while !reader.isAtEnd {
+                guard messages.count < count else {
+                    throw WireError(.malformed, "the payload holds more than the \(count) messages its header counts")
+                }
+                messages.append(try OutboxMessage.decode(from: &reader))
+            }
+        } catch let error as CodecError {
+            throw WireError(.malformed, "message \(messages.count + 1) of the payload: \(error)")
+        } catch let error as WireError {
+            throw error
+        } catch {
+            throw WireError(.malformed, "\(error)")
+        }
+        guard messages.count == count else {
+            throw WireError(.malformed, "the payload holds \(messages.count) messages; its header counts \(count)")
+        }
+        return messages
+    }
+}
+
+/// The prologue every frame starts with, and the identifier fields.
+enum FrameHeader {
+    static func readPrologue(_ reader: inout BinaryReader, expecting type: UploadFrame.FrameType) throws -> Void {
+        let magic = try reader.fixedBytes(4, "magic")
+        guard magic == UploadFrame.magic else {
+            throw WireError(.malformed, "not a Sightline sync frame (the first bytes are not \"SLSY\")")
+        }
+        let version = try reader.byte()
+        guard version == UploadFrame.version else {
+            throw WireError(.malformed, "sync frame version \(version) is not supported (this build speaks version \(UploadFrame.version))")
+        }
+        let typeByte = try reader.byte()
+        guard typeByte == type.rawValue else {
+            throw WireError(.malformed, "expected a frame of type \(type.rawValue), got \(typeByte)")
+        }
+    }
+
+    static let maximumIdentifierBytes = 256
+
+    static func identifier(_ reader: inout BinaryReader, _ what: String) throws -> String {
+        let at = reader.offset
+        let text = try reader.string()
+        guard !text.isEmpty, text.utf8.count <= maximumIdentifierBytes else {
+            throw WireError(.malformed, "the \(what) name at byte \(at) is empty or longer than \(maximumIdentifierBytes) bytes")
+        }
+        return text
+    }
+}

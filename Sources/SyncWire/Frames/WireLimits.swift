@@ -1,0 +1,19 @@
+/// The bounds every receiver enforces on frames. A frame beyond one is refused
+/// before it costs more than the bound, and nothing of it is applied.
+public enum WireLimits {
+    /// A whole encoded frame (header, signature and compressed payload).
+    public static let maximumFrameBytes = 1024 * 1024
+    /// The payload once inflated.
+    public static let maximumPayloadBytes = 16 * 1024 * 1024
+    /// Inflated bytes per compressed byte: a higher ratio is a deflate bomb.
+    public static let maximumCompressionRatio = 200
+    /// Messages in one frame.
+    public static let maximumMessages = 10_000
+    /// One string field (activity type, title, keyword, description, URL,
+    /// app, device), in UTF-8 bytes.
+    public static let maximumStringBytes = 4 * 1024
+    /// Keywords of one content message.
+    public static let maximumKeywords = 64
+    /// Hashes named in one acknowledgement's content requests.
+    public static let maximumRequests = 10_000
+}

@@ -1,0 +1,143 @@
+import IndexModel
+
+/// One cloud-visible message of a device's outbox. These four are everything a
+/// device ever tells the cloud; private items and private activities produce
+/// none of them. The encoding is in `Journal/FORMAT.md` ("Outbox messages").
+public enum OutboxMessage: Hashable, Sendable {
+    /// The user engaged with a public activity: one vote for its hash.
+    case vote(PublicHash, VoteToken)
+    /// The voted activity was deleted, expired or became ineligible.
+    case withdraw(PublicHash, VoteToken)
+    /// Popularity counts for a hash this device has a live vote for, as deltas:
+    /// views (the activity became current), times shown, engagements.
+    case signal(PublicHash, Popularity)
+    /// The public fields of a hash, sent because the cloud asked for them.
+    case content(PublicHash, PublicContent)
+
+    public var hash: PublicHash {
+        switch self {
+        case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _): hash
+        }
+    }
+
+    public var kindName: String {
+        switch self {
+        case .vote: "vote"
+        case .withdraw: "withdraw"
+        case .signal: "signal"
+        case .content: "content"
+        }
+    }
+}
+
+/// Popularity counts: views, times shown in results, engagements.
+public struct Popularity: Hashable, Sendable {
+    public var views: UInt64
+    public var shown: UInt64
+    public var engaged: UInt64
+
+    public init(views: UInt64 = 0, shown: UInt64 = 0, engaged: UInt64 = 0) {
+        self.views = views
+        self.shown = shown
+        self.engaged = engaged
+    }
+
+    public static func += (lhs: inout Popularity, rhs: Popularity) {
+        lhs.views += rhs.views
+        lhs.shown += rhs.shown
+        lhs.engaged += rhs.engaged
+    }
+}
+
+extension OutboxMessage {
+    private enum Tag: UInt8 {
+        case vote = 1, withdraw, signal, content
+    }
+
+    public func encode(to writer: inout BinaryWriter) {
+        switch self {
+        case .vote(let hash, let token), .withdraw(let hash, let token):
+            writer.byte(isVote ? Tag.vote.rawValue : Tag.withdraw.rawValue)
+            writer.raw(hash.bytes)
+            writer.raw(token.bytes)
+        case .signal(let hash, let counts):
+            writer.byte(Tag.signal.rawValue)
+            writer.raw(hash.bytes)
+            writer.uvarint(counts.views)
+            writer.uvarint(counts.shown)
+            writer.uvarint(counts.engaged)
+        case .content(let hash, let content):
+            writer.byte(Tag.content.rawValue)
+            writer.raw(hash.bytes)
+            writer.string(content.activityType)
+            writer.optional(content.title) { $0.string($1) }
+            writer.uvarint(UInt64(content.keywords.count))
+            for keyword in content.keywords { writer.string(keyword) }
+            writer.optional(content.contentDescription) { $0.string($1) }
+            writer.optional(content.webpageURL) { $0.string($1) }
+        }
+    }
+
+    public var encoded: [UInt8] {
+        var writer = BinaryWriter(capacity: 64)
+        encode(to: &writer)
+        return writer.bytes
+    }
+
+    private var isVote: Bool {
+        if case .vote = self { return true }
+        return false
+    }
+
+    /// Decodes one message at the reader's position. Every string is at most
+    /// `WireLimits.maximumStringBytes` and a content message has at most
+    /// `WireLimits.maximumKeywords` keywords.
+    public static func decode(from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
+        let start = reader.offset
+        let tagByte = try reader.byte()
+        guard let tag = Tag(rawValue: tagByte) else {
+            throw CodecError(.unknownKind, at: start, "unknown outbox message kind \(tagByte)")
+        }
+        let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
+        switch tag {
+        case .vote, .withdraw:
+            let token = VoteToken(unchecked: try reader.fixedBytes(VoteToken.byteCount, "vote token"))
+            return tag == .vote ? .vote(hash, token) : .withdraw(hash, token)
+        case .signal:
+            let counts = Popularity(views: try reader.uvarint(), shown: try reader.uvarint(), engaged: try reader.uvarint())
+            return .signal(hash, counts)
+        case .content:
+            func limitedString(_ reader: inout BinaryReader) throws(CodecError) -> String {
+                let at = reader.offset
+                let text = try reader.string()
+                guard text.utf8.count <= WireLimits.maximumStringBytes else {
+                    throw CodecError(.limitExceeded, at: at,
+                                     "a string of \(text.utf8.count) bytes is longer than \(WireLimits.maximumStringBytes)")
+                }
+                return text
+            }
+            let activityType = try limitedString(&reader)
+            let title = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
+            let countAt = reader.offset
+            let count = try reader.uvarint()
+            guard count <= UInt64(WireLimits.maximumKeywords) else {
+                throw CodecError(.limitExceeded, at: countAt, "\(count) keywords is more than \(WireLimits.maximumKeywords)")
+            }
+            var keywords: [String] = []
+            for _ in 0..<count { keywords.append(try limitedString(&reader)) }
+            let description = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
+            let url = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
+            return .content(hash, PublicContent(activityType: activityType, title: title, keywords: keywords,
+                                                contentDescription: description, webpageURL: url))
+        }
+    }
+
+    public static func decode(_ bytes: [UInt8]) throws(CodecError) -> OutboxMessage {
+        var reader = BinaryReader(bytes)
+        let message = try decode(from: &reader)
+        guard reader.isAtEnd else {
+            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the message")
+        }
+        return message
+    }
+}

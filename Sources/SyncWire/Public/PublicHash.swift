@@ -1,0 +1,131 @@
+import Crypto
+import IndexModel
+
+/// The one-way identity of a public activity as the cloud sees it: SHA-256 over
+/// the app's salt, the activity type and the activity's public identity (its web
+/// page URL, else its title). Every device of one app computes the same hash for
+/// the same public activity, so the cloud can count devices per activity without
+/// being told what the activity is. `Journal/FORMAT.md` gives the exact bytes.
+public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public static let byteCount = 32
+    public let bytes: [UInt8]
+
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count == PublicHash.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    init(unchecked bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// The hash of the activity with this type and public identity, for `app`.
+    public static func of(app: String, activityType: String, identity: String) -> PublicHash {
+        var writer = BinaryWriter()
+        writer.string("sightline public activity v1")
+        writer.string(app)
+        writer.string(activityType)
+        writer.string(identity)
+        return PublicHash(unchecked: Array(SHA256.hash(data: writer.bytes)))
+    }
+
+    /// The hash of `content`, which the cloud recomputes to check that uploaded
+    /// content belongs to the hash it asked for.
+    public static func of(app: String, content: PublicContent) -> PublicHash? {
+        content.identity.map { of(app: app, activityType: content.activityType, identity: $0) }
+    }
+
+    public var hex: String { bytes.hex }
+    public var description: String { String(hex.prefix(16)) }
+
+    public static func < (lhs: PublicHash, rhs: PublicHash) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}
+
+/// A device's vote token for one public hash: HMAC-SHA256 of the hash under the
+/// device's vote secret, cut to 16 bytes. The same device always gives the same
+/// token for a hash (so a vote sent twice, or again after a restore, counts once)
+/// and tokens of one device for different hashes cannot be linked.
+public struct VoteToken: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public static let byteCount = 16
+    public let bytes: [UInt8]
+
+    public init?(_ bytes: [UInt8]) {
+        guard bytes.count == VoteToken.byteCount else { return nil }
+        self.bytes = bytes
+    }
+
+    init(unchecked bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    public init(secret: [UInt8], hash: PublicHash) {
+        let mac = HMAC<SHA256>.authenticationCode(for: hash.bytes, using: SymmetricKey(data: secret))
+        bytes = Array(Array(mac).prefix(VoteToken.byteCount))
+    }
+
+    public var description: String { bytes.hex }
+
+    public static func < (lhs: VoteToken, rhs: VoteToken) -> Bool {
+        lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
+    }
+}
+
+/// The public fields of a public activity: what the cloud may show once enough
+/// devices have voted for its hash. userInfo, identifiers, domains and dates
+/// never leave the device.
+public struct PublicContent: Hashable, Sendable {
+    public var activityType: String
+    public var title: String?
+    public var keywords: [String]
+    public var contentDescription: String?
+    public var webpageURL: String?
+
+    public init(activityType: String, title: String?, keywords: [String], contentDescription: String?, webpageURL: String?) {
+        self.activityType = activityType
+        self.title = title
+        self.keywords = keywords
+        self.contentDescription = contentDescription
+        self.webpageURL = webpageURL
+    }
+
+    /// The public content of `activity`, or nil when it is not public: it must
+    /// be eligible for search and for public indexing, have a web page URL or a
+    /// title to be known by, and fit the wire's limits (`WireLimits`). An
+    /// activity that does not is kept private: nothing of it leaves the device.
+    public init?(_ activity: UserActivity) {
+        guard activity.eligibleForSearch && activity.eligibleForPublicIndexing else { return nil }
+        self.init(activityType: activity.activityType,
+                  title: activity.title ?? activity.attributes.title,
+                  keywords: activity.keywords + (activity.attributes.keywords ?? []),
+                  contentDescription: activity.attributes.contentDescription,
+                  webpageURL: activity.webpageURL)
+        guard identity != nil, fitsWireLimits else { return nil }
+    }
+
+    public var fitsWireLimits: Bool {
+        let strings = [activityType, title, contentDescription, webpageURL].compactMap { $0 } + keywords
+        return keywords.count <= WireLimits.maximumKeywords
+            && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes }
+    }
+
+    /// What the public hash is computed over besides the type: the URL, else the title.
+    public var identity: String? {
+        if let webpageURL { return "url:" + webpageURL }
+        if let title { return "title:" + title }
+        return nil
+    }
+}
+
+extension Sequence<UInt8> {
+    var hex: String {
+        let digits = Array("0123456789abcdef")
+        var text = ""
+        for byte in self {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0xF)])
+        }
+        return text
+    }
+}

@@ -1,0 +1,204 @@
+import IndexModel
+
+/// How the uploader batches and retries.
+public struct UploaderConfiguration: Hashable, Sendable {
+    /// Messages per frame.
+    public var maximumMessages: Int
+    /// Uncompressed payload bytes per frame (a frame always carries at least one
+    /// message). Below `WireLimits.maximumFrameBytes` so a frame fits even when
+    /// its payload does not compress.
+    public var maximumPayloadBytes: Int
+    /// The first retry waits about this long; each further one twice as long.
+    public var initialBackoffMilliseconds: Int64
+    public var maximumBackoffMilliseconds: Int64
+    /// Seeds the jitter of retry delays, so a simulation replays exactly.
+    public var jitterSeed: UInt64
+
+    public init(maximumMessages: Int = 2_000, maximumPayloadBytes: Int = 512 * 1024,
+                initialBackoffMilliseconds: Int64 = 200, maximumBackoffMilliseconds: Int64 = 60_000, jitterSeed: UInt64 = 0) {
+        self.maximumMessages = min(max(maximumMessages, 1), WireLimits.maximumMessages)
+        self.maximumPayloadBytes = min(max(maximumPayloadBytes, 1), WireLimits.maximumFrameBytes / 2)
+        self.initialBackoffMilliseconds = max(initialBackoffMilliseconds, 1)
+        self.maximumBackoffMilliseconds = max(maximumBackoffMilliseconds, self.initialBackoffMilliseconds)
+        self.jitterSeed = jitterSeed
+    }
+}
+
+/// The device side of a sync session, as a synchronous state machine: it takes
+/// pending outbox records, replies and failures, and returns frames to send and
+/// what the device must do (`UploadEffect`). It reads no clock and does no I/O,
+/// so the simulator can step it on a virtual clock and replay it from a seed.
+///
+/// - One frame is in flight at a time. After an unknown outcome (a timeout, a
+///   lost reply, an unauthentic reply) the *same* frame is sent again after an
+///   exponential backoff with seeded jitter; the cloud's dedupe makes that safe.
+/// - An ack moves `acknowledged` and `durable` forward and hands over content
+///   requests; a gap rejection rewinds to where the cloud expects; any other
+///   rejection except rate limiting stops the uploader with the cloud's reason.
+public struct Uploader: Sendable {
+    public enum State: Hashable, Sendable {
+        /// Nothing in flight: the next call to `nextFrame` builds a frame.
+        case ready
+        /// A frame was handed out and its reply has not come.
+        case awaitingReply(UploadFrame)
+        /// The last attempt's outcome is unknown; the frame goes again at `until`.
+        case backingOff(UploadFrame, until: Timestamp)
+        /// A permanent rejection or an unrecoverable state; nothing more is sent.
+        case stopped(WireError)
+    }
+
+    public let app: String
+    public let device: String
+    private let key: [UInt8]
+    public let configuration: UploaderConfiguration
+    /// The cloud holds every message up to here.
+    public private(set) var acknowledged: OutboxPosition
+    /// The cloud's copy is durable up to here.
+    public private(set) var durable: OutboxPosition
+    public private(set) var state: State = .ready
+    /// Attempts of the current frame so far.
+    public private(set) var attempts = 0
+    private var random: SplitMix64
+
+    public init(app: String, device: String, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
+                configuration: UploaderConfiguration = UploaderConfiguration()) {
+        self.app = app
+        self.device = device
+        self.key = key
+        self.acknowledged = acknowledged
+        self.durable = durable
+        self.configuration = configuration
+        random = SplitMix64(seed: configuration.jitterSeed)
+    }
+
+    /// When the uploader next wants to act on its own (a backoff ending), if it waits.
+    public var wakeTime: Timestamp? {
+        if case .backingOff(_, let until) = state { return until }
+        return nil
+    }
+
+    /// The frame to send now, if any. `pending` are outbox records after
+    /// `acknowledged`, in order (the driver reads at most
+    /// `configuration.maximumMessages` of them). A frame retried after a backoff
+    /// is the same frame, byte for byte.
+    public mutating func nextFrame(now: Timestamp, pending: [OutboxRecord]) -> UploadFrame? {
+        switch state {
+        case .stopped, .awaitingReply:
+            return nil
+        case .backingOff(let frame, let until):
+            guard now >= until else { return nil }
+            attempts += 1
+            state = .awaitingReply(frame)
+            return frame
+        case .ready:
+            guard let first = pending.first else { return nil }
+            guard follows(first.position) else {
+                state = .stopped(WireError(.gap, """
+                    the cloud needs messages after \(acknowledged) but the outbox continues at \(first.position): \
+                    the messages between were already dropped
+                    """))
+                return nil
+            }
+            var records: [OutboxRecord] = []
+            var bytes = 0
+            for record in pending {
+                guard records.count < configuration.maximumMessages, record.position.epoch == first.position.epoch,
+                      record.position.seq == first.position.seq + UInt64(records.count) else { break }
+                if !records.isEmpty && bytes + record.encoded.count > configuration.maximumPayloadBytes { break }
+                records.append(record)
+                bytes += record.encoded.count
+            }
+            let frame = UploadFrame(app: app, device: device, records: records, key: key)
+            attempts = 1
+            state = .awaitingReply(frame)
+            return frame
+        }
+    }
+
+    /// Whether `position` is the next one after `acknowledged`: the next seq in
+    /// the same epoch, or the first seq of a later epoch.
+    private func follows(_ position: OutboxPosition) -> Bool {
+        if position.epoch == acknowledged.epoch { return position.seq == acknowledged.seq + 1 }
+        return position.epoch > acknowledged.epoch && position.seq == 1
+    }
+
+    /// Takes the cloud's reply to the frame in flight.
+    public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [UploadEffect] {
+        guard case .awaitingReply(let frame) = state else { return [] }
+        let decoded: (reply: CloudReply, isAuthentic: Bool)
+        do {
+            decoded = try CloudReply.decode(bytes, device: device, key: key)
+        } catch {
+            return failed(now: now, reason: "unreadable reply: \(error)")
+        }
+        if case .rejection(let rejection) = decoded.reply, rejection.error.code == .unknownDevice {
+            // The cloud does not know the key, so it cannot sign this one.
+            state = .stopped(rejection.error)
+            return [.stopped(rejection.error)]
+        }
+        guard decoded.isAuthentic else {
+            return failed(now: now, reason: "a reply not signed with this device's key was ignored")
+        }
+        switch decoded.reply {
+        case .ack(let ack):
+            acknowledged = ack.acceptedThrough
+            var effects: [UploadEffect] = [.accepted(through: ack.acceptedThrough, frame: frame.first...frame.last)]
+            if ack.durableThrough > durable {
+                durable = ack.durableThrough
+                effects.append(.durable(through: ack.durableThrough))
+            }
+            if !ack.contentRequests.isEmpty {
+                effects.append(.contentRequested(ack.contentRequests))
+            }
+            state = .ready
+            attempts = 0
+            return effects
+        case .rejection(let rejection):
+            switch rejection.error.code {
+            case .gap:
+                guard let expected = rejection.expected, expected.seq >= 1 else {
+                    state = .stopped(rejection.error)
+                    return [.stopped(rejection.error)]
+                }
+                acknowledged = OutboxPosition(epoch: expected.epoch, seq: expected.seq - 1)
+                state = .ready
+                attempts = 0
+                return [.rewound(to: acknowledged, reason: rejection.error.message)]
+            case .rateLimited:
+                return failed(now: now, reason: rejection.error.message)
+            default:
+                state = .stopped(rejection.error)
+                return [.stopped(rejection.error)]
+            }
+        }
+    }
+
+    /// The frame in flight got no usable reply (timeout, connection lost): its
+    /// outcome is unknown, so it goes again, unchanged, after a backoff.
+    public mutating func failed(now: Timestamp, reason: String) -> [UploadEffect] {
+        guard case .awaitingReply(let frame) = state else { return [] }
+        let exponent = min(attempts - 1, 30)
+        let ceiling = min(configuration.initialBackoffMilliseconds << Int64(exponent), configuration.maximumBackoffMilliseconds)
+        // Full jitter over the upper half: between half the delay and all of it.
+        let delay = ceiling / 2 + Int64(random.next() % UInt64(ceiling / 2 + 1))
+        let until = now.adding(milliseconds: delay)
+        state = .backingOff(frame, until: until)
+        return [.retryScheduled(at: until, attempt: attempts + 1, reason: reason)]
+    }
+}
+
+/// What the device must do after the uploader took an input.
+public enum UploadEffect: Hashable, Sendable {
+    /// The cloud holds everything through this position; persist it as the cursor.
+    case accepted(through: OutboxPosition, frame: ClosedRange<OutboxPosition>)
+    /// The cloud's copy is durable through this position; records up to it may go.
+    case durable(through: OutboxPosition)
+    /// The cloud asks for the public content of these hashes.
+    case contentRequested([PublicHash])
+    /// The cloud expects an earlier (or later) position; sending resumes after `to`.
+    case rewound(to: OutboxPosition, reason: String)
+    /// The frame goes again at `at`; `attempt` is the number it will be.
+    case retryScheduled(at: Timestamp, attempt: Int, reason: String)
+    /// The uploader stopped: the cloud refused for good.
+    case stopped(WireError)
+}

@@ -1,0 +1,190 @@
+import IndexModel
+import Testing
+@testable import SyncWire
+
+private let key: [UInt8] = Array(repeating: 7, count: 32)
+private let otherKey: [UInt8] = Array(repeating: 8, count: 32)
+
+private func hash(_ name: String) -> PublicHash {
+    PublicHash.of(app: "app", activityType: "com.example.read", identity: "url:https://example.com/" + name)
+}
+
+private func sampleMessages(_ count: Int) -> [OutboxMessage] {
+    (0..<count).map { index in
+        let token = VoteToken(secret: key, hash: hash("\(index % 7)"))
+        switch index % 4 {
+        case 0: return .vote(hash("\(index % 7)"), token)
+        case 1: return .signal(hash("\(index % 7)"), Popularity(views: UInt64(index), shown: 2, engaged: 1))
+        case 2: return .withdraw(hash("\(index % 7)"), token)
+        default:
+            return .content(hash("\(index % 7)"), PublicContent(activityType: "com.example.read", title: "Título \(index)",
+                                                               keywords: ["a", "b"], contentDescription: nil,
+                                                               webpageURL: "https://example.com/\(index % 7)"))
+        }
+    }
+}
+
+private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64 = 1) -> [OutboxRecord] {
+    messages.enumerated().map { OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64($0.offset)), message: $0.element) }
+}
+
+@Suite struct FrameTests {
+    @Test func aSignedFrameReadsBackToTheSameMessages() throws {
+        let messages = sampleMessages(40)
+        let frame = UploadFrame(app: "app", device: "d1", records: records(messages, epoch: 2, from: 11), key: key)
+        let parsed = try UploadFrame.parse(frame.encoded)
+        #expect(parsed.isSigned(by: key))
+        #expect(!parsed.isSigned(by: otherKey))
+        #expect(parsed.app == "app" && parsed.device == "d1")
+        #expect(parsed.first == OutboxPosition(epoch: 2, seq: 11) && parsed.last == OutboxPosition(epoch: 2, seq: 50))
+        #expect(try parsed.messages() == messages)
+        #expect(parsed.payload.count < parsed.uncompressedLength, "the payload is deflated")
+    }
+
+    @Test func aFlippedHeaderBitBreaksTheSignature() throws {
+        var bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3)), key: key).encoded
+        // The device name's first byte: still a well-formed frame, but not the one signed.
+        let at = 4 + 2 + 1 + 3 + 1
+        bytes[at] ^= 0x01
+        let parsed = try UploadFrame.parse(bytes)
+        #expect(!parsed.isSigned(by: key))
+    }
+
+    @Test func aFlippedPayloadBitIsRefusedAfterTheSignatureCheck() throws {
+        var bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(30)), key: key).encoded
+        bytes[bytes.count - 3] ^= 0x10
+        let parsed = try UploadFrame.parse(bytes)
+        #expect(parsed.isSigned(by: key), "the signature covers the header and the digest, not the compressed bytes")
+        let error = try #require(throws: WireError.self) { try parsed.messages() }
+        #expect(error.code == .malformed)
+    }
+
+    @Test func aTruncatedFrameIsMalformed() throws {
+        let bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(5)), key: key).encoded
+        for length in [0, 3, 10, bytes.count - 40, bytes.count - 1] {
+            let error = try #require(throws: WireError.self) { try UploadFrame.parse(Array(bytes.prefix(length))) }
+            #expect(error.code == .malformed, "length \(length): \(error)")
+        }
+    }
+
+    @Test func anOversizedFrameIsRefusedBeforeReadingIt() throws {
+        let error = try #require(throws: WireError.self) {
+            try UploadFrame.parse([UInt8](repeating: 0, count: WireLimits.maximumFrameBytes + 1))
+        }
+        #expect(error.code == .tooLarge)
+    }
+
+    @Test func aDeflateBombIsRefusedWhileInflating() throws {
+        // 16 MiB of zeros deflates to about 16 KiB: a ratio far above 200:1.
+        let plain = [UInt8](repeating: 0, count: WireLimits.maximumPayloadBytes)
+        let bomb = Deflate.compress(plain, level: 9)
+        var writer = BinaryWriter()
+        writer.raw(UploadFrame.magic)
+        writer.byte(UploadFrame.version)
+        writer.byte(1)
+        writer.string("app")
+        writer.string("d1")
+        writer.uvarint(1)
+        writer.uvarint(1)
+        writer.uvarint(1)
+        writer.uvarint(1)
+        writer.byte(1)
+        // Announce a small payload: inflating stops at the announced length.
+        writer.uvarint(100)
+        writer.raw([UInt8](repeating: 0, count: 32))
+        writer.uvarint(UInt64(bomb.count))
+        writer.raw([UInt8](repeating: 0, count: 32))
+        writer.raw(bomb)
+        let parsed = try UploadFrame.parse(writer.bytes)
+        let error = try #require(throws: WireError.self) { try parsed.messages() }
+        #expect(error.code == .malformed && error.message.contains("past its announced 100 bytes"))
+
+        let direct = try #require(throws: DeflateError.self) { try Deflate.decompress(bomb, limit: 1 << 20) }
+        #expect(direct == .tooLarge(limit: 1 << 20))
+    }
+
+    @Test func aHeaderClaimingAnImpossibleRatioIsRefused() throws {
+        var frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2)), key: key)
+        var writer = BinaryWriter()
+        writer.raw(UploadFrame.magic)
+        writer.byte(UploadFrame.version)
+        writer.byte(1)
+        writer.string("app")
+        writer.string("d1")
+        for value: UInt64 in [1, 1, 2, 2] { writer.uvarint(value) }
+        writer.byte(1)
+        writer.uvarint(UInt64(WireLimits.maximumPayloadBytes))
+        writer.raw(frame.digest)
+        writer.uvarint(UInt64(frame.payload.count))
+        writer.raw(frame.signature)
+        writer.raw(frame.payload)
+        frame.payload = []
+        let error = try #require(throws: WireError.self) { try UploadFrame.parse(writer.bytes) }
+        #expect(error.code == .tooLarge)
+    }
+
+    @Test func deflateRoundTripsAndRefusesTruncatedOrTrailingInput() throws {
+        let plain = Array("the same words again and again, the same words again".utf8)
+        let packed = Deflate.compress(plain)
+        #expect(try Deflate.decompress(packed, limit: plain.count) == plain)
+        #expect(throws: DeflateError.self) { try Deflate.decompress(Array(packed.dropLast(2)), limit: 1000) }
+        #expect(throws: DeflateError.self) { try Deflate.decompress(packed + [1, 2, 3], limit: 1000) }
+        #expect(throws: DeflateError.tooLarge(limit: 10)) { try Deflate.decompress(packed, limit: 10) }
+    }
+
+    @Test func anOverlongContentStringIsRefused() throws {
+        let long = String(repeating: "x", count: WireLimits.maximumStringBytes + 1)
+        let message = OutboxMessage.content(hash("1"), PublicContent(activityType: "t", title: long, keywords: [],
+                                                                    contentDescription: nil, webpageURL: nil))
+        let error = try #require(throws: CodecError.self) { try OutboxMessage.decode(message.encoded) }
+        #expect(error.code == .limitExceeded)
+    }
+
+    @Test func repliesAreAuthenticOnlyUnderTheDeviceKey() throws {
+        let ack = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 9),
+                                     durableThrough: OutboxPosition(epoch: 1, seq: 9), contentRequests: [hash("2")]))
+        let signed = try CloudReply.decode(ack.encoded(device: "d1", key: key), device: "d1", key: key)
+        #expect(signed.reply == ack && signed.isAuthentic)
+        #expect(try !CloudReply.decode(ack.encoded(device: "d1", key: otherKey), device: "d1", key: key).isAuthentic)
+        #expect(try !CloudReply.decode(ack.encoded(device: "d1", key: nil), device: "d1", key: key).isAuthentic)
+        #expect(throws: WireError.self) { try CloudReply.decode(ack.encoded(device: "d2", key: key), device: "d1", key: key) }
+
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
+        #expect(try CloudReply.decode(gap.encoded(device: "d1", key: key), device: "d1", key: key).reply == gap)
+    }
+}
+
+@Suite struct PublicHashTests {
+    @Test func theHashIsTheSameOnEveryDeviceOfAnAppAndDiffersBetweenApps() {
+        let activity = UserActivity(activityType: "com.example.read", title: "A", webpageURL: "https://example.com/a",
+                                    eligibleForSearch: true, eligibleForPublicIndexing: true)
+        let content = PublicContent(activity)!
+        #expect(PublicHash.of(app: "one", content: content) == PublicHash.of(app: "one", content: content))
+        #expect(PublicHash.of(app: "one", content: content) != PublicHash.of(app: "two", content: content))
+        var retitled = activity
+        retitled.title = "Another title"
+        #expect(PublicHash.of(app: "one", content: PublicContent(retitled)!) == PublicHash.of(app: "one", content: content),
+                "the URL, not the title, identifies an activity that has one")
+    }
+
+    @Test func onlySearchableAndPublicActivitiesHavePublicContent() {
+        var activity = UserActivity(activityType: "t", title: "A", eligibleForSearch: true, eligibleForPublicIndexing: false)
+        #expect(PublicContent(activity) == nil)
+        activity.eligibleForPublicIndexing = true
+        activity.eligibleForSearch = false
+        #expect(PublicContent(activity) == nil)
+        activity.eligibleForSearch = true
+        #expect(PublicContent(activity) != nil)
+        activity.title = nil
+        #expect(PublicContent(activity) == nil, "nothing to be known by")
+        activity.webpageURL = "https://example.com/" + String(repeating: "x", count: WireLimits.maximumStringBytes)
+        #expect(PublicContent(activity) == nil, "too long for the wire, so it stays private")
+    }
+
+    @Test func voteTokensDependOnTheDeviceSecretAndTheHash() {
+        let a = VoteToken(secret: key, hash: hash("1"))
+        #expect(a == VoteToken(secret: key, hash: hash("1")))
+        #expect(a != VoteToken(secret: otherKey, hash: hash("1")))
+        #expect(a != VoteToken(secret: key, hash: hash("2")))
+    }
+}

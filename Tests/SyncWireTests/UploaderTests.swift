@@ -1,0 +1,150 @@
+import IndexModel
+import Testing
+@testable import SyncWire
+
+private let key: [UInt8] = Array(repeating: 3, count: 32)
+private let t0 = Timestamp(millisecondsSince1970: 1_800_000_000_000)
+
+private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size: Int = 1) -> [OutboxRecord] {
+    (0..<count).map { index in
+        let hash = PublicHash.of(app: "app", activityType: "t", identity: "title:\(index)")
+        let message = OutboxMessage.content(hash, PublicContent(activityType: "t", title: String(repeating: "w", count: size),
+                                                                keywords: [], contentDescription: nil, webpageURL: nil))
+        return OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64(index)), message: message)
+    }
+}
+
+private func ack(_ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [], key signingKey: [UInt8]? = key) -> [UInt8] {
+    CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: seq),
+                       durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests))
+        .encoded(device: "d1", key: signingKey)
+}
+
+private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfiguration()) -> Uploader {
+    Uploader(app: "app", device: "d1", key: key, acknowledged: .start, durable: .start, configuration: configuration)
+}
+
+@Suite struct UploaderTests {
+    @Test func framesAreCutByCountAndByBytes() throws {
+        var byCount = makeUploader(UploaderConfiguration(maximumMessages: 10))
+        let firstSent = byCount.nextFrame(now: t0, pending: outbox(25))
+
+        let first = try #require(firstSent)
+        #expect(first.count == 10)
+
+        var byBytes = makeUploader(UploaderConfiguration(maximumPayloadBytes: 2_000))
+        let records = outbox(25, size: 500)
+        let frameSent = byBytes.nextFrame(now: t0, pending: records)
+
+        let frame = try #require(frameSent)
+        #expect(frame.uncompressedLength <= 2_000 && frame.count == 3)
+
+        var huge = makeUploader(UploaderConfiguration(maximumPayloadBytes: 100))
+        #expect(huge.nextFrame(now: t0, pending: records)?.count == 1, "one message always fits")
+    }
+
+    @Test func anAckAdvancesTheCursorAndHandsOverContentRequests() throws {
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 4))
+        let sent = uploader.nextFrame(now: t0, pending: outbox(6))
+
+        _ = try #require(sent)
+        #expect(uploader.nextFrame(now: t0, pending: outbox(6)) == nil, "one frame in flight at a time")
+        let requested = PublicHash.of(app: "app", activityType: "t", identity: "title:x")
+        let effects = uploader.receive(ack(4, durable: 2, requests: [requested]), now: t0)
+        #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
+        #expect(effects.contains(.contentRequested([requested])))
+        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 4))
+        let nextSent = uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(4)))
+
+        let next = try #require(nextSent)
+        #expect(next.first == OutboxPosition(epoch: 1, seq: 5) && next.last == OutboxPosition(epoch: 1, seq: 6))
+    }
+
+    @Test func anUnknownOutcomeResendsTheSameFrameAfterAGrowingBackoff() throws {
+        var uploader = makeUploader(UploaderConfiguration(initialBackoffMilliseconds: 100, maximumBackoffMilliseconds: 1_000,
+                                                          jitterSeed: 42))
+        let frameSent = uploader.nextFrame(now: t0, pending: outbox(3))
+
+        let frame = try #require(frameSent)
+        var now = t0
+        var delays: [Int64] = []
+        for _ in 0..<6 {
+            let effects = uploader.failed(now: now, reason: "timeout")
+            guard case .retryScheduled(let at, _, _) = effects.first else {
+                Issue.record("expected a retry, got \(effects)")
+                return
+            }
+            delays.append(at.millisecondsSince1970 - now.millisecondsSince1970)
+            #expect(uploader.nextFrame(now: at.adding(milliseconds: -1), pending: outbox(3)) == nil, "not before the backoff ends")
+            now = at
+            #expect(uploader.nextFrame(now: now, pending: outbox(3)) == frame, "the same frame, byte for byte")
+        }
+        // Ceilings 100, 200, 400, 800, 1000, 1000; each delay lies in the upper half of its ceiling.
+        for (delay, ceiling) in zip(delays, [100, 200, 400, 800, 1_000, 1_000] as [Int64]) {
+            #expect(delay >= ceiling / 2 && delay <= ceiling, "\(delays)")
+        }
+        var replay = makeUploader(uploader.configuration)
+        _ = replay.nextFrame(now: t0, pending: outbox(3))
+        guard case .retryScheduled(let at, _, _) = replay.failed(now: t0, reason: "timeout").first else { return }
+        #expect(at.millisecondsSince1970 - t0.millisecondsSince1970 == delays[0], "the same seed gives the same jitter")
+    }
+
+    @Test func aReplyNotSignedByTheCloudIsTreatedAsNoReply() throws {
+        var uploader = makeUploader()
+        let sent = uploader.nextFrame(now: t0, pending: outbox(3))
+
+        _ = try #require(sent)
+        let effects = uploader.receive(ack(3, key: Array(repeating: 9, count: 32)), now: t0)
+        guard case .retryScheduled = effects.first else {
+            Issue.record("a forged ack must not move the cursor: \(effects)")
+            return
+        }
+        #expect(uploader.acknowledged == .start)
+    }
+
+    @Test func aGapRewindsToTheExpectedPosition() throws {
+        var uploader = makeUploader()
+        let sent = uploader.nextFrame(now: t0, pending: outbox(5))
+
+        _ = try #require(sent)
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:3"), expected: OutboxPosition(epoch: 1, seq: 3)))
+        let effects = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        #expect(effects == [.rewound(to: OutboxPosition(epoch: 1, seq: 2), reason: "expected 1:3")])
+        let resentSent = uploader.nextFrame(now: t0, pending: Array(outbox(5).dropFirst(2)))
+
+        let resent = try #require(resentSent)
+        #expect(resent.first == OutboxPosition(epoch: 1, seq: 3))
+    }
+
+    @Test func aPermanentRejectionStopsTheUploader() throws {
+        for code in [WireError.Code.badSignature, .equivocation, .tooLarge, .malformed, .refused] {
+            var uploader = makeUploader()
+            let sent = uploader.nextFrame(now: t0, pending: outbox(2))
+
+            _ = try #require(sent)
+            let rejection = CloudReply.rejection(Rejection(WireError(code, "no")))
+            #expect(uploader.receive(rejection.encoded(device: "d1", key: key), now: t0) == [.stopped(WireError(code, "no"))])
+            #expect(uploader.nextFrame(now: t0.adding(milliseconds: 1_000_000), pending: outbox(2)) == nil)
+        }
+    }
+
+    @Test func aMissingStretchOfTheOutboxStopsInsteadOfSkipping() throws {
+        var uploader = makeUploader()
+        #expect(uploader.nextFrame(now: t0, pending: outbox(3, from: 4)) == nil)
+        guard case .stopped(let error) = uploader.state else {
+            Issue.record("expected a stop, got \(uploader.state)")
+            return
+        }
+        #expect(error.message.contains("already dropped"))
+    }
+
+    @Test func aNewEpochStartsAfterTheLastAcknowledgedOne() throws {
+        var uploader = Uploader(app: "app", device: "d1", key: key, acknowledged: OutboxPosition(epoch: 1, seq: 7),
+                                durable: OutboxPosition(epoch: 1, seq: 7))
+        let pending = outbox(2, epoch: 1, from: 8) + outbox(3, epoch: 2, from: 1)
+        let frameSent = uploader.nextFrame(now: t0, pending: pending)
+
+        let frame = try #require(frameSent)
+        #expect(frame.count == 2 && frame.epoch == 1, "a frame never spans two epochs")
+    }
+}
