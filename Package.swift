@@ -36,6 +36,7 @@ let package = Package(
             dependencies: [
                 "IndexModel",
                 "IndexQuery",
+                "SyncWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API, for binding values on the journal's write path.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -88,6 +89,7 @@ let package = Package(
             name: "DeviceStoreTests",
             dependencies: [
                 "DeviceStore",
+                "SyncWire",
                 "IndexModel",
                 "IndexQuery",
                 "QueryTestSupport",

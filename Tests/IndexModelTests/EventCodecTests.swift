@@ -115,7 +115,7 @@ private func payload(_ build: (inout BinaryWriter) -> Void) -> [UInt8] {
 /// A payload that starts like an `itemIndexed` event of item "1" in index "i",
 /// without domain or expiry, up to its attribute count.
 private func itemIndexedHeader(_ writer: inout BinaryWriter) {
-    writer.byte(JournalEvent.formatVersion)
+    writer.byte(EventKind.itemIndexed.version)
     writer.byte(EventKind.itemIndexed.rawValue)
     writer.string("i")
     writer.string("1")
@@ -170,6 +170,7 @@ private let sampleEvents: [JournalEvent] = {
         .activityExpired(key: "id:p"),
         .resultShown(ref: "1"),
         .resultEngaged(ref: "https://www.yummly.com/"),
+        .publicContentRequested(hashes: [[UInt8](repeating: 9, count: 32)]),
     ]
 }()
 
@@ -204,7 +205,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 2, 255] {
+    for version: UInt8 in [0, 3, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -212,7 +213,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 11, 255] {
+    for kind: UInt8 in [0, 12, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }
@@ -535,4 +536,38 @@ private let sampleEvents: [JournalEvent] = {
     #expect(attributes[.custom("e\u{301}")] == .bool(false))
     let decoded = try? EventCodec.decodeAttributes(EventCodec.encode(attributes))
     #expect(decoded == attributes)
+}
+
+@Suite struct EventVersionTests {
+    private let request = JournalEvent.publicContentRequested(hashes: [[UInt8](repeating: 1, count: 32),
+                                                                       [UInt8](repeating: 2, count: 32)])
+
+    @Test func eachEventIsWrittenWithTheVersionThatIntroducedItsKind() throws {
+        #expect(EventCodec.encode(.resultShown(ref: "1"))[0] == 1, "old kinds keep their bytes")
+        #expect(EventCodec.encode(request)[0] == 2)
+        #expect(try EventCodec.decode(EventCodec.encode(request)) == request)
+    }
+
+    @Test func anEventUnderAnotherVersionIsRefusedAsNonCanonical() throws {
+        var bytes = EventCodec.encode(.resultShown(ref: "1"))
+        bytes[0] = 2
+        #expect(throws: CodecError.self) { try EventCodec.decode(bytes) }
+        var newer = EventCodec.encode(request)
+        newer[0] = 1
+        let error = try #require(throws: CodecError.self) { try EventCodec.decode(newer) }
+        #expect(error.code == .nonCanonical)
+        newer[0] = 3
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 3 is not supported (this build reads versions 1 to 2)")) {
+            try EventCodec.decode(newer)
+        }
+    }
+
+    @Test func requestedHashesMustBeAscendingAndWhole() throws {
+        let unsorted = EventCodec.encode(.publicContentRequested(hashes: [[UInt8](repeating: 2, count: 32),
+                                                                         [UInt8](repeating: 1, count: 32)]))
+        let error = try #require(throws: CodecError.self) { try EventCodec.decode(unsorted) }
+        #expect(error.code == .nonCanonical)
+        let cut = Array(EventCodec.encode(request).dropLast())
+        #expect(throws: CodecError.self) { try EventCodec.decode(cut) }
+    }
 }

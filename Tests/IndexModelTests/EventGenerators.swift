@@ -58,6 +58,11 @@ enum RandomEvents {
             return .resultShown(ref: string(&rng))
         case .resultEngaged:
             return .resultEngaged(ref: string(&rng))
+        case .publicContentRequested:
+            let hashes = (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+                (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            }
+            return .publicContentRequested(hashes: Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) })
         }
     }
 

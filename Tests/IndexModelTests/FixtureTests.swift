@@ -2,18 +2,33 @@ import Foundation
 import IndexModel
 import Testing
 
-/// The golden files of event format version 1 (`Journal/fixtures/`, described in
-/// `Journal/FORMAT.md`). A build must read them to exactly these events and write
-/// exactly these bytes; a change that breaks this needs a new format version.
+/// The golden files of each event format version (`Journal/fixtures/`, described
+/// in `Journal/FORMAT.md`). A build must read them to exactly these events and
+/// write exactly these bytes; a change that breaks this needs a new format version.
 ///
 /// Run with `SIGHTLINE_RECORD_FIXTURES=1` to (re)write the files from the events
 /// below; without it a missing or different file fails the test.
 enum EventFixtures {
-    static let binaryName = "events-v1.bin"
-    static let jsonLinesName = "events-v1.jsonl"
+    /// One released version's fixture: its file names and the events it holds.
+    struct Version {
+        let number: UInt8
+        let events: [JournalEvent]
+        var binaryName: String { "events-v\(number).bin" }
+        var jsonLinesName: String { "events-v\(number).jsonl" }
+    }
 
-    /// Every event kind at least once, every deletion cause, every field change and
-    /// every attribute value type, standard and custom.
+    /// Version 1's file holds the kinds it introduced; version 2's the kinds it
+    /// added. Every version is read by this build.
+    static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents)]
+
+    static let versionTwoEvents: [JournalEvent] = [
+        .publicContentRequested(hashes: []),
+        .publicContentRequested(hashes: [[UInt8](repeating: 0x01, count: 32),
+                                         (0..<32).map { UInt8($0 * 7 + 3) }]),
+    ]
+
+    /// Every event kind of version 1 at least once, every deletion cause, every
+    /// field change and every attribute value type, standard and custom.
     static let events: [JournalEvent] = {
         var photo = AttributeSet()
         photo.title = "Haleakalā Sunrise 🌋"
@@ -138,7 +153,10 @@ private func fixture(_ name: String, expected: [UInt8]) throws -> [UInt8]? {
 
 @Test func fixtureEventsCoverTheFormat() {
     let events = EventFixtures.events
-    #expect(Set(events.map(\.kind)) == Set(EventKind.allCases))
+    #expect(Set(EventFixtures.versions.flatMap { $0.events.map(\.kind) }) == Set(EventKind.allCases))
+    for version in EventFixtures.versions {
+        #expect(version.events.allSatisfy { $0.kind.version == version.number }, "events-v\(version.number)")
+    }
     var types = Set<AttributeType>()
     var customTypes = Set<AttributeType>()
     for case .itemIndexed(_, let item) in events {
@@ -151,37 +169,41 @@ private func fixture(_ name: String, expected: [UInt8]) throws -> [UInt8]? {
     #expect(customTypes == [.string, .strings, .number, .date, .bool])
 }
 
-@Test func binaryFixtureDecodesToTheKnownEventsAndReencodesIdentically() throws {
-    let expected = EventFixtures.binary(EventFixtures.events)
-    guard let bytes = try fixture(EventFixtures.binaryName, expected: expected) else { return }
+@Test(arguments: EventFixtures.versions.map(\.number))
+func binaryFixtureDecodesToTheKnownEventsAndReencodesIdentically(number: UInt8) throws {
+    let version = EventFixtures.versions[Int(number) - 1]
+    let expected = EventFixtures.binary(version.events)
+    guard let bytes = try fixture(version.binaryName, expected: expected) else { return }
     let frames = try EventFixtures.frames(bytes)
-    #expect(frames.count == EventFixtures.events.count)
+    #expect(frames.count == version.events.count)
     var decoded: [JournalEvent] = []
     for (position, frame) in frames.enumerated() {
         do {
             decoded.append(try EventCodec.decode(frame))
         } catch {
-            Issue.record("event \(position) of \(EventFixtures.binaryName) does not decode: \(error)")
+            Issue.record("event \(position) of \(version.binaryName) does not decode: \(error)")
         }
     }
-    for (position, (event, known)) in zip(decoded, EventFixtures.events).enumerated() {
-        #expect(event == known, "event \(position) of \(EventFixtures.binaryName)")
+    for (position, (event, known)) in zip(decoded, version.events).enumerated() {
+        #expect(event == known, "event \(position) of \(version.binaryName)")
     }
     #expect(EventFixtures.binary(decoded) == bytes, "decoded events re-encode to the fixture's bytes")
     #expect(bytes == expected, "this build encodes the known events to the fixture's bytes")
 }
 
-@Test func jsonLinesFixtureMatchesTheDecodedEvents() throws {
-    let expected = Array(EventFixtures.jsonLines(EventFixtures.events).utf8)
-    guard let binary = try fixture(EventFixtures.binaryName, expected: EventFixtures.binary(EventFixtures.events)),
-          let bytes = try fixture(EventFixtures.jsonLinesName, expected: expected) else { return }
+@Test(arguments: EventFixtures.versions.map(\.number))
+func jsonLinesFixtureMatchesTheDecodedEvents(number: UInt8) throws {
+    let version = EventFixtures.versions[Int(number) - 1]
+    let expected = Array(EventFixtures.jsonLines(version.events).utf8)
+    guard let binary = try fixture(version.binaryName, expected: EventFixtures.binary(version.events)),
+          let bytes = try fixture(version.jsonLinesName, expected: expected) else { return }
     let decoded = try EventFixtures.frames(binary).map { frame throws in try EventCodec.decode(frame) }
     let text = String(decoding: bytes, as: UTF8.self)
     #expect(text.hasSuffix("\n"))
     let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
     #expect(lines.count == decoded.count)
     for (position, (line, event)) in zip(lines, decoded).enumerated() {
-        #expect(String(line) == JSONWriter.compact(event.jsonValue), "line \(position + 1) of \(EventFixtures.jsonLinesName)")
+        #expect(String(line) == JSONWriter.compact(event.jsonValue), "line \(position + 1) of \(version.jsonLinesName)")
         let parsed = try JSONReader.parse(String(line))
         guard case .object(let object) = parsed else {
             Issue.record("line \(position + 1) is not an object")

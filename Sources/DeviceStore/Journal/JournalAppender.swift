@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SyncWire
 
 /// Appends the events of one call inside a write transaction: encodes each event,
 /// links it into the hash chain, inserts the row and folds it into the
@@ -11,16 +12,18 @@ final class JournalAppender {
     private(set) var call: CallID
     let time: Timestamp
     private let projector: Projector
+    private let privacy: PrivacyProjection
     private(set) var head: Seq
     private(set) var headHash: ChainHash
     private(set) var firstAppended: Seq?
     private let insert: DirectStatement
 
     /// Reads the journal head in `db`, which must be inside a write transaction.
-    init(db: Database, time: Timestamp) throws {
+    init(db: Database, time: Timestamp, keys: PrivacyProjection.Keys) throws {
         self.db = db
         self.time = time
         projector = Projector(db: db)
+        privacy = PrivacyProjection(db: db, keys: keys)
         insert = try DirectStatement(db, """
             INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -58,7 +61,9 @@ final class JournalAppender {
         insert.bind(7, headHash.bytes)
         insert.bind(8, hash.bytes)
         try insert.execute()
+        let prior = try privacy.before(event)
         try projector.apply(event, payload: payload, seq: seq, time: time)
+        try privacy.after(event, prior: prior, epoch: epoch, seq: seq)
         head = seq
         headHash = hash
         if firstAppended == nil { firstAppended = seq }

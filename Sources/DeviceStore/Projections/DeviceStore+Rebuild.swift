@@ -2,13 +2,16 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import SyncWire
 
 extension DeviceStore {
     /// A SHA-256 digest of every projection (items, activities, client states,
-    /// engagement counts), over their rows in key order, excluding SQLite rowids.
-    /// Two stores with the same projections have the same digest.
+    /// engagement counts, and the privacy projection: public activities, votes
+    /// and the outbox after the durable watermark), over their rows in key order,
+    /// excluding SQLite rowids. Two stores with the same projections have the
+    /// same digest.
     public func projectionDigest() throws(DeviceStoreError) -> String {
-        try read { db in try ProjectionDigest.compute(db) }
+        try read { db in try ProjectionDigest.compute(db, after: OutboxStore.durable(db)) }
     }
 
     /// Replays the journal into fresh projections in a private in-memory database
@@ -19,9 +22,13 @@ extension DeviceStore {
         do {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
-                try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, createdAt: 0)
-                try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: scratchDB) }
-                return try ProjectionDigest.compute(scratchDB)
+                try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
+                                       voteSecret: privacyKeys.voteSecret, createdAt: 0)
+                let durable = try queue.read { sourceDB in
+                    try DeviceStore.replayJournal(from: sourceDB, into: scratchDB, keys: privacyKeys)
+                    return try OutboxStore.durable(sourceDB)
+                }
+                return try ProjectionDigest.compute(scratchDB, after: durable)
             }
         } catch let error as DeviceStoreError {
             throw error
@@ -41,7 +48,10 @@ extension DeviceStore {
             try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
             try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
             try SearchIndex.reset(db)
-            try DeviceStore.replayJournal(from: db, into: db)
+            try DeviceStore.replayJournal(from: db, into: db, keys: privacyKeys)
+            // The cloud holds the messages up to the durable watermark, so they
+            // are dropped again; the positions after it come out the same.
+            try OutboxStore.prune(db, through: OutboxStore.durable(db))
         }
     }
 
@@ -76,12 +86,16 @@ extension DeviceStore {
 
     /// Folds every event of the journal in `source` into the projections in
     /// `target` (the same connection for an in-place rebuild).
-    private static func replayJournal(from source: Database, into target: Database) throws {
+    private static func replayJournal(from source: Database, into target: Database, keys: PrivacyProjection.Keys) throws {
         let projector = Projector(db: target)
+        let privacy = PrivacyProjection(db: target, keys: keys)
         var failure: (any Error)?
         let scan = try scanJournal(source, from: Seq(1)) { record in
             do {
-                try projector.apply(try record.event(), payload: record.payload, seq: record.seq, time: record.time)
+                let event = try record.event()
+                let prior = try privacy.before(event)
+                try projector.apply(event, payload: record.payload, seq: record.seq, time: record.time)
+                try privacy.after(event, prior: prior, epoch: record.epoch, seq: record.seq)
                 return true
             } catch {
                 failure = error
@@ -106,14 +120,23 @@ enum ProjectionDigest {
         """,
         "SELECT index_name, state, changed_seq FROM client_states ORDER BY index_name",
         "SELECT ref, shown, engaged FROM engagement ORDER BY ref",
+        "SELECT activity_key, hash, refs, related, live FROM public_activities ORDER BY activity_key",
+        "SELECT hash, live FROM public_hashes ORDER BY hash",
+        "SELECT ref, hash, activities FROM public_refs ORDER BY ref, hash",
+        "SELECT hash FROM public_votes ORDER BY hash",
+        // The head, and the messages the cloud has not durably taken: the rest are pruned.
+        "SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1",
+        "SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq",
     ]
 
-    static func compute(_ db: Database) throws -> String {
+    /// The digest, with the outbox counted from after `durable`.
+    static func compute(_ db: Database, after durable: OutboxPosition) throws -> String {
         var hasher = SHA256()
         for (table, sql) in queries.enumerated() {
             var writer = BinaryWriter(capacity: 4096)
             writer.uvarint(UInt64(table))
-            let rows = try Row.fetchCursor(db, sql: sql)
+            let arguments: StatementArguments = sql.contains("?") ? [Int64(durable.epoch), Int64(durable.seq)] : []
+            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
             while let row = try rows.next() {
                 for value in row.databaseValues {
                     switch value.storage {

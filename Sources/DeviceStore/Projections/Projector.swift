@@ -64,6 +64,9 @@ final class Projector {
             let statement = try prepared(.countEngaged)
             statement.bind(1, ref)
             try statement.execute()
+        case .publicContentRequested:
+            // Only the privacy projection (the outbox) answers it.
+            break
         }
     }
 

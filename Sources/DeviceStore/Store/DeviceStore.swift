@@ -20,6 +20,9 @@ public struct StoreOptions: Sendable {
     /// `full` syncs the WAL on every commit (a committed call survives power
     /// loss); `normal` survives a process crash only. Full is the default.
     public var durability: Durability
+    /// The app (the cloud's tenant) a new store belongs to. It salts the public
+    /// hashes the store sends; a store keeps the app it was created with.
+    public var app: String
 
     public enum Durability: Sendable {
         case full
@@ -27,12 +30,15 @@ public struct StoreOptions: Sendable {
     }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                readOnly: Bool = false, durability: Durability = .full) {
+                readOnly: Bool = false, durability: Durability = .full, app: String = StoreOptions.defaultApp) {
         self.clock = clock
+        self.app = app
         self.random = random
         self.readOnly = readOnly
         self.durability = durability
     }
+
+    public static let defaultApp = "com.example.app"
 }
 
 /// A device's store: the append-only event journal and the projections folded
@@ -45,13 +51,20 @@ public final class DeviceStore: Sendable {
     public let deviceID: DeviceID
     public let location: StoreLocation
     public let isReadOnly: Bool
+    /// The app this store belongs to (set when it was created).
+    public let app: String
     let queue: DatabaseQueue
     let clock: any StoreClock
+    let privacyKeys: PrivacyProjection.Keys
 
     public init(at location: StoreLocation, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
+        let app = options.app
+        guard !app.isEmpty, app.utf8.count <= 256, !app.contains(where: \.isNewline) else {
+            throw DeviceStoreError(.invalidOption, "the app name must be 1 to 256 bytes on one line, not \"\(app)\"")
+        }
         var configuration = Configuration()
         configuration.readonly = options.readOnly
         configuration.busyMode = .timeout(10)
@@ -78,7 +91,8 @@ public final class DeviceStore: Sendable {
                     configuration.journalMode = .wal
                     if !FileManager.default.fileExists(atPath: path) {
                         try DeviceStore.createAtomically(path: path, configuration: configuration,
-                                                         deviceID: DeviceStore.makeDeviceID(options.random),
+                                                         deviceID: DeviceStore.makeDeviceID(options.random), app: app,
+                                                         voteSecret: DeviceStore.makeSecret(options.random),
                                                          createdAt: options.clock.now())
                     }
                 }
@@ -92,23 +106,26 @@ public final class DeviceStore: Sendable {
         let random = options.random
         let now = options.clock.now()
         do {
-            let identifier: String
+            let meta: StoreMeta
             if options.readOnly {
-                identifier = try queue.read { db in try DeviceStore.checkMeta(db) }
+                meta = try queue.read { db in try DeviceStore.checkMeta(db) }
             } else {
-                identifier = try queue.write { db in
+                meta = try queue.write { db in
                     if try db.tableExists("store_meta") {
                         return try DeviceStore.checkMeta(db)
                     }
                     if try !db.tableExists("event_journal"), try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
                         let identifier = DeviceStore.makeDeviceID(random)
-                        try StoreSchema.create(db, deviceID: identifier, createdAt: now.millisecondsSince1970)
-                        return identifier
+                        try StoreSchema.create(db, deviceID: identifier, app: app, voteSecret: DeviceStore.makeSecret(random),
+                                               createdAt: now.millisecondsSince1970)
+                        return try DeviceStore.checkMeta(db)
                     }
                     throw DeviceStoreError(.notADeviceStore, "\(location.displayName) is a SQLite database but not a Sightline device store")
                 }
             }
-            deviceID = DeviceID(identifier)
+            deviceID = DeviceID(meta.deviceID)
+            self.app = meta.keys.app
+            privacyKeys = meta.keys
         } catch let error as DeviceStoreError {
             throw error
         } catch {
@@ -145,13 +162,14 @@ public final class DeviceStore: Sendable {
     /// Creates a new store file whole: the schema is built in a temporary file
     /// beside `path`, closed, and renamed into place, so a crash during creation
     /// leaves either no store or a complete empty one, never a file without schema.
-    private static func createAtomically(path: String, configuration: Configuration, deviceID: String,
-                                         createdAt: Timestamp) throws {
+    private static func createAtomically(path: String, configuration: Configuration, deviceID: String, app: String,
+                                         voteSecret: [UInt8], createdAt: Timestamp) throws {
         let temporary = path + ".creating"
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
         let creator = try DatabaseQueue(path: temporary, configuration: configuration)
         try creator.write { db in
-            try StoreSchema.create(db, deviceID: deviceID, createdAt: createdAt.millisecondsSince1970)
+            try StoreSchema.create(db, deviceID: deviceID, app: app, voteSecret: voteSecret,
+                                   createdAt: createdAt.millisecondsSince1970)
         }
         try creator.close()
         guard rename(temporary, path) == 0 else {
@@ -159,7 +177,12 @@ public final class DeviceStore: Sendable {
         }
     }
 
-    private static func checkMeta(_ db: Database) throws -> String {
+    private struct StoreMeta {
+        let deviceID: String
+        let keys: PrivacyProjection.Keys
+    }
+
+    private static func checkMeta(_ db: Database) throws -> StoreMeta {
         guard try db.tableExists("store_meta") else {
             throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (no store_meta table)")
         }
@@ -174,7 +197,17 @@ public final class DeviceStore: Sendable {
         guard let identifier = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
             throw DeviceStoreError(.notADeviceStore, "the store has no device_id")
         }
-        return identifier
+        guard let app = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'app'"),
+              let secret = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'vote_secret'"),
+              secret.count == 32 else {
+            throw DeviceStoreError(.notADeviceStore, "the store has no app or no 32-byte vote_secret in store_meta")
+        }
+        return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: [UInt8](secret)))
+    }
+
+    /// 32 bytes from the injected random source: the vote secret of a new store.
+    private static func makeSecret(_ random: any RandomSource) -> [UInt8] {
+        (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
     }
 
     private static func makeDeviceID(_ random: any RandomSource) -> String {
@@ -262,7 +295,7 @@ public final class DeviceStore: Sendable {
                     existing.startNextCall()
                     current = existing
                 } else {
-                    current = try JournalAppender(db: db, time: now)
+                    current = try JournalAppender(db: db, time: now, keys: privacyKeys)
                     appender = current
                 }
                 var executor = CallExecutor(appender: current)
@@ -281,7 +314,7 @@ public final class DeviceStore: Sendable {
     public func expireNow() throws(DeviceStoreError) -> CallOutcome {
         let now = clock.now()
         return try write { db in
-            let appender = try JournalAppender(db: db, time: now)
+            let appender = try JournalAppender(db: db, time: now, keys: privacyKeys)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
             executor.outcome.seqs = appender.appendedRange

@@ -23,6 +23,11 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
         case readOnly
         /// SQLite reported an error.
         case database
+        /// A store option (such as the app name) is not valid.
+        case invalidOption
+        /// The sync state or outbox cannot do what was asked (an ack for
+        /// positions the outbox never had, a missing device key).
+        case sync
     }
 
     public let code: Code

@@ -1,10 +1,12 @@
+import Foundation
 import GRDB
 
-/// The SQLite schema of a device store, version 1. `Journal/FORMAT.md` documents
+/// The SQLite schema of a device store, version 2. `Journal/FORMAT.md` documents
 /// every table; the event journal is the source of truth and every other table is
 /// a projection that `rebuildProjections()` can make again from it.
 enum StoreSchema {
-    static let formatVersion = 1
+    /// Version 2 added the outbox (the privacy projection) and the sync state.
+    static let formatVersion = 2
     static let application = "sightline-device-store"
 
     static let journalDDL = """
@@ -84,23 +86,57 @@ enum StoreSchema {
             shown INTEGER NOT NULL,
             engaged INTEGER NOT NULL
         );
+        CREATE TABLE public_activities (
+            activity_key TEXT PRIMARY KEY,
+            hash BLOB NOT NULL,
+            refs TEXT NOT NULL,
+            related TEXT,
+            live INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX public_activities_by_hash ON public_activities (hash);
+        CREATE INDEX public_activities_by_related ON public_activities (related) WHERE related IS NOT NULL;
+        CREATE TABLE public_hashes (hash BLOB PRIMARY KEY, live INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE public_refs (
+            ref TEXT NOT NULL,
+            hash BLOB NOT NULL,
+            activities INTEGER NOT NULL,
+            PRIMARY KEY (ref, hash)
+        ) WITHOUT ROWID;
+        CREATE TABLE public_votes (hash BLOB PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE outbox (
+            epoch INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            journal_seq INTEGER NOT NULL,
+            message BLOB NOT NULL,
+            PRIMARY KEY (epoch, seq)
+        ) WITHOUT ROWID;
+        """
+
+    /// Where this device stands with the cloud. Not a projection: acks write it,
+    /// and a rebuild keeps it.
+    static let syncDDL = """
+        CREATE TABLE sync_state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
         """
 
     /// The projection tables, in the order `rebuildProjections()` empties them.
-    static let projectionTables = ["items", "activities", "client_states", "engagement"]
+    static let projectionTables = ["items", "activities", "client_states", "engagement",
+                                   "public_activities", "public_hashes", "public_refs", "public_votes", "outbox"]
 
-    static func create(_ db: Database, deviceID: String, createdAt: Int64) throws {
+    static func create(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
         try db.execute(sql: """
             CREATE TABLE store_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
             """)
         try db.execute(sql: journalDDL)
         try db.execute(sql: projectionDDL)
+        try db.execute(sql: syncDDL)
         let meta: [(String, any DatabaseValueConvertible)] = [
             ("application", application),
             ("format_version", formatVersion),
             ("device_id", deviceID),
             ("epoch", 1),
             ("created_at", createdAt),
+            ("app", app),
+            ("vote_secret", Data(voteSecret)),
         ]
         for (key, value) in meta {
             try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)", arguments: [key, value])

@@ -8,7 +8,7 @@
 public enum EventCodec {
     public static func encode(_ event: JournalEvent) -> [UInt8] {
         var writer = BinaryWriter()
-        writer.byte(JournalEvent.formatVersion)
+        writer.byte(event.kind.version)
         writer.byte(event.kind.rawValue)
         switch event {
         case .itemIndexed(let index, let item):
@@ -44,6 +44,9 @@ public enum EventCodec {
             writer.string(key)
         case .resultShown(let ref), .resultEngaged(let ref):
             writer.string(ref)
+        case .publicContentRequested(let hashes):
+            writer.uvarint(UInt64(hashes.count))
+            for hash in hashes { writer.raw(hash) }
         }
         return writer.bytes
     }
@@ -51,13 +54,17 @@ public enum EventCodec {
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> JournalEvent {
         var reader = BinaryReader(bytes)
         let version = try reader.byte()
-        guard version == JournalEvent.formatVersion else {
+        guard (1...JournalEvent.formatVersion).contains(version) else {
             throw CodecError(.unknownVersion, at: 0,
-                             "event format version \(version) is not supported (this build reads version \(JournalEvent.formatVersion))")
+                             "event format version \(version) is not supported (this build reads versions 1 to \(JournalEvent.formatVersion))")
         }
         let kindByte = try reader.byte()
         guard let kind = EventKind(rawValue: kindByte) else {
             throw CodecError(.unknownKind, at: 1, "unknown event kind \(kindByte)")
+        }
+        guard kind.version == version else {
+            throw CodecError(.nonCanonical, at: 0,
+                             "a \(kind.name) event is written with format version \(kind.version), not \(version)")
         }
         let event: JournalEvent
         switch kind {
@@ -108,6 +115,18 @@ public enum EventCodec {
             event = .resultShown(ref: try reader.string())
         case .resultEngaged:
             event = .resultEngaged(ref: try reader.string())
+        case .publicContentRequested:
+            let count = try readCount(&reader)
+            var hashes: [[UInt8]] = []
+            for _ in 0..<count {
+                let start = reader.offset
+                let hash = try reader.fixedBytes(32, "public hash")
+                if let last = hashes.last, !last.lexicographicallyPrecedes(hash) {
+                    throw CodecError(.nonCanonical, at: start, "requested hashes must be in ascending order without repeats")
+                }
+                hashes.append(hash)
+            }
+            event = .publicContentRequested(hashes: hashes)
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")
@@ -369,7 +388,7 @@ extension EventCodec {
     public static func indexedItemAttributes(in payload: [UInt8]) -> ArraySlice<UInt8>? {
         var reader = BinaryReader(payload)
         do {
-            guard try reader.byte() == JournalEvent.formatVersion,
+            guard try reader.byte() == EventKind.itemIndexed.version,
                   try reader.byte() == EventKind.itemIndexed.rawValue else { return nil }
             try reader.skipLengthPrefixed()  // index
             try reader.skipLengthPrefixed()  // uniqueIdentifier

@@ -51,6 +51,10 @@ extension JournalEvent {
             object["key"] = .string(key)
         case .resultShown(let ref), .resultEngaged(let ref):
             object["ref"] = .string(ref)
+        case .publicContentRequested(let hashes):
+            object["hashes"] = .array(hashes.map { hash in
+                .string(hash.map { String($0, radix: 16).leftPadded(to: 2) }.joined())
+            })
         }
         return .object(object)
     }
@@ -91,4 +95,10 @@ extension AttributeSet {
 extension UserActivity {
     /// The activity in the operations file's `activity` form.
     public var jsonValue: JSONValue { .object(operationJSON) }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
 }

@@ -26,9 +26,15 @@ public enum JournalEvent: Hashable, Sendable {
     case resultShown(ref: String)
     /// The user engaged with (tapped) a search result.
     case resultEngaged(ref: String)
+    /// The cloud asked this device for the public content of these public hashes
+    /// (each 32 bytes, in ascending order, no repeats). Journaled so that the
+    /// outbox, which answers it, stays a fold of the journal.
+    case publicContentRequested(hashes: [[UInt8]])
 
-    /// The version of the event encoding this build writes.
-    public static let formatVersion: UInt8 = 1
+    /// The newest version of the event encoding this build writes. Each event is
+    /// written with the version that introduced its kind (`EventKind.version`),
+    /// so events of older kinds keep their bytes and their hashes.
+    public static let formatVersion: UInt8 = 2
 
     public var kind: EventKind {
         switch self {
@@ -42,6 +48,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityExpired: .activityExpired
         case .resultShown: .resultShown
         case .resultEngaged: .resultEngaged
+        case .publicContentRequested: .publicContentRequested
         }
     }
 
@@ -66,6 +73,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
+        case .publicContentRequested: nil
         }
     }
 }
@@ -83,6 +91,13 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case activityExpired = 8
     case resultShown = 9
     case resultEngaged = 10
+    case publicContentRequested = 11
+
+    /// The event format version that introduced the kind, which is the version
+    /// its events are written with.
+    public var version: UInt8 {
+        self == .publicContentRequested ? 2 : 1
+    }
 
     public var name: String {
         switch self {
@@ -96,6 +111,7 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .activityExpired: "activityExpired"
         case .resultShown: "resultShown"
         case .resultEngaged: "resultEngaged"
+        case .publicContentRequested: "publicContentRequested"
         }
     }
 

@@ -17,7 +17,8 @@ import IndexModel
 /// and every projection. The baseline is what a hand-written C program would do
 /// to store the same data: one prepared statement per row, inserting exactly the
 /// rows the store wrote in an untimed warm-up run (journal rows, item or activity
-/// rows, engagement upserts) and the same text into plain FTS5 tables with the
+/// rows, engagement upserts, and the privacy projection's public-activity rows,
+/// reference and hash counts, votes and outbox messages) and the same text into plain FTS5 tables with the
 /// same tokenizer. Each FTS5 table keeps its own copy of the text, as FTS5 does by
 /// default; the store's FTS5 tables read their text from the projection rows.
 struct AppendBenchmark {
@@ -155,6 +156,9 @@ struct AppendBenchmark {
     struct Rows {
         var journal: [[RawValue]] = []
         var projection: [Int64: Projection] = [:]
+        /// The privacy projection's writes per journal seq: a public activity's
+        /// row (with its counted references and hash), outbox messages, votes.
+        var privacy: [Int64: Privacy] = [:]
         var counts = Counts()
         /// The DDL of the store's tables and indexes, for the baseline.
         var schema: [String] = []
@@ -167,11 +171,19 @@ struct AppendBenchmark {
         case engaged(String)
     }
 
+    struct Privacy {
+        var publicActivity: [RawValue]?
+        var outbox: [[RawValue]] = []
+        var votes: [[UInt8]] = []
+    }
+
     struct Counts: Equatable {
         var journal = 0
         var items = 0
         var activities = 0
         var engagement = 0
+        var publicActivities = 0
+        var outbox = 0
     }
 
     static let itemColumns = """
@@ -214,6 +226,20 @@ struct AppendBenchmark {
             guard case .integer(let seq) = row[19] else { continue }
             rows.projection[seq] = .activity(row, text: Array(row[2...4]))
         }
+        for row in try database.query("""
+            SELECT p.activity_key, p.hash, p.refs, p.related, p.live, a.changed_seq
+            FROM public_activities p JOIN activities a ON a.activity_key = p.activity_key
+            """) {
+            guard case .integer(let seq) = row[5] else { continue }
+            rows.privacy[seq, default: Privacy()].publicActivity = Array(row[0...4])
+        }
+        for row in try database.query("SELECT epoch, seq, journal_seq, message FROM outbox ORDER BY epoch, seq") {
+            guard case .integer(let seq) = row[2], case .blob(let message) = row[3] else { continue }
+            rows.privacy[seq, default: Privacy()].outbox.append(row)
+            if message.first == 1 {  // a vote: tag 1, then the hash
+                rows.privacy[seq, default: Privacy()].votes.append(Array(message[1...32]))
+            }
+        }
         // The store's own tables and indexes, without its full-text tables
         // (the baseline makes plain ones) and their shadow tables.
         rows.schema = try database.query("""
@@ -236,7 +262,8 @@ struct AppendBenchmark {
             return Int(value)
         }
         return Counts(journal: try count("event_journal"), items: try count("items"),
-                      activities: try count("activities"), engagement: try count("engagement"))
+                      activities: try count("activities"), engagement: try count("engagement"),
+                      publicActivities: try count("public_activities"), outbox: try count("outbox"))
     }
 
     // MARK: - The two sides
@@ -279,6 +306,20 @@ struct AppendBenchmark {
             INSERT INTO engagement (ref, shown, engaged) VALUES (?, 0, 1)
             ON CONFLICT (ref) DO UPDATE SET engaged = engaged + 1
             """)
+        // The privacy projection's writes: a public activity's row, its counted
+        // references and hash, outbox messages and votes.
+        let insertPublic = try database.prepare("""
+            INSERT INTO public_activities (activity_key, hash, refs, related, live) VALUES (?, ?, ?, ?, ?)
+            """)
+        let countRef = try database.prepare("""
+            INSERT INTO public_refs (ref, hash, activities) VALUES (?, ?, 1)
+            ON CONFLICT (ref, hash) DO UPDATE SET activities = activities + 1
+            """)
+        let countHash = try database.prepare("""
+            INSERT INTO public_hashes (hash, live) VALUES (?, 1) ON CONFLICT (hash) DO UPDATE SET live = live + 1
+            """)
+        let insertMessage = try database.prepare("INSERT INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)")
+        let insertVote = try database.prepare("INSERT INTO public_votes (hash) VALUES (?)")
         let elapsed = try ContinuousClock().measure {
             try database.execute("BEGIN")
             for (position, row) in rows.journal.enumerated() {
@@ -286,7 +327,19 @@ struct AppendBenchmark {
                     try database.execute("COMMIT; BEGIN")
                 }
                 try insertEvent.run(row)
-                guard case .integer(let seq) = row[0], let projection = rows.projection[seq] else { continue }
+                guard case .integer(let seq) = row[0] else { continue }
+                if let privacy = rows.privacy[seq] {
+                    if let values = privacy.publicActivity {
+                        try insertPublic.run(values)
+                        if case .text(let refs) = values[2], case .blob(let hash) = values[1] {
+                            for ref in refs.split(separator: "\n") { try countRef.run([.text(String(ref)), .blob(hash)]) }
+                            try countHash.run([.blob(hash)])
+                        }
+                    }
+                    for vote in privacy.votes { try insertVote.run([.blob(vote)]) }
+                    for message in privacy.outbox { try insertMessage.run(message) }
+                }
+                guard let projection = rows.projection[seq] else { continue }
                 switch projection {
                 case .item(let values, let text):
                     try insertItem.run(values)

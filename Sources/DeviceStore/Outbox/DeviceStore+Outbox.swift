@@ -1,0 +1,158 @@
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+/// One outbox message as stored, with the journal event that produced it.
+public struct OutboxEntry: Hashable, Sendable {
+    public let position: OutboxPosition
+    /// The journal event whose fold appended this message.
+    public let journalSeq: Seq
+    public let message: OutboxMessage
+}
+
+/// Where a device stands with the cloud.
+public struct SyncStatus: Hashable, Sendable {
+    /// The last message the privacy projection appended.
+    public let head: OutboxPosition
+    /// The cloud holds every message up to here (its last ack).
+    public let acknowledged: OutboxPosition
+    /// The cloud's copy is durable up to here; older messages are dropped.
+    public let durable: OutboxPosition
+    /// Messages after `acknowledged`, waiting to be sent.
+    public let pending: Int
+}
+
+extension DeviceStore {
+    /// The sync cursor and outbox size.
+    public func syncStatus() throws(DeviceStoreError) -> SyncStatus {
+        try read { db in
+            let acknowledged = try OutboxStore.acknowledged(db)
+            let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)",
+                                           arguments: [Int64(acknowledged.epoch), Int64(acknowledged.seq)]) ?? 0
+            return SyncStatus(head: try OutboxStore.head(db), acknowledged: acknowledged,
+                              durable: try OutboxStore.durable(db), pending: pending)
+        }
+    }
+
+    /// Up to `limit` outbox records after `position`, in order, as the uploader takes them.
+    public func pendingOutbox(after position: OutboxPosition, limit: Int) throws(DeviceStoreError) -> [OutboxRecord] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT epoch, seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
+                """), arguments: [Int64(position.epoch), Int64(position.seq), limit]).map { row in
+                OutboxRecord(position: OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64)),
+                             encoded: [UInt8](row[2] as Data))
+            }
+        }
+    }
+
+    /// The stored outbox messages after `position`, decoded, for inspection.
+    public func outboxEntries(after position: OutboxPosition = OutboxPosition(epoch: 0, seq: 0),
+                              limit: Int = Int.max) throws(DeviceStoreError) -> [OutboxEntry] {
+        try read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
+                """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(clamping: limit)])
+            return try rows.map { row in
+                let position = OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64))
+                let message: OutboxMessage
+                do {
+                    message = try OutboxMessage.decode([UInt8](row[3] as Data))
+                } catch {
+                    throw DeviceStoreError(.corruptJournal, "outbox message \(position) does not decode: \(error)")
+                }
+                return OutboxEntry(position: position, journalSeq: Seq(UInt64(row[2] as Int64)), message: message)
+            }
+        }
+    }
+
+    /// Journals the cloud's request for the public content of `hashes` (from an
+    /// ack). The fold answers with a content message for each hash this device
+    /// still has a live vote for; the others are journaled and left unanswered.
+    /// Returns the journal seqs appended (nil when `hashes` is empty).
+    @discardableResult
+    public func recordContentRequests(_ hashes: [PublicHash]) throws(DeviceStoreError) -> ClosedRange<Seq>? {
+        let requested = Set(hashes).sorted().map(\.bytes)
+        guard !requested.isEmpty else { return nil }
+        let now = clock.now()
+        let keys = privacyKeys
+        return try write { db in
+            let appender = try JournalAppender(db: db, time: now, keys: keys)
+            var executor = CallExecutor(appender: appender)
+            try executor.expire(now: now)
+            try appender.append(.publicContentRequested(hashes: requested))
+            return appender.appendedRange
+        }
+    }
+
+    /// Records the cloud's ack: it holds everything through `acceptedThrough`,
+    /// durably through `durableThrough`. Messages up to the durable position are
+    /// dropped. Neither position moves backwards here; a cloud that lost messages
+    /// says so with a gap, and the uploader resends from its own cursor.
+    public func recordAcknowledgement(acceptedThrough: OutboxPosition,
+                                      durableThrough: OutboxPosition) throws(DeviceStoreError) {
+        try write { db in
+            let head = try OutboxStore.head(db)
+            guard acceptedThrough <= head, durableThrough <= acceptedThrough else {
+                throw DeviceStoreError(.sync, """
+                    the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
+                    but this device's outbox ends at \(head)
+                    """)
+            }
+            let acknowledged = max(try OutboxStore.acknowledged(db), acceptedThrough)
+            let durable = max(try OutboxStore.durable(db), durableThrough)
+            try OutboxStore.setPosition(db, "acknowledged", acknowledged)
+            try OutboxStore.setPosition(db, "durable", durable)
+            try OutboxStore.prune(db, through: durable)
+        }
+    }
+}
+
+/// The outbox and sync-state tables, for the store's own code.
+enum OutboxStore {
+    /// The last message appended, or seq 0 of epoch 1 when there is none.
+    /// Pruning always keeps the last message, so it is the outbox's last row.
+    static func head(_ db: Database) throws -> OutboxPosition {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1
+            """)) else {
+            return .start
+        }
+        return OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64))
+    }
+
+    static func acknowledged(_ db: Database) throws -> OutboxPosition {
+        try position(db, "acknowledged")
+    }
+
+    static func durable(_ db: Database) throws -> OutboxPosition {
+        try position(db, "durable")
+    }
+
+    private static func position(_ db: Database, _ name: String) throws -> OutboxPosition {
+        let epoch = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = ?"),
+                                       arguments: [name + "_epoch"])
+        let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = ?"),
+                                     arguments: [name + "_seq"])
+        guard let epoch, let seq else { return .start }
+        return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
+    }
+
+    static func setPosition(_ db: Database, _ name: String, _ position: OutboxPosition) throws {
+        for (suffix, value) in [("_epoch", position.epoch), ("_seq", position.seq)] {
+            try db.execute(sql: """
+                INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, arguments: [name + suffix, Int64(value)])
+        }
+    }
+
+    /// Drops the messages at or before `position`, except the last message
+    /// ever appended, which holds the head.
+    static func prune(_ db: Database, through position: OutboxPosition) throws {
+        let head = try head(db)
+        let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
+        try db.execute(sql: "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)",
+                       arguments: [Int64(through.epoch), Int64(through.seq)])
+    }
+}

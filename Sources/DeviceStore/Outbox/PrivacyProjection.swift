@@ -1,0 +1,329 @@
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+/// The privacy projection: the fold from journal events to the outbox, the only
+/// thing a device ever sends the cloud (`docs/SYNC.md`).
+///
+/// - Items never produce a message, nor do activities that are not public
+///   (`PublicContent.init?(_:)`): no field, no count, no hash.
+/// - The first engagement with a public activity sends a *vote* for its public
+///   hash with this device's token. The vote is *live* while some public,
+///   eligible activity of that hash remains on the device.
+/// - While a vote is live, each view, impression and engagement of the hash
+///   sends a *signal* (deltas). Before the first engagement nothing about the
+///   activity leaves.
+/// - A *withdraw* follows when the last activity of a voted hash is deleted,
+///   expires, turns private or loses its strongly related item. A later
+///   engagement votes again, with the same token, so the cloud's count of
+///   distinct devices does not grow.
+/// - A journaled content request is answered with the public fields of the
+///   hash's most recently recorded activity, if the device holds a live vote.
+///
+/// Like the other projections it reads only events and projections, never the
+/// clock, so `rebuildProjections()` makes the same outbox with the same
+/// positions. `before` runs ahead of the other projections' fold of an event
+/// and `after` behind it.
+///
+/// The tables keep counts so that each event costs a few key lookups however
+/// many activities share a hash or a reference:
+/// - `public_activities`: each public activity's hash, references and whether
+///   it is eligible (`live`);
+/// - `public_hashes`: per hash, how many live activities it has;
+/// - `public_refs`: per (reference, hash), how many activities carry it;
+/// - `public_votes`: the hashes with a live vote.
+final class PrivacyProjection {
+    /// What makes a device's messages its own: the app salts public hashes and
+    /// the vote secret keys vote tokens.
+    struct Keys: Sendable {
+        let app: String
+        let voteSecret: [UInt8]
+    }
+
+    /// A public activity as `public_activities` holds it.
+    struct PublicActivity {
+        var hash: PublicHash
+        var refs: [String]
+        var isLive: Bool
+    }
+
+    /// What `before` saw, for `after`.
+    enum Prior {
+        case nothing
+        /// The activity's public row before the event (nil when it had none).
+        case activity(key: String, PublicActivity?)
+        /// Live public activities strongly related to a deleted item.
+        case related([String])
+    }
+
+    private let db: Database
+    private let keys: Keys
+    private var head: OutboxPosition?
+    private var statements: [DirectStatement?] = Array(repeating: nil, count: SQL.allCases.count)
+
+    init(db: Database, keys: Keys) {
+        self.db = db
+        self.keys = keys
+    }
+
+    /// Before `event` is folded: the public state the event is about to change.
+    func before(_ event: JournalEvent) throws -> Prior {
+        switch event {
+        case .activityRecorded(let activity):
+            return .activity(key: activity.key, try publicActivity(key: activity.key))
+        case .activityDeleted(let key, _), .activityExpired(let key):
+            return .activity(key: key, try publicActivity(key: key))
+        case .itemDeleted(_, let identifier, _), .itemExpired(_, let identifier):
+            let statement = try prepared(.liveRelated)
+            defer { statement.reset() }
+            statement.bind(1, identifier)
+            var keys: [String] = []
+            while try statement.step() { keys.append(statement.text(0) ?? "") }
+            return keys.isEmpty ? .nothing : .related(keys)
+        default:
+            return .nothing
+        }
+    }
+
+    /// After `event` (journal position `epoch`/`seq`) is folded: the messages it implies.
+    func after(_ event: JournalEvent, prior: Prior, epoch: Epoch, seq: Seq) throws {
+        var emptied: [PublicHash] = []
+        switch (event, prior) {
+        case (.activityRecorded(let activity), .activity(let key, let old)):
+            if let old, try remove(key: key, old) { emptied.append(old.hash) }
+            if let content = PublicContent(activity), let hash = PublicHash.of(app: keys.app, content: content) {
+                let refs = Array(Set([activity.webpageURL, activity.relatedUniqueIdentifier,
+                                      activity.weakRelatedUniqueIdentifier].compactMap { $0 })).sorted()
+                try insert(key: key, PublicActivity(hash: hash, refs: refs, isLive: true),
+                           related: activity.relatedUniqueIdentifier)
+                emptied.removeAll { $0 == hash }
+                if try hasVote(hash) {
+                    try send(.signal(hash, Popularity(views: 1)), epoch: epoch, seq: seq)
+                }
+            }
+        case (.activityDeleted, .activity(let key, let old?)), (.activityExpired, .activity(let key, let old?)):
+            if try remove(key: key, old) { emptied.append(old.hash) }
+        case (.itemDeleted, .related(let keys)), (.itemExpired, .related(let keys)):
+            // The fold marked the strongly related activities ineligible once no
+            // item of the identifier remained; those lose their live count.
+            for key in keys where try isRelatedDeleted(key: key) {
+                guard let row = try publicActivity(key: key), row.isLive else { continue }
+                let statement = try prepared(.markNotLive)
+                statement.bind(1, key)
+                try statement.execute()
+                if try changeLiveCount(row.hash, by: -1) == 0 { emptied.append(row.hash) }
+            }
+        case (.resultShown(let ref), _):
+            for hash in try liveHashes(ref: ref) where try hasVote(hash) {
+                try send(.signal(hash, Popularity(shown: 1)), epoch: epoch, seq: seq)
+            }
+        case (.resultEngaged(let ref), _):
+            for hash in try liveHashes(ref: ref) {
+                if try !hasVote(hash) {
+                    let statement = try prepared(.insertVote)
+                    statement.bind(1, hash.bytes)
+                    try statement.execute()
+                    try send(.vote(hash, VoteToken(secret: keys.voteSecret, hash: hash)), epoch: epoch, seq: seq)
+                }
+                try send(.signal(hash, Popularity(engaged: 1)), epoch: epoch, seq: seq)
+            }
+        case (.publicContentRequested(let requested), _):
+            for hash in requested.compactMap(PublicHash.init) where try hasVote(hash) {
+                guard let content = try currentContent(hash) else { continue }
+                try send(.content(hash, content), epoch: epoch, seq: seq)
+            }
+        default:
+            break
+        }
+        for hash in Set(emptied).sorted() where try hasVote(hash) {
+            let statement = try prepared(.deleteVote)
+            statement.bind(1, hash.bytes)
+            try statement.execute()
+            try send(.withdraw(hash, VoteToken(secret: keys.voteSecret, hash: hash)), epoch: epoch, seq: seq)
+        }
+    }
+
+    // MARK: - Public activities
+
+    private func publicActivity(key: String) throws -> PublicActivity? {
+        let statement = try prepared(.loadActivity)
+        defer { statement.reset() }
+        statement.bind(1, key)
+        guard try statement.step(), let hash = PublicHash(statement.blob(0)) else { return nil }
+        let refs = (statement.text(1) ?? "").split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        return PublicActivity(hash: hash, refs: refs.filter { !$0.isEmpty }, isLive: statement.int64(2) != 0)
+    }
+
+    private func insert(key: String, _ row: PublicActivity, related: String?) throws {
+        let statement = try prepared(.insertActivity)
+        statement.bind(1, key)
+        statement.bind(2, row.hash.bytes)
+        statement.bind(3, row.refs.joined(separator: "\n"))
+        statement.bind(4, related)
+        try statement.execute()
+        for ref in row.refs {
+            let upsert = try prepared(.countRef)
+            upsert.bind(1, ref)
+            upsert.bind(2, row.hash.bytes)
+            try upsert.execute()
+        }
+        _ = try changeLiveCount(row.hash, by: 1)
+    }
+
+    /// Takes a public activity's row and its counts out; true when that left its
+    /// hash with no live activity.
+    private func remove(key: String, _ row: PublicActivity) throws -> Bool {
+        let delete = try prepared(.deleteActivity)
+        delete.bind(1, key)
+        try delete.execute()
+        for ref in row.refs {
+            let uncount = try prepared(.uncountRef)
+            uncount.bind(1, ref)
+            uncount.bind(2, row.hash.bytes)
+            try uncount.execute()
+            let drop = try prepared(.dropEmptyRef)
+            drop.bind(1, ref)
+            drop.bind(2, row.hash.bytes)
+            try drop.execute()
+        }
+        guard row.isLive else { return false }
+        return try changeLiveCount(row.hash, by: -1) == 0
+    }
+
+    /// Adds `delta` to the hash's live count and returns the new count; a hash
+    /// whose count reaches zero leaves the table.
+    private func changeLiveCount(_ hash: PublicHash, by delta: Int64) throws -> Int64 {
+        let statement = try prepared(.changeLive)
+        statement.bind(1, hash.bytes)
+        statement.bind(2, delta)
+        guard try statement.step() else {
+            statement.reset()
+            throw DeviceStoreError(.database, "public hash \(hash) has no live count")
+        }
+        let count = statement.int64(0)
+        statement.reset()
+        if count <= 0 {
+            let drop = try prepared(.dropHash)
+            drop.bind(1, hash.bytes)
+            try drop.execute()
+        }
+        return count
+    }
+
+    private func isRelatedDeleted(key: String) throws -> Bool {
+        let statement = try prepared(.relatedDeleted)
+        defer { statement.reset() }
+        statement.bind(1, key)
+        return try statement.step() && statement.int64(0) != 0
+    }
+
+    /// The hashes that `ref` names and that have a live activity, in byte order.
+    private func liveHashes(ref: String) throws -> [PublicHash] {
+        let statement = try prepared(.liveHashesForRef)
+        defer { statement.reset() }
+        statement.bind(1, ref)
+        var found: [PublicHash] = []
+        while try statement.step() {
+            if let hash = PublicHash(statement.blob(0)) { found.append(hash) }
+        }
+        return found
+    }
+
+    private func hasVote(_ hash: PublicHash) throws -> Bool {
+        let statement = try prepared(.hasVote)
+        defer { statement.reset() }
+        statement.bind(1, hash.bytes)
+        return try statement.step()
+    }
+
+    /// The public content of the most recently recorded live activity of `hash`.
+    private func currentContent(_ hash: PublicHash) throws -> PublicContent? {
+        let statement = try prepared(.latestPayload)
+        defer { statement.reset() }
+        statement.bind(1, hash.bytes)
+        guard try statement.step() else { return nil }
+        return PublicContent(try EventCodec.decodeActivity(statement.blob(0)))
+    }
+
+    // MARK: - The outbox
+
+    /// Appends `message` at the next outbox position of `epoch`: seqs are dense
+    /// from 1 in each epoch and say nothing about how many private events passed.
+    private func send(_ message: OutboxMessage, epoch: Epoch, seq: Seq) throws {
+        let current = try head ?? OutboxStore.head(db)
+        let position = current.epoch == epoch.rawValue
+            ? OutboxPosition(epoch: epoch.rawValue, seq: current.seq + 1)
+            : OutboxPosition(epoch: epoch.rawValue, seq: 1)
+        let insert = try prepared(.insertMessage)
+        insert.bind(1, Int64(position.epoch))
+        insert.bind(2, Int64(position.seq))
+        insert.bind(3, Int64(seq.rawValue))
+        insert.bind(4, message.encoded)
+        try insert.execute()
+        head = position
+    }
+
+    // MARK: - Statements
+
+    private func prepared(_ sql: SQL) throws -> DirectStatement {
+        if let statement = statements[sql.rawValue] { return statement }
+        let statement = try DirectStatement(db, sql.text)
+        statements[sql.rawValue] = statement
+        return statement
+    }
+
+    private enum SQL: Int, CaseIterable {
+        case loadActivity, insertActivity, deleteActivity, liveRelated, relatedDeleted, markNotLive
+        case countRef, uncountRef, dropEmptyRef, changeLive, dropHash, liveHashesForRef
+        case hasVote, insertVote, deleteVote, latestPayload, insertMessage
+
+        var text: String {
+            switch self {
+            case .loadActivity:
+                "SELECT hash, refs, live FROM public_activities WHERE activity_key = ?"
+            case .insertActivity:
+                "INSERT INTO public_activities (activity_key, hash, refs, related, live) VALUES (?, ?, ?, ?, 1)"
+            case .deleteActivity:
+                "DELETE FROM public_activities WHERE activity_key = ?"
+            case .liveRelated:
+                "SELECT activity_key FROM public_activities WHERE related = ? AND live = 1 ORDER BY activity_key"
+            case .relatedDeleted:
+                "SELECT related_deleted FROM activities WHERE activity_key = ?"
+            case .markNotLive:
+                "UPDATE public_activities SET live = 0 WHERE activity_key = ?"
+            case .countRef:
+                """
+                INSERT INTO public_refs (ref, hash, activities) VALUES (?, ?, 1)
+                ON CONFLICT (ref, hash) DO UPDATE SET activities = activities + 1
+                """
+            case .uncountRef:
+                "UPDATE public_refs SET activities = activities - 1 WHERE ref = ? AND hash = ?"
+            case .dropEmptyRef:
+                "DELETE FROM public_refs WHERE ref = ? AND hash = ? AND activities <= 0"
+            case .changeLive:
+                """
+                INSERT INTO public_hashes (hash, live) VALUES (?1, ?2)
+                ON CONFLICT (hash) DO UPDATE SET live = live + ?2 RETURNING live
+                """
+            case .dropHash:
+                "DELETE FROM public_hashes WHERE hash = ?"
+            case .liveHashesForRef:
+                "SELECT r.hash FROM public_refs r JOIN public_hashes h ON h.hash = r.hash WHERE r.ref = ? ORDER BY r.hash"
+            case .hasVote:
+                "SELECT 1 FROM public_votes WHERE hash = ?"
+            case .insertVote:
+                "INSERT INTO public_votes (hash) VALUES (?)"
+            case .deleteVote:
+                "DELETE FROM public_votes WHERE hash = ?"
+            case .latestPayload:
+                """
+                SELECT a.payload FROM public_activities p JOIN activities a ON a.activity_key = p.activity_key
+                WHERE p.hash = ? AND p.live = 1 ORDER BY a.changed_seq DESC LIMIT 1
+                """
+            case .insertMessage:
+                "INSERT INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)"
+            }
+        }
+    }
+}
