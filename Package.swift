@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "IndexQuery", targets: ["IndexQuery"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
+        .library(name: "CloudIndex", targets: ["CloudIndex"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
     dependencies: [
@@ -31,12 +32,32 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Shared by the device and cloud stores: projection digests over GRDB.
+        .target(
+            name: "SQLiteSupport",
+            dependencies: [
+                "IndexModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "CloudIndex",
+            dependencies: [
+                "IndexModel",
+                "SyncWire",
+                "SQLiteSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .target(
             name: "DeviceStore",
             dependencies: [
                 "IndexModel",
                 "IndexQuery",
                 "SyncWire",
+                "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API, for binding values on the journal's write path.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -75,6 +96,13 @@ let package = Package(
         .testTarget(
             name: "SyncWireTests",
             dependencies: ["SyncWire", "IndexModel"]
+        ),
+        .testTarget(
+            name: "CloudIndexTests",
+            dependencies: [
+                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "IndexQueryTests",

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 extension DeviceStore {
@@ -131,37 +132,8 @@ enum ProjectionDigest {
 
     /// The digest, with the outbox counted from after `durable`.
     static func compute(_ db: Database, after durable: OutboxPosition) throws -> String {
-        var hasher = SHA256()
-        for (table, sql) in queries.enumerated() {
-            var writer = BinaryWriter(capacity: 4096)
-            writer.uvarint(UInt64(table))
-            let arguments: StatementArguments = sql.contains("?") ? [Int64(durable.epoch), Int64(durable.seq)] : []
-            let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
-            while let row = try rows.next() {
-                for value in row.databaseValues {
-                    switch value.storage {
-                    case .null: writer.byte(0)
-                    case .int64(let integer):
-                        writer.byte(1)
-                        writer.svarint(integer)
-                    case .double(let double):
-                        writer.byte(2)
-                        writer.double(double)
-                    case .string(let text):
-                        writer.byte(3)
-                        writer.string(text)
-                    case .blob(let data):
-                        writer.byte(4)
-                        writer.data([UInt8](data))
-                    }
-                }
-                if writer.bytes.count > 1 << 16 {
-                    hasher.update(data: writer.bytes)
-                    writer = BinaryWriter(capacity: 4096)
-                }
-            }
-            hasher.update(data: writer.bytes)
-        }
-        return ChainHash(unchecked: Array(hasher.finalize())).hex
+        let position: StatementArguments = [Int64(durable.epoch), Int64(durable.seq)]
+        let digest = try RowDigest.compute(db, queries.map { ($0, $0.contains("?") ? position : []) })
+        return ChainHash(unchecked: digest).hex
     }
 }

@@ -1,21 +1,5 @@
-import Foundation
 import IndexModel
 import Synchronization
-
-/// Where a store reads the time. The core never reads ambient time: a real run
-/// injects `SystemClock`, tests and the simulator a `ManualClock`.
-public protocol StoreClock: Sendable {
-    func now() -> Timestamp
-}
-
-/// The machine's wall clock.
-public struct SystemClock: StoreClock {
-    public init() {}
-
-    public func now() -> Timestamp {
-        Timestamp(millisecondsSince1970: Int64((Date().timeIntervalSince1970 * 1000).rounded(.down)))
-    }
-}
 
 /// A clock that moves only when told to: for tests, the simulator and the
 /// `advanceClock` operation of scripted runs.

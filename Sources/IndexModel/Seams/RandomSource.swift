@@ -1,8 +1,7 @@
-import IndexModel
 import Synchronization
 
-/// Where a store draws randomness (its device identifier). Injected so that a
-/// seeded run makes the same identifiers every time.
+/// Where a store or the cloud draws randomness (identifiers, secrets, keys).
+/// Injected so that a seeded run makes the same identifiers every time.
 public protocol RandomSource: Sendable {
     func next() -> UInt64
 }

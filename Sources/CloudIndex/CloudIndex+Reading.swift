@@ -1,0 +1,103 @@
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+/// What the cloud knows about one public hash of one app.
+public struct HashEntry: Hashable, Sendable {
+    public let app: String
+    public let hash: PublicHash
+    /// Devices whose vote is live now.
+    public let liveVotes: Int
+    /// Distinct devices that ever voted.
+    public let voters: Int
+    public let popularity: Popularity
+    /// The public fields, present only while the hash is public (K live votes
+    /// and its content arrived).
+    public let content: PublicContent?
+    /// K was reached and the content is being asked for.
+    public let isWanted: Bool
+
+    public var isPublic: Bool { content != nil }
+
+    /// Engagements per impression, nil before any impression.
+    public var engagementRatio: Double? {
+        popularity.shown == 0 ? nil : Double(popularity.engaged) / Double(popularity.shown)
+    }
+}
+
+/// Totals over the whole cloud store.
+public struct CloudStats: Hashable, Sendable {
+    public var apps = 0
+    public var devices = 0
+    public var logRows = 0
+    public var messages = 0
+    public var hashes = 0
+    public var publicItems = 0
+    public var wanted = 0
+    public var equivocations = 0
+    public var threshold = 0
+}
+
+extension CloudIndex {
+    /// Every hash the cloud counts for `app`, in hash order.
+    public func entries(app: String) throws(CloudError) -> [HashEntry] {
+        try read { db in
+            try Row.fetchAll(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? ORDER BY h.hash", arguments: [app])
+                .compactMap(CloudIndex.entry)
+        }
+    }
+
+    /// One hash's entry, if the cloud has counted it.
+    public func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry? {
+        try read { db in
+            try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.hash = ?", arguments: [app, Data(hash.bytes)])
+                .flatMap(CloudIndex.entry)
+        }
+    }
+
+    /// The public index of `app`: the hashes with K live votes whose content
+    /// arrived, most engaged first.
+    public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {
+        try entries(app: app).filter(\.isPublic).sorted {
+            ($0.popularity.engaged, $0.popularity.views, $1.hash) > ($1.popularity.engaged, $1.popularity.views, $0.hash)
+        }
+    }
+
+    public func stats() throws(CloudError) -> CloudStats {
+        try read { db in
+            func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
+            var stats = CloudStats()
+            stats.apps = try count("SELECT count(*) FROM apps")
+            stats.devices = try count("SELECT count(*) FROM devices")
+            stats.logRows = try count("SELECT count(*) FROM cloud_log")
+            stats.messages = try count("SELECT coalesce(sum(last_seq - accepted_from + 1), 0) FROM cloud_log")
+            stats.hashes = try count("SELECT count(*) FROM hashes")
+            stats.publicItems = try count("SELECT count(*) FROM public_content")
+            stats.wanted = try count("SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL")
+            stats.equivocations = try count("SELECT count(*) FROM flags WHERE reason = 'equivocation'")
+            stats.threshold = threshold
+            return stats
+        }
+    }
+
+    private static let entrySQL = """
+        SELECT h.app, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq,
+               c.activity_type, c.title, c.keywords, c.description, c.url, c.hash IS NOT NULL
+        FROM hashes h LEFT JOIN public_content c ON c.app = h.app AND c.hash = h.hash
+        """
+
+    private static func entry(_ row: Row) -> HashEntry? {
+        guard let hash = PublicHash([UInt8](row[1] as Data)) else { return nil }
+        var content: PublicContent?
+        if (row[13] as Int64) != 0 {
+            content = PublicContent(activityType: row[8], title: row[9],
+                                    keywords: PublicKeywords.decode([UInt8](row[10] as Data)) ?? [],
+                                    contentDescription: row[11], webpageURL: row[12])
+        }
+        return HashEntry(app: row[0], hash: hash, liveVotes: row[2], voters: row[3],
+                         popularity: Popularity(views: UInt64(row[4] as Int64), shown: UInt64(row[5] as Int64),
+                                                engaged: UInt64(row[6] as Int64)),
+                         content: content, isWanted: (row[7] as Int64?) != nil)
+    }
+}

@@ -1,0 +1,257 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+/// Where a cloud store lives.
+public enum CloudLocation: Hashable, Sendable {
+    /// A private in-memory database (the simulator's default).
+    case memory
+    /// A SQLite file in WAL mode with `synchronous = FULL`: a committed batch
+    /// survives power loss, so every acknowledged message is durable.
+    case file(String)
+
+    public var displayName: String {
+        switch self {
+        case .memory: "in-memory cloud store"
+        case .file(let path): path
+        }
+    }
+}
+
+public struct CloudOptions: Sendable {
+    public var clock: any StoreClock
+    public var random: any RandomSource
+    /// K: the distinct devices that must hold a live vote for a public hash
+    /// before the cloud asks for its content and shows it.
+    public var threshold: Int
+    public var readOnly: Bool
+
+    public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
+                threshold: Int = CloudOptions.defaultThreshold, readOnly: Bool = false) {
+        self.clock = clock
+        self.random = random
+        self.threshold = threshold
+        self.readOnly = readOnly
+    }
+
+    public static let defaultThreshold = 5
+}
+
+/// The cloud aggregator: it takes signed frames from enrolled devices, keeps
+/// every accepted batch in a hash-chained cloud log, and folds the messages into
+/// the public index and popularity counts in the same transaction
+/// (`docs/CLOUD.md`).
+///
+/// `ingest` is synchronous and answers every frame with reply bytes, never an
+/// error: a bad frame is a rejection, and changes nothing.
+public final class CloudIndex: Sendable {
+    public let location: CloudLocation
+    public let threshold: Int
+    let queue: DatabaseQueue
+    let clock: any StoreClock
+    let random: any RandomSource
+    let voterSecret: [UInt8]
+
+    public init(at location: CloudLocation, options: CloudOptions = CloudOptions()) throws(CloudError) {
+        guard options.threshold >= 1 && options.threshold <= 1_000_000 else {
+            throw CloudError(.invalidOption, "the threshold must be between 1 and 1,000,000, not \(options.threshold)")
+        }
+        self.location = location
+        clock = options.clock
+        random = options.random
+        var configuration = Configuration()
+        configuration.readonly = options.readOnly
+        configuration.busyMode = .timeout(10)
+        configuration.label = "CloudIndex"
+        configuration.foreignKeysEnabled = false
+        if !options.readOnly {
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        }
+        do {
+            switch location {
+            case .memory:
+                queue = try DatabaseQueue(configuration: configuration)
+            case .file(let path):
+                if options.readOnly && !FileManager.default.fileExists(atPath: path) {
+                    throw CloudError(.storeNotFound, "no cloud store at \(path): check the path (read-only commands never create one)")
+                }
+                if !options.readOnly { configuration.journalMode = .wal }
+                queue = try DatabaseQueue(path: path, configuration: configuration)
+            }
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.database, "cannot open \(location.displayName): \(CloudIndex.describe(error))")
+        }
+        let random = options.random
+        let now = options.clock.now()
+        let threshold = options.threshold
+        let readOnly = options.readOnly
+        do {
+            let opened: (threshold: Int, secret: [UInt8], changed: Bool) = try readOnly
+                ? queue.read { db in let meta = try CloudIndex.checkMeta(db); return (meta.threshold, meta.secret, false) }
+                : queue.write { db in
+                    if try !db.tableExists("cloud_meta") {
+                        guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else {
+                            throw CloudError(.notACloudStore, "\(location.displayName) is a SQLite database but not a Sightline cloud store")
+                        }
+                        let secret = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
+                        try CloudSchema.create(db, threshold: threshold, voterSecret: secret,
+                                               createdAt: now.millisecondsSince1970)
+                        return (threshold, secret, false)
+                    }
+                    let meta = try CloudIndex.checkMeta(db)
+                    guard meta.threshold != threshold else { return (threshold, meta.secret, false) }
+                    try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
+                    return (threshold, meta.secret, true)
+                }
+            self.threshold = opened.threshold
+            voterSecret = opened.secret
+            if opened.changed {
+                // Which hashes are public, and which content is kept, depend on K.
+                try rebuildProjections()
+            }
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.notACloudStore, "\(location.displayName) cannot be read as a cloud store: \(CloudIndex.describe(error))")
+        }
+    }
+
+    private static func checkMeta(_ db: Database) throws -> (threshold: Int, secret: [UInt8]) {
+        guard try db.tableExists("cloud_meta") else {
+            throw CloudError(.notACloudStore, "the file is not a Sightline cloud store (no cloud_meta table)")
+        }
+        let application = try String.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'application'")
+        guard application == CloudSchema.application else {
+            throw CloudError(.notACloudStore, "the file is not a Sightline cloud store (application is \(application ?? "missing"))")
+        }
+        let version = try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") ?? 0
+        guard version == CloudSchema.formatVersion else {
+            throw CloudError(.notACloudStore, "cloud store format version \(version) is not supported (this build reads version \(CloudSchema.formatVersion))")
+        }
+        guard let threshold = try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'threshold'"),
+              let secret = try Data.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'voter_secret'"),
+              secret.count == 32 else {
+            throw CloudError(.notACloudStore, "the cloud store has no threshold or voter secret")
+        }
+        return (threshold, [UInt8](secret))
+    }
+
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError {
+            return "SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")"
+        }
+        return String(describing: error)
+    }
+
+    func write<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
+        do {
+            return try queue.write(body)
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.database, "write failed, nothing was committed: \(CloudIndex.describe(error))")
+        }
+    }
+
+    func read<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
+        do {
+            return try queue.read(body)
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.database, "read failed: \(CloudIndex.describe(error))")
+        }
+    }
+
+    // MARK: - Apps and devices
+
+    /// Registers `app` with the secret its devices enrol with, or changes the
+    /// secret of a registered app. Only a hash of the secret is kept.
+    public func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError) {
+        try CloudIndex.checkName(app, "app")
+        guard enrolmentSecret.utf8.count >= 16 else {
+            throw CloudError(.invalidOption, "the enrolment secret of \(app) must be at least 16 bytes")
+        }
+        let hash = Data(SHA256.hash(data: Array(enrolmentSecret.utf8)))
+        try write { db in
+            try db.execute(sql: """
+                INSERT INTO apps (app, secret_hash) VALUES (?, ?)
+                ON CONFLICT (app) DO UPDATE SET secret_hash = excluded.secret_hash
+                """, arguments: [app, hash])
+        }
+    }
+
+    /// Enrols `device` for `app` and returns its new device key (32 bytes), which
+    /// signs its frames. The secret must be the app's; a device is enrolled once
+    /// (its key travels in its backups, so a restored device needs no new one).
+    public func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
+        try CloudIndex.checkName(app, "app")
+        try CloudIndex.checkName(device, "device")
+        let offered = Array(SHA256.hash(data: Array(enrolmentSecret.utf8)))
+        let key = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
+        let now = clock.now()
+        return try write { db in
+            guard let stored = try Data.fetchOne(db, sql: "SELECT secret_hash FROM apps WHERE app = ?", arguments: [app]),
+                  CloudIndex.constantTimeEqual([UInt8](stored), offered) else {
+                throw CloudError(.enrolmentRefused, "enrolment refused: unknown app or wrong enrolment secret")
+            }
+            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)", arguments: [device]) == true {
+                throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
+            }
+            try db.execute(sql: "INSERT INTO devices (device, app, key, enrolled_at) VALUES (?, ?, ?, ?)",
+                           arguments: [device, app, Data(key), now.millisecondsSince1970])
+            return key
+        }
+    }
+
+    static func checkName(_ name: String, _ what: String) throws(CloudError) {
+        guard !name.isEmpty, name.utf8.count <= 256, !name.contains(where: \.isNewline) else {
+            throw CloudError(.invalidOption, "the \(what) name must be 1 to 256 bytes on one line")
+        }
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    /// The cloud's pseudonym for `device` voting on `hash`: the key its votes are
+    /// counted under. Derived with the cloud's secret, so the projections never
+    /// name a device, and one device can never count twice for one hash.
+    func voter(device: String, hash: PublicHash) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.string(device)
+        writer.raw(hash.bytes)
+        let mac = HMAC<SHA256>.authenticationCode(for: writer.bytes, using: SymmetricKey(data: voterSecret))
+        return Array(Array(mac).prefix(16))
+    }
+}
+
+/// An expected failure of a cloud operation.
+public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        case storeNotFound
+        case notACloudStore
+        case invalidOption
+        case enrolmentRefused
+        case alreadyEnrolled
+        case corruptLog
+        case database
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

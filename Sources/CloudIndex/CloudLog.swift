@@ -1,0 +1,189 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+import SQLiteSupport
+import SyncWire
+
+/// The cloud log: every accepted frame, as received, in acceptance order, each
+/// row chained to the previous one by SHA-256 (`Journal/FORMAT.md`, "Cloud
+/// store"). The projections are a fold over it.
+enum CloudLog {
+    /// Appends `frame` (whose messages from `acceptedFrom` on are new) and returns its log seq.
+    static func append(_ frame: UploadFrame, acceptedFrom: UInt64, receivedAt: Timestamp, db: Database) throws -> Int64 {
+        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1"))
+        let seq = (previous.map { $0[0] as Int64 } ?? 0) + 1
+        let previousHash = previous.map { [UInt8]($0[1] as Data) } ?? [UInt8](repeating: 0, count: 32)
+        let hash = chainHash(previous: previousHash, device: frame.device, epoch: frame.epoch, firstSeq: frame.firstSeq,
+                             lastSeq: frame.lastSeq, acceptedFrom: acceptedFrom, digest: frame.digest, receivedAt: receivedAt)
+        try db.cachedStatement(sql: """
+            INSERT INTO cloud_log (seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
+                                   digest, payload, received_at, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [seq, frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
+                                     Int64(acceptedFrom), Int64(frame.codec.rawValue), frame.uncompressedLength,
+                                     Data(frame.digest), Data(frame.payload), receivedAt.millisecondsSince1970,
+                                     Data(previousHash), Data(hash)])
+        return seq
+    }
+
+    /// SHA-256 over the previous row's hash, then the row's device, epoch, first
+    /// and last seq, first accepted seq, payload digest and receive time.
+    static func chainHash(previous: [UInt8], device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
+                          acceptedFrom: UInt64, digest: [UInt8], receivedAt: Timestamp) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 128)
+        writer.raw(previous)
+        writer.string(device)
+        writer.uvarint(epoch)
+        writer.uvarint(firstSeq)
+        writer.uvarint(lastSeq)
+        writer.uvarint(acceptedFrom)
+        writer.raw(digest)
+        writer.svarint(receivedAt.millisecondsSince1970)
+        return Array(SHA256.hash(data: writer.bytes))
+    }
+
+    /// The messages a logged payload holds, checked against its digest.
+    static func messages(codec: Int64, uncompressedLength: Int64, payload: [UInt8], digest: [UInt8]) throws -> [OutboxMessage] {
+        let plain: [UInt8]
+        switch UploadFrame.Codec(rawValue: UInt8(clamping: codec)) {
+        case .stored: plain = payload
+        case .deflate: plain = try Deflate.decompress(payload, limit: Int(uncompressedLength))
+        case nil: throw CloudError(.corruptLog, "unknown codec \(codec) in the cloud log")
+        }
+        guard Array(SHA256.hash(data: plain)) == digest else {
+            throw CloudError(.corruptLog, "a logged payload does not match its digest")
+        }
+        var reader = BinaryReader(plain)
+        var messages: [OutboxMessage] = []
+        while !reader.isAtEnd { messages.append(try OutboxMessage.decode(from: &reader)) }
+        return messages
+    }
+}
+
+/// The result of checking the cloud log row by row.
+public struct CloudLogVerification: Sendable {
+    public var verifiedRows = 0
+    public var messages = 0
+    public var firstProblem: String?
+    public var isValid: Bool { firstProblem == nil }
+}
+
+extension CloudIndex {
+    /// Checks every log row in order: seqs dense from 1, each previous hash equal
+    /// to the predecessor's hash, each hash recomputed, each payload inflating to
+    /// its digest and decoding to its count of messages. Stops at the first bad row.
+    public func verifyLog() throws(CloudError) -> CloudLogVerification {
+        try read { db in
+            var result = CloudLogVerification()
+            var previous = [UInt8](repeating: 0, count: 32)
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload,
+                       received_at, prev_hash, hash FROM cloud_log ORDER BY seq
+                """)
+            while let row = try rows.next() {
+                let seq: Int64 = row[0]
+                guard seq == Int64(result.verifiedRows + 1) else {
+                    result.firstProblem = "log seq \(result.verifiedRows + 1) is missing (the next row is \(seq))"
+                    break
+                }
+                let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64), from = UInt64(row[5] as Int64)
+                let digest = [UInt8](row[8] as Data)
+                guard [UInt8](row[11] as Data) == previous else {
+                    result.firstProblem = "log seq \(seq): previous hash does not match the hash of seq \(seq - 1) (chain broken)"
+                    break
+                }
+                let recomputed = CloudLog.chainHash(previous: previous, device: row[1], epoch: UInt64(row[2] as Int64),
+                                                    firstSeq: first, lastSeq: last, acceptedFrom: from, digest: digest,
+                                                    receivedAt: Timestamp(millisecondsSince1970: row[10]))
+                guard recomputed == [UInt8](row[12] as Data) else {
+                    result.firstProblem = "log seq \(seq): stored hash does not match the row's content (row altered)"
+                    break
+                }
+                do {
+                    let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7],
+                                                         payload: [UInt8](row[9] as Data), digest: digest)
+                    guard messages.count == Int(last - first + 1), from >= first, from <= last else {
+                        result.firstProblem = "log seq \(seq): the payload holds \(messages.count) messages for seqs \(first)...\(last)"
+                        break
+                    }
+                    result.messages += Int(last - from + 1)
+                } catch {
+                    result.firstProblem = "log seq \(seq): \(error)"
+                    break
+                }
+                previous = recomputed
+                result.verifiedRows += 1
+            }
+            return result
+        }
+    }
+
+    /// A SHA-256 digest of every projection row in key order.
+    public func projectionDigest() throws(CloudError) -> String {
+        try read { db in try CloudIndex.digest(db) }
+    }
+
+    /// Replays the cloud log into fresh projections in a private in-memory
+    /// database and returns their digest; the store is not modified.
+    public func rebuiltProjectionDigest() throws(CloudError) -> String {
+        do {
+            let scratch = try DatabaseQueue()
+            return try scratch.write { scratchDB in
+                try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: voterSecret, createdAt: 0)
+                try queue.read { source in try replayLog(from: source, into: scratchDB) }
+                return try CloudIndex.digest(scratchDB)
+            }
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.database, "rebuild failed: \(CloudIndex.describe(error))")
+        }
+    }
+
+    /// Empties the projections and folds the whole cloud log into them again, in
+    /// one transaction.
+    public func rebuildProjections() throws(CloudError) {
+        try write { db in
+            for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
+            try replayLog(from: db, into: db)
+        }
+    }
+
+    private func replayLog(from source: Database, into target: Database) throws {
+        let apps = Dictionary(uniqueKeysWithValues: try Row.fetchAll(source, sql: "SELECT device, app FROM devices")
+            .map { ($0[0] as String, $0[1] as String) })
+        let fold = fold(target)
+        let rows = try Row.fetchCursor(source, sql: """
+            SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload
+            FROM cloud_log ORDER BY seq
+            """)
+        while let row = try rows.next() {
+            let seq: Int64 = row[0]
+            let device: String = row[1]
+            guard let app = apps[device] else {
+                throw CloudError(.corruptLog, "log seq \(seq) is from device \(device), which is not enrolled")
+            }
+            let first = UInt64(row[3] as Int64), from = UInt64(row[5] as Int64)
+            let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
+                                                 digest: [UInt8](row[8] as Data))
+            try fold.apply(messages[Int(from - first)...], device: device, app: app, logSeq: seq)
+            try target.execute(sql: """
+                INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
+                ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
+                """, arguments: [device, row[2] as Int64, row[4] as Int64])
+        }
+    }
+
+    static let digestQueries = [
+        "SELECT device, epoch, last_seq FROM device_epochs ORDER BY device, epoch",
+        "SELECT app, hash, live_votes, voters, views, shown, engaged, wanted_seq FROM hashes ORDER BY app, hash",
+        "SELECT app, hash, voter, token, live FROM votes ORDER BY app, hash, voter",
+        "SELECT app, hash, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, hash",
+        "SELECT key, value FROM fold_state ORDER BY key",
+    ]
+
+    static func digest(_ db: Database) throws -> String {
+        RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import GRDB
+
+/// The SQLite schema of a cloud store, version 1 (`Journal/FORMAT.md`, "Cloud
+/// store"). The cloud log is the source of truth; the projections are a fold
+/// over it that `CloudIndex.rebuildProjections()` can make again.
+enum CloudSchema {
+    static let formatVersion = 1
+    static let application = "sightline-cloud-store"
+
+    /// Not projections: who may send, and what each device was last offered.
+    static let registryDDL = """
+        CREATE TABLE cloud_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
+        CREATE TABLE apps (
+            app TEXT PRIMARY KEY,
+            secret_hash BLOB NOT NULL
+        );
+        CREATE TABLE devices (
+            device TEXT PRIMARY KEY,
+            app TEXT NOT NULL,
+            key BLOB NOT NULL,
+            enrolled_at INTEGER NOT NULL,
+            requests_delivered INTEGER NOT NULL DEFAULT 0,
+            requests_offered INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE TABLE cloud_log (
+            seq INTEGER PRIMARY KEY,
+            device TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            accepted_from INTEGER NOT NULL,
+            codec INTEGER NOT NULL,
+            uncompressed_length INTEGER NOT NULL,
+            digest BLOB NOT NULL,
+            payload BLOB NOT NULL,
+            received_at INTEGER NOT NULL,
+            prev_hash BLOB NOT NULL,
+            hash BLOB NOT NULL
+        );
+        CREATE INDEX cloud_log_by_device ON cloud_log (device, epoch, last_seq);
+        CREATE TABLE flags (
+            device TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            first_seq INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            flagged_at INTEGER NOT NULL
+        );
+        """
+
+    /// The projections, folded from the cloud log.
+    static let projectionDDL = """
+        CREATE TABLE device_epochs (
+            device TEXT NOT NULL,
+            epoch INTEGER NOT NULL,
+            last_seq INTEGER NOT NULL,
+            PRIMARY KEY (device, epoch)
+        ) WITHOUT ROWID;
+        CREATE TABLE hashes (
+            app TEXT NOT NULL,
+            hash BLOB NOT NULL,
+            live_votes INTEGER NOT NULL,
+            voters INTEGER NOT NULL,
+            views INTEGER NOT NULL,
+            shown INTEGER NOT NULL,
+            engaged INTEGER NOT NULL,
+            wanted_seq INTEGER,
+            PRIMARY KEY (app, hash)
+        ) WITHOUT ROWID;
+        CREATE INDEX hashes_wanted ON hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;
+        CREATE TABLE votes (
+            app TEXT NOT NULL,
+            hash BLOB NOT NULL,
+            voter BLOB NOT NULL,
+            token BLOB NOT NULL,
+            live INTEGER NOT NULL,
+            PRIMARY KEY (app, hash, voter)
+        ) WITHOUT ROWID;
+        CREATE TABLE public_content (
+            app TEXT NOT NULL,
+            hash BLOB NOT NULL,
+            activity_type TEXT NOT NULL,
+            title TEXT,
+            keywords BLOB NOT NULL,
+            description TEXT,
+            url TEXT,
+            log_seq INTEGER NOT NULL,
+            PRIMARY KEY (app, hash)
+        ) WITHOUT ROWID;
+        CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """
+
+    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state"]
+
+    static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {
+        try db.execute(sql: registryDDL)
+        try db.execute(sql: projectionDDL)
+        let meta: [(String, any DatabaseValueConvertible)] = [
+            ("application", application),
+            ("format_version", formatVersion),
+            ("threshold", threshold),
+            ("voter_secret", Data(voterSecret)),
+            ("created_at", createdAt),
+        ]
+        for (key, value) in meta {
+            try db.execute(sql: "INSERT INTO cloud_meta (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+}

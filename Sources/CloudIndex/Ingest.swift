@@ -1,0 +1,224 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+/// What one `ingest` did.
+public struct IngestResult: Sendable {
+    public enum Outcome: Hashable, Sendable {
+        /// New messages were appended to the cloud log and folded.
+        case accepted(messages: Int)
+        /// Every message was already held: the frame was acknowledged again.
+        case duplicate
+        case rejected(WireError)
+    }
+
+    /// The reply to send back, signed when the device is known.
+    public let reply: [UInt8]
+    public let outcome: Outcome
+    /// The sending device, once the frame could be read.
+    public let device: String?
+}
+
+extension CloudIndex {
+    /// Takes one upload frame and returns the reply. The checks run in the order
+    /// of `docs/CLOUD.md`: structure and limits, the device and its tenant, the
+    /// signature (before any inflating), the payload, then the frame's position
+    /// against what the cloud holds for the device:
+    /// - the next positions: appended to the cloud log and folded in one
+    ///   transaction; the ack is built after the commit;
+    /// - positions already held, with the same messages: acknowledged again and
+    ///   nothing changes (a retry, a duplicate, a replay);
+    /// - positions already held with other messages: `equivocation`, flagged;
+    /// - a gap: `gap` with the position the cloud expects.
+    public func ingest(_ bytes: [UInt8]) -> IngestResult {
+        let frame: UploadFrame
+        do {
+            frame = try UploadFrame.parse(bytes)
+        } catch {
+            return reject(error, device: nil, key: nil)
+        }
+        let device: (app: String, key: [UInt8])?
+        do {
+            device = try read { db in
+                try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
+                                 arguments: [frame.device]).map { ($0[0] as String, [UInt8]($0[1] as Data)) }
+            }
+        } catch {
+            return reject(WireError(.refused, "the cloud cannot read its device registry"), device: frame.device, key: nil)
+        }
+        guard let device else {
+            return reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, key: nil)
+        }
+        guard frame.isSigned(by: device.key) else {
+            return reject(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
+                          device: frame.device, key: device.key)
+        }
+        guard frame.app == device.app else {
+            return reject(WireError(.badSignature, "the frame names app \(frame.app) but device \(frame.device) is enrolled for another app"),
+                          device: frame.device, key: device.key)
+        }
+        let messages: [OutboxMessage]
+        do {
+            messages = try frame.messages()
+        } catch {
+            return reject(error, device: frame.device, key: device.key)
+        }
+        do {
+            let decision = try queue.write { db in
+                try self.apply(frame, messages: messages, app: device.app, db: db)
+            }
+            switch decision {
+            case .accepted(let ack, let count):
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, key: device.key),
+                                    outcome: .accepted(messages: count), device: frame.device)
+            case .duplicate(let ack):
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, key: device.key),
+                                    outcome: .duplicate, device: frame.device)
+            case .rejected(let rejection):
+                if rejection.error.code == .equivocation {
+                    try? flagEquivocation(frame)
+                }
+                return IngestResult(reply: CloudReply.rejection(rejection).encoded(device: frame.device, key: device.key),
+                                    outcome: .rejected(rejection.error), device: frame.device)
+            }
+        } catch let refusal as Refusal {
+            // The transaction rolled back: nothing of the frame was kept.
+            return reject(WireError(.refused, refusal.message), device: frame.device, key: device.key)
+        } catch {
+            return reject(WireError(.refused, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
+                          device: frame.device, key: device.key)
+        }
+    }
+
+    private func reject(_ error: WireError, device: String?, key: [UInt8]?) -> IngestResult {
+        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device ?? "", key: key)
+        return IngestResult(reply: reply, outcome: .rejected(error), device: device)
+    }
+
+    private enum Decision {
+        case accepted(Ack, messages: Int)
+        case duplicate(Ack)
+        case rejected(Rejection)
+    }
+
+    /// Classifies the frame against the device's epochs and, when it brings new
+    /// messages, appends and folds them. Runs inside the write transaction.
+    private func apply(_ frame: UploadFrame, messages: [OutboxMessage], app: String, db: Database) throws -> Decision {
+        let epochs = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT epoch, last_seq FROM device_epochs WHERE device = ? ORDER BY epoch
+            """), arguments: [frame.device]).map { (epoch: UInt64($0[0] as Int64), last: UInt64($0[1] as Int64)) }
+        let current = epochs.last ?? (epoch: 0, last: 0)
+        let held = epochs.first { $0.epoch == frame.epoch }?.last ?? 0
+
+        if frame.epoch < current.epoch {
+            guard frame.lastSeq <= held else {
+                return .rejected(Rejection(WireError(.refused, """
+                    epoch \(frame.epoch) ended at seq \(held) when epoch \(current.epoch) began; \
+                    messages \(frame.epoch):\(held + 1)... cannot be added to it
+                    """)))
+            }
+        } else if frame.epoch == current.epoch {
+            if frame.firstSeq > held + 1 {
+                return .rejected(Rejection(WireError(.gap, "expected \(frame.epoch):\(held + 1), the frame starts at \(frame.first)"),
+                                           expected: OutboxPosition(epoch: frame.epoch, seq: held + 1)))
+            }
+        } else if frame.firstSeq != 1 {
+            return .rejected(Rejection(WireError(.gap, "epoch \(frame.epoch) is new here and must start at seq 1"),
+                                       expected: OutboxPosition(epoch: frame.epoch, seq: 1)))
+        }
+
+        // Positions the cloud already holds must carry the same messages.
+        if frame.firstSeq <= held {
+            if let conflict = try firstConflict(frame, messages: messages, through: min(held, frame.lastSeq), db: db) {
+                return .rejected(Rejection(WireError(.equivocation, """
+                    message \(frame.epoch):\(conflict) differs from the one the cloud accepted at that position
+                    """)))
+            }
+        }
+        let headEpoch = max(current.epoch, frame.epoch)
+        if frame.lastSeq <= held {
+            let head = OutboxPosition(epoch: headEpoch, seq: headEpoch == frame.epoch ? held : current.last)
+            return .duplicate(try ack(device: frame.device, app: app, through: head, delivered: false, db: db))
+        }
+
+        let acceptedFrom = held + 1
+        let fresh = messages[Int(acceptedFrom - frame.firstSeq)...]
+        let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: clock.now(), db: db)
+        // A `Refusal` from the fold rolls the whole transaction back.
+        try fold(db).apply(fresh, device: frame.device, app: app, logSeq: logSeq)
+        try db.cachedStatement(sql: """
+            INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
+            ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
+            """).execute(arguments: [frame.device, Int64(frame.epoch), Int64(frame.lastSeq)])
+        let ackValue = try ack(device: frame.device, app: app, through: frame.last, delivered: true, db: db)
+        return .accepted(ackValue, messages: fresh.count)
+    }
+
+    func fold(_ db: Database) -> CloudFold {
+        CloudFold(db: db, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) })
+    }
+
+    /// The ack for a device, with the content requests it has not yet been
+    /// given. `delivered`: the device sent a new frame, so it has processed the
+    /// previous ack and the requests offered there count as delivered. A retry
+    /// (a duplicate) is offered them again.
+    private func ack(device: String, app: String, through head: OutboxPosition, delivered: Bool, db: Database) throws -> Ack {
+        if delivered {
+            try db.cachedStatement(sql: "UPDATE devices SET requests_delivered = requests_offered WHERE device = ?")
+                .execute(arguments: [device])
+        }
+        let since = try Int64.fetchOne(db.cachedStatement(sql: "SELECT requests_delivered FROM devices WHERE device = ?"),
+                                       arguments: [device]) ?? 0
+        let wanted = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT hash, wanted_seq FROM hashes WHERE app = ? AND wanted_seq > ? ORDER BY wanted_seq LIMIT ?
+            """), arguments: [app, since, CloudIndex.requestsPerAck])
+        let offered = wanted.last.map { $0[1] as Int64 } ?? since
+        try db.cachedStatement(sql: "UPDATE devices SET requests_offered = ? WHERE device = ?")
+            .execute(arguments: [offered, device])
+        let hashes = wanted.compactMap { PublicHash([UInt8]($0[0] as Data)) }
+        return Ack(acceptedThrough: head, durableThrough: head, contentRequests: hashes)
+    }
+
+    static let requestsPerAck = 256
+
+    /// The first seq in `frame.first...through` whose message differs from the
+    /// one the cloud log holds, or nil when they all agree.
+    private func firstConflict(_ frame: UploadFrame, messages: [OutboxMessage], through: UInt64, db: Database) throws -> UInt64? {
+        // The common case, a resent frame: the same range with the same digest.
+        if try Bool.fetchOne(db.cachedStatement(sql: """
+            SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
+                           AND accepted_from = first_seq AND digest = ?)
+            """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
+                              Data(frame.digest)]) == true {
+            return nil
+        }
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT first_seq, accepted_from, codec, uncompressed_length, payload, digest FROM cloud_log
+            WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
+            """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(through)])
+        for row in rows {
+            let logged = try CloudLog.messages(codec: row[2], uncompressedLength: row[3], payload: [UInt8](row[4] as Data),
+                                               digest: [UInt8](row[5] as Data))
+            let first = UInt64(row[0] as Int64)
+            let acceptedFrom = UInt64(row[1] as Int64)
+            for (offset, message) in logged.enumerated() {
+                let seq = first + UInt64(offset)
+                guard seq >= acceptedFrom, seq >= frame.firstSeq, seq <= through else { continue }
+                if messages[Int(seq - frame.firstSeq)] != message { return seq }
+            }
+        }
+        return nil
+    }
+
+    private func flagEquivocation(_ frame: UploadFrame) throws {
+        let now = clock.now()
+        try write { db in
+            try db.execute(sql: """
+                INSERT INTO flags (device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, 'equivocation', ?)
+                """, arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
+                                 now.millisecondsSince1970])
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+extension DeviceStore {
+    /// The key the cloud gave this device at enrolment, if it has one. It signs
+    /// every frame and is kept in `sync_state`, so a backup carries it.
+    public func deviceKey() throws(DeviceStoreError) -> [UInt8]? {
+        try read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'").map { [UInt8]($0) }
+        }
+    }
+
+    /// Keeps the key from enrolment. A device has one key for life.
+    public func setDeviceKey(_ key: [UInt8]) throws(DeviceStoreError) {
+        guard key.count == 32 else {
+            throw DeviceStoreError(.sync, "a device key is 32 bytes, not \(key.count)")
+        }
+        try write { db in
+            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'"),
+               [UInt8](existing) != key {
+                throw DeviceStoreError(.sync, "this device already has a different key")
+            }
+            try db.execute(sql: "INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)", arguments: [Data(key)])
+        }
+    }
+
+    /// An uploader that starts from this store's cursor.
+    public func makeUploader(configuration: UploaderConfiguration = UploaderConfiguration()) throws(DeviceStoreError) -> Uploader {
+        guard let key = try deviceKey() else {
+            throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
+        }
+        let status = try syncStatus()
+        return Uploader(app: app, device: deviceID.rawValue, key: key, acknowledged: status.acknowledged,
+                        durable: status.durable, configuration: configuration)
+    }
+
+    /// The frame `uploader` would send now, built from the outbox after its cursor.
+    public func nextFrame(_ uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> UploadFrame? {
+        let pending = uploader.state == .ready
+            ? try pendingOutbox(after: uploader.acknowledged, limit: uploader.configuration.maximumMessages)
+            : []
+        return uploader.nextFrame(now: now, pending: pending)
+    }
+
+    /// Hands the cloud's reply to `uploader` and carries out what it says: content
+    /// requests are journaled first (so the answer is in the outbox before the
+    /// cursor moves), then the cursor and durable watermark are stored.
+    @discardableResult
+    public func receive(_ reply: [UInt8], into uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> [UploadEffect] {
+        let effects = uploader.receive(reply, now: now)
+        try apply(effects, uploader: uploader)
+        return effects
+    }
+
+    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError) {
+        for case .contentRequested(let hashes) in effects {
+            try recordContentRequests(hashes)
+        }
+        if effects.contains(where: { if case .accepted = $0 { true } else { false } }) {
+            try recordAcknowledgement(acceptedThrough: uploader.acknowledged, durableThrough: uploader.durable)
+        }
+    }
+}
+
+/// What one sync run did, for `sightline sync` and tests.
+public struct SyncReport: Hashable, Sendable {
+    public var framesSent = 0
+    public var messagesAcknowledged = 0
+    public var retries = 0
+    public var rewinds = 0
+    public var contentRequests = 0
+    /// Why the run stopped early, when it did.
+    public var failure: String?
+    public var status: SyncStatus?
+
+    public init() {}
+}
+
+/// Drives a device's uploader over a transport until the outbox is sent: the
+/// async edge around the synchronous `Uploader`. Waiting for a backoff goes
+/// through `sleep`, so tests and the simulator can skip real time.
+public struct SyncClient: Sendable {
+    public let store: DeviceStore
+    public let transport: any Transport
+    public let configuration: UploaderConfiguration
+    /// Attempts of one frame before the run gives up (the cursor is kept; the
+    /// next run resumes from it).
+    public let maximumAttempts: Int
+    private let sleep: @Sendable (Int64) async -> Void
+
+    public init(store: DeviceStore, transport: any Transport, configuration: UploaderConfiguration = UploaderConfiguration(),
+                maximumAttempts: Int = 8,
+                sleep: @escaping @Sendable (Int64) async -> Void = { milliseconds in
+                    try? await Task.sleep(for: .milliseconds(milliseconds))
+                }) {
+        self.store = store
+        self.transport = transport
+        self.configuration = configuration
+        self.maximumAttempts = max(maximumAttempts, 1)
+        self.sleep = sleep
+    }
+
+    /// Sends everything pending; returns what happened. A permanent rejection
+    /// or too many failed attempts end the run with `failure` set.
+    public func run() async throws(DeviceStoreError) -> SyncReport {
+        var report = SyncReport()
+        var uploader = try store.makeUploader(configuration: configuration)
+        while true {
+            let now = store.now
+            if let wake = uploader.wakeTime, wake > now {
+                await sleep(wake.millisecondsSince1970 - now.millisecondsSince1970)
+            }
+            guard let frame = try store.nextFrame(&uploader, now: max(store.now, uploader.wakeTime ?? store.now)) else {
+                if case .stopped(let error) = uploader.state { report.failure = error.description }
+                break
+            }
+            report.framesSent += 1
+            if uploader.attempts > 1 { report.retries += 1 }
+            let effects: [UploadEffect]
+            do {
+                let reply = try await transport.exchange(frame.encoded)
+                effects = try store.receive(reply, into: &uploader, now: store.now)
+            } catch let error as TransportError {
+                effects = uploader.failed(now: store.now, reason: error.message)
+            } catch let error as DeviceStoreError {
+                throw error
+            } catch {
+                throw DeviceStoreError(.sync, "sync failed: \(error)")
+            }
+            for effect in effects {
+                switch effect {
+                case .accepted(_, let range):
+                    report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
+                case .contentRequested(let hashes):
+                    report.contentRequests += hashes.count
+                case .rewound:
+                    report.rewinds += 1
+                case .stopped(let error):
+                    report.failure = error.description
+                case .durable, .retryScheduled:
+                    break
+                }
+            }
+            if report.failure != nil { break }
+            if case .backingOff = uploader.state, uploader.attempts >= maximumAttempts {
+                report.failure = "gave up after \(uploader.attempts) attempts of frame \(frame.first)...\(frame.last); the next sync resumes there"
+                break
+            }
+        }
+        report.status = try store.syncStatus()
+        return report
+    }
+}

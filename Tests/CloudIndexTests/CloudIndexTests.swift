@@ -1,0 +1,360 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+import Testing
+
+private func recipeHash(url: String = recipeURL) -> PublicHash {
+    PublicHash.of(app: app, content: PublicContent(publicRecipe(url: url))!)!
+}
+
+/// Every device records the recipe and engages with it.
+private func vote(_ stores: [DeviceStore]) throws {
+    for store in stores {
+        try store.record(publicRecipe())
+        try store.recordEngaged(ref: recipeURL)
+    }
+}
+
+@Suite struct ThresholdTests {
+    @Test func belowTheThresholdTheCloudKeepsOnlyCountsAndAsksForNoContent() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<2).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 2 && entry.voters == 2)
+        #expect(entry.content == nil && !entry.isWanted)
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+        let wire = Data(harness.wire.joined())
+        #expect(!wire.contains(Data("Baked Potato".utf8)), "no content crossed the wire below K")
+    }
+
+    @Test func theKthVoteAsksForContentAndTheHashBecomesPublic() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<3).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 3)
+        #expect(entry.content?.title == "Baked Potato Chips" && entry.content?.webpageURL == recipeURL)
+        #expect(!entry.isWanted)
+        #expect(try harness.cloud.publicIndex(app: app).map(\.hash) == [recipeHash()])
+        #expect(entry.popularity.engaged == 3)
+    }
+
+    @Test func withdrawalsBelowTheThresholdRemoveTheContent() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<3).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        #expect(try harness.cloud.publicIndex(app: app).count == 1)
+        try stores[0].perform(.deleteActivities(identifiers: ["r1"]))
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 2 && entry.voters == 3 && entry.content == nil)
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+        // Voting again brings it back, and the content is asked for again.
+        try vote([stores[0]])
+        try harness.syncAll()
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.isPublic == true)
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.voters == 3, "the same device counts once")
+    }
+
+    @Test func aSybilDeviceVotingManyTimesCountsOnce() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<2).map { _ in try harness.addDevice() }
+        try vote(stores)
+        // The hostile device records the activity under many identifiers and
+        // engages again and again: still one device.
+        for index in 0..<10 {
+            try stores[0].record(publicRecipe(id: "copy-\(index)"))
+            try stores[0].recordEngaged(ref: recipeURL)
+        }
+        try harness.syncAll()
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.liveVotes == 2)
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+    }
+}
+
+@Suite struct IngestTests {
+    private func frame(_ store: DeviceStore) throws -> UploadFrame {
+        var uploader = try store.makeUploader()
+        return try #require(try store.nextFrame(&uploader, now: harnessStart))
+    }
+
+    @Test func aFrameDeliveredTwiceIsAcknowledgedAgainAndCountedOnce() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        try vote([store])
+        let bytes = try frame(store).encoded
+        #expect(harness.deliver(bytes).outcome == .accepted(messages: 2))
+        let digest = try harness.cloud.projectionDigest()
+        #expect(harness.deliver(bytes).outcome == .duplicate)
+        #expect(try harness.cloud.projectionDigest() == digest)
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.engaged == 1)
+        #expect(try harness.cloud.stats().logRows == 1)
+    }
+
+    @Test func aGapIsAnsweredWithTheExpectedPositionAndTheUploaderResendsFromThere() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        try vote([store])
+        try harness.sync(store)
+        for _ in 0..<3 { try store.recordEngaged(ref: recipeURL) }
+        // A frame that skips seq 3: as if frames arrived out of order.
+        let records = try store.pendingOutbox(after: OutboxPosition(epoch: 1, seq: 3), limit: 10)
+        let late = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: try #require(try store.deviceKey()))
+        let result = harness.deliver(late.encoded)
+        #expect(result.outcome == .rejected(WireError(.gap, "expected 1:3, the frame starts at 1:4")))
+        try harness.sync(store)
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.engaged == 4)
+        #expect(try store.syncStatus().pending == 0)
+    }
+
+    @Test func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        try vote([store])
+        try harness.sync(store)
+        let key = try #require(try store.deviceKey())
+        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: [
+            OutboxRecord(position: OutboxPosition(epoch: 1, seq: 2),
+                         message: .signal(recipeHash(), Popularity(engaged: 50))),
+        ], key: key)
+        let digest = try harness.cloud.projectionDigest()
+        guard case .rejected(let error) = harness.deliver(forged.encoded).outcome else {
+            Issue.record("equivocation accepted")
+            return
+        }
+        #expect(error.code == .equivocation)
+        #expect(try harness.cloud.stats().equivocations == 1)
+        #expect(try harness.cloud.projectionDigest() == digest)
+    }
+
+    @Test func forgedAndForeignTenantSignaturesAreRefused() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        try harness.cloud.registerApp("com.other", enrolmentSecret: enrolmentSecret)
+        let stranger = try harness.addDevice(seed: 77, app: "com.other")
+        try vote([store])
+        let records = try store.pendingOutbox(after: .start, limit: 10)
+        let wrongKey = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        // A device of another app signs with its own key but names this app.
+        let foreign = UploadFrame(app: app, device: stranger.deviceID.rawValue, records: records,
+                                  key: try #require(try stranger.deviceKey()))
+        let unknown = UploadFrame(app: app, device: "not-enrolled", records: records, key: [UInt8](repeating: 1, count: 32))
+        for (frame, code) in [(wrongKey, WireError.Code.badSignature), (foreign, .badSignature), (unknown, .unknownDevice)] {
+            guard case .rejected(let error) = harness.deliver(frame.encoded).outcome else {
+                Issue.record("\(code) accepted")
+                continue
+            }
+            #expect(error.code == code)
+        }
+        #expect(try harness.cloud.stats().logRows == 0)
+    }
+
+    @Test func contentThatDoesNotMatchItsHashIsRefusedWhole() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let store = try harness.addDevice()
+        try vote([store])
+        try harness.sync(store)
+        let key = try #require(try store.deviceKey())
+        let lie = UploadFrame(app: app, device: store.deviceID.rawValue, records: [
+            OutboxRecord(position: OutboxPosition(epoch: 1, seq: 3), message: .content(recipeHash(), PublicContent(
+                activityType: "com.yummly/browseRecipe", title: "Spam", keywords: [], contentDescription: nil,
+                webpageURL: "https://spam.example"))),
+        ], key: key)
+        guard case .rejected(let error) = harness.deliver(lie.encoded).outcome else {
+            Issue.record("mismatched content accepted")
+            return
+        }
+        #expect(error.code == .refused)
+        #expect(try harness.cloud.stats().logRows == 1, "nothing of the refused frame was kept")
+    }
+
+    @Test func enrolmentNeedsTheAppSecretAndHappensOnce() throws {
+        let harness = try SyncHarness()
+        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: "wrong-secret-of-16-bytes") }
+        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: "com.unknown", device: "d", enrolmentSecret: enrolmentSecret) }
+        _ = try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: enrolmentSecret)
+        let again = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: enrolmentSecret) }
+        #expect(again.code == .alreadyEnrolled)
+    }
+}
+
+@Suite struct CloudLogTests {
+    @Test func aRebuildFromTheCloudLogEqualsTheIncrementalState() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let stores = try (0..<4).map { _ in try harness.addDevice() }
+        try vote(stores)
+        for (index, store) in stores.enumerated() {
+            try store.record(publicRecipe(url: "https://example.com/\(index % 2)", id: "x\(index)"))
+            try store.recordEngaged(ref: "https://example.com/\(index % 2)")
+            try store.recordShown(ref: recipeURL)
+        }
+        try harness.syncAll()
+        try stores[1].perform(.deleteAllActivities)
+        try harness.syncAll()
+        let incremental = try harness.cloud.projectionDigest()
+        #expect(try harness.cloud.rebuiltProjectionDigest() == incremental)
+        try harness.cloud.rebuildProjections()
+        #expect(try harness.cloud.projectionDigest() == incremental)
+        let verification = try harness.cloud.verifyLog()
+        let rows = try harness.cloud.stats().logRows
+        #expect(verification.isValid && verification.verifiedRows == rows)
+    }
+
+    @Test func anAlteredLogRowIsFoundByVerification() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        do {
+            let harness = try SyncHarness(location: .file(path))
+            let store = try harness.addDevice()
+            try vote([store])
+            try harness.sync(store)
+            try store.recordShown(ref: recipeURL)
+            try harness.sync(store)
+        }
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE cloud_log SET received_at = received_at + 1 WHERE seq = 1")
+        }
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 3))
+        let verification = try cloud.verifyLog()
+        #expect(verification.firstProblem == "log seq 1: stored hash does not match the row's content (row altered)")
+    }
+}
+
+@Suite struct FaultTests {
+    /// A transport to the harness's cloud that loses the reply of every
+    /// `loseEvery`-th exchange after the cloud has committed the frame.
+    final class LossyTransport: Transport, @unchecked Sendable {
+        let harness: SyncHarness
+        let loseEvery: Int
+        private(set) var exchanges = 0
+
+        init(harness: SyncHarness, loseEvery: Int) {
+            self.harness = harness
+            self.loseEvery = loseEvery
+        }
+
+        func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
+            exchanges += 1
+            let reply = harness.deliver(frame).reply
+            if exchanges % loseEvery == 0 { throw TransportError("reply lost") }
+            return reply
+        }
+    }
+
+    @Test func lostRepliesAreResentAndNothingIsCountedTwice() async throws {
+        let harness = try SyncHarness(threshold: 2)
+        let stores = try (0..<2).map { _ in try harness.addDevice() }
+        try vote(stores)
+        for _ in 0..<30 {
+            for store in stores {
+                try store.recordShown(ref: recipeURL)
+                try store.recordEngaged(ref: recipeURL)
+            }
+        }
+        let transport = LossyTransport(harness: harness, loseEvery: 2)
+        for store in stores {
+            for _ in 0..<3 {
+                let client = SyncClient(store: store, transport: transport,
+                                        configuration: UploaderConfiguration(maximumMessages: 7), sleep: { _ in })
+                let report = try await client.run()
+                #expect(report.failure == nil)
+            }
+            #expect(try store.syncStatus().pending == 0)
+        }
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity == Popularity(views: 0, shown: 60, engaged: 62))
+        #expect(entry.isPublic, "the content request survived the lost replies")
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+    }
+
+    @Test func framesArrivingOutOfOrderAreAppliedInOrder() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        try vote([store])
+        for _ in 0..<4 { try store.recordShown(ref: recipeURL) }
+        let key = try #require(try store.deviceKey())
+        let records = try store.pendingOutbox(after: .start, limit: 100)
+        let first = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records[0..<3]), key: key)
+        let second = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records[3...]), key: key)
+        guard case .rejected(let error) = harness.deliver(second.encoded).outcome else {
+            Issue.record("a frame after a gap was accepted")
+            return
+        }
+        #expect(error.code == .gap)
+        #expect(harness.deliver(first.encoded).outcome == .accepted(messages: 3))
+        #expect(harness.deliver(second.encoded).outcome == .accepted(messages: 3))
+        #expect(harness.deliver(first.encoded).outcome == .duplicate, "a late replay changes nothing")
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.shown == 4)
+    }
+
+    @Test func aSignedDeflateBombIsRefusedAndChangesNothing() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        let key = try #require(try store.deviceKey())
+        let records = (1...2_000).map { seq in
+            OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64(seq)), message: .content(recipeHash(), PublicContent(
+                activityType: String(repeating: "a", count: 4_000), title: String(repeating: "b", count: 4_000),
+                keywords: [], contentDescription: nil, webpageURL: nil)))
+        }
+        // 16 MB of nearly identical messages deflate to far less than 1/200 of that.
+        let bomb = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: key, level: 9)
+        guard case .rejected(let error) = harness.deliver(bomb.encoded).outcome else {
+            Issue.record("the bomb was accepted")
+            return
+        }
+        #expect(error.code == .tooLarge)
+        #expect(try harness.cloud.stats().logRows == 0)
+    }
+
+    @Test func privateDataNeverCrossesTheWireNorReachesTheCloudStore() throws {
+        let canary = "CANARY-93e1f0"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-canary-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        do {
+            let harness = try SyncHarness(threshold: 2, location: .file(path))
+            let stores = try (0..<3).map { _ in try harness.addDevice() }
+            for (index, store) in stores.enumerated() {
+                try store.index(named: "notes").indexSearchableItems([
+                    SearchableItem(uniqueIdentifier: "n\(index)", attributes: {
+                        var attributes = AttributeSet()
+                        attributes.title = "diary \(canary)"
+                        attributes.contentURL = "https://private.example/\(canary)"
+                        return attributes
+                    }()),
+                ])
+                var privateActivity = publicRecipe(url: "https://private.example/\(canary)/\(index)", id: "p\(index)")
+                privateActivity.eligibleForPublicIndexing = false
+                privateActivity.title = canary
+                try store.record(privateActivity)
+                var publicActivity = publicRecipe()
+                publicActivity.userInfo = ["session": canary]
+                publicActivity.domainIdentifier = canary
+                try store.record(publicActivity)
+                for ref in ["n\(index)", "https://private.example/\(canary)/\(index)", recipeURL] {
+                    try store.recordShown(ref: ref)
+                    try store.recordEngaged(ref: ref)
+                }
+            }
+            try harness.syncAll()
+            #expect(try harness.cloud.publicIndex(app: app).count == 1, "the public activity did become public")
+            let wire = Data(harness.wire.joined())
+            #expect(!wire.contains(Data(canary.utf8)))
+            #expect(!wire.contains(Data("private.example".utf8)))
+        }
+        for suffix in ["", "-wal"] {
+            guard let bytes = FileManager.default.contents(atPath: path + suffix) else { continue }
+            #expect(!bytes.contains(Data(canary.utf8)), "cloud.sqlite\(suffix)")
+        }
+    }
+}

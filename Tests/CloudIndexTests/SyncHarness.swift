@@ -1,0 +1,67 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+
+let harnessStart = ISO8601.parse("2026-11-22T00:00:00Z")!
+let app = StoreOptions.defaultApp
+let enrolmentSecret = "enrolment-secret-for-tests"
+
+/// A cloud and devices in one process, synced through the real uploader and
+/// the cloud's ingest, with every byte on the wire kept.
+final class SyncHarness {
+    let clock = ManualClock(harnessStart)
+    let cloud: CloudIndex
+    private(set) var devices: [DeviceStore] = []
+    private(set) var wire: [[UInt8]] = []
+
+    init(threshold: Int = 3, location: CloudLocation = .memory) throws {
+        cloud = try CloudIndex(at: location, options: CloudOptions(clock: clock, random: SeededRandom(seed: 99),
+                                                                   threshold: threshold))
+        try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+    }
+
+    @discardableResult
+    func addDevice(seed: UInt64? = nil, app deviceApp: String = app) throws -> DeviceStore {
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed ?? UInt64(devices.count + 1)),
+                                                                       app: deviceApp))
+        try store.setDeviceKey(cloud.enrol(app: deviceApp, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        devices.append(store)
+        return store
+    }
+
+    /// Sends `frame` to the cloud, keeping both directions' bytes.
+    func deliver(_ frame: [UInt8]) -> IngestResult {
+        wire.append(frame)
+        let result = cloud.ingest(frame)
+        wire.append(result.reply)
+        return result
+    }
+
+    /// Syncs `store` until its outbox is sent (no faults).
+    @discardableResult
+    func sync(_ store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration()) throws -> [IngestResult] {
+        var uploader = try store.makeUploader(configuration: configuration)
+        var results: [IngestResult] = []
+        while let frame = try store.nextFrame(&uploader, now: clock.now()) {
+            let result = deliver(frame.encoded)
+            results.append(result)
+            try store.receive(result.reply, into: &uploader, now: clock.now())
+            if case .stopped = uploader.state { break }
+        }
+        return results
+    }
+
+    func syncAll() throws {
+        // Twice: content requested in one round is answered in the next.
+        for _ in 0..<2 { for store in devices { try sync(store) } }
+    }
+}
+
+let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
+
+func publicRecipe(url: String = recipeURL, id: String = "r1") -> UserActivity {
+    UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", keywords: ["potato"],
+                 webpageURL: url, eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: id)
+}
