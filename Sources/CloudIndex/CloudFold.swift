@@ -13,7 +13,8 @@ struct Refusal: Error {
 /// `rebuildProjections()` both call `apply`, and nothing else writes the
 /// projections, so a rebuild from the cloud log equals the incremental state.
 ///
-/// Per (app, hash):
+/// Per (app, public hash), under the hash's *key* (`CloudIndex.key`, a keyed
+/// hash: the raw hash is stored only while it has at least K live votes):
 /// - a *vote* counts once per device: under the cloud's pseudonym for the
 ///   device and hash (`CloudIndex.voter`), with the token the device sent, which
 ///   must stay the same;
@@ -22,118 +23,120 @@ struct Refusal: Error {
 /// - *content* is kept only while the hash has at least K live votes and has
 ///   none yet, and only if it hashes to the hash it claims.
 ///
-/// When live votes reach K without content, the hash is *wanted*: it gets the
-/// next wanted seq, and acks to the app's devices carry it until content arrives.
-/// Below K the content is dropped, and only counts and keyed hashes remain.
+/// When live votes reach K without content, the hash is *wanted*: its raw hash
+/// is kept, it gets the next wanted seq, and acks to the app's devices carry it
+/// until content arrives. Below K the raw hash and the content are dropped:
+/// only counts under keyed hashes remain.
 struct CloudFold {
     let db: Database
     let threshold: Int
     let voter: (String, PublicHash) -> [UInt8]
+    let key: (String, PublicHash) -> [UInt8]
 
     func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64) throws {
         for message in messages {
+            let hash = message.hash
+            let key = Data(key(app, hash))
             switch message {
-            case .vote(let hash, let token):
-                let pseudonym = voter(device, hash)
+            case .vote(_, let token):
+                let pseudonym = Data(voter(device, hash))
                 let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT token, live FROM votes WHERE app = ? AND hash = ? AND voter = ?
-                    """), arguments: [app, Data(hash.bytes), Data(pseudonym)])
+                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
+                    """), arguments: [app, key, pseudonym])
                 if let row {
                     guard [UInt8](row[0] as Data) == token.bytes else {
-                        throw Refusal(message: "a vote for \(hash) carries a different token than this device's earlier vote")
+                        throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
                     }
                     if (row[1] as Int64) != 0 { continue }
-                    try db.cachedStatement(sql: "UPDATE votes SET live = 1 WHERE app = ? AND hash = ? AND voter = ?")
-                        .execute(arguments: [app, Data(hash.bytes), Data(pseudonym)])
-                    try changeVotes(app: app, hash, live: 1, voters: 0)
+                    try db.cachedStatement(sql: "UPDATE votes SET live = 1 WHERE app = ? AND key = ? AND voter = ?")
+                        .execute(arguments: [app, key, pseudonym])
+                    try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
                 } else {
-                    try db.cachedStatement(sql: "INSERT INTO votes (app, hash, voter, token, live) VALUES (?, ?, ?, ?, 1)")
-                        .execute(arguments: [app, Data(hash.bytes), Data(pseudonym), Data(token.bytes)])
-                    try changeVotes(app: app, hash, live: 1, voters: 1)
+                    try db.cachedStatement(sql: "INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1)")
+                        .execute(arguments: [app, key, pseudonym, Data(token.bytes)])
+                    try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
                 }
-            case .withdraw(let hash, let token):
-                let pseudonym = voter(device, hash)
+            case .withdraw(_, let token):
+                let pseudonym = Data(voter(device, hash))
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT token, live FROM votes WHERE app = ? AND hash = ? AND voter = ?
-                    """), arguments: [app, Data(hash.bytes), Data(pseudonym)]) else { continue }
+                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
+                    """), arguments: [app, key, pseudonym]) else { continue }
                 guard [UInt8](row[0] as Data) == token.bytes else {
-                    throw Refusal(message: "a withdrawal for \(hash) carries a different token than this device's vote")
+                    throw Refusal(message: "a withdrawal carries a different token than this device's vote for the same hash")
                 }
                 guard (row[1] as Int64) != 0 else { continue }
-                try db.cachedStatement(sql: "UPDATE votes SET live = 0 WHERE app = ? AND hash = ? AND voter = ?")
-                    .execute(arguments: [app, Data(hash.bytes), Data(pseudonym)])
-                try changeVotes(app: app, hash, live: -1, voters: 0)
-            case .signal(let hash, let counts):
+                try db.cachedStatement(sql: "UPDATE votes SET live = 0 WHERE app = ? AND key = ? AND voter = ?")
+                    .execute(arguments: [app, key, pseudonym])
+                try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
+            case .signal(_, let counts):
                 guard counts.views < 1 << 40, counts.shown < 1 << 40, counts.engaged < 1 << 40 else {
-                    throw Refusal(message: "a signal for \(hash) carries an implausible count")
+                    throw Refusal(message: "a signal carries an implausible count")
                 }
-                try ensureHash(app: app, hash)
+                try ensureRow(app: app, key: key)
                 try db.cachedStatement(sql: """
-                    UPDATE hashes SET views = views + ?, shown = shown + ?, engaged = engaged + ? WHERE app = ? AND hash = ?
-                    """).execute(arguments: [Int64(counts.views), Int64(counts.shown), Int64(counts.engaged),
-                                             app, Data(hash.bytes)])
-            case .content(let hash, let content):
+                    UPDATE hashes SET views = views + ?, shown = shown + ?, engaged = engaged + ? WHERE app = ? AND key = ?
+                    """).execute(arguments: [Int64(counts.views), Int64(counts.shown), Int64(counts.engaged), app, key])
+            case .content(_, let content):
                 guard PublicHash.of(app: app, content: content) == hash else {
-                    throw Refusal(message: "content sent for \(hash) does not hash to it")
+                    throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
                 guard let state = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT live_votes, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.hash = h.hash)
-                    FROM hashes h WHERE app = ? AND hash = ?
-                    """), arguments: [app, Data(hash.bytes)]),
+                    SELECT live_votes, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.key = h.key)
+                    FROM hashes h WHERE app = ? AND key = ?
+                    """), arguments: [app, key]),
                     (state[0] as Int64) >= Int64(threshold), (state[1] as Int64) == 0 else { continue }
                 try db.cachedStatement(sql: """
-                    INSERT INTO public_content (app, hash, activity_type, title, keywords, description, url, log_seq)
+                    INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [app, Data(hash.bytes), content.activityType, content.title,
+                    """).execute(arguments: [app, key, content.activityType, content.title,
                                              Data(PublicKeywords.encode(content.keywords)), content.contentDescription,
                                              content.webpageURL, logSeq])
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL WHERE app = ? AND hash = ?")
-                    .execute(arguments: [app, Data(hash.bytes)])
+                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL WHERE app = ? AND key = ?")
+                    .execute(arguments: [app, key])
             }
         }
     }
 
-    private func ensureHash(app: String, _ hash: PublicHash) throws {
+    private func ensureRow(app: String, key: Data) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO hashes (app, hash, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, 0, 0, 0)
-            ON CONFLICT (app, hash) DO NOTHING
-            """).execute(arguments: [app, Data(hash.bytes)])
+            INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, 0, 0, 0)
+            ON CONFLICT (app, key) DO NOTHING
+            """).execute(arguments: [app, key])
     }
 
     /// Moves the live-vote and distinct-voter counts, then the hash's state
-    /// around the threshold: wanted when it reaches K without content, content
-    /// dropped when it falls below.
-    private func changeVotes(app: String, _ hash: PublicHash, live: Int64, voters: Int64) throws {
-        try ensureHash(app: app, hash)
+    /// around the threshold: at K without content it becomes wanted (and its raw
+    /// hash is kept, to ask for it); below K its raw hash and content go.
+    private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64) throws {
+        try ensureRow(app: app, key: key)
         try db.cachedStatement(sql: """
-            UPDATE hashes SET live_votes = live_votes + ?, voters = voters + ? WHERE app = ? AND hash = ?
-            """).execute(arguments: [live, voters, app, Data(hash.bytes)])
+            UPDATE hashes SET live_votes = live_votes + ?, voters = voters + ? WHERE app = ? AND key = ?
+            """).execute(arguments: [live, voters, app, key])
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT live_votes, wanted_seq, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.hash = h.hash)
-            FROM hashes h WHERE app = ? AND hash = ?
-            """), arguments: [app, Data(hash.bytes)]) else { return }
+            SELECT live_votes, wanted_seq, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.key = h.key)
+            FROM hashes h WHERE app = ? AND key = ?
+            """), arguments: [app, key]) else { return }
         let liveVotes: Int64 = row[0]
         let wanted: Int64? = row[1]
         let hasContent = (row[2] as Int64) != 0
         if liveVotes >= Int64(threshold) {
+            try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
+                .execute(arguments: [Data(hash.bytes), app, key])
             if !hasContent && wanted == nil {
                 let next = (try Int64.fetchOne(db, sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'") ?? 0) + 1
                 try db.execute(sql: """
                     INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
                     ON CONFLICT (key) DO UPDATE SET value = excluded.value
                     """, arguments: [next])
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND hash = ?")
-                    .execute(arguments: [next, app, Data(hash.bytes)])
+                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
+                    .execute(arguments: [next, app, key])
             }
         } else {
             if hasContent {
-                try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND hash = ?")
-                    .execute(arguments: [app, Data(hash.bytes)])
+                try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
             }
-            if wanted != nil {
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL WHERE app = ? AND hash = ?")
-                    .execute(arguments: [app, Data(hash.bytes)])
-            }
+            try db.cachedStatement(sql: "UPDATE hashes SET hash = NULL, wanted_seq = NULL WHERE app = ? AND key = ?")
+                .execute(arguments: [app, key])
         }
     }
 }

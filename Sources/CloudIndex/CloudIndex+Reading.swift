@@ -6,7 +6,10 @@ import SyncWire
 /// What the cloud knows about one public hash of one app.
 public struct HashEntry: Hashable, Sendable {
     public let app: String
-    public let hash: PublicHash
+    /// The keyed hash the cloud files it under.
+    public let key: [UInt8]
+    /// The public hash itself, known only while the hash has K live votes.
+    public let hash: PublicHash?
     /// Devices whose vote is live now.
     public let liveVotes: Int
     /// Distinct devices that ever voted.
@@ -40,27 +43,30 @@ public struct CloudStats: Hashable, Sendable {
 }
 
 extension CloudIndex {
-    /// Every hash the cloud counts for `app`, in hash order.
+    /// Every hash the cloud counts for `app`, in key order.
     public func entries(app: String) throws(CloudError) -> [HashEntry] {
         try read { db in
-            try Row.fetchAll(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? ORDER BY h.hash", arguments: [app])
-                .compactMap(CloudIndex.entry)
+            try Row.fetchAll(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? ORDER BY h.key", arguments: [app])
+                .map(CloudIndex.entry)
         }
     }
 
     /// One hash's entry, if the cloud has counted it.
     public func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry? {
-        try read { db in
-            try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.hash = ?", arguments: [app, Data(hash.bytes)])
-                .flatMap(CloudIndex.entry)
+        let key = Data(key(app: app, hash: hash))
+        return try read { db in
+            try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.key = ?", arguments: [app, key])
+                .map(CloudIndex.entry)
         }
     }
 
     /// The public index of `app`: the hashes with K live votes whose content
     /// arrived, most engaged first.
     public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {
-        try entries(app: app).filter(\.isPublic).sorted {
-            ($0.popularity.engaged, $0.popularity.views, $1.hash) > ($1.popularity.engaged, $1.popularity.views, $0.hash)
+        try entries(app: app).filter(\.isPublic).sorted { a, b in
+            if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
+            if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
+            return a.key.lexicographicallyPrecedes(b.key)
         }
     }
 
@@ -82,22 +88,22 @@ extension CloudIndex {
     }
 
     private static let entrySQL = """
-        SELECT h.app, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq,
-               c.activity_type, c.title, c.keywords, c.description, c.url, c.hash IS NOT NULL
-        FROM hashes h LEFT JOIN public_content c ON c.app = h.app AND c.hash = h.hash
+        SELECT h.app, h.key, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq,
+               c.activity_type, c.title, c.keywords, c.description, c.url, c.key IS NOT NULL
+        FROM hashes h LEFT JOIN public_content c ON c.app = h.app AND c.key = h.key
         """
 
-    private static func entry(_ row: Row) -> HashEntry? {
-        guard let hash = PublicHash([UInt8](row[1] as Data)) else { return nil }
+    private static func entry(_ row: Row) -> HashEntry {
         var content: PublicContent?
-        if (row[13] as Int64) != 0 {
-            content = PublicContent(activityType: row[8], title: row[9],
-                                    keywords: PublicKeywords.decode([UInt8](row[10] as Data)) ?? [],
-                                    contentDescription: row[11], webpageURL: row[12])
+        if (row[14] as Int64) != 0 {
+            content = PublicContent(activityType: row[9], title: row[10],
+                                    keywords: PublicKeywords.decode([UInt8](row[11] as Data)) ?? [],
+                                    contentDescription: row[12], webpageURL: row[13])
         }
-        return HashEntry(app: row[0], hash: hash, liveVotes: row[2], voters: row[3],
-                         popularity: Popularity(views: UInt64(row[4] as Int64), shown: UInt64(row[5] as Int64),
-                                                engaged: UInt64(row[6] as Int64)),
-                         content: content, isWanted: (row[7] as Int64?) != nil)
+        return HashEntry(app: row[0], key: [UInt8](row[1] as Data), hash: (row[2] as Data?).flatMap { PublicHash([UInt8]($0)) },
+                         liveVotes: row[3], voters: row[4],
+                         popularity: Popularity(views: UInt64(row[5] as Int64), shown: UInt64(row[6] as Int64),
+                                                engaged: UInt64(row[7] as Int64)),
+                         content: content, isWanted: (row[8] as Int64?) != nil)
     }
 }

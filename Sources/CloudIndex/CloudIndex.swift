@@ -221,6 +221,17 @@ public final class CloudIndex: Sendable {
         return difference == 0
     }
 
+    /// The keyed hash the projections file `hash` of `app` under: HMAC-SHA256
+    /// with the cloud's secret. Below K this is all the projections hold, so a
+    /// copy of them does not let anyone test which URLs were voted for.
+    func key(app: String, hash: PublicHash) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.string("hash")
+        writer.string(app)
+        writer.raw(hash.bytes)
+        return Array(HMAC<SHA256>.authenticationCode(for: writer.bytes, using: SymmetricKey(data: voterSecret)))
+    }
+
     /// The cloud's pseudonym for `device` voting on `hash`: the key its votes are
     /// counted under. Derived with the cloud's secret, so the projections never
     /// name a device, and one device can never count twice for one hash.

@@ -177,9 +177,9 @@ extension CloudIndex {
 
     static let digestQueries = [
         "SELECT device, epoch, last_seq FROM device_epochs ORDER BY device, epoch",
-        "SELECT app, hash, live_votes, voters, views, shown, engaged, wanted_seq FROM hashes ORDER BY app, hash",
-        "SELECT app, hash, voter, token, live FROM votes ORDER BY app, hash, voter",
-        "SELECT app, hash, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, hash",
+        "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq FROM hashes ORDER BY app, key",
+        "SELECT app, key, voter, token, live FROM votes ORDER BY app, key, voter",
+        "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
         "SELECT key, value FROM fold_state ORDER BY key",
     ]
 

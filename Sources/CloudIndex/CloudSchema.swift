@@ -59,34 +59,35 @@ enum CloudSchema {
         ) WITHOUT ROWID;
         CREATE TABLE hashes (
             app TEXT NOT NULL,
-            hash BLOB NOT NULL,
+            key BLOB NOT NULL,
+            hash BLOB,
             live_votes INTEGER NOT NULL,
             voters INTEGER NOT NULL,
             views INTEGER NOT NULL,
             shown INTEGER NOT NULL,
             engaged INTEGER NOT NULL,
             wanted_seq INTEGER,
-            PRIMARY KEY (app, hash)
+            PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
         CREATE INDEX hashes_wanted ON hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;
         CREATE TABLE votes (
             app TEXT NOT NULL,
-            hash BLOB NOT NULL,
+            key BLOB NOT NULL,
             voter BLOB NOT NULL,
             token BLOB NOT NULL,
             live INTEGER NOT NULL,
-            PRIMARY KEY (app, hash, voter)
+            PRIMARY KEY (app, key, voter)
         ) WITHOUT ROWID;
         CREATE TABLE public_content (
             app TEXT NOT NULL,
-            hash BLOB NOT NULL,
+            key BLOB NOT NULL,
             activity_type TEXT NOT NULL,
             title TEXT,
             keywords BLOB NOT NULL,
             description TEXT,
             url TEXT,
             log_seq INTEGER NOT NULL,
-            PRIMARY KEY (app, hash)
+            PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
         CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
         """

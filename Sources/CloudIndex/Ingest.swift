@@ -157,7 +157,8 @@ extension CloudIndex {
     }
 
     func fold(_ db: Database) -> CloudFold {
-        CloudFold(db: db, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) })
+        CloudFold(db: db, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) },
+                  key: { [self] app, hash in key(app: app, hash: hash) })
     }
 
     /// The ack for a device, with the content requests it has not yet been
