@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
+        .library(name: "CloudServer", targets: ["CloudServer"]),
+        .library(name: "SyncHTTP", targets: ["SyncHTTP"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
     dependencies: [
@@ -18,6 +20,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "IndexModel"),
@@ -45,10 +52,33 @@ let package = Package(
             name: "CloudIndex",
             dependencies: [
                 "IndexModel",
+                "IndexQuery",
                 "SyncWire",
                 "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The HTTP API over CloudIndex (Hummingbird, swift-log, swift-metrics to Prometheus).
+        .target(
+            name: "CloudServer",
+            dependencies: [
+                "CloudIndex",
+                "IndexModel",
+                "SyncWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // Sync over HTTP (AsyncHTTPClient): the device's transport and enrolment.
+        .target(
+            name: "SyncHTTP",
+            dependencies: [
+                "SyncWire",
+                "IndexModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .target(
@@ -96,6 +126,14 @@ let package = Package(
         .testTarget(
             name: "SyncWireTests",
             dependencies: ["SyncWire", "IndexModel"]
+        ),
+        .testTarget(
+            name: "CloudServerTests",
+            dependencies: [
+                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CloudIndexTests",

@@ -1,8 +1,9 @@
-@testable import DeviceStore
-import GRDB
 import Foundation
+import GRDB
 import IndexModel
+import IndexQuery
 import Testing
+@testable import DeviceStore
 
 extension SearchDocument {
     /// The reference the search is held to: the best key among this document's

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import IndexQuery
 
 extension DeviceStore {
     /// Free-text search as a user types: every word of `text` must be a word of

@@ -35,6 +35,28 @@ public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertibl
         content.identity.map { of(app: app, activityType: content.activityType, identity: $0) }
     }
 
+    /// A hash written as 64 hexadecimal digits (either case).
+    public init?(hex: String) {
+        let digits = Array(hex.utf8)
+        guard digits.count == 2 * PublicHash.byteCount else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(PublicHash.byteCount)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = PublicHash.nibble(digits[index]), let low = PublicHash.nibble(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        self.bytes = bytes
+    }
+
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x61...0x66: digit - 0x61 + 10
+        case 0x41...0x46: digit - 0x41 + 10
+        default: nil
+        }
+    }
+
     public var hex: String { bytes.hex }
     public var description: String { String(hex.prefix(16)) }
 

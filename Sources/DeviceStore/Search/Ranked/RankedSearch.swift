@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IndexQuery
 
 /// Top-k ranked search over `SearchIndex`, reading posting lists best first and
 /// stopping as soon as no unread posting can beat the results it has.

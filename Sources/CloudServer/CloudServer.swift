@@ -1,0 +1,283 @@
+import CloudIndex
+import CoreMetrics
+import Foundation
+import Hummingbird
+import IndexModel
+import Logging
+import NIOCore
+import Prometheus
+import Synchronization
+import SyncWire
+
+/// How the HTTP server runs.
+public struct CloudServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks a free port; `onRunning` is told which.
+    public var port: Int
+    /// The largest request body accepted, compressed frames included.
+    public var maximumBodyBytes: Int
+    /// Frames per second each device may send, and the burst it may save up.
+    public var framesPerSecond: Double
+    public var burst: Double
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = WireLimits.maximumFrameBytes,
+                framesPerSecond: Double = 200, burst: Double = 400) {
+        self.host = host
+        self.port = port
+        self.maximumBodyBytes = maximumBodyBytes
+        self.framesPerSecond = framesPerSecond
+        self.burst = burst
+    }
+}
+
+/// The cloud's HTTP API over a `CloudIndex` (`docs/openapi.yaml`).
+///
+/// Every refusal is a 4xx with a JSON body `{"error", "message"}`; a refused
+/// frame's body also carries the signed rejection (`reply`, base64) for the
+/// device's uploader. Logs name routes, devices, outcomes and sizes, never a
+/// title, a URL or a search text.
+public struct CloudServer: Sendable {
+    public let cloud: CloudIndex
+    public let configuration: CloudServerConfiguration
+    public let registry: PrometheusCollectorRegistry
+    private let logger: Logger
+    private let metrics: ServerMetrics
+    private let limiter: RateLimiter
+
+    public init(cloud: CloudIndex, configuration: CloudServerConfiguration = CloudServerConfiguration(),
+                logger: Logger = Logger(label: "sightline.cloud")) {
+        self.cloud = cloud
+        self.configuration = configuration
+        self.logger = logger
+        registry = PrometheusCollectorRegistry()
+        metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        limiter = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst)
+    }
+
+    /// The application, ready to `run()`; `onRunning` receives the bound port.
+    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(router: router(),
+                    configuration: .init(address: .hostname(configuration.host, port: configuration.port),
+                                         serverName: "sightline"),
+                    onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+                    logger: logger)
+    }
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("healthz") { _, _ in
+            CloudServer.json(.ok, ["status": .string("ok")])
+        }
+        router.get("metrics") { _, _ in
+            var headers = HTTPFields()
+            headers[.contentType] = "text/plain; version=0.0.4"
+            return Response(status: .ok, headers: headers,
+                            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+        }
+        router.post("v1/enrol") { request, _ in
+            await enrol(request)
+        }
+        router.post("v1/sync") { request, _ in
+            await sync(request)
+        }
+        router.get("v1/stats") { _, _ in
+            do {
+                return CloudServer.json(.ok, try cloud.stats().jsonValue)
+            } catch {
+                return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
+            }
+        }
+        router.get("v1/apps/:app/public") { request, context in
+            guard let app = context.parameters.get("app") else { return CloudServer.error(.badRequest, "malformed", "no app") }
+            let text = request.uri.queryParameters.get("q").map { String($0) } ?? ""
+            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 20
+            guard (1...1000).contains(limit), text.utf8.count <= 1024 else {
+                return CloudServer.error(.badRequest, "malformed", "limit must be 1 to 1000 and q at most 1024 bytes")
+            }
+            do {
+                let results = try cloud.search(app: app, text: text, limit: limit)
+                return CloudServer.json(.ok, ["results": .array(results.map(\.jsonValue))])
+            } catch {
+                return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
+            }
+        }
+        router.get("v1/apps/:app/items/:hash") { _, context in
+            guard let app = context.parameters.get("app"), let hex = context.parameters.get("hash"),
+                  let hash = PublicHash(hex: hex) else {
+                return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
+            }
+            do {
+                guard let entry = try cloud.entry(app: app, hash: hash), entry.isPublic else {
+                    return CloudServer.error(.notFound, "notFound", "no public item with this hash")
+                }
+                return CloudServer.json(.ok, entry.jsonValue)
+            } catch {
+                return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
+            }
+        }
+        return router
+    }
+
+    // MARK: - Handlers
+
+    private func enrol(_ request: Request) async -> Response {
+        let body: [UInt8]
+        do {
+            body = try await CloudServer.collect(request, upTo: 16 * 1024)
+        } catch {
+            return CloudServer.error(.contentTooLarge, "tooLarge", "an enrolment request is at most 16 KiB")
+        }
+        guard case .object(let object)? = try? JSONReader.parse(String(decoding: body, as: UTF8.self)),
+              case .string(let app)? = object["app"], case .string(let device)? = object["device"],
+              case .string(let secret)? = object["secret"] else {
+            return CloudServer.error(.badRequest, "malformed", "expected a JSON object with string members app, device and secret")
+        }
+        do {
+            let key = try cloud.enrol(app: app, device: device, enrolmentSecret: secret)
+            logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
+            return CloudServer.json(.ok, ["device": .string(device), "key": .string(Data(key).base64EncodedString())])
+        } catch {
+            logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
+            switch error.code {
+            case .alreadyEnrolled: return CloudServer.error(.conflict, error.code.rawValue, error.message)
+            case .enrolmentRefused: return CloudServer.error(.forbidden, error.code.rawValue, error.message)
+            case .invalidOption: return CloudServer.error(.badRequest, error.code.rawValue, error.message)
+            default: return CloudServer.error(.serviceUnavailable, "unavailable", error.message)
+            }
+        }
+    }
+
+    private func sync(_ request: Request) async -> Response {
+        let body: [UInt8]
+        do {
+            body = try await CloudServer.collect(request, upTo: configuration.maximumBodyBytes)
+        } catch {
+            metrics.rejected(.tooLarge)
+            return CloudServer.error(.contentTooLarge, "tooLarge",
+                                     "a sync body is at most \(configuration.maximumBodyBytes) bytes")
+        }
+        if let device = try? UploadFrame.parse(body).device, !limiter.allow(device, now: ContinuousClock.now) {
+            metrics.rejected(.rateLimited)
+            logger.notice("rate limited", metadata: ["device": "\(device)"])
+            return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")
+        }
+        let result = cloud.ingest(body)
+        let device = result.device ?? "-"
+        switch result.outcome {
+        case .accepted(let count):
+            metrics.accepted(frames: 1, messages: count, bytes: body.count)
+            logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(body.count)"])
+            return CloudServer.binary(.ok, result.reply)
+        case .duplicate:
+            metrics.duplicate()
+            logger.debug("frame acknowledged again", metadata: ["device": "\(device)"])
+            return CloudServer.binary(.ok, result.reply)
+        case .rejected(let error):
+            metrics.rejected(error.code)
+            logger.notice("frame refused", metadata: ["device": "\(device)", "reason": "\(error.code.name)"])
+            return CloudServer.json(CloudServer.status(for: error.code), [
+                "error": .string(error.code.name),
+                "message": .string(error.message),
+                "reply": .string(Data(result.reply).base64EncodedString()),
+            ])
+        }
+    }
+
+    static func status(for code: WireError.Code) -> HTTPResponse.Status {
+        switch code {
+        case .malformed: .badRequest
+        case .tooLarge: .contentTooLarge
+        case .badSignature: .unauthorized
+        case .gap, .equivocation: .conflict
+        case .unknownDevice: .forbidden
+        case .rateLimited: .tooManyRequests
+        case .refused: .unprocessableContent
+        }
+    }
+
+    // MARK: - Bodies
+
+    private static func collect(_ request: Request, upTo limit: Int) async throws -> [UInt8] {
+        let buffer = try await request.body.collect(upTo: limit)
+        return buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ object: JSONObject) -> Response {
+        json(status, .object(object))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ value: JSONValue) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers,
+                        body: .init(byteBuffer: ByteBuffer(string: JSONWriter.compact(value) + "\n")))
+    }
+
+    static func error(_ status: HTTPResponse.Status, _ code: String, _ message: String) -> Response {
+        json(status, ["error": .string(code), "message": .string(message)])
+    }
+
+    static func binary(_ status: HTTPResponse.Status, _ bytes: [UInt8]) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/octet-stream"
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// A token bucket per device, in memory: a restart forgets it, which only
+/// errs towards letting a device through.
+final class RateLimiter: Sendable {
+    private let rate: Double
+    private let burst: Double
+    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
+
+    init(rate: Double, burst: Double) {
+        self.rate = max(rate, 0.001)
+        self.burst = max(burst, 1)
+    }
+
+    func allow(_ device: String, now: ContinuousClock.Instant) -> Bool {
+        buckets.withLock { buckets in
+            var bucket = buckets[device] ?? (burst, now)
+            let elapsed = bucket.at.duration(to: now)
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket.tokens = min(burst, bucket.tokens + seconds * rate)
+            bucket.at = now
+            let allowed = bucket.tokens >= 1
+            if allowed { bucket.tokens -= 1 }
+            buckets[device] = bucket
+            return allowed
+        }
+    }
+}
+
+/// The server's counters, through swift-metrics into a Prometheus registry.
+struct ServerMetrics: Sendable {
+    private let frames: CoreMetrics.Counter
+    private let messages: CoreMetrics.Counter
+    private let bytes: CoreMetrics.Counter
+    private let duplicates: CoreMetrics.Counter
+    private let factory: PrometheusMetricsFactory
+
+    init(factory: PrometheusMetricsFactory) {
+        self.factory = factory
+        frames = CoreMetrics.Counter(label: "sightline_frames_accepted_total", factory: factory)
+        messages = CoreMetrics.Counter(label: "sightline_messages_accepted_total", factory: factory)
+        bytes = CoreMetrics.Counter(label: "sightline_frame_bytes_accepted_total", factory: factory)
+        duplicates = CoreMetrics.Counter(label: "sightline_frames_duplicate_total", factory: factory)
+    }
+
+    func accepted(frames count: Int, messages: Int, bytes: Int) {
+        frames.increment(by: count)
+        self.messages.increment(by: messages)
+        self.bytes.increment(by: bytes)
+    }
+
+    func duplicate() {
+        duplicates.increment()
+    }
+
+    func rejected(_ code: WireError.Code) {
+        CoreMetrics.Counter(label: "sightline_frames_rejected_total", dimensions: [("reason", code.name)], factory: factory).increment()
+    }
+}

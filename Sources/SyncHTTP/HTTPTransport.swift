@@ -1,0 +1,85 @@
+import AsyncHTTPClient
+import Foundation
+import IndexModel
+import NIOCore
+import SyncWire
+
+/// The sync transport over HTTP: POST /v1/sync with the frame as the body.
+///
+/// - 200: the body is the cloud's reply (an ack).
+/// - 4xx: the JSON body's `reply` is the cloud's signed rejection, handed to the
+///   uploader like any reply (a gap rewinds, a permanent refusal stops).
+/// - Anything else (5xx, a 4xx without a reply, a timeout, a refused
+///   connection): the outcome is unknown, so it throws and the uploader resends
+///   the same frame after a backoff.
+public struct HTTPTransport: Transport {
+    public let baseURL: String
+    public let timeout: TimeAmount
+    private let client: HTTPClient
+
+    public init(baseURL: String, timeout: TimeAmount = .seconds(30), client: HTTPClient = .shared) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.timeout = timeout
+        self.client = client
+    }
+
+    public func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
+        var request = HTTPClientRequest(url: baseURL + "/v1/sync")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/octet-stream")
+        request.body = .bytes(ByteBuffer(bytes: frame))
+        let status: UInt
+        let body: [UInt8]
+        do {
+            let response = try await client.execute(request, timeout: timeout)
+            status = response.status.code
+            let buffer = try await response.body.collect(upTo: 4 * 1024 * 1024)
+            body = buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
+        } catch {
+            throw TransportError("POST \(baseURL)/v1/sync failed: \(error)")
+        }
+        if status == 200 { return body }
+        if (400..<500).contains(status), let reply = HTTPTransport.reply(in: body) { return reply }
+        throw TransportError("POST \(baseURL)/v1/sync answered \(status): \(String(decoding: body.prefix(300), as: UTF8.self))")
+    }
+
+    /// The signed reply inside a JSON error body, if there is one.
+    static func reply(in body: [UInt8]) -> [UInt8]? {
+        guard case .object(let object)? = try? JSONReader.parse(String(decoding: body, as: UTF8.self)),
+              case .string(let encoded)? = object["reply"], let data = Data(base64Encoded: encoded) else { return nil }
+        return [UInt8](data)
+    }
+}
+
+/// Enrols a device with the cloud: POST /v1/enrol.
+public enum HTTPEnrolment {
+    public struct Failure: Error, CustomStringConvertible {
+        public let status: UInt
+        public let message: String
+        public var description: String { message }
+    }
+
+    /// The device key the cloud issued.
+    public static func enrol(baseURL: String, app: String, device: String, secret: String,
+                             client: HTTPClient = .shared) async throws -> [UInt8] {
+        let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        var request = HTTPClientRequest(url: base + "/v1/enrol")
+        request.method = .POST
+        request.headers.add(name: "Content-Type", value: "application/json")
+        let json = JSONWriter.compact(.object(["app": .string(app), "device": .string(device), "secret": .string(secret)]))
+        request.body = .bytes(ByteBuffer(string: json))
+        let response = try await client.execute(request, timeout: .seconds(30))
+        let buffer = try await response.body.collect(upTo: 64 * 1024)
+        let text = String(decoding: buffer.readableBytesView, as: UTF8.self)
+        guard case .object(let object)? = try? JSONReader.parse(text) else {
+            throw Failure(status: response.status.code, message: "enrolment answered \(response.status.code) without a JSON body")
+        }
+        guard response.status.code == 200, case .string(let encoded)? = object["key"],
+              let key = Data(base64Encoded: encoded), key.count == 32 else {
+            let message: String
+            if case .string(let text)? = object["message"] { message = text } else { message = "no message" }
+            throw Failure(status: response.status.code, message: "enrolment refused (\(response.status.code)): \(message)")
+        }
+        return [UInt8](key)
+    }
+}

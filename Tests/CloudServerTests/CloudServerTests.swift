@@ -1,0 +1,184 @@
+import AsyncHTTPClient
+import CloudIndex
+import CloudServer
+import DeviceStore
+import Foundation
+import IndexModel
+import Logging
+import NIOCore
+import SyncHTTP
+import SyncWire
+import Testing
+
+private let app = StoreOptions.defaultApp
+private let secret = "an-enrolment-secret-for-http-tests"
+private let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
+
+/// A real server on a loopback port picked by the system.
+private struct RunningServer {
+    let url: String
+    let cloud: CloudIndex
+    let task: Task<Void, any Error>
+
+    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0)) async throws -> RunningServer {
+        let cloud = try CloudIndex(at: .memory, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
+        try cloud.registerApp(app, enrolmentSecret: secret)
+        var configuration = configuration
+        configuration.port = 0
+        let (ports, continuation) = AsyncStream<Int>.makeStream()
+        var logger = Logger(label: "sightline.cloud.test")
+        logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
+        let application = CloudServer(cloud: cloud, configuration: configuration, logger: logger).application { port in
+            continuation.yield(port)
+        }
+        let task = Task { try await application.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw TransportError("the server did not start") }
+        return RunningServer(url: "http://127.0.0.1:\(port)", cloud: cloud, task: task)
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+
+    /// GET `path`, or POST `body` to it.
+    func request(_ path: String, body: [UInt8]? = nil) async throws -> (status: UInt, body: String) {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = body == nil ? .GET : .POST
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 1 << 22)
+        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
+    }
+}
+
+private func device(seed: UInt64, server: RunningServer) async throws -> DeviceStore {
+    let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: seed)))
+    let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: store.deviceID.rawValue, secret: secret)
+    try store.setDeviceKey(key)
+    return store
+}
+
+private func engage(_ store: DeviceStore) throws {
+    try store.record(UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", keywords: ["potato"],
+                                  webpageURL: recipeURL, eligibleForSearch: true, eligibleForPublicIndexing: true))
+    try store.recordShown(ref: recipeURL)
+    try store.recordEngaged(ref: recipeURL)
+    // Only impressions after the device's first engagement leave it.
+    try store.recordShown(ref: recipeURL)
+}
+
+private func object(_ text: String) throws -> JSONObject {
+    guard case .object(let object) = try JSONReader.parse(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+        throw TransportError("not a JSON object: \(text)")
+    }
+    return object
+}
+
+/// A response as "status error", e.g. "413 tooLarge".
+private func outcome(_ response: (status: UInt, body: String)) throws -> String {
+    guard case .string(let code)? = try object(response.body)["error"] else { return "\(response.status)" }
+    return "\(response.status) \(code)"
+}
+
+@Suite(.serialized) struct CloudServerTests {
+    @Test func devicesSyncOverHTTPAndThePublicIndexFollows() async throws {
+        let server = try await RunningServer.start(threshold: 2)
+        defer { Task { await server.stop() } }
+        var stores: [DeviceStore] = []
+        for seed: UInt64 in 1...3 { stores.append(try await device(seed: seed, server: server)) }
+        for store in stores { try engage(store) }
+        for _ in 0..<2 {
+            for store in stores {
+                let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
+                #expect(report.failure == nil)
+            }
+        }
+        let search = try await server.request("/v1/apps/\(app)/public?q=potat")
+        #expect(search.status == 200)
+        guard case .array(let results)? = try object(search.body)["results"], case .object(let first)? = results.first else {
+            Issue.record("no results: \(search.body)")
+            return
+        }
+        #expect(first["title"] == .string("Baked Potato Chips"))
+        #expect(first["devices"] == .integer(3) && first["engaged"] == .integer(3) && first["shown"] == .integer(3))
+        let stats = try object(try await server.request("/v1/stats").body)
+        #expect(stats["publicItems"] == .integer(1) && stats["devices"] == .integer(3))
+        let metrics = try await server.request("/metrics")
+        #expect(metrics.body.contains("sightline_messages_accepted_total"))
+        #expect(try await server.request("/healthz").status == 200)
+    }
+
+    @Test func aFramePostedTwiceIsAcknowledgedTwiceAndCountedOnce() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 1, server: server)
+        try engage(store)
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+        let first = try await server.request("/v1/sync", body: frame.encoded)
+        let second = try await server.request("/v1/sync", body: frame.encoded)
+        #expect(first.status == 200 && second.status == 200)
+        #expect(try server.cloud.stats().logRows == 1 && server.cloud.stats().messages == 3)
+    }
+
+    @Test func badBodiesGetA4xxWithAJSONErrorAndChangeNothing() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 1, server: server)
+        try engage(store)
+        let records = try store.pendingOutbox(after: .start, limit: 10)
+
+        let oversize = try await server.request("/v1/sync", body: [UInt8](repeating: 7, count: WireLimits.maximumFrameBytes + 1))
+        #expect(try outcome(oversize) == "413 tooLarge")
+
+        let garbage = try await server.request("/v1/sync", body: Array("not a frame".utf8))
+        #expect(try outcome(garbage) == "400 malformed")
+
+        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 9, count: 32))
+        let forgedReply = try await server.request("/v1/sync", body: forged.encoded)
+        #expect(try outcome(forgedReply) == "401 badSignature")
+
+        let enrolAgain = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"\(store.deviceID.rawValue)","secret":"\(secret)"}
+            """.utf8))
+        #expect(enrolAgain.status == 409)
+        let badJSON = try await server.request("/v1/enrol", body: Array("{\"app\":1}".utf8))
+        #expect(badJSON.status == 400)
+        let wrongSecret = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"other","secret":"wrong-secret-but-long-enough"}
+            """.utf8))
+        #expect(wrongSecret.status == 403)
+        let badHash = try await server.request("/v1/apps/\(app)/items/xyz")
+        #expect(badHash.status == 400)
+        #expect(try server.cloud.stats().logRows == 0)
+    }
+
+    @Test func aGapIsA409WhoseSignedReplyRewindsTheUploader() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 1, server: server)
+        try engage(store)
+        let key = try #require(try store.deviceKey())
+        let records = try store.pendingOutbox(after: .start, limit: 10)
+        let late = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records.dropFirst()), key: key)
+        let reply = try await HTTPTransport(baseURL: server.url).exchange(late.encoded)
+        let decoded = try CloudReply.decode(reply, device: store.deviceID.rawValue, key: key)
+        #expect(decoded.isAuthentic)
+        #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1"),
+                                                      expected: OutboxPosition(epoch: 1, seq: 1))))
+    }
+
+    @Test func aDeviceOverItsRateLimitGets429() async throws {
+        let server = try await RunningServer.start(configuration: CloudServerConfiguration(framesPerSecond: 0.001, burst: 1))
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 1, server: server)
+        try engage(store)
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+        #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
+        let limited = try await server.request("/v1/sync", body: frame.encoded)
+        #expect(try outcome(limited) == "429 rateLimited")
+    }
+}
