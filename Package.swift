@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -69,6 +70,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
@@ -79,6 +81,7 @@ let package = Package(
                 "SyncWire",
                 "IndexModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .target(
@@ -100,6 +103,13 @@ let package = Package(
                 "IndexModel",
                 "IndexQuery",
                 "DeviceStore",
+                "SyncWire",
+                "SyncHTTP",
+                "CloudIndex",
+                "CloudServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The raw C API, for the benchmarks' baselines.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -133,6 +143,7 @@ let package = Package(
                 "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .testTarget(

@@ -24,12 +24,14 @@ public struct CloudOptions: Sendable {
     public var clock: any StoreClock
     public var random: any RandomSource
     /// K: the distinct devices that must hold a live vote for a public hash
-    /// before the cloud asks for its content and shows it.
-    public var threshold: Int
+    /// before the cloud asks for its content and shows it. Nil keeps the
+    /// store's K (a new store gets `defaultThreshold`); another value changes
+    /// it, which rebuilds the projections.
+    public var threshold: Int?
     public var readOnly: Bool
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                threshold: Int = CloudOptions.defaultThreshold, readOnly: Bool = false) {
+                threshold: Int? = nil, readOnly: Bool = false) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
@@ -55,8 +57,8 @@ public final class CloudIndex: Sendable {
     let voterSecret: [UInt8]
 
     public init(at location: CloudLocation, options: CloudOptions = CloudOptions()) throws(CloudError) {
-        guard options.threshold >= 1 && options.threshold <= 1_000_000 else {
-            throw CloudError(.invalidOption, "the threshold must be between 1 and 1,000,000, not \(options.threshold)")
+        if let threshold = options.threshold, !(1...1_000_000).contains(threshold) {
+            throw CloudError(.invalidOption, "the threshold must be between 1 and 1,000,000, not \(threshold)")
         }
         self.location = location
         clock = options.clock
@@ -98,12 +100,13 @@ public final class CloudIndex: Sendable {
                             throw CloudError(.notACloudStore, "\(location.displayName) is a SQLite database but not a Sightline cloud store")
                         }
                         let secret = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
-                        try CloudSchema.create(db, threshold: threshold, voterSecret: secret,
+                        let initial = threshold ?? CloudOptions.defaultThreshold
+                        try CloudSchema.create(db, threshold: initial, voterSecret: secret,
                                                createdAt: now.millisecondsSince1970)
-                        return (threshold, secret, false)
+                        return (initial, secret, false)
                     }
                     let meta = try CloudIndex.checkMeta(db)
-                    guard meta.threshold != threshold else { return (threshold, meta.secret, false) }
+                    guard let threshold, meta.threshold != threshold else { return (meta.threshold, meta.secret, false) }
                     try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
                     return (threshold, meta.secret, true)
                 }

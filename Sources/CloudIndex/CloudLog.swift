@@ -142,11 +142,14 @@ extension CloudIndex {
     }
 
     /// Empties the projections and folds the whole cloud log into them again, in
-    /// one transaction.
+    /// one transaction. Wanted seqs are given again from 1, so every device is
+    /// offered the wanted hashes afresh (an answer twice is harmless: content is
+    /// kept once).
     public func rebuildProjections() throws(CloudError) {
         try write { db in
             for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
             try replayLog(from: db, into: db)
+            try db.execute(sql: "UPDATE devices SET requests_delivered = 0, requests_offered = 0")
         }
     }
 

@@ -11,7 +11,8 @@ import SyncWire
 ///   uploader like any reply (a gap rewinds, a permanent refusal stops).
 /// - Anything else (5xx, a 4xx without a reply, a timeout, a refused
 ///   connection): the outcome is unknown, so it throws and the uploader resends
-///   the same frame after a backoff.
+///   the same frame after a backoff. AsyncHTTPClient retries a refused
+///   connection until `timeout`, so an unreachable cloud costs that long per attempt.
 public struct HTTPTransport: Transport {
     public let baseURL: String
     public let timeout: TimeAmount
@@ -59,16 +60,17 @@ public enum HTTPEnrolment {
         public var description: String { message }
     }
 
-    /// The device key the cloud issued.
+    /// The device key the cloud issued. A cloud that cannot be reached fails
+    /// when `timeout` is up (AsyncHTTPClient retries a refused connection until then).
     public static func enrol(baseURL: String, app: String, device: String, secret: String,
-                             client: HTTPClient = .shared) async throws -> [UInt8] {
+                             timeout: TimeAmount = .seconds(30), client: HTTPClient = .shared) async throws -> [UInt8] {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         var request = HTTPClientRequest(url: base + "/v1/enrol")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
         let json = JSONWriter.compact(.object(["app": .string(app), "device": .string(device), "secret": .string(secret)]))
         request.body = .bytes(ByteBuffer(string: json))
-        let response = try await client.execute(request, timeout: .seconds(30))
+        let response = try await client.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: 64 * 1024)
         let text = String(decoding: buffer.readableBytesView, as: UTF8.self)
         guard case .object(let object)? = try? JSONReader.parse(text) else {

@@ -1,15 +1,16 @@
 import ArgumentParser
 
 @main
-struct Sightline: ParsableCommand {
+struct Sightline: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sightline",
         abstract: "Event-sourced sync between on-device search indexes and a cloud index.",
         discussion: """
             Stores are always named with --db. Exit status: 0 success; 1 a verification, \
             check or comparison failed; 2 invalid input (an operations line, a query); \
-            3 a store could not be opened or read; 64 a usage error.
+            3 a store could not be opened or read; 4 sync stopped (the cloud refused or could \
+            not be reached); 64 a usage error.
             """,
-        subcommands: [DeviceCommand.self, JournalCommand.self, BenchCommand.self]
+        subcommands: [DeviceCommand.self, JournalCommand.self, SyncCommand.self, CloudCommand.self, BenchCommand.self]
     )
 }

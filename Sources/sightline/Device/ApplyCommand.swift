@@ -23,6 +23,11 @@ struct ApplyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Skip the lines before this 1-based line number.", valueName: "n"))
     var fromLine: Int = 1
 
+    @Option(name: .long, help: ArgumentHelp(
+        "The app a new store belongs to (its tenant in the cloud; it salts public hashes). An existing store keeps its own.",
+        valueName: "name"))
+    var app: String = StoreOptions.defaultApp
+
     @Argument(help: ArgumentHelp("The operations file, or - for stdin.", valueName: "ops.jsonl"))
     var operations: String
 
@@ -35,7 +40,7 @@ struct ApplyCommand: ParsableCommand {
 
     func run() throws {
         let clock = clockOption.makeClock()
-        let device = try store.openForWriting(clock: clock)
+        let device = try store.openForWriting(clock: clock, app: app)
         try clockOption.catchUp(clock, with: device)
         var reader: LineReader
         do {

@@ -8,4 +8,6 @@ enum ExitStatus {
     static let invalidInput = ExitCode(2)
     /// A store could not be opened or read.
     static let storeUnavailable = ExitCode(3)
+    /// Sync stopped: the cloud refused for good, or could not be reached.
+    static let syncFailed = ExitCode(4)
 }

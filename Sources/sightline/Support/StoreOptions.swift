@@ -13,8 +13,9 @@ struct StoreOption: ParsableArguments {
         try StoreOption.open(db, options: StoreOptions(clock: clock, readOnly: true))
     }
 
-    func openForWriting(clock: any StoreClock) throws -> DeviceStore {
-        try StoreOption.open(db, options: StoreOptions(clock: clock))
+    /// Opens the store for writing, creating it (for `app`) when it does not exist.
+    func openForWriting(clock: any StoreClock, app: String = StoreOptions.defaultApp) throws -> DeviceStore {
+        try StoreOption.open(db, options: StoreOptions(clock: clock, app: app))
     }
 
     static func open(_ path: String, options: StoreOptions) throws -> DeviceStore {
@@ -59,5 +60,27 @@ struct ClockOption: ParsableArguments {
         if let latest = try store.latestEventTime(), latest > manual.now() {
             try manual.advance(to: latest)
         }
+    }
+}
+
+/// `--enrolment-secret-file`: where an app's enrolment secret is read from. The
+/// secret never goes on the command line (other users can read that); without
+/// the option it comes from `SIGHTLINE_ENROLMENT_SECRET`.
+struct EnrolmentSecretOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "A file holding the app's enrolment secret (else the SIGHTLINE_ENROLMENT_SECRET environment variable).",
+        valueName: "path"))
+    var enrolmentSecretFile: String?
+
+    /// The secret, or nil when neither the file nor the variable gives one.
+    func secret() throws -> String? {
+        if let path = enrolmentSecretFile {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                Output.error("error: cannot read the enrolment secret file \(path)")
+                throw ExitStatus.invalidInput
+            }
+            return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return ProcessInfo.processInfo.environment["SIGHTLINE_ENROLMENT_SECRET"]
     }
 }

@@ -1,0 +1,234 @@
+import ArgumentParser
+import CloudIndex
+import CloudServer
+import Foundation
+import Hummingbird
+import IndexModel
+import Logging
+
+struct CloudCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cloud",
+        abstract: "Run the cloud aggregator and inspect its store.",
+        subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self]
+    )
+}
+
+/// `--db` for a cloud store.
+struct CloudStoreOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The cloud store file.", valueName: "path"))
+    var db: String
+
+    func open(readOnly: Bool, threshold: Int? = nil) throws -> CloudIndex {
+        do {
+            return try CloudIndex(at: .file(db), options: CloudOptions(threshold: threshold, readOnly: readOnly))
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+}
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the cloud's HTTP API (docs/openapi.yaml) until SIGINT or SIGTERM.",
+        discussion: """
+            Creates the store if it does not exist. With --app, registers the app (or changes \
+            its secret) with the enrolment secret from --enrolment-secret-file or \
+            SIGHTLINE_ENROLMENT_SECRET. Prints "listening on http://HOST:PORT" on stderr once \
+            the port is bound (--port 0 picks a free one).
+            """
+    )
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var secretOption: EnrolmentSecretOption
+
+    @Option(name: .long, help: "The address to listen on.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .long, help: "The port to listen on (0: any free port).")
+    var port: Int = 8080
+
+    @Option(name: .long, help: ArgumentHelp(
+        "K: distinct devices with a live vote before a public activity's content is asked for and shown (default 5 for a new store; changing it rebuilds the projections).",
+        valueName: "k"))
+    var threshold: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
+    var app: String?
+
+    @Option(name: .long, help: "Frames per second each device may send.")
+    var rate: Double = 200
+
+    @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let threshold, !(1...1_000_000).contains(threshold) {
+            throw ValidationError("--threshold must be between 1 and 1,000,000")
+        }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        guard rate > 0 else { throw ValidationError("--rate must be positive") }
+    }
+
+    func run() async throws {
+        let cloud = try store.open(readOnly: false, threshold: threshold)
+        if let app {
+            guard let secret = try secretOption.secret() else {
+                Output.error("error: --app \(app) needs an enrolment secret (--enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET)")
+                throw ExitStatus.invalidInput
+            }
+            do {
+                try cloud.registerApp(app, enrolmentSecret: secret)
+            } catch {
+                Output.error("error: \(error.message)")
+                throw ExitStatus.invalidInput
+            }
+        }
+        var logger = Logger(label: "sightline.cloud")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let server = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(
+            host: host, port: port, framesPerSecond: rate, burst: rate * 2), logger: logger)
+        let host = self.host
+        let threshold = cloud.threshold
+        let application = server.application { port in
+            Output.error("listening on http://\(host):\(port) (threshold K = \(threshold))")
+        }
+        try await application.runService()
+    }
+}
+
+struct CloudStatsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "stats", abstract: "Totals of a cloud store.")
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var output: JSONOption
+
+    func run() throws {
+        let cloud = try store.open(readOnly: true)
+        let stats: CloudStats
+        do {
+            stats = try cloud.stats()
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        if output.json {
+            Output.json(stats.jsonValue)
+            return
+        }
+        Output.table([
+            ["threshold K", String(stats.threshold)],
+            ["apps", String(stats.apps)],
+            ["devices", String(stats.devices)],
+            ["cloud log rows", String(stats.logRows)],
+            ["messages", String(stats.messages)],
+            ["hashes counted", String(stats.hashes)],
+            ["public items", String(stats.publicItems)],
+            ["content wanted", String(stats.wanted)],
+            ["equivocations", String(stats.equivocations)],
+        ])
+    }
+}
+
+struct CloudSearchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Search an app's public index, ranked by relevance, popularity and engagement."
+    )
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var output: JSONOption
+
+    @Option(name: .long, help: ArgumentHelp("The app whose public index to search.", valueName: "name"))
+    var app: String
+
+    @Option(name: .long, help: "The most results to return.")
+    var limit: Int = 20
+
+    @Argument(help: ArgumentHelp("What to search for (empty: the whole public index).", valueName: "text"))
+    var text: String = ""
+
+    func validate() throws {
+        guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+    }
+
+    func run() throws {
+        let cloud = try store.open(readOnly: true)
+        let results: [PublicResult]
+        do {
+            results = try cloud.search(app: app, text: text, limit: limit)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        if output.json {
+            Output.json(.object(["results": .array(results.map(\.jsonValue))]))
+            return
+        }
+        if results.isEmpty {
+            Output.line("no results")
+            return
+        }
+        var rows = [["#", "score", "title", "devices", "engaged", "shown", "url"]]
+        for (rank, result) in results.enumerated() {
+            let entry = result.entry
+            rows.append([String(rank + 1), String(format: "%.4g", result.score), entry.content?.title ?? "-",
+                         String(entry.voters), String(entry.popularity.engaged), String(entry.popularity.shown),
+                         entry.content?.webpageURL ?? "-"])
+        }
+        Output.table(rows)
+    }
+}
+
+struct RebuildCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Verify the cloud log, replay it into fresh projections, and check they equal the incremental state.",
+        discussion: "Exit status 1 when the log does not verify or the rebuilt projections differ from the ones it replaced."
+    )
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var output: JSONOption
+
+    func run() throws {
+        let cloud = try store.open(readOnly: false)
+        let verification: CloudLogVerification
+        let before: String
+        let after: String
+        let elapsed: Duration
+        do {
+            verification = try cloud.verifyLog()
+            before = try cloud.projectionDigest()
+            var rebuilt = ""
+            elapsed = try ContinuousClock().measure {
+                try cloud.rebuildProjections()
+                rebuilt = try cloud.projectionDigest()
+            }
+            after = rebuilt
+        } catch let error as CloudError {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if output.json {
+            Output.json(.object([
+                "logRows": .integer(Int64(verification.verifiedRows)),
+                "messages": .integer(Int64(verification.messages)),
+                "logValid": .bool(verification.isValid),
+                "problem": verification.firstProblem.map(JSONValue.string) ?? .null,
+                "digestBefore": .string(before),
+                "digestAfter": .string(after),
+                "equal": .bool(before == after),
+                "seconds": .double(seconds),
+            ]))
+        } else {
+            Output.line("cloud log: \(verification.verifiedRows) rows, \(verification.messages) messages"
+                        + (verification.firstProblem.map { ", first problem: \($0)" } ?? ", verified"))
+            Output.line("projections rebuilt in \(String(format: "%.3f", seconds)) s; digest \(before == after ? "unchanged" : "CHANGED") (\(after))")
+        }
+        if !verification.isValid || before != after { throw ExitStatus.checkFailed }
+    }
+}

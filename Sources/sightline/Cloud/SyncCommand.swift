@@ -1,0 +1,114 @@
+import ArgumentParser
+import DeviceStore
+import Foundation
+import IndexModel
+import NIOCore
+import SyncHTTP
+import SyncWire
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Send a device store's outbox to the cloud, enrolling the device first if needed.",
+        discussion: """
+            Enrols the device with the cloud when it has no device key (the app's enrolment \
+            secret comes from --enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET), then sends \
+            every pending outbox message in signed frames, applies the acks, and journals the \
+            cloud's content requests so their answers go out in the same run. Lost replies are \
+            retried with the same frame after a backoff. Exit status 4 when the cloud refuses \
+            for good or cannot be reached; the cursor is kept and the next run resumes.
+            """
+    )
+
+    @OptionGroup var store: StoreOption
+    @OptionGroup var secretOption: EnrolmentSecretOption
+    @OptionGroup var output: JSONOption
+
+    @Option(name: .long, help: ArgumentHelp("The cloud's base URL, e.g. http://127.0.0.1:8080.", valueName: "url"))
+    var cloud: String
+
+    @Option(name: .long, help: "Attempts of one frame before giving up.")
+    var attempts: Int = 6
+
+    @Option(name: .long, help: ArgumentHelp("Seconds to wait for each request (an unreachable cloud fails after this).",
+                                            valueName: "seconds"))
+    var timeout: Int = 10
+
+    func validate() throws {
+        guard cloud.hasPrefix("http://") || cloud.hasPrefix("https://") else {
+            throw ValidationError("--cloud must be an http:// or https:// URL, not \"\(cloud)\"")
+        }
+        guard (1...100).contains(attempts) else { throw ValidationError("--attempts must be between 1 and 100") }
+        guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be between 1 and 3600 seconds") }
+    }
+
+    func run() async throws {
+        guard FileManager.default.fileExists(atPath: store.db) else {
+            Output.error("error: no store at \(store.db): check the path (sync never creates a store)")
+            throw ExitStatus.storeUnavailable
+        }
+        let device = try store.openForWriting(clock: SystemClock())
+        var enrolled = false
+        do {
+            if try device.deviceKey() == nil {
+                guard let secret = try secretOption.secret() else {
+                    Output.error("error: the device is not enrolled and no enrolment secret was given (--enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET)")
+                    throw ExitStatus.invalidInput
+                }
+                let key = try await HTTPEnrolment.enrol(baseURL: cloud, app: device.app, device: device.deviceID.rawValue,
+                                                        secret: secret, timeout: .seconds(Int64(timeout)))
+                try device.setDeviceKey(key)
+                enrolled = true
+            }
+        } catch let error as HTTPEnrolment.Failure {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.syncFailed
+        } catch let error as DeviceStoreError {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            Output.error("error: cannot reach \(cloud) to enrol: \(error)")
+            throw ExitStatus.syncFailed
+        }
+        let report: SyncReport
+        do {
+            let transport = HTTPTransport(baseURL: cloud, timeout: .seconds(Int64(timeout)))
+            report = try await SyncClient(store: device, transport: transport, maximumAttempts: attempts).run()
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        if output.json {
+            var object: JSONObject = [
+                "device": .string(device.deviceID.rawValue),
+                "app": .string(device.app),
+                "enrolled": .bool(enrolled),
+                "frames": .integer(Int64(report.framesSent)),
+                "messagesAcknowledged": .integer(Int64(report.messagesAcknowledged)),
+                "retries": .integer(Int64(report.retries)),
+                "rewinds": .integer(Int64(report.rewinds)),
+                "contentRequests": .integer(Int64(report.contentRequests)),
+                "failure": report.failure.map(JSONValue.string) ?? .null,
+            ]
+            if let status = report.status {
+                object["acknowledged"] = .string(status.acknowledged.description)
+                object["head"] = .string(status.head.description)
+                object["pending"] = .integer(Int64(status.pending))
+            }
+            Output.json(.object(object))
+        } else {
+            if enrolled { Output.line("enrolled device \(device.deviceID) for \(device.app)") }
+            Output.line("sent \(report.framesSent) frames, \(report.messagesAcknowledged) messages acknowledged, "
+                        + "\(report.retries) retries, \(report.contentRequests) content requests answered")
+            if let status = report.status {
+                Output.line("outbox head \(status.head), acknowledged through \(status.acknowledged), \(status.pending) pending")
+            }
+        }
+        if let failure = report.failure {
+            Output.error("error: sync stopped: \(failure)")
+            throw ExitStatus.syncFailed
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import IndexModel
+import Testing
+
+/// `sightline cloud serve` in one process and `sightline sync` in others, as two
+/// terminals would run them.
+@Suite(.serialized) struct SyncCommandTests {
+    /// Starts `cloud serve` on a free port; returns the process and its base URL.
+    private func serve(_ directory: URL, threshold: Int) throws -> (process: Process, url: String, stderr: URL) {
+        let secret = directory.appendingPathComponent("secret")
+        try Data("a-secret-the-cli-test-enrols-with\n".utf8).write(to: secret)
+        let log = directory.appendingPathComponent("serve.err")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = CLIRunner.binary
+        process.arguments = ["cloud", "serve", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--port", "0",
+                             "--threshold", String(threshold), "--app", "com.example.app",
+                             "--enrolment-secret-file", secret.path, "--log-level", "warning"]
+        process.standardError = try FileHandle(forWritingTo: log)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            let text = String(decoding: FileManager.default.contents(atPath: log.path) ?? Data(), as: UTF8.self)
+            if let range = text.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
+                return (process, String(text[range]), log)
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        process.terminate()
+        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "cloud serve did not start"])
+    }
+
+    @Test func devicesMadeWithApplySyncToAServedCloudAndTheCountsAreExact() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try serve(directory, threshold: 2)
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let url = "https://www.yummly.com/recipe/BPC-983195"
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"index","index":"notes","items":[{"id":"n1","title":"CANARY-private-note"}]}"#,
+            #"{"op":"activity","type":"com.yummly/browseRecipe","title":"Baked Potato Chips","url":"\#(url)","searchable":true,"public":true}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+            #"{"op":"shown","ref":"\#(url)"}"#,
+            #"{"op":"engage","ref":"n1"}"#,
+        ], to: operations)
+        let secret = directory.appendingPathComponent("secret").path
+        for device in 1...3 {
+            let store = directory.appendingPathComponent("device\(device).sqlite").path
+            #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+            let sync = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file", secret])
+            #expect(sync.status == 0, "\(sync.stderr)")
+            #expect(sync.stdout.contains("enrolled device"))
+        }
+        // The second device's content answer went out in its own run; the first
+        // and third are asked on their next sync, which has nothing to send.
+        for device in 1...3 {
+            let store = directory.appendingPathComponent("device\(device).sqlite").path
+            let again = try CLIRunner.json(["sync", "--db", store, "--cloud", server.url, "--json"])
+            #expect(again["failure"] == .null && again["pending"]?.integer == 0)
+        }
+        let cloud = directory.appendingPathComponent("cloud.sqlite").path
+        let stats = try CLIRunner.json(["cloud", "stats", "--db", cloud, "--json"])
+        #expect(stats["devices"]?.integer == 3 && stats["publicItems"]?.integer == 1 && stats["messages"]?.integer == 10)
+        let search = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json", "potato"])
+        guard case .array(let results)? = search["results"], let first = results.first else {
+            Issue.record("no public result")
+            return
+        }
+        #expect(first["devices"]?.integer == 3 && first["engaged"]?.integer == 3 && first["shown"]?.integer == 3)
+        #expect(try CLIRunner.run(["cloud", "rebuild", "--db", cloud]).status == 0)
+        let bytes = FileManager.default.contents(atPath: cloud) ?? Data()
+        #expect(!bytes.contains(Data("CANARY".utf8)))
+    }
+
+    @Test func syncWithoutASecretOrWithAWrongOneFailsClearly() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try serve(directory, threshold: 2)
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let store = directory.appendingPathComponent("device.sqlite").path
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([#"{"op":"index","index":"notes","items":[{"id":"n1"}]}"#], to: operations)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+        let missing = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url])
+        #expect(missing.status == 2 && missing.stderr.contains("no enrolment secret was given"))
+        let wrong = directory.appendingPathComponent("wrong")
+        try Data("not-the-secret-at-all-but-long".utf8).write(to: wrong)
+        let refused = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file", wrong.path])
+        #expect(refused.status == 4 && refused.stderr.contains("enrolment refused (403)"))
+        let unreachable = try CLIRunner.run(["sync", "--db", store, "--cloud", "http://127.0.0.1:1", "--timeout", "1",
+                                             "--enrolment-secret-file", wrong.path])
+        #expect(unreachable.status == 4 && unreachable.stderr.contains("cannot reach"))
+        let noStore = try CLIRunner.run(["sync", "--db", directory.appendingPathComponent("none.sqlite").path, "--cloud", server.url])
+        #expect(noStore.status == 3)
+    }
+}
