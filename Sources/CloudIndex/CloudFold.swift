@@ -33,29 +33,41 @@ struct CloudFold {
     let voter: (String, PublicHash) -> [UInt8]
     let key: (String, PublicHash) -> [UInt8]
 
+    /// Folds one frame's messages. Signals only add to counts that nothing else
+    /// in the fold reads, so they are summed per hash and written once at the
+    /// end of the frame; everything else is applied in order.
     func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64) throws {
+        var keys: [PublicHash: Data] = [:]
+        var signals: [PublicHash: Popularity] = [:]
         for message in messages {
             let hash = message.hash
-            let key = Data(key(app, hash))
+            let key: Data
+            if let known = keys[hash] {
+                key = known
+            } else {
+                key = Data(self.key(app, hash))
+                keys[hash] = key
+            }
             switch message {
             case .vote(_, let token):
                 let pseudonym = Data(voter(device, hash))
-                let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
-                    """), arguments: [app, key, pseudonym])
-                if let row {
-                    guard [UInt8](row[0] as Data) == token.bytes else {
-                        throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
-                    }
-                    if (row[1] as Int64) != 0 { continue }
-                    try db.cachedStatement(sql: "UPDATE votes SET live = 1 WHERE app = ? AND key = ? AND voter = ?")
-                        .execute(arguments: [app, key, pseudonym])
-                    try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
-                } else {
-                    try db.cachedStatement(sql: "INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1)")
-                        .execute(arguments: [app, key, pseudonym, Data(token.bytes)])
+                try db.cachedStatement(sql: """
+                    INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
+                    """).execute(arguments: [app, key, pseudonym, Data(token.bytes)])
+                if db.changesCount > 0 {
                     try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
+                    continue
                 }
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
+                    """), arguments: [app, key, pseudonym]) else { continue }
+                guard [UInt8](row[0] as Data) == token.bytes else {
+                    throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
+                }
+                if (row[1] as Int64) != 0 { continue }
+                try db.cachedStatement(sql: "UPDATE votes SET live = 1 WHERE app = ? AND key = ? AND voter = ?")
+                    .execute(arguments: [app, key, pseudonym])
+                try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
             case .withdraw(_, let token):
                 let pseudonym = Data(voter(device, hash))
                 guard let row = try Row.fetchOne(db.cachedStatement(sql: """
@@ -72,17 +84,13 @@ struct CloudFold {
                 guard counts.views < 1 << 40, counts.shown < 1 << 40, counts.engaged < 1 << 40 else {
                     throw Refusal(message: "a signal carries an implausible count")
                 }
-                try ensureRow(app: app, key: key)
-                try db.cachedStatement(sql: """
-                    UPDATE hashes SET views = views + ?, shown = shown + ?, engaged = engaged + ? WHERE app = ? AND key = ?
-                    """).execute(arguments: [Int64(counts.views), Int64(counts.shown), Int64(counts.engaged), app, key])
+                signals[hash, default: Popularity()] += counts
             case .content(_, let content):
                 guard PublicHash.of(app: app, content: content) == hash else {
                     throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
                 guard let state = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT live_votes, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.key = h.key)
-                    FROM hashes h WHERE app = ? AND key = ?
+                    SELECT live_votes, has_content FROM hashes WHERE app = ? AND key = ?
                     """), arguments: [app, key]),
                     (state[0] as Int64) >= Int64(threshold), (state[1] as Int64) == 0 else { continue }
                 try db.cachedStatement(sql: """
@@ -91,37 +99,42 @@ struct CloudFold {
                     """).execute(arguments: [app, key, content.activityType, content.title,
                                              Data(PublicKeywords.encode(content.keywords)), content.contentDescription,
                                              content.webpageURL, logSeq])
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL WHERE app = ? AND key = ?")
+                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL, has_content = 1 WHERE app = ? AND key = ?")
                     .execute(arguments: [app, key])
             }
         }
+        for (hash, counts) in signals.sorted(by: { $0.key < $1.key }) {
+            let key = keys[hash]!
+            try db.cachedStatement(sql: """
+                INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, ?, ?, ?)
+                ON CONFLICT (app, key) DO UPDATE
+                SET views = views + excluded.views, shown = shown + excluded.shown, engaged = engaged + excluded.engaged
+                """).execute(arguments: [app, key, Int64(counts.views), Int64(counts.shown), Int64(counts.engaged)])
+        }
     }
 
-    private func ensureRow(app: String, key: Data) throws {
-        try db.cachedStatement(sql: """
-            INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, 0, 0, 0)
-            ON CONFLICT (app, key) DO NOTHING
-            """).execute(arguments: [app, key])
-    }
-
-    /// Moves the live-vote and distinct-voter counts, then the hash's state
-    /// around the threshold: at K without content it becomes wanted (and its raw
-    /// hash is kept, to ask for it); below K its raw hash and content go.
+    /// Moves the live-vote and distinct-voter counts in one upsert, then the
+    /// hash's state around the threshold: at K without content it becomes
+    /// wanted (and its raw hash is kept, to ask for it); below K its raw hash
+    /// and content go.
     private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64) throws {
-        try ensureRow(app: app, key: key)
-        try db.cachedStatement(sql: """
-            UPDATE hashes SET live_votes = live_votes + ?, voters = voters + ? WHERE app = ? AND key = ?
-            """).execute(arguments: [live, voters, app, key])
         guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT live_votes, wanted_seq, EXISTS (SELECT 1 FROM public_content c WHERE c.app = h.app AND c.key = h.key)
-            FROM hashes h WHERE app = ? AND key = ?
-            """), arguments: [app, key]) else { return }
+            INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?1, ?2, ?3, ?4, 0, 0, 0)
+            ON CONFLICT (app, key) DO UPDATE SET live_votes = live_votes + ?3, voters = voters + ?4
+            RETURNING live_votes, wanted_seq, has_content
+            """), arguments: [app, key, live, voters]) else { return }
         let liveVotes: Int64 = row[0]
         let wanted: Int64? = row[1]
         let hasContent = (row[2] as Int64) != 0
+        // The raw hash is held exactly while live votes are at least K, so it
+        // was held before this change if the count was. (SQLite 3.40 returned
+        // 1 for `hash IS NOT NULL` of a NULL hash in this upsert's RETURNING.)
+        let hasHash = liveVotes - live >= Int64(threshold)
         if liveVotes >= Int64(threshold) {
-            try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
-                .execute(arguments: [Data(hash.bytes), app, key])
+            if !hasHash {
+                try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
+                    .execute(arguments: [Data(hash.bytes), app, key])
+            }
             if !hasContent && wanted == nil {
                 let next = (try Int64.fetchOne(db, sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'") ?? 0) + 1
                 try db.execute(sql: """
@@ -131,12 +144,13 @@ struct CloudFold {
                 try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
                     .execute(arguments: [next, app, key])
             }
-        } else {
+        } else if hasHash || hasContent || wanted != nil {
             if hasContent {
                 try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
             }
-            try db.cachedStatement(sql: "UPDATE hashes SET hash = NULL, wanted_seq = NULL WHERE app = ? AND key = ?")
-                .execute(arguments: [app, key])
+            try db.cachedStatement(sql: """
+                UPDATE hashes SET hash = NULL, wanted_seq = NULL, has_content = 0 WHERE app = ? AND key = ?
+                """).execute(arguments: [app, key])
         }
     }
 }

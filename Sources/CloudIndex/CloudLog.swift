@@ -43,8 +43,9 @@ enum CloudLog {
         return Array(SHA256.hash(data: writer.bytes))
     }
 
-    /// The messages a logged payload holds, checked against its digest.
-    static func messages(codec: Int64, uncompressedLength: Int64, payload: [UInt8], digest: [UInt8]) throws -> [OutboxMessage] {
+    /// The `count` messages a logged payload holds, checked against its digest.
+    static func messages(codec: Int64, uncompressedLength: Int64, payload: [UInt8], digest: [UInt8],
+                         count: Int) throws -> [OutboxMessage] {
         let plain: [UInt8]
         switch UploadFrame.Codec(rawValue: UInt8(clamping: codec)) {
         case .stored: plain = payload
@@ -54,10 +55,7 @@ enum CloudLog {
         guard Array(SHA256.hash(data: plain)) == digest else {
             throw CloudError(.corruptLog, "a logged payload does not match its digest")
         }
-        var reader = BinaryReader(plain)
-        var messages: [OutboxMessage] = []
-        while !reader.isAtEnd { messages.append(try OutboxMessage.decode(from: &reader)) }
-        return messages
+        return try FramePayload.decode(plain, count: count)
     }
 }
 
@@ -101,12 +99,12 @@ extension CloudIndex {
                     break
                 }
                 do {
-                    let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7],
-                                                         payload: [UInt8](row[9] as Data), digest: digest)
-                    guard messages.count == Int(last - first + 1), from >= first, from <= last else {
-                        result.firstProblem = "log seq \(seq): the payload holds \(messages.count) messages for seqs \(first)...\(last)"
+                    guard last >= first, from >= first, from <= last else {
+                        result.firstProblem = "log seq \(seq): seqs \(first)...\(last) accepted from \(from) are not a range"
                         break
                     }
+                    _ = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
+                                              digest: digest, count: Int(last - first + 1))
                     result.messages += Int(last - from + 1)
                 } catch {
                     result.firstProblem = "log seq \(seq): \(error)"
@@ -167,9 +165,9 @@ extension CloudIndex {
             guard let app = apps[device] else {
                 throw CloudError(.corruptLog, "log seq \(seq) is from device \(device), which is not enrolled")
             }
-            let first = UInt64(row[3] as Int64), from = UInt64(row[5] as Int64)
+            let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64), from = UInt64(row[5] as Int64)
             let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
-                                                 digest: [UInt8](row[8] as Data))
+                                                 digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
             try fold.apply(messages[Int(from - first)...], device: device, app: app, logSeq: seq)
             try target.execute(sql: """
                 INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
@@ -180,7 +178,7 @@ extension CloudIndex {
 
     static let digestQueries = [
         "SELECT device, epoch, last_seq FROM device_epochs ORDER BY device, epoch",
-        "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq FROM hashes ORDER BY app, key",
+        "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content FROM hashes ORDER BY app, key",
         "SELECT app, key, voter, token, live FROM votes ORDER BY app, key, voter",
         "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
         "SELECT key, value FROM fold_state ORDER BY key",

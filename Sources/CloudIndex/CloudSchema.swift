@@ -67,6 +67,7 @@ enum CloudSchema {
             shown INTEGER NOT NULL,
             engaged INTEGER NOT NULL,
             wanted_seq INTEGER,
+            has_content INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
         CREATE INDEX hashes_wanted ON hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;

@@ -196,13 +196,13 @@ extension CloudIndex {
             return nil
         }
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT first_seq, accepted_from, codec, uncompressed_length, payload, digest FROM cloud_log
+            SELECT first_seq, accepted_from, codec, uncompressed_length, payload, digest, last_seq FROM cloud_log
             WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
             """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(through)])
         for row in rows {
-            let logged = try CloudLog.messages(codec: row[2], uncompressedLength: row[3], payload: [UInt8](row[4] as Data),
-                                               digest: [UInt8](row[5] as Data))
             let first = UInt64(row[0] as Int64)
+            let logged = try CloudLog.messages(codec: row[2], uncompressedLength: row[3], payload: [UInt8](row[4] as Data),
+                                               digest: [UInt8](row[5] as Data), count: Int(row[6] as Int64) - Int(first) + 1)
             let acceptedFrom = UInt64(row[1] as Int64)
             for (offset, message) in logged.enumerated() {
                 let seq = first + UInt64(offset)

@@ -113,3 +113,34 @@ private func number(_ value: JSONValue?) -> Double? {
     default: nil
     }
 }
+
+@Suite struct SyncBenchCommandTests {
+    /// A small run over real HTTP: every message the devices made reaches the
+    /// cloud, and both baselines are measured in the same run.
+    @Test func syncSendsEveryMessageAndMeasuresBothBaselines() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try CLIRunner.run(["bench", "sync", "--devices", "3", "--calls", "1000", "--json", "--dir", directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        guard let messages = report["messages"]?.integer, let wire = report["wireBytes"]?.integer,
+              let json = report["jsonDeflateBytes"]?.integer, let frames = report["frames"]?.integer else {
+            Issue.record("missing figures in \(result.stdout)")
+            return
+        }
+        #expect(messages > 1000 && frames >= 3)
+        #expect(wire > 0 && json > 0)
+        #expect(number(report["messagesPerSecond"]).map { $0 > 0 } == true)
+        #expect(number(report["rawMessagesPerSecond"]).map { $0 > 0 } == true)
+    }
+
+    @Test func rebuildReplaysTheLogToTheSameDigest() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try CLIRunner.run(["bench", "rebuild", "--devices", "3", "--calls", "1000", "--json", "--dir", directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        #expect(report["digestUnchanged"] == .bool(true))
+        #expect((report["messages"]?.integer ?? 0) > 1000)
+    }
+}

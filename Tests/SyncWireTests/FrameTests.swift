@@ -188,3 +188,42 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(a != VoteToken(secret: key, hash: hash("2")))
     }
 }
+
+@Suite struct FramePayloadTests {
+    private let a = hash("a"), b = hash("b")
+
+    private func payload(hashes: [PublicHash], messages: [(UInt8, UInt64)]) -> [UInt8] {
+        var writer = BinaryWriter()
+        writer.uvarint(UInt64(hashes.count))
+        for hash in hashes { writer.raw(hash.bytes) }
+        for (tag, index) in messages {
+            writer.byte(tag)
+            writer.uvarint(index)
+            writer.uvarint(0)
+            writer.uvarint(1)
+            writer.uvarint(0)
+        }
+        return writer.bytes
+    }
+
+    @Test func eachHashIsCarriedOncePerFrame() throws {
+        let messages: [OutboxMessage] = (0..<100).map { .signal($0 % 3 == 0 ? a : b, Popularity(shown: 1)) }
+        let encoded = FramePayload.encode(messages.map(\.encoded))
+        #expect(encoded.count < 2 * 32 + 100 * 6, "\(encoded.count) bytes")
+        #expect(try FramePayload.decode(encoded, count: 100) == messages)
+    }
+
+    @Test func aPayloadThatIsNotCanonicalIsRefused() throws {
+        #expect(try FramePayload.decode(payload(hashes: [a, b], messages: [(3, 0), (3, 1), (3, 0)]), count: 3).count == 3)
+        let twice = payload(hashes: [a, a], messages: [(3, 0), (3, 1)])
+        #expect(throws: CodecError.self) { try FramePayload.decode(twice, count: 2) }
+        let unused = payload(hashes: [a, b], messages: [(3, 0)])
+        #expect(throws: CodecError.self) { try FramePayload.decode(unused, count: 1) }
+        let outOfOrder = payload(hashes: [a, b], messages: [(3, 1), (3, 0)])
+        #expect(throws: CodecError.self) { try FramePayload.decode(outOfOrder, count: 2) }
+        let beyond = payload(hashes: [a], messages: [(3, 5)])
+        #expect(throws: CodecError.self) { try FramePayload.decode(beyond, count: 1) }
+        let short = payload(hashes: [a], messages: [(3, 0)])
+        #expect(throws: CodecError.self) { try FramePayload.decode(short, count: 2) }
+    }
+}

@@ -51,9 +51,7 @@ public struct UploadFrame: Hashable, Sendable {
             precondition(record.position == OutboxPosition(epoch: epoch, seq: records[0].position.seq + UInt64(offset)),
                          "frame records must be consecutive in one epoch")
         }
-        var plain: [UInt8] = []
-        plain.reserveCapacity(records.reduce(0) { $0 + $1.encoded.count })
-        for record in records { plain.append(contentsOf: record.encoded) }
+        let plain = FramePayload.encode(records.map(\.encoded))
         self.app = app
         self.device = device
         self.epoch = epoch
@@ -198,25 +196,11 @@ public struct UploadFrame: Hashable, Sendable {
         guard Array(SHA256.hash(data: plain)) == digest else {
             throw WireError(.malformed, "the payload does not match its digest")
         }
-        var reader = BinaryReader(plain)
-        var messages: [OutboxMessage] = []
-        messages.reserveCapacity(count)
+        let messages: [OutboxMessage]
         do {
-            while !reader.isAtEnd {
-                guard messages.count < count else {
-                    throw WireError(.malformed, "the payload holds more than the \(count) messages its header counts")
-                }
-                messages.append(try OutboxMessage.decode(from: &reader))
-            }
-        } catch let error as CodecError {
-            throw WireError(.malformed, "message \(messages.count + 1) of the payload: \(error)")
-        } catch let error as WireError {
-            throw error
+            messages = try FramePayload.decode(plain, count: count)
         } catch {
-            throw WireError(.malformed, "\(error)")
-        }
-        guard messages.count == count else {
-            throw WireError(.malformed, "the payload holds \(messages.count) messages; its header counts \(count)")
+            throw WireError(.malformed, "the payload: \(error)")
         }
         return messages
     }

@@ -94,11 +94,20 @@ extension OutboxMessage {
     /// `WireLimits.maximumKeywords` keywords.
     public static func decode(from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
         let start = reader.offset
-        let tagByte = try reader.byte()
-        guard let tag = Tag(rawValue: tagByte) else {
-            throw CodecError(.unknownKind, at: start, "unknown outbox message kind \(tagByte)")
+        let tag = try reader.byte()
+        guard Tag(rawValue: tag) != nil else {
+            throw CodecError(.unknownKind, at: start, "unknown outbox message kind \(tag)")
         }
         let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
+        return try decodeBody(tag: tag, hash: hash, from: &reader)
+    }
+
+    /// The fields after the tag and the hash, which a frame payload stores
+    /// apart (`FramePayload`).
+    static func decodeBody(tag tagByte: UInt8, hash: PublicHash, from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
+        guard let tag = Tag(rawValue: tagByte) else {
+            throw CodecError(.unknownKind, at: reader.offset, "unknown outbox message kind \(tagByte)")
+        }
         switch tag {
         case .vote, .withdraw:
             let token = VoteToken(unchecked: try reader.fixedBytes(VoteToken.byteCount, "vote token"))

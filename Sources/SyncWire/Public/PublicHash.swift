@@ -60,6 +60,18 @@ public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertibl
     public var hex: String { bytes.hex }
     public var description: String { String(hex.prefix(16)) }
 
+    /// A SHA-256 output is uniform, so its first eight bytes hash as well as all
+    /// 32; equality still compares every byte. Folds look hashes up per message.
+    public func hash(into hasher: inout Hasher) {
+        var prefix: UInt64 = 0
+        for index in 0..<8 { prefix = prefix << 8 | UInt64(bytes[index]) }
+        hasher.combine(prefix)
+    }
+
+    public static func == (lhs: PublicHash, rhs: PublicHash) -> Bool {
+        lhs.bytes == rhs.bytes
+    }
+
     public static func < (lhs: PublicHash, rhs: PublicHash) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
     }

@@ -3,12 +3,12 @@ import DeviceStore
 import Foundation
 import IndexModel
 
-struct BenchCommand: ParsableCommand {
+struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Measure Sightline against a raw SQLite baseline in the same run.",
         discussion: "Figures and the commands that produced them are kept in docs/benchmarks.md.",
-        subcommands: [AppendBenchCommand.self, QueryBenchCommand.self]
+        subcommands: [AppendBenchCommand.self, QueryBenchCommand.self, SyncBenchCommand.self, RebuildBenchCommand.self]
     )
 }
 

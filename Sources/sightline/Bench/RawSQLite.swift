@@ -99,15 +99,21 @@ final class RawStatement {
     }
 
     func rows() throws -> [[RawValue]] {
-        defer { sqlite3_reset(statement) }
         var rows: [[RawValue]] = []
+        try forEachRow { rows.append($0) }
+        return rows
+    }
+
+    /// Steps through the result, handing each row to `body` without keeping it.
+    func forEachRow(_ body: ([RawValue]) throws -> Void) throws {
+        defer { sqlite3_reset(statement) }
         while true {
             let code = sqlite3_step(statement)
-            if code == SQLITE_DONE { return rows }
+            if code == SQLITE_DONE { return }
             guard code == SQLITE_ROW else {
                 throw RawSQLiteError(message: "step failed: \(String(cString: sqlite3_errmsg(database)))")
             }
-            rows.append((0..<sqlite3_column_count(statement)).map(column))
+            try body((0..<sqlite3_column_count(statement)).map(column))
         }
     }
 

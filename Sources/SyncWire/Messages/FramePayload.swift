@@ -1,0 +1,82 @@
+import IndexModel
+
+/// A frame's payload: the frame's distinct public hashes once, then each
+/// message with its hash given as an index into them (`Journal/FORMAT.md`,
+/// "Frame payload"). Most messages of a busy device are signals for a few
+/// popular hashes, so this carries each 32-byte hash once per frame instead of
+/// once per message, and decoding shares one copy of each hash.
+public enum FramePayload {
+    /// The payload for messages given in their standalone encoding (tag, hash,
+    /// fields), as the outbox stores them.
+    public static func encode(_ standalone: [[UInt8]]) -> [UInt8] {
+        var indexes: [ArraySlice<UInt8>: Int] = [:]
+        var hashes: [ArraySlice<UInt8>] = []
+        var body = BinaryWriter(capacity: standalone.count * 8)
+        for message in standalone {
+            precondition(message.count > PublicHash.byteCount, "an outbox message is a tag, a hash and fields")
+            let hash = message[1...PublicHash.byteCount]
+            let index: Int
+            if let known = indexes[hash] {
+                index = known
+            } else {
+                index = hashes.count
+                indexes[hash] = index
+                hashes.append(hash)
+            }
+            body.byte(message[0])
+            body.uvarint(UInt64(index))
+            body.raw(message[(PublicHash.byteCount + 1)...])
+        }
+        var writer = BinaryWriter(capacity: 10 + hashes.count * PublicHash.byteCount + body.bytes.count)
+        writer.uvarint(UInt64(hashes.count))
+        for hash in hashes { writer.raw(hash) }
+        writer.raw(body.bytes)
+        return writer.bytes
+    }
+
+    /// Exactly `count` messages, or the first reason the payload is not the
+    /// canonical payload of `count` messages: the hashes must be distinct, in
+    /// the order of their first use, and each used.
+    public static func decode(_ payload: [UInt8], count: Int) throws(CodecError) -> [OutboxMessage] {
+        var reader = BinaryReader(payload)
+        let hashCountAt = reader.offset
+        let hashCount = try reader.uvarint()
+        guard hashCount <= UInt64(count), hashCount * UInt64(PublicHash.byteCount) <= UInt64(reader.remaining) else {
+            throw CodecError(.limitExceeded, at: hashCountAt, "\(hashCount) hashes for \(count) messages")
+        }
+        var hashes: [PublicHash] = []
+        hashes.reserveCapacity(Int(hashCount))
+        var seen = Set<PublicHash>()
+        for _ in 0..<hashCount {
+            let at = reader.offset
+            let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
+            guard seen.insert(hash).inserted else {
+                throw CodecError(.nonCanonical, at: at, "a hash is listed twice in the frame")
+            }
+            hashes.append(hash)
+        }
+        var messages: [OutboxMessage] = []
+        messages.reserveCapacity(count)
+        var used = 0
+        while !reader.isAtEnd {
+            guard messages.count < count else {
+                throw CodecError(.trailingBytes, at: reader.offset, "the payload holds more than \(count) messages")
+            }
+            let tag = try reader.byte()
+            let indexAt = reader.offset
+            let index = try reader.uvarint()
+            guard index < UInt64(hashes.count), index <= UInt64(used) else {
+                throw CodecError(.nonCanonical, at: indexAt, "hash index \(index) is not the next new hash or an earlier one")
+            }
+            if index == UInt64(used) { used += 1 }
+            messages.append(try OutboxMessage.decodeBody(tag: tag, hash: hashes[Int(index)], from: &reader))
+        }
+        guard messages.count == count else {
+            throw CodecError(.truncated, at: reader.offset, "the payload holds \(messages.count) messages, not \(count)")
+        }
+        guard used == hashes.count else {
+            throw CodecError(.nonCanonical, at: hashCountAt, "\(hashes.count - used) listed hashes are never used")
+        }
+        return messages
+    }
+}

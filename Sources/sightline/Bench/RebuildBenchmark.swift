@@ -1,0 +1,168 @@
+import ArgumentParser
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+
+/// `bench rebuild`: how fast the cloud replays its log into fresh projections.
+///
+/// Untimed: the `bench sync` workload's devices (in memory) send their outboxes
+/// straight to `CloudIndex.ingest` (no HTTP) to fill a cloud store file. Timed:
+/// `rebuildProjections()` (empty the projections, replay every log row, fold
+/// every message, one transaction), then a check that the digest is unchanged.
+/// Baseline in the same run: the least any rebuild must do, reading every log
+/// row through the raw SQLite C API and inflating its payload with zlib.
+struct RebuildBenchmark {
+    let devices: Int
+    let callsPerDevice: Int
+    let seed: UInt64
+    let directory: URL
+
+    struct Result {
+        var messages = 0
+        var logRows = 0
+        var seconds = 0.0
+        var rawSeconds = 0.0
+        var digestUnchanged = false
+
+        var messagesPerSecond: Double { Double(messages) / seconds }
+        var rawMessagesPerSecond: Double { Double(messages) / rawSeconds }
+    }
+
+    static let targetMessagesPerSecond = 500_000.0
+
+    func run(progress: (String) -> Void) throws -> Result {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let path = directory.appendingPathComponent("rebuild-cloud.sqlite").path
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        let clock = ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000))
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3))
+        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
+        progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
+        for index in 0..<devices {
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed &+ UInt64(index)),
+                                                                           app: SyncBenchmark.app))
+            let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
+            for start in stride(from: 0, to: calls.count, by: 1000) {
+                try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
+            }
+            try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID.rawValue,
+                                                   enrolmentSecret: SyncBenchmark.secret))
+            var uploader = try store.makeUploader()
+            while let frame = try store.nextFrame(&uploader, now: clock.now()) {
+                try store.receive(cloud.ingest(frame.encoded).reply, into: &uploader, now: clock.now())
+                if case .stopped(let error) = uploader.state { throw RawSQLiteError(message: "ingest refused: \(error)") }
+            }
+        }
+        var result = Result()
+        let stats = try cloud.stats()
+        result.messages = stats.messages
+        result.logRows = stats.logRows
+        let before = try cloud.projectionDigest()
+
+        progress("rebuilding \(result.messages) messages from \(result.logRows) log rows")
+        let start = ContinuousClock.now
+        try cloud.rebuildProjections()
+        result.seconds = start.duration(to: .now).seconds
+        result.digestUnchanged = try cloud.projectionDigest() == before
+
+        progress("baseline: raw SQLite scan and zlib inflate of the log")
+        let database = try RawSQLite(path: path)
+        let scan = try database.prepare("SELECT payload, uncompressed_length FROM cloud_log ORDER BY seq")
+        let rawStart = ContinuousClock.now
+        var inflated = 0
+        try scan.forEachRow { row in
+            guard case .blob(let payload) = row[0], case .integer(let length) = row[1] else { return }
+            inflated += try Deflate.decompress(payload, limit: Int(length)).count
+        }
+        result.rawSeconds = rawStart.duration(to: .now).seconds
+        guard inflated > 0 || result.messages == 0 else { throw RawSQLiteError(message: "the baseline inflated nothing") }
+        return result
+    }
+}
+
+struct RebuildBenchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Cloud rebuild: messages folded per second when the log is replayed into fresh projections.",
+        discussion: """
+            Fills a cloud store with the `bench sync` workload (untimed, no HTTP), then times \
+            rebuildProjections() and checks the digest is unchanged. Baseline in the same run: \
+            reading every log row with the raw SQLite C API and inflating it with zlib. Target: \
+            at least 500,000 messages per second.
+            """
+    )
+
+    @Option(name: .long, help: "Devices (1…256).")
+    var devices = 8
+
+    @Option(name: .long, help: "App calls per device (1000…10000000).")
+    var calls = 50_000
+
+    @Option(name: .long, help: "The workload seed.")
+    var seed: UInt64 = 1
+
+    @Option(name: .long, help: ArgumentHelp("Where the store is written (default: a new temporary directory, removed afterwards).",
+                                            valueName: "path"))
+    var dir: String?
+
+    @Flag(name: .long, help: "Exit with status 1 when the target is missed.")
+    var check = false
+
+    @OptionGroup var output: JSONOption
+
+    func validate() throws {
+        guard (1...256).contains(devices) else { throw ValidationError("--devices must be between 1 and 256 (got \(devices))") }
+        guard (1000...10_000_000).contains(calls) else { throw ValidationError("--calls must be between 1000 and 10000000 (got \(calls))") }
+    }
+
+    func run() throws {
+        let ownsDirectory = dir == nil
+        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("sightline-bench-rebuild-\(ProcessInfo.processInfo.processIdentifier)")
+        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
+        let showProgress = isatty(STDERR_FILENO) == 1
+        let result: RebuildBenchmark.Result
+        do {
+            result = try RebuildBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory)
+                .run { message in if showProgress { Output.error(message) } }
+        } catch let error as DeviceStoreError {
+            throw error.exit()
+        } catch {
+            Output.error("error: \(error)")
+            throw ExitStatus.storeUnavailable
+        }
+        let meets = result.messagesPerSecond >= RebuildBenchmark.targetMessagesPerSecond
+        if output.json {
+            Output.json(.object([
+                "benchmark": .string("rebuild"),
+                "seed": .integer(Int64(bitPattern: seed)),
+                "messages": .integer(Int64(result.messages)),
+                "logRows": .integer(Int64(result.logRows)),
+                "seconds": .double(result.seconds),
+                "messagesPerSecond": .double(result.messagesPerSecond.rounded()),
+                "rawMessagesPerSecond": .double(result.rawMessagesPerSecond.rounded()),
+                "digestUnchanged": .bool(result.digestUnchanged),
+                "meetsTarget": .bool(meets),
+            ]))
+        } else {
+            Output.line("bench rebuild  seed=\(seed)  devices=\(devices)  \(result.messages) messages in \(result.logRows) log rows")
+            Output.table([
+                ["", "messages/s", "ratio", "target", ""],
+                ["rebuild", String(format: "%.0f", result.messagesPerSecond),
+                 String(format: "%.2f× raw", result.messagesPerSecond / result.rawMessagesPerSecond), "≥ 500000", meets ? "met" : "MISSED"],
+                ["raw scan + inflate", String(format: "%.0f", result.rawMessagesPerSecond), "", "", ""],
+            ])
+            Output.line("digest after rebuild: " + (result.digestUnchanged ? "unchanged" : "CHANGED"))
+        }
+        if !result.digestUnchanged {
+            Output.error("the rebuilt projections differ from the incremental ones")
+            throw ExitStatus.checkFailed
+        }
+        if check && !meets {
+            Output.error("rebuild missed its target")
+            throw ExitStatus.checkFailed
+        }
+    }
+}
