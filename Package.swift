@@ -107,6 +107,7 @@ let package = Package(
                 "SyncHTTP",
                 "CloudIndex",
                 "CloudServer",
+                "SQLiteSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

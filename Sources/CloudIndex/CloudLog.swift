@@ -188,3 +188,47 @@ extension CloudIndex {
         RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))
     }
 }
+
+/// One row of the cloud log, as the journal tools read it.
+public struct CloudLogRecord: Sendable {
+    public let seq: Int64
+    public let device: String
+    public let epoch: UInt64
+    public let firstSeq: UInt64
+    public let lastSeq: UInt64
+    /// The first seq that was new when the frame was accepted.
+    public let acceptedFrom: UInt64
+    public let receivedAt: Timestamp
+    public let hash: [UInt8]
+    /// The frame's messages from `firstSeq` (those before `acceptedFrom` were
+    /// already held and were not folded again).
+    public let messages: [OutboxMessage]
+}
+
+extension CloudIndex {
+    /// Reads the cloud log from `seq` on, in order, until `body` returns false.
+    public func scanLog(from start: Int64 = 1, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+        try read { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload,
+                       received_at, hash FROM cloud_log WHERE seq >= ? ORDER BY seq
+                """, arguments: [start])
+            while let row = try rows.next() {
+                let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64)
+                let seq: Int64 = row[0]
+                let messages: [OutboxMessage]
+                do {
+                    messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
+                                                     digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
+                } catch {
+                    throw CloudError(.corruptLog, "log seq \(seq) cannot be read: \(error)")
+                }
+                let record = CloudLogRecord(seq: seq, device: row[1], epoch: UInt64(row[2] as Int64), firstSeq: first,
+                                            lastSeq: last, acceptedFrom: UInt64(row[5] as Int64),
+                                            receivedAt: Timestamp(millisecondsSince1970: row[10]),
+                                            hash: [UInt8](row[11] as Data), messages: messages)
+                guard try body(record) else { break }
+            }
+        }
+    }
+}

@@ -72,6 +72,17 @@ import Testing
         }
         #expect(first["devices"]?.integer == 3 && first["engaged"]?.integer == 3 && first["shown"]?.integer == 3)
         #expect(try CLIRunner.run(["cloud", "rebuild", "--db", cloud]).status == 0)
+
+        // The journal tools read the cloud log.
+        let verify = try CLIRunner.run(["journal", "verify", "--db", cloud])
+        #expect(verify.status == 0 && verify.stdout.contains("cloud log of 4 rows and 10 messages verified"), "\(verify.stdout)\(verify.stderr)")
+        let journalStats = try CLIRunner.json(["journal", "stats", "--db", cloud, "--json"])
+        #expect(journalStats["messages"]?.integer == 10 && journalStats["devices"]?.integer == 3)
+        #expect(journalStats["byKind"]?["vote"]?.integer == 3 && journalStats["byKind"]?["content"]?.integer == 1)
+        let export = try CLIRunner.run(["journal", "export", "--db", cloud])
+        #expect(export.status == 0 && export.stdoutLines.count == 4)
+        let tail = try CLIRunner.run(["journal", "tail", "--db", cloud])
+        #expect(tail.status == 2 && tail.stderr.contains("is a cloud store"))
         let bytes = FileManager.default.contents(atPath: cloud) ?? Data()
         #expect(!bytes.contains(Data("CANARY".utf8)))
     }

@@ -150,3 +150,26 @@ extension OutboxMessage {
         return message
     }
 }
+
+extension OutboxMessage {
+    /// The message as `journal export` and the tools print it: kind, hex hash,
+    /// and its fields.
+    public var jsonValue: JSONValue {
+        var object: JSONObject = ["kind": .string(kindName), "hash": .string(hash.hex)]
+        switch self {
+        case .vote(_, let token), .withdraw(_, let token):
+            object["token"] = .string(token.description)
+        case .signal(_, let counts):
+            object["views"] = .integer(Int64(counts.views))
+            object["shown"] = .integer(Int64(counts.shown))
+            object["engaged"] = .integer(Int64(counts.engaged))
+        case .content(_, let content):
+            object["type"] = .string(content.activityType)
+            object["title"] = content.title.map(JSONValue.string) ?? .null
+            object["keywords"] = .array(content.keywords.map(JSONValue.string))
+            object["description"] = content.contentDescription.map(JSONValue.string) ?? .null
+            object["url"] = content.webpageURL.map(JSONValue.string) ?? .null
+        }
+        return .object(object)
+    }
+}

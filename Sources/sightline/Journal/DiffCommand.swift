@@ -26,6 +26,7 @@ struct DiffCommand: ParsableCommand {
     var limit: Int = 20
 
     func run() throws {
+        try CloudJournal.refuse("diff", store.db)
         let left = try store.openReadOnly()
         let right = try StoreOption.open(other, options: StoreOptions(readOnly: true))
         var differing: [(Seq, JournalRecord, JournalRecord)] = []

@@ -6,7 +6,11 @@ struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export events as JSON Lines: one {seq, epoch, call, time, event, hash} object per line.",
-        discussion: "On a damaged store it exports every event it can read, then says where it stopped (exit status 1)."
+        discussion: """
+            On a damaged store it exports every event it can read, then says where it stopped (exit status 1). \
+            On a cloud store it exports the cloud log: one {seq, device, epoch, firstSeq, lastSeq, acceptedFrom, \
+            receivedAt, messages, hash} object per accepted frame.
+            """
     )
 
     @OptionGroup var store: StoreOption
@@ -18,6 +22,9 @@ struct ExportCommand: ParsableCommand {
     var to: UInt64?
 
     func run() throws {
+        if CloudJournal.isCloudStore(store.db) {
+            return try CloudJournal.export(store.db, from: from, to: to)
+        }
         let device = try store.openReadOnly()
         let last = to ?? UInt64.max
         let scan: JournalScan

@@ -43,6 +43,7 @@ struct GrepCommand: ParsableCommand {
     }
 
     func run() throws {
+        try CloudJournal.refuse("grep", store.db)
         let expression = try query.map(QueryCommand.parse)
         let clock = clockOption.makeClock()
         let device = try store.openReadOnly(clock: clock)

@@ -7,13 +7,19 @@ struct StatsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stats",
         abstract: "Summarize a journal: head, epochs, events by kind, projections.",
-        discussion: "On a damaged store it counts what it can read and says where it stopped (exit status 1)."
+        discussion: """
+            On a damaged store it counts what it can read and says where it stopped (exit status 1). \
+            On a cloud store it summarizes the cloud log: rows, messages by kind, devices.
+            """
     )
 
     @OptionGroup var store: StoreOption
     @OptionGroup var output: JSONOption
 
     func run() throws {
+        if CloudJournal.isCloudStore(store.db) {
+            return try CloudJournal.stats(store.db, json: output.json)
+        }
         let device = try store.openReadOnly()
         var byKind: [String: Int] = [:]
         var events = 0

@@ -20,6 +20,7 @@ struct TailCommand: ParsableCommand {
     }
 
     func run() throws {
+        try CloudJournal.refuse("tail", store.db)
         let device = try store.openReadOnly()
         var window: [JournalRecord] = []
         let scan: JournalScan
@@ -64,6 +65,7 @@ struct ShowCommand: ParsableCommand {
     }
 
     func run() throws {
+        try CloudJournal.refuse("show", store.db)
         let device = try store.openReadOnly()
         let records: [JournalRecord]
         do {

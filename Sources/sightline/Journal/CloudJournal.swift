@@ -1,0 +1,155 @@
+import CloudIndex
+import Foundation
+import GRDB
+import IndexModel
+import SQLiteSupport
+import SyncWire
+
+/// `journal verify | stats | export` on a cloud store: the cloud log instead of
+/// a device's event journal.
+enum CloudJournal {
+    /// Whether `path` is a cloud store (it has `cloud_meta`). Anything else,
+    /// including a missing file, is left to the device-store path and its errors.
+    static func isCloudStore(_ path: String) -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
+        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
+    }
+
+    static func open(_ path: String) throws -> CloudIndex {
+        do {
+            return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+
+    static func json(_ record: CloudLogRecord) -> JSONValue {
+        .object([
+            "seq": .integer(record.seq),
+            "device": .string(record.device),
+            "epoch": .integer(Int64(record.epoch)),
+            "firstSeq": .integer(Int64(record.firstSeq)),
+            "lastSeq": .integer(Int64(record.lastSeq)),
+            "acceptedFrom": .integer(Int64(record.acceptedFrom)),
+            "receivedAt": .string(record.receivedAt.description),
+            "messages": .array(record.messages.enumerated().map { offset, message in
+                guard case .object(var object) = message.jsonValue else { return message.jsonValue }
+                object["seq"] = .integer(Int64(record.firstSeq) + Int64(offset))
+                return .object(object)
+            }),
+            "hash": .string(RowDigest.hex(record.hash)),
+        ])
+    }
+
+    static func verify(_ path: String, json: Bool) throws {
+        let cloud = try open(path)
+        let verification: CloudLogVerification
+        var digests: (stored: String, rebuilt: String)?
+        do {
+            verification = try cloud.verifyLog()
+            if verification.isValid {
+                digests = (try cloud.projectionDigest(), try cloud.rebuiltProjectionDigest())
+            }
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        let projectionsEqual = digests.map { $0.stored == $0.rebuilt } ?? false
+        let valid = verification.isValid && projectionsEqual
+        if json {
+            var object: JSONObject = [
+                "store": .string("cloud"),
+                "valid": .bool(valid),
+                "verifiedRows": .integer(Int64(verification.verifiedRows)),
+                "messages": .integer(Int64(verification.messages)),
+            ]
+            if let problem = verification.firstProblem { object["problem"] = .string(problem) }
+            if let digests {
+                object["projectionDigest"] = .string(digests.stored)
+                object["rebuiltDigest"] = .string(digests.rebuilt)
+            }
+            Output.json(.object(object))
+        } else if valid {
+            Output.line("ok: cloud log of \(verification.verifiedRows) rows and \(verification.messages) messages verified; projections equal a rebuild")
+        }
+        if let problem = verification.firstProblem {
+            Output.error("verify failed: \(problem)")
+            throw ExitStatus.checkFailed
+        }
+        if !projectionsEqual {
+            Output.error("verify failed: the cloud projections differ from a rebuild of the cloud log")
+            throw ExitStatus.checkFailed
+        }
+    }
+
+    static func stats(_ path: String, json: Bool) throws {
+        let cloud = try open(path)
+        var byKind: [String: Int] = [:]
+        var rows = 0
+        var devices = Set<String>()
+        var first: Timestamp?
+        var last: Timestamp?
+        do {
+            try cloud.scanLog { record in
+                rows += 1
+                devices.insert(record.device)
+                if first == nil { first = record.receivedAt }
+                last = record.receivedAt
+                for message in record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq)) {
+                    byKind[message.kindName, default: 0] += 1
+                }
+                return true
+            }
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.checkFailed
+        }
+        let messages = byKind.values.reduce(0, +)
+        if json {
+            var kinds = JSONObject()
+            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
+            var object: JSONObject = [
+                "store": .string("cloud"),
+                "logRows": .integer(Int64(rows)),
+                "messages": .integer(Int64(messages)),
+                "devices": .integer(Int64(devices.count)),
+                "byKind": .object(kinds),
+            ]
+            if let first { object["firstReceived"] = .string(first.description) }
+            if let last { object["lastReceived"] = .string(last.description) }
+            Output.json(.object(object))
+        } else {
+            var table = [["store", "cloud"], ["log rows", String(rows)], ["messages", String(messages)],
+                         ["devices", String(devices.count)], ["first received", first?.description ?? "-"],
+                         ["last received", last?.description ?? "-"]]
+            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { table.append(["  " + kind, String(count)]) }
+            Output.table(table)
+        }
+    }
+
+    static func export(_ path: String, from: UInt64, to: UInt64?) throws {
+        let cloud = try open(path)
+        let last = to ?? UInt64.max
+        do {
+            try cloud.scanLog(from: Int64(clamping: max(from, 1))) { record in
+                guard UInt64(record.seq) <= last else { return false }
+                Output.line(JSONWriter.compact(json(record)))
+                return true
+            }
+        } catch {
+            Output.error("stopped: \(error.message)")
+            throw ExitStatus.checkFailed
+        }
+    }
+
+    /// For the journal commands that only read device journals.
+    static func refuse(_ command: String, _ path: String) throws {
+        guard isCloudStore(path) else { return }
+        Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats and export read the cloud log)")
+        throw ExitStatus.invalidInput
+    }
+}
