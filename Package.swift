@@ -66,6 +66,7 @@ let package = Package(
             dependencies: [
                 "CloudIndex",
                 "IndexModel",
+                "IndexQuery",
                 "SyncWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -150,7 +151,7 @@ let package = Package(
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [
-                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel",
+                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

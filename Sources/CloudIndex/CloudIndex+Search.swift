@@ -20,13 +20,16 @@ extension CloudIndex {
     /// - engagement: 0.5 + (engaged + 1) / (shown + 2), so an item shown often and
     ///   rarely chosen sinks.
     ///
-    /// Empty text lists the public index by popularity and engagement alone. The
-    /// public index holds only items with K votes, so it is scanned whole.
-    public func search(app: String, text: String, limit: Int = 20) throws(CloudError) -> [PublicResult] {
+    /// Empty text lists the public index by popularity and engagement alone.
+    /// `filter`, a Core Spotlight query (`docs/QUERY.md`), keeps only the items it
+    /// matches, over `HashEntry.queryAttributes`. The public index holds only
+    /// items with K votes, so it is scanned whole.
+    public func search(app: String, text: String, filter: CompiledQuery? = nil, limit: Int = 20) throws(CloudError) -> [PublicResult] {
         let words = SearchText.search(text, limit: 16)
         var results: [PublicResult] = []
         for entry in try publicIndex(app: app) {
             guard let content = entry.content else { continue }
+            if let filter, !filter.matches(entry.queryAttributes) { continue }
             let fields: [(words: [String], weight: Double)] = [
                 (SearchText.words(in: content.title ?? ""), 3),
                 (content.keywords.flatMap(SearchText.words(in:)), 2),
@@ -57,6 +60,28 @@ extension CloudIndex {
 }
 
 extension HashEntry {
+    /// What a query sees of a public item: `title`, `keywords`,
+    /// `contentDescription`, `contentURL` (its web page), and the custom
+    /// attributes `activityType`, `views`, `shown`, `engaged`, `devices`,
+    /// `liveVotes` and `engagementRatio` (absent before any impression).
+    public var queryAttributes: AttributeSet {
+        var attributes = AttributeSet()
+        if let content {
+            attributes.title = content.title
+            attributes.keywords = content.keywords.isEmpty ? nil : content.keywords
+            attributes.contentDescription = content.contentDescription
+            attributes.contentURL = content.webpageURL
+            attributes[.custom("activityType")] = .string(content.activityType)
+        }
+        attributes[.custom("views")] = .number(Double(popularity.views))
+        attributes[.custom("shown")] = .number(Double(popularity.shown))
+        attributes[.custom("engaged")] = .number(Double(popularity.engaged))
+        attributes[.custom("devices")] = .number(Double(voters))
+        attributes[.custom("liveVotes")] = .number(Double(liveVotes))
+        if let engagementRatio { attributes[.custom("engagementRatio")] = .number(engagementRatio) }
+        return attributes
+    }
+
     /// The entry as the HTTP API and `cloud search --json` print it. The raw
     /// hash appears only when the cloud holds it (K live votes).
     public var jsonValue: JSONValue {

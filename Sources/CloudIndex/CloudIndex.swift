@@ -143,6 +143,9 @@ public final class CloudIndex: Sendable {
         return (threshold, [UInt8](secret))
     }
 
+    /// The cloud's current time (its injected clock), for `$time` in queries.
+    public var now: Timestamp { clock.now() }
+
     static func describe(_ error: any Error) -> String {
         if let error = error as? DatabaseError {
             return "SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")"

@@ -3,6 +3,7 @@ import CoreMetrics
 import Foundation
 import Hummingbird
 import IndexModel
+import IndexQuery
 import Logging
 import NIOCore
 import Prometheus
@@ -94,8 +95,16 @@ public struct CloudServer: Sendable {
             guard (1...1000).contains(limit), text.utf8.count <= 1024 else {
                 return CloudServer.error(.badRequest, "malformed", "limit must be 1 to 1000 and q at most 1024 bytes")
             }
+            var filter: CompiledQuery?
+            if let query = request.uri.queryParameters.get("query").map({ String($0) }) {
+                do throws(QueryError) {
+                    filter = CompiledQuery(try QueryParser.parse(query), now: cloud.now)
+                } catch {
+                    return CloudServer.error(.badRequest, "invalidQuery", error.rendered(query: query))
+                }
+            }
             do {
-                let results = try cloud.search(app: app, text: text, limit: limit)
+                let results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
                 return CloudServer.json(.ok, ["results": .array(results.map(\.jsonValue))])
             } catch {
                 return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")

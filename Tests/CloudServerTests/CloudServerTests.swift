@@ -152,6 +152,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(wrongSecret.status == 403)
         let badHash = try await server.request("/v1/apps/\(app)/items/xyz")
         #expect(badHash.status == 400)
+        let badQuery = try await server.request("/v1/apps/\(app)/public?query=title%20%3D%3D")
+        #expect(try outcome(badQuery) == "400 invalidQuery")
         #expect(try server.cloud.stats().logRows == 0)
     }
 

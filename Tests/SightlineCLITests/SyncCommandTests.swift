@@ -72,6 +72,12 @@ import Testing
         }
         #expect(first["devices"]?.integer == 3 && first["engaged"]?.integer == 3 && first["shown"]?.integer == 3)
         #expect(try CLIRunner.run(["cloud", "rebuild", "--db", cloud]).status == 0)
+        let filtered = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json",
+                                           "--query", "engaged >= 3 && devices == 3"])
+        guard case .array(let kept)? = filtered["results"] else { return }
+        #expect(kept.count == 1)
+        let badQuery = try CLIRunner.run(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--query", "title =="])
+        #expect(badQuery.status == 2 && badQuery.stderr.contains("^"))
 
         // The journal tools read the cloud log.
         let verify = try CLIRunner.run(["journal", "verify", "--db", cloud])

@@ -4,6 +4,7 @@ import CloudServer
 import Foundation
 import Hummingbird
 import IndexModel
+import IndexQuery
 import Logging
 
 struct CloudCommand: AsyncParsableCommand {
@@ -148,6 +149,11 @@ struct CloudSearchCommand: ParsableCommand {
     @Option(name: .long, help: "The most results to return.")
     var limit: Int = 20
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Keep only items this Core Spotlight query matches (docs/QUERY.md), e.g. 'engaged >= 10 && title == \"pot*\"cd'.",
+        valueName: "query"))
+    var query: String?
+
     @Argument(help: ArgumentHelp("What to search for (empty: the whole public index).", valueName: "text"))
     var text: String = ""
 
@@ -156,10 +162,12 @@ struct CloudSearchCommand: ParsableCommand {
     }
 
     func run() throws {
+        let expression = try query.map(QueryCommand.parse)
         let cloud = try store.open(readOnly: true)
+        let filter = expression.map { CompiledQuery($0, now: cloud.now) }
         let results: [PublicResult]
         do {
-            results = try cloud.search(app: app, text: text, limit: limit)
+            results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable
