@@ -123,31 +123,28 @@ struct CloudFold {
             ON CONFLICT (app, key) DO UPDATE SET live_votes = live_votes + ?3, voters = voters + ?4
             RETURNING live_votes, wanted_seq, has_content
             """), arguments: [app, key, live, voters]) else { return }
-        let liveVotes: Int64 = row[0]
-        let wanted: Int64? = row[1]
-        let hasContent = (row[2] as Int64) != 0
-        // The raw hash is held exactly while live votes are at least K, so it
-        // was held before this change if the count was. (SQLite 3.40 returned
+        // The raw hash is held exactly while live votes are at least K, so the
+        // rule derives whether it was held from the count. (SQLite 3.40 returned
         // 1 for `hash IS NOT NULL` of a NULL hash in this upsert's RETURNING.)
-        let hasHash = liveVotes - live >= Int64(threshold)
-        if liveVotes >= Int64(threshold) {
-            if !hasHash {
-                try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
-                    .execute(arguments: [Data(hash.bytes), app, key])
-            }
-            if !hasContent && wanted == nil {
-                let next = (try Int64.fetchOne(db, sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'") ?? 0) + 1
-                try db.execute(sql: """
-                    INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
-                    ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                    """, arguments: [next])
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
-                    .execute(arguments: [next, app, key])
-            }
-        } else if hasHash || hasContent || wanted != nil {
-            if hasContent {
-                try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
-            }
+        let actions = ThresholdRule.actions(liveVotes: row[0], delta: live, threshold: threshold,
+                                            hasContent: (row[2] as Int64) != 0, isWanted: (row[1] as Int64?) != nil)
+        if actions.keepRawHash {
+            try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
+                .execute(arguments: [Data(hash.bytes), app, key])
+        }
+        if actions.markWanted {
+            let next = (try Int64.fetchOne(db, sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'") ?? 0) + 1
+            try db.execute(sql: """
+                INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, arguments: [next])
+            try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
+                .execute(arguments: [next, app, key])
+        }
+        if actions.dropContent {
+            try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
+        }
+        if actions.dropRawHash || actions.dropContent || actions.dropWanted {
             try db.cachedStatement(sql: """
                 UPDATE hashes SET hash = NULL, wanted_seq = NULL, has_content = 0 WHERE app = ? AND key = ?
                 """).execute(arguments: [app, key])

@@ -60,16 +60,6 @@ extension CloudIndex {
         }
     }
 
-    /// The public index of `app`: the hashes with K live votes whose content
-    /// arrived, most engaged first.
-    public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {
-        try entries(app: app).filter(\.isPublic).sorted { a, b in
-            if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
-            if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
-            return a.key.lexicographicallyPrecedes(b.key)
-        }
-    }
-
     public func stats() throws(CloudError) -> CloudStats {
         try read { db in
             func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }

@@ -9,7 +9,7 @@ public struct PublicResult: Hashable, Sendable {
     public let score: Double
 }
 
-extension CloudIndex {
+extension CloudStore {
     /// Free-text search over `app`'s public index, with the device search's word
     /// rules (`SearchText`: every word whole, the last one a prefix while it is
     /// being typed). Each public item must contain every word. Ranked by

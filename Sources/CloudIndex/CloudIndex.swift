@@ -41,14 +41,14 @@ public struct CloudOptions: Sendable {
     public static let defaultThreshold = 5
 }
 
-/// The cloud aggregator: it takes signed frames from enrolled devices, keeps
+/// The cloud aggregator's SQLite backend (`CloudStore`): it takes signed frames from enrolled devices, keeps
 /// every accepted batch in a hash-chained cloud log, and folds the messages into
 /// the public index and popularity counts in the same transaction
 /// (`docs/CLOUD.md`).
 ///
 /// `ingest` is synchronous and answers every frame with reply bytes, never an
 /// error: a bad frame is a rejection, and changes nothing.
-public final class CloudIndex: Sendable {
+public final class CloudIndex: CloudStore {
     public let location: CloudLocation
     public let threshold: Int
     let queue: DatabaseQueue

@@ -207,7 +207,7 @@ public struct CloudLogRecord: Sendable {
 
 extension CloudIndex {
     /// Reads the cloud log from `seq` on, in order, until `body` returns false.
-    public func scanLog(from start: Int64 = 1, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+    public func scanLog(from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload,

@@ -109,41 +109,21 @@ extension CloudIndex {
         let epochs = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT epoch, last_seq FROM device_epochs WHERE device = ? ORDER BY epoch
             """), arguments: [frame.device]).map { (epoch: UInt64($0[0] as Int64), last: UInt64($0[1] as Int64)) }
-        let current = epochs.last ?? (epoch: 0, last: 0)
-        let held = epochs.first { $0.epoch == frame.epoch }?.last ?? 0
-
-        if frame.epoch < current.epoch {
-            guard frame.lastSeq <= held else {
-                return .rejected(Rejection(WireError(.refused, """
-                    epoch \(frame.epoch) ended at seq \(held) when epoch \(current.epoch) began; \
-                    messages \(frame.epoch):\(held + 1)... cannot be added to it
-                    """)))
+        let acceptedFrom: UInt64
+        switch FramePlacement.of(epoch: frame.epoch, firstSeq: frame.firstSeq, lastSeq: frame.lastSeq, held: epochs) {
+        case .refuse(let rejection):
+            return .rejected(rejection)
+        case .duplicate(let head, let overlap):
+            if let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
+                return .rejected(equivocation(frame, at: conflict))
             }
-        } else if frame.epoch == current.epoch {
-            if frame.firstSeq > held + 1 {
-                return .rejected(Rejection(WireError(.gap, "expected \(frame.epoch):\(held + 1), the frame starts at \(frame.first)"),
-                                           expected: OutboxPosition(epoch: frame.epoch, seq: held + 1)))
-            }
-        } else if frame.firstSeq != 1 {
-            return .rejected(Rejection(WireError(.gap, "epoch \(frame.epoch) is new here and must start at seq 1"),
-                                       expected: OutboxPosition(epoch: frame.epoch, seq: 1)))
-        }
-
-        // Positions the cloud already holds must carry the same messages.
-        if frame.firstSeq <= held {
-            if let conflict = try firstConflict(frame, messages: messages, through: min(held, frame.lastSeq), db: db) {
-                return .rejected(Rejection(WireError(.equivocation, """
-                    message \(frame.epoch):\(conflict) differs from the one the cloud accepted at that position
-                    """)))
-            }
-        }
-        let headEpoch = max(current.epoch, frame.epoch)
-        if frame.lastSeq <= held {
-            let head = OutboxPosition(epoch: headEpoch, seq: headEpoch == frame.epoch ? held : current.last)
             return .duplicate(try ack(device: frame.device, app: app, through: head, delivered: false, db: db))
+        case .append(let from, let overlap):
+            if let overlap, let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
+                return .rejected(equivocation(frame, at: conflict))
+            }
+            acceptedFrom = from
         }
-
-        let acceptedFrom = held + 1
         let fresh = messages[Int(acceptedFrom - frame.firstSeq)...]
         let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: clock.now(), db: db)
         // A `Refusal` from the fold rolls the whole transaction back.
@@ -154,6 +134,10 @@ extension CloudIndex {
             """).execute(arguments: [frame.device, Int64(frame.epoch), Int64(frame.lastSeq)])
         let ackValue = try ack(device: frame.device, app: app, through: frame.last, delivered: true, db: db)
         return .accepted(ackValue, messages: fresh.count)
+    }
+
+    private func equivocation(_ frame: UploadFrame, at seq: UInt64) -> Rejection {
+        Rejection(WireError(.equivocation, "message \(frame.epoch):\(seq) differs from the one the cloud accepted at that position"))
     }
 
     func fold(_ db: Database) -> CloudFold {

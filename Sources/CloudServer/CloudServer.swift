@@ -31,21 +31,21 @@ public struct CloudServerConfiguration: Sendable {
     }
 }
 
-/// The cloud's HTTP API over a `CloudIndex` (`docs/openapi.yaml`).
+/// The cloud's HTTP API over any `CloudStore` (`docs/openapi.yaml`).
 ///
 /// Every refusal is a 4xx with a JSON body `{"error", "message"}`; a refused
 /// frame's body also carries the signed rejection (`reply`, base64) for the
 /// device's uploader. Logs name routes, devices, outcomes and sizes, never a
 /// title, a URL or a search text.
 public struct CloudServer: Sendable {
-    public let cloud: CloudIndex
+    public let cloud: any CloudStore
     public let configuration: CloudServerConfiguration
     public let registry: PrometheusCollectorRegistry
     private let logger: Logger
     private let metrics: ServerMetrics
     private let limiter: RateLimiter
 
-    public init(cloud: CloudIndex, configuration: CloudServerConfiguration = CloudServerConfiguration(),
+    public init(cloud: any CloudStore, configuration: CloudServerConfiguration = CloudServerConfiguration(),
                 logger: Logger = Logger(label: "sightline.cloud")) {
         self.cloud = cloud
         self.configuration = configuration

@@ -1,0 +1,119 @@
+import IndexModel
+import IndexQuery
+import SyncWire
+
+/// The cloud aggregator's operations, whatever keeps its data. `CloudIndex` is
+/// the SQLite (GRDB) backend; another backend (PostgreSQL) implements the same
+/// protocol and applies the same rules, which are kept free of storage:
+/// `FramePlacement` for exactly-once ingestion and `ThresholdRule` for the
+/// public index. `CloudServer` and the search run on any `CloudStore`.
+public protocol CloudStore: Sendable {
+    /// K: live votes from distinct devices before a hash's content is asked for and shown.
+    var threshold: Int { get }
+    /// The store's current time (its injected clock), for `$time` in queries.
+    var now: Timestamp { get }
+
+    func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError)
+    /// Enrols a device and returns its new 32-byte key.
+    func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8]
+    /// Takes one upload frame and returns the reply; never throws (`docs/CLOUD.md`).
+    func ingest(_ frame: [UInt8]) -> IngestResult
+
+    func entries(app: String) throws(CloudError) -> [HashEntry]
+    func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry?
+    func stats() throws(CloudError) -> CloudStats
+
+    func verifyLog() throws(CloudError) -> CloudLogVerification
+    func scanLog(from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
+    func projectionDigest() throws(CloudError) -> String
+    func rebuiltProjectionDigest() throws(CloudError) -> String
+    func rebuildProjections() throws(CloudError)
+}
+
+/// Where a frame falls against the positions the cloud holds for its device:
+/// the rules of exactly-once ingestion, the same for every backend.
+public enum FramePlacement: Hashable, Sendable {
+    /// A gap, or new messages for an epoch that has ended.
+    case refuse(Rejection)
+    /// Every message is held already: acknowledge through `head` again, once the
+    /// positions `overlap` are found to carry the same messages.
+    case duplicate(head: OutboxPosition, overlap: ClosedRange<UInt64>)
+    /// The messages from `acceptedFrom` are new; those in `overlap`, if any,
+    /// must carry the same messages as the held ones.
+    case append(acceptedFrom: UInt64, overlap: ClosedRange<UInt64>?)
+
+    /// `held` is the last seq held per epoch of the frame's device, by epoch.
+    public static func of(epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
+                          held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
+        let current = held.max { $0.epoch < $1.epoch } ?? (epoch: 0, last: 0)
+        let last = held.first { $0.epoch == epoch }?.last ?? 0
+        if epoch < current.epoch {
+            guard lastSeq <= last else {
+                return .refuse(Rejection(WireError(.refused, """
+                    epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; \
+                    messages \(epoch):\(last + 1)... cannot be added to it
+                    """)))
+            }
+        } else if epoch == current.epoch {
+            if firstSeq > last + 1 {
+                return .refuse(Rejection(WireError(.gap, "expected \(epoch):\(last + 1), the frame starts at \(epoch):\(firstSeq)"),
+                                         expected: OutboxPosition(epoch: epoch, seq: last + 1)))
+            }
+        } else if firstSeq != 1 {
+            return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1"),
+                                     expected: OutboxPosition(epoch: epoch, seq: 1)))
+        }
+        let overlap = firstSeq <= last ? firstSeq...min(last, lastSeq) : nil
+        if lastSeq <= last, let overlap {
+            let headEpoch = max(current.epoch, epoch)
+            return .duplicate(head: OutboxPosition(epoch: headEpoch, seq: headEpoch == epoch ? last : current.last), overlap: overlap)
+        }
+        return .append(acceptedFrom: last + 1, overlap: overlap)
+    }
+}
+
+/// What a change of a hash's live votes does to its public state, the same for
+/// every backend: at K without content the hash becomes wanted and its raw hash
+/// is kept; below K its raw hash, content and wanted mark go.
+public enum ThresholdRule {
+    public struct Actions: Hashable, Sendable {
+        public var keepRawHash = false
+        public var dropRawHash = false
+        public var markWanted = false
+        public var dropContent = false
+        public var dropWanted = false
+
+        public init() {}
+    }
+
+    /// `liveVotes` is the count after the change, `delta` the change itself.
+    public static func actions(liveVotes: Int64, delta: Int64, threshold: Int, hasContent: Bool, isWanted: Bool) -> Actions {
+        var actions = Actions()
+        let wasPublic = liveVotes - delta >= Int64(threshold)
+        if liveVotes >= Int64(threshold) {
+            actions.keepRawHash = !wasPublic
+            actions.markWanted = !hasContent && !isWanted
+        } else if wasPublic || hasContent || isWanted {
+            actions.dropRawHash = true
+            actions.dropContent = hasContent
+            actions.dropWanted = isWanted
+        }
+        return actions
+    }
+}
+
+extension CloudStore {
+    /// The public index of `app`: the hashes with K live votes whose content
+    /// arrived, most engaged first.
+    public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {
+        try entries(app: app).filter(\.isPublic).sorted { a, b in
+            if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
+            if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
+            return a.key.lexicographicallyPrecedes(b.key)
+        }
+    }
+
+    public func scanLog(_ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+        try scanLog(from: 1, body)
+    }
+}
