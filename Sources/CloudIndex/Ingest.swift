@@ -46,7 +46,7 @@ extension CloudIndex {
                                  arguments: [frame.device]).map { ($0[0] as String, [UInt8]($0[1] as Data)) }
             }
         } catch {
-            return reject(WireError(.refused, "the cloud cannot read its device registry"), device: frame.device, key: nil)
+            return reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, key: nil)
         }
         guard let device else {
             return reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, key: nil)
@@ -87,7 +87,9 @@ extension CloudIndex {
             // The transaction rolled back: nothing of the frame was kept.
             return reject(WireError(.refused, refusal.message), device: frame.device, key: device.key)
         } catch {
-            return reject(WireError(.refused, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
+            // The database failed (busy, full, I/O): nothing was kept, and the
+            // device will send the same frame again.
+            return reject(WireError(.unavailable, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
                           device: frame.device, key: device.key)
         }
     }

@@ -201,6 +201,7 @@ public struct CloudServer: Sendable {
         case .unknownDevice: .forbidden
         case .rateLimited: .tooManyRequests
         case .refused: .unprocessableContent
+        case .unavailable: .serviceUnavailable
         }
     }
 

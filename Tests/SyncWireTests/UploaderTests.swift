@@ -128,6 +128,20 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         }
     }
 
+    @Test func rateLimitingAndAnUnavailableCloudAreRetriedNotFatal() throws {
+        for code in [WireError.Code.rateLimited, .unavailable] {
+            var uploader = makeUploader()
+            let sent = uploader.nextFrame(now: t0, pending: outbox(2))
+            let frame = try #require(sent)
+            let rejection = CloudReply.rejection(Rejection(WireError(code, "later")))
+            guard case .retryScheduled(let at, _, _) = uploader.receive(rejection.encoded(device: "d1", key: key), now: t0).first else {
+                Issue.record("\(code) was not retried")
+                continue
+            }
+            #expect(uploader.nextFrame(now: at, pending: outbox(2)) == frame)
+        }
+    }
+
     @Test func aMissingStretchOfTheOutboxStopsInsteadOfSkipping() throws {
         var uploader = makeUploader()
         #expect(uploader.nextFrame(now: t0, pending: outbox(3, from: 4)) == nil)

@@ -19,8 +19,11 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The device sends faster than its rate limit; retry later.
         case rateLimited = 7
         /// The frame is well formed but says something the cloud refuses
-        /// (content that does not match its hash, a timestamp out of range).
+        /// (content that does not match its hash, a device changing its token).
         case refused = 8
+        /// The cloud could not store the frame right now (its database failed);
+        /// nothing was kept. Retry later.
+        case unavailable = 9
 
         public var name: String {
             switch self {
@@ -32,6 +35,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
             case .unknownDevice: "unknownDevice"
             case .rateLimited: "rateLimited"
             case .refused: "refused"
+            case .unavailable: "unavailable"
             }
         }
     }
@@ -78,7 +82,7 @@ public struct Rejection: Hashable, Sendable {
     /// Whether resending cannot help: the device must stop and report.
     public var isPermanent: Bool {
         switch error.code {
-        case .gap, .rateLimited: false
+        case .gap, .rateLimited, .unavailable: false
         default: true
         }
     }

@@ -34,7 +34,8 @@ public struct UploaderConfiguration: Hashable, Sendable {
 ///   exponential backoff with seeded jitter; the cloud's dedupe makes that safe.
 /// - An ack moves `acknowledged` and `durable` forward and hands over content
 ///   requests; a gap rejection rewinds to where the cloud expects; any other
-///   rejection except rate limiting stops the uploader with the cloud's reason.
+///   rejection except rate limiting and unavailability stops the uploader with
+///   the cloud's reason.
 public struct Uploader: Sendable {
     public enum State: Hashable, Sendable {
         /// Nothing in flight: the next call to `nextFrame` builds a frame.
@@ -164,7 +165,7 @@ public struct Uploader: Sendable {
                 state = .ready
                 attempts = 0
                 return [.rewound(to: acknowledged, reason: rejection.error.message)]
-            case .rateLimited:
+            case .rateLimited, .unavailable:
                 return failed(now: now, reason: rejection.error.message)
             default:
                 state = .stopped(rejection.error)
