@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "IndexModel", targets: ["IndexModel"]),
         .library(name: "IndexQuery", targets: ["IndexQuery"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
+        .library(name: "Snapshot", targets: ["Snapshot"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),
@@ -37,6 +38,15 @@ let package = Package(
             dependencies: [
                 "IndexModel",
                 "CZlib",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The backup snapshot container: chunked deflate, optional AES-GCM, a manifest.
+        .target(
+            name: "Snapshot",
+            dependencies: [
+                "IndexModel",
+                "SyncWire",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -92,6 +102,7 @@ let package = Package(
                 "IndexQuery",
                 "SyncWire",
                 "SQLiteSupport",
+                "Snapshot",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API, for binding values on the journal's write path.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -109,6 +120,8 @@ let package = Package(
                 "CloudIndex",
                 "CloudServer",
                 "SQLiteSupport",
+                "Snapshot",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

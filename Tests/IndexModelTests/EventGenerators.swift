@@ -63,6 +63,12 @@ enum RandomEvents {
                 (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
             }
             return .publicContentRequested(hashes: Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) })
+        case .storeRestored:
+            return .storeRestored(StoreRestore(
+                previousEpoch: UInt64.random(in: 1...UInt64(Int64.max), using: &rng),
+                snapshotHead: UInt64.random(in: 0...UInt64(Int64.max), using: &rng),
+                truncatedTo: Bool.random(using: &rng) ? UInt64.random(in: 0...1000, using: &rng) : nil,
+                snapshotSHA256: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }))
         }
     }
 

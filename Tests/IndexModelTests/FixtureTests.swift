@@ -25,6 +25,10 @@ enum EventFixtures {
         .publicContentRequested(hashes: []),
         .publicContentRequested(hashes: [[UInt8](repeating: 0x01, count: 32),
                                          (0..<32).map { UInt8($0 * 7 + 3) }]),
+        .storeRestored(StoreRestore(previousEpoch: 1, snapshotHead: 42, truncatedTo: nil,
+                                    snapshotSHA256: [UInt8](repeating: 0xAB, count: 32))),
+        .storeRestored(StoreRestore(previousEpoch: 2, snapshotHead: 300, truncatedTo: 128,
+                                    snapshotSHA256: (0..<32).map { UInt8($0) })),
     ]
 
     /// Every event kind of version 1 at least once, every deletion cause, every

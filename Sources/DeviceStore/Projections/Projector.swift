@@ -67,6 +67,9 @@ final class Projector {
         case .publicContentRequested:
             // Only the privacy projection (the outbox) answers it.
             break
+        case .storeRestored:
+            // A marker: the epoch it opens is in the journal row itself.
+            break
         }
     }
 

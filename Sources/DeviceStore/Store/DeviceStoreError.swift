@@ -25,6 +25,9 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
         case database
         /// A store option (such as the app name) is not valid.
         case invalidOption
+        /// A snapshot cannot be written, or is refused for restore (damaged,
+        /// truncated, the wrong key, another version, a mismatched manifest).
+        case snapshot
         /// The sync state or outbox cannot do what was asked (an ack for
         /// positions the outbox never had, a missing device key).
         case sync

@@ -47,6 +47,11 @@ public enum EventCodec {
         case .publicContentRequested(let hashes):
             writer.uvarint(UInt64(hashes.count))
             for hash in hashes { writer.raw(hash) }
+        case .storeRestored(let restore):
+            writer.uvarint(restore.previousEpoch)
+            writer.uvarint(restore.snapshotHead)
+            writer.optional(restore.truncatedTo) { $0.uvarint($1) }
+            writer.raw(restore.snapshotSHA256)
         }
         return writer.bytes
     }
@@ -127,6 +132,13 @@ public enum EventCodec {
                 hashes.append(hash)
             }
             event = .publicContentRequested(hashes: hashes)
+        case .storeRestored:
+            let previousEpoch = try reader.uvarint()
+            let head = try reader.uvarint()
+            let truncatedTo = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.uvarint() }
+            let sha = try reader.fixedBytes(32, "snapshot SHA-256")
+            event = .storeRestored(StoreRestore(previousEpoch: previousEpoch, snapshotHead: head, truncatedTo: truncatedTo,
+                                                snapshotSHA256: sha))
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

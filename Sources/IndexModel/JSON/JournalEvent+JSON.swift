@@ -52,9 +52,13 @@ extension JournalEvent {
         case .resultShown(let ref), .resultEngaged(let ref):
             object["ref"] = .string(ref)
         case .publicContentRequested(let hashes):
-            object["hashes"] = .array(hashes.map { hash in
-                .string(hash.map { String($0, radix: 16).leftPadded(to: 2) }.joined())
-            })
+            object["hashes"] = .array(hashes.map { .string($0.hexString) })
+        case .storeRestored(let restore):
+            // Epochs and seqs count from 1 and never reach 2^63.
+            object["previousEpoch"] = .integer(Int64(clamping: restore.previousEpoch))
+            object["snapshotHead"] = .integer(Int64(clamping: restore.snapshotHead))
+            object["toSeq"] = restore.truncatedTo.map { .integer(Int64(clamping: $0)) } ?? .null
+            object["snapshot"] = .string(restore.snapshotSHA256.hexString)
         }
         return .object(object)
     }
@@ -97,8 +101,9 @@ extension UserActivity {
     public var jsonValue: JSONValue { .object(operationJSON) }
 }
 
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
+extension [UInt8] {
+    /// Lowercase hexadecimal, two digits a byte.
+    var hexString: String {
+        map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 }

@@ -30,6 +30,9 @@ public enum JournalEvent: Hashable, Sendable {
     /// (each 32 bytes, in ascending order, no repeats). Journaled so that the
     /// outbox, which answers it, stays a fold of the journal.
     case publicContentRequested(hashes: [[UInt8]])
+    /// The store was restored from a backup snapshot and a new epoch began:
+    /// the first event of every epoch after the first.
+    case storeRestored(StoreRestore)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
@@ -49,6 +52,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .resultShown: .resultShown
         case .resultEngaged: .resultEngaged
         case .publicContentRequested: .publicContentRequested
+        case .storeRestored: .storeRestored
         }
     }
 
@@ -73,7 +77,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
-        case .publicContentRequested: nil
+        case .publicContentRequested, .storeRestored: nil
         }
     }
 }
@@ -92,11 +96,12 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case resultShown = 9
     case resultEngaged = 10
     case publicContentRequested = 11
+    case storeRestored = 12
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
     public var version: UInt8 {
-        self == .publicContentRequested ? 2 : 1
+        rawValue >= EventKind.publicContentRequested.rawValue ? 2 : 1
     }
 
     public var name: String {
@@ -112,6 +117,7 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .resultShown: "resultShown"
         case .resultEngaged: "resultEngaged"
         case .publicContentRequested: "publicContentRequested"
+        case .storeRestored: "storeRestored"
         }
     }
 
@@ -131,4 +137,23 @@ public enum DeletionCause: Hashable, Sendable {
     case domain(String)
     /// Deleted by a delete-all call.
     case all
+}
+
+/// What a restore brought back: from which epoch and snapshot, up to which seq.
+public struct StoreRestore: Hashable, Sendable {
+    /// The epoch the snapshot was taken in.
+    public var previousEpoch: UInt64
+    /// The journal head the snapshot held.
+    public var snapshotHead: UInt64
+    /// `--to-seq`: the journal was cut back to this seq; nil when restored whole.
+    public var truncatedTo: UInt64?
+    /// The SHA-256 of the snapshot's content (32 bytes), naming the snapshot.
+    public var snapshotSHA256: [UInt8]
+
+    public init(previousEpoch: UInt64, snapshotHead: UInt64, truncatedTo: UInt64?, snapshotSHA256: [UInt8]) {
+        self.previousEpoch = previousEpoch
+        self.snapshotHead = snapshotHead
+        self.truncatedTo = truncatedTo
+        self.snapshotSHA256 = snapshotSHA256
+    }
 }

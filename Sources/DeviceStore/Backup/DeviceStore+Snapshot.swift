@@ -1,0 +1,264 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+import Snapshot
+import SyncWire
+
+/// What a device snapshot's manifest says (`Journal/FORMAT.md`, "Snapshot files").
+public struct DeviceSnapshotManifest: Hashable, Sendable {
+    public let device: String
+    public let app: String
+    public let epoch: UInt64
+    public let headSeq: UInt64
+    public let headHash: String
+    public let outboxHead: String
+    public let acknowledged: String
+    public let durable: String
+    public let createdAt: Timestamp
+    public let contentBytes: Int64
+    public let contentSHA256: String
+    public let encrypted: Bool
+
+    init(_ object: JSONObject) throws(DeviceStoreError) {
+        func string(_ key: String) throws(DeviceStoreError) -> String {
+            guard case .string(let value)? = object[key] else {
+                throw DeviceStoreError(.snapshot, "the snapshot manifest has no \(key)")
+            }
+            return value
+        }
+        func integer(_ key: String) throws(DeviceStoreError) -> Int64 {
+            guard case .integer(let value)? = object[key], value >= 0 else {
+                throw DeviceStoreError(.snapshot, "the snapshot manifest has no \(key)")
+            }
+            return value
+        }
+        guard object["kind"] == .string("device") else {
+            throw DeviceStoreError(.snapshot, "this is not a device snapshot (kind \(object["kind"].map { JSONWriter.compact($0) } ?? "missing"))")
+        }
+        device = try string("device")
+        app = try string("app")
+        epoch = UInt64(try integer("epoch"))
+        headSeq = UInt64(try integer("headSeq"))
+        headHash = try string("headHash")
+        outboxHead = try string("outboxHead")
+        acknowledged = try string("acknowledged")
+        durable = try string("durable")
+        guard let created = ISO8601.parse(try string("createdAt")) else {
+            throw DeviceStoreError(.snapshot, "the snapshot manifest's createdAt is not an ISO 8601 instant")
+        }
+        createdAt = created
+        contentBytes = try integer("contentBytes")
+        contentSHA256 = try string("contentSHA256")
+        encrypted = object["encryption"].map { $0 != .null } ?? false
+    }
+}
+
+/// What a restore did.
+public struct RestoreReport: Hashable, Sendable {
+    public let manifest: DeviceSnapshotManifest
+    /// The journal head after the restore, the `storeRestored` event included.
+    public let head: Seq
+    public let newEpoch: UInt64
+    /// Where the store that was replaced was kept, if there was one.
+    public let replacedStoreKeptAt: String?
+}
+
+extension DeviceStore {
+    /// Writes a backup snapshot of this store to `path` while the store stays
+    /// in use. SQLite's backup API makes a consistent copy beside `path`; the
+    /// manifest is read from that copy, so it describes exactly the content.
+    /// With `key`, every chunk is sealed with AES-256-GCM.
+    @discardableResult
+    public func snapshot(to path: String, key: SymmetricKey? = nil) throws(DeviceStoreError) -> DeviceSnapshotManifest {
+        let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) }
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
+        let manifest: JSONObject
+        do {
+            var configuration = Configuration()
+            configuration.journalMode = .default
+            let destination = try DatabaseQueue(path: copy, configuration: configuration)
+            try queue.backup(to: destination)
+            manifest = try destination.read { db in try DeviceStore.manifest(db, createdAt: clock.now()) }
+            try destination.close()
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.snapshot, "cannot copy the store for a snapshot: \(DeviceStore.describe(error))")
+        }
+        do {
+            try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
+        } catch {
+            throw DeviceStoreError(.snapshot, error.message)
+        }
+        return try DeviceStore.readManifest(path)
+    }
+
+    /// The manifest of the device snapshot at `path`, without its content.
+    public static func readManifest(_ path: String) throws(DeviceStoreError) -> DeviceSnapshotManifest {
+        let object: JSONObject
+        do {
+            object = try SnapshotFile.manifest(at: path)
+        } catch {
+            throw DeviceStoreError(.snapshot, error.message)
+        }
+        return try DeviceSnapshotManifest(object)
+    }
+
+    /// The manifest of a copy: who, which epoch, the journal head, the outbox
+    /// cursor and the client states.
+    private static func manifest(_ db: Database, createdAt: Timestamp) throws -> JSONObject {
+        func meta(_ key: String) throws -> DatabaseValue {
+            try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = ?", arguments: [key]) ?? .null
+        }
+        let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
+        var clientStates = JSONObject()
+        for row in try Row.fetchAll(db, sql: "SELECT index_name, state FROM client_states ORDER BY index_name") {
+            clientStates[row[0] as String] = .string((row[1] as Data).base64EncodedString())
+        }
+        return [
+            "format": .string("sightline-snapshot"),
+            "version": .integer(1),
+            "kind": .string("device"),
+            "device": .string(String.fromDatabaseValue(try meta("device_id")) ?? ""),
+            "app": .string(String.fromDatabaseValue(try meta("app")) ?? ""),
+            "epoch": .integer(Int64.fromDatabaseValue(try meta("epoch")) ?? 1),
+            "headSeq": .integer(head.map { $0[0] as Int64 } ?? 0),
+            "headHash": .string(head.map { ChainHash(unchecked: [UInt8]($0[1] as Data)).hex } ?? ChainHash.genesis.hex),
+            "outboxHead": .string(try OutboxStore.head(db).description),
+            "acknowledged": .string(try OutboxStore.acknowledged(db).description),
+            "durable": .string(try OutboxStore.durable(db).description),
+            "clientStates": .object(clientStates),
+            "createdAt": .string(createdAt.description),
+        ]
+    }
+
+    /// Restores the snapshot at `snapshot` into a store at `path`.
+    ///
+    /// Everything is checked before `path` is touched: the manifest, the
+    /// checksum (and the key, when sealed), the decompression into a temporary
+    /// store, `PRAGMA integrity_check`, the journal's hash chain, the manifest
+    /// against the content, and the projections against a rebuild. Then the
+    /// temporary store begins a new epoch with a `storeRestored` event, so no
+    /// (epoch, seq) is ever used twice, and replaces `path` in one rename. An
+    /// existing store needs `force` and is kept beside it
+    /// (`path.replaced-<time>`). `toSeq` cuts the journal back to that seq
+    /// before the new epoch. Any failure leaves `path` exactly as it was.
+    public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil,
+                               key: SymmetricKey? = nil, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
+        let manifest = try readManifest(snapshot)
+        let exists = FileManager.default.fileExists(atPath: path)
+        if exists && !force {
+            throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
+        }
+        if let toSeq, toSeq.rawValue > manifest.headSeq {
+            throw DeviceStoreError(.snapshot, "--to-seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
+        }
+        let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
+        let removeTemporary = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) } }
+        removeTemporary()
+        do {
+            _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
+        } catch {
+            throw DeviceStoreError(.snapshot, error.message)
+        }
+        let newEpoch = manifest.epoch + 1
+        let head: Seq
+        do {
+            head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options)
+        } catch {
+            removeTemporary()
+            throw error
+        }
+        // Only now is `path` touched: the old store (and its WAL) moves aside,
+        // the restored file takes its name, and a failure moves it back.
+        var kept: String?
+        var moved: [String] = []
+        if exists {
+            let aside = path + ".replaced-\(options.clock.now().millisecondsSince1970)"
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                guard rename(path + suffix, aside + suffix) == 0 else {
+                    let failure = errno
+                    for done in moved { _ = rename(aside + done, path + done) }
+                    removeTemporary()
+                    throw DeviceStoreError(.snapshot, "cannot move the existing store \(path)\(suffix) aside (errno \(failure)); nothing changed")
+                }
+                moved.append(suffix)
+            }
+            kept = aside
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            if let kept { for done in moved { _ = rename(kept + done, path + done) } }
+            removeTemporary()
+            throw DeviceStoreError(.snapshot, "cannot rename the restored store into \(path) (errno \(failure)); nothing changed")
+        }
+        SnapshotFile.syncDirectory(of: path)
+        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept)
+    }
+
+    /// Checks the extracted store at `path`, cuts it back to `toSeq`, opens
+    /// the new epoch with a `storeRestored` event, and leaves one
+    /// self-contained file (no WAL). Returns the new journal head.
+    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: UInt64,
+                                        options: StoreOptions) throws(DeviceStoreError) -> Seq {
+        do {
+            let check = try DatabaseQueue(path: path)
+            let integrity = try check.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            guard integrity == ["ok"] else {
+                throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))")
+            }
+            try check.close()
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
+        }
+        var storeOptions = options
+        storeOptions.readOnly = false
+        let store = try DeviceStore(at: .file(path), options: storeOptions)
+        let verification = try store.verifyJournal()
+        if let problem = verification.firstProblem {
+            throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
+        }
+        guard store.deviceID.rawValue == manifest.device, verification.head.rawValue == manifest.headSeq,
+              verification.headHash.hex == manifest.headHash else {
+            throw DeviceStoreError(.snapshot, """
+                the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \
+                against \(manifest.device), \(manifest.headSeq))
+                """)
+        }
+        guard try store.projectionDigest() == store.rebuiltProjectionDigest() else {
+            throw DeviceStoreError(.snapshot, "the snapshot's projections differ from a rebuild of its journal")
+        }
+        let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
+        try store.write { db in
+            let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+            guard UInt64(epoch) == manifest.epoch else {
+                throw DeviceStoreError(.snapshot, "the snapshot's store is in epoch \(epoch), its manifest says \(manifest.epoch)")
+            }
+            if let toSeq {
+                try db.execute(sql: "DELETE FROM event_journal WHERE seq > ?", arguments: [Int64(toSeq.rawValue)])
+            }
+            try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(newEpoch)])
+        }
+        if toSeq != nil { try store.rebuildProjections() }
+        let outcome = try store.write { db in
+            let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
+            try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
+                                                            truncatedTo: toSeq?.rawValue, snapshotSHA256: snapshotSHA)))
+            return appender.head
+        }
+        do {
+            try store.queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            }
+            try store.queue.close()
+        } catch {
+            throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
+        }
+        return outcome
+    }
+}

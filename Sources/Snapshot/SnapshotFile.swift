@@ -1,0 +1,308 @@
+import Crypto
+import Foundation
+import IndexModel
+import SyncWire
+
+/// The snapshot container (`Journal/FORMAT.md`, "Snapshot files"): a database
+/// file cut into chunks, each deflated and optionally sealed with AES-256-GCM,
+/// then a JSON manifest that says what the content is and how to check it.
+///
+/// The manifest comes last because the content's length and SHA-256 are known
+/// only once every chunk is written; a reader starts from the trailer.
+public enum SnapshotFile {
+    public static let headerMagic: [UInt8] = Array("SLSNAP".utf8) + [0, 1]
+    public static let trailerMagic: [UInt8] = Array("SLSNEND1".utf8)
+    public static let chunkBytes = 4 * 1024 * 1024
+    /// A sealed chunk is at most its deflate bound plus the GCM tag.
+    static let maximumSealedChunk = chunkBytes + chunkBytes / 100 + 4096
+    static let maximumManifestBytes = 16 * 1024 * 1024
+
+    /// Writes `source` (a database file) as a snapshot to `destination`: to a
+    /// temporary file beside it, fsynced, renamed into place, and the directory
+    /// fsynced, so a crash leaves the old file or the whole new one. `manifest`
+    /// gets the content fields (`contentBytes`, `contentSHA256`, `chunkBytes`,
+    /// `compression`, `encryption`) added.
+    public static func write(source: String, destination: String, manifest: JSONObject,
+                             key: SymmetricKey?, level: Int32 = 1) throws(SnapshotError) {
+        let temporary = destination + ".writing-\(ProcessInfo.processInfo.processIdentifier)"
+        do {
+            guard let input = FileHandle(forReadingAtPath: source) else {
+                throw SnapshotError(.io, "cannot read \(source)")
+            }
+            defer { try? input.close() }
+            FileManager.default.createFile(atPath: temporary, contents: nil)
+            guard let output = FileHandle(forWritingAtPath: temporary) else {
+                throw SnapshotError(.io, "cannot create \(temporary)")
+            }
+            var hasher = SHA256()
+            var total = 0
+            let nonceBase = key.map { _ in Array(AES.GCM.Nonce()) }
+            var index: UInt64 = 0
+            do {
+                defer { try? output.close() }
+                try output.write(contentsOf: headerMagic)
+                while true {
+                    let data = try input.read(upToCount: chunkBytes) ?? Data()
+                    if data.isEmpty { break }
+                    let plain = [UInt8](data)
+                    hasher.update(data: plain)
+                    total += plain.count
+                    var sealed = Deflate.compress(plain, level: level)
+                    if let key, let nonceBase {
+                        sealed = try sealChunk(sealed, key: key, nonceBase: nonceBase, index: index)
+                    }
+                    try output.write(contentsOf: le32(sealed.count) + sealed)
+                    index += 1
+                }
+                var complete = manifest
+                complete["contentBytes"] = .integer(Int64(total))
+                complete["contentSHA256"] = .string(hex(Array(hasher.finalize())))
+                complete["chunkBytes"] = .integer(Int64(chunkBytes))
+                complete["chunks"] = .integer(Int64(index))
+                complete["compression"] = .string("deflate")
+                complete["encryption"] = nonceBase.map {
+                    .object(["algorithm": .string("AES-256-GCM"), "nonce": .string(Data($0).base64EncodedString())])
+                } ?? .null
+                let manifestBytes = Array(JSONWriter.pretty(.object(complete)).utf8)
+                try output.write(contentsOf: le32(0) + manifestBytes + le32(manifestBytes.count) + trailerMagic)
+                try output.synchronize()
+            }
+            guard rename(temporary, destination) == 0 else {
+                throw SnapshotError(.io, "cannot rename the snapshot into \(destination) (errno \(errno))")
+            }
+            syncDirectory(of: destination)
+        } catch let error as SnapshotError {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw SnapshotError(.io, "cannot write the snapshot \(destination): \(error)")
+        }
+    }
+
+    /// Reads a snapshot's manifest without its content.
+    public static func manifest(at path: String) throws(SnapshotError) -> JSONObject {
+        try layout(path).manifest
+    }
+
+    /// Checks the whole snapshot and writes its content to `destination`:
+    /// every chunk must open (with `key` when sealed) and inflate, and the
+    /// content must have the manifest's length and SHA-256. Nothing is left at
+    /// `destination` when a check fails.
+    public static func extract(_ path: String, to destination: String, key: SymmetricKey?) throws(SnapshotError) -> JSONObject {
+        let layout = try layout(path)
+        let manifest = layout.manifest
+        var nonceBase: [UInt8]?
+        if case .object(let encryption)? = manifest["encryption"] {
+            guard case .string(let nonce)? = encryption["nonce"], let bytes = Data(base64Encoded: nonce), bytes.count == 12 else {
+                throw SnapshotError(.malformed, "the manifest's encryption has no 12-byte nonce")
+            }
+            guard key != nil else {
+                throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
+            }
+            nonceBase = [UInt8](bytes)
+        } else if key != nil {
+            throw SnapshotError(.malformed, "a key was given but the snapshot is not encrypted")
+        }
+        guard case .integer(let expectedBytes)? = manifest["contentBytes"], case .string(let expectedHash)? = manifest["contentSHA256"],
+              case .integer(let chunkCount)? = manifest["chunks"] else {
+            throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
+        }
+        do {
+            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
+            defer { try? input.close() }
+            try input.seek(toOffset: UInt64(headerMagic.count))
+            FileManager.default.createFile(atPath: destination, contents: nil)
+            guard let output = FileHandle(forWritingAtPath: destination) else {
+                throw SnapshotError(.io, "cannot create \(destination)")
+            }
+            var hasher = SHA256()
+            var total: Int64 = 0
+            var index: UInt64 = 0
+            var offset = UInt64(headerMagic.count)
+            do {
+                defer { try? output.close() }
+                while true {
+                    guard offset + 4 <= layout.chunksEnd else {
+                        throw SnapshotError(.truncated, "chunk \(index) runs past the end of the chunks")
+                    }
+                    let length = readLE32(try input.read(upToCount: 4) ?? Data())
+                    offset += 4
+                    if length == 0 { break }
+                    guard length <= maximumSealedChunk, offset + UInt64(length) <= layout.chunksEnd else {
+                        throw SnapshotError(.truncated, "chunk \(index) claims \(length) bytes, more than the file holds")
+                    }
+                    var chunk = [UInt8](try input.read(upToCount: Int(length)) ?? Data())
+                    offset += UInt64(length)
+                    if let key, let nonceBase {
+                        chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
+                    }
+                    let plain: [UInt8]
+                    do {
+                        plain = try Deflate.decompress(chunk, limit: chunkBytes)
+                    } catch {
+                        throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
+                    }
+                    hasher.update(data: plain)
+                    total += Int64(plain.count)
+                    try output.write(contentsOf: plain)
+                    index += 1
+                }
+                guard offset == layout.chunksEnd else {
+                    throw SnapshotError(.malformed, "\(layout.chunksEnd - offset) bytes follow the end-of-chunks marker")
+                }
+                guard index == UInt64(chunkCount), total == expectedBytes else {
+                    throw SnapshotError(.truncated, "the snapshot holds \(index) chunks and \(total) bytes; its manifest says \(chunkCount) and \(expectedBytes)")
+                }
+                guard hex(Array(hasher.finalize())) == expectedHash else {
+                    throw SnapshotError(.corrupt, "the content does not match the manifest's SHA-256")
+                }
+                try output.synchronize()
+            }
+            return manifest
+        } catch let error as SnapshotError {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: destination)
+            throw SnapshotError(.io, "cannot read the snapshot \(path): \(error)")
+        }
+    }
+
+    // MARK: - Layout
+
+    private struct Layout {
+        var manifest: JSONObject
+        /// The offset just after the end-of-chunks marker.
+        var chunksEnd: UInt64
+    }
+
+    private static func layout(_ path: String) throws(SnapshotError) -> Layout {
+        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+        guard let size = (attributes?[.size] as? NSNumber)?.uint64Value else {
+            throw SnapshotError(.io, "no snapshot at \(path)")
+        }
+        let trailer = UInt64(4 + trailerMagic.count)
+        guard size >= UInt64(headerMagic.count) + 4 + trailer else {
+            throw SnapshotError(.truncated, "\(path) is \(size) bytes: too short to be a snapshot")
+        }
+        do {
+            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
+            defer { try? input.close() }
+            let header = [UInt8](try input.read(upToCount: headerMagic.count) ?? Data())
+            guard header.prefix(6) == headerMagic.prefix(6) else {
+                throw SnapshotError(.malformed, "\(path) is not a Sightline snapshot")
+            }
+            guard header == headerMagic else {
+                throw SnapshotError(.unsupportedVersion, "snapshot container version \(header.last ?? 0) is not supported (this build reads version 1)")
+            }
+            try input.seek(toOffset: size - trailer)
+            let tail = [UInt8](try input.read(upToCount: Int(trailer)) ?? Data())
+            guard Array(tail.suffix(trailerMagic.count)) == trailerMagic else {
+                throw SnapshotError(.truncated, "\(path) has no snapshot trailer: it is cut short or damaged")
+            }
+            let manifestLength = UInt64(readLE32(Data(tail.prefix(4))))
+            guard manifestLength <= UInt64(maximumManifestBytes), manifestLength + trailer + 4 + UInt64(headerMagic.count) <= size else {
+                throw SnapshotError(.malformed, "the trailer announces a \(manifestLength)-byte manifest that does not fit")
+            }
+            try input.seek(toOffset: size - trailer - manifestLength)
+            let bytes = try input.read(upToCount: Int(manifestLength)) ?? Data()
+            guard case .object(let manifest)? = try? JSONReader.parse(String(decoding: bytes, as: UTF8.self)) else {
+                throw SnapshotError(.malformed, "the manifest is not a JSON object")
+            }
+            guard manifest["format"] == .string("sightline-snapshot") else {
+                throw SnapshotError(.malformed, "the manifest is not a Sightline snapshot manifest")
+            }
+            guard manifest["version"] == .integer(1) else {
+                throw SnapshotError(.unsupportedVersion, "snapshot manifest version \(manifest["version"].map { JSONWriter.compact($0) } ?? "missing") is not supported (this build reads version 1)")
+            }
+            return Layout(manifest: manifest, chunksEnd: size - trailer - manifestLength)
+        } catch let error as SnapshotError {
+            throw error
+        } catch {
+            throw SnapshotError(.io, "cannot read \(path): \(error)")
+        }
+    }
+
+    // MARK: - Sealing
+
+    /// A chunk's nonce: the snapshot's random base with the chunk number in its
+    /// last eight bytes, so no nonce repeats under one key within a snapshot.
+    private static func nonce(_ base: [UInt8], _ index: UInt64) throws -> AES.GCM.Nonce {
+        var bytes = base
+        for position in 0..<8 { bytes[4 + position] ^= UInt8(truncatingIfNeeded: index >> (8 * UInt64(7 - position))) }
+        return try AES.GCM.Nonce(data: bytes)
+    }
+
+    private static func associatedData(_ index: UInt64) -> [UInt8] {
+        headerMagic + withUnsafeBytes(of: index.bigEndian) { Array($0) }
+    }
+
+    private static func sealChunk(_ plain: [UInt8], key: SymmetricKey, nonceBase: [UInt8], index: UInt64) throws -> [UInt8] {
+        let box = try AES.GCM.seal(plain, using: key, nonce: nonce(nonceBase, index), authenticating: associatedData(index))
+        return Array(box.ciphertext) + Array(box.tag)
+    }
+
+    private static func openChunk(_ sealed: [UInt8], key: SymmetricKey, nonceBase: [UInt8], index: UInt64) throws(SnapshotError) -> [UInt8] {
+        guard sealed.count >= 16 else { throw SnapshotError(.corrupt, "chunk \(index) is shorter than its tag") }
+        do {
+            let box = try AES.GCM.SealedBox(nonce: nonce(nonceBase, index), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
+            return Array(try AES.GCM.open(box, using: key, authenticating: associatedData(index)))
+        } catch {
+            throw SnapshotError(.wrongKey, "chunk \(index) does not open with this key: the key is wrong or the snapshot was altered")
+        }
+    }
+
+    // MARK: - Bytes
+
+    private static func le32(_ value: Int) -> [UInt8] {
+        withUnsafeBytes(of: UInt32(value).littleEndian) { Array($0) }
+    }
+
+    private static func readLE32(_ data: Data) -> UInt32 {
+        let bytes = [UInt8](data)
+        guard bytes.count == 4 else { return UInt32.max }
+        return UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// fsyncs the directory holding `path`, so a rename into it is durable.
+    public static func syncDirectory(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let descriptor = open(directory.isEmpty ? "." : directory, O_RDONLY)
+        guard descriptor >= 0 else { return }
+        fsync(descriptor)
+        close(descriptor)
+    }
+
+    /// A 32-byte key from a key file: 32 raw bytes, or 64 hexadecimal digits.
+    public static func key(fromFile path: String) throws(SnapshotError) -> SymmetricKey {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw SnapshotError(.io, "cannot read the key file \(path)")
+        }
+        if data.count == 32 { return SymmetricKey(data: data) }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.count == 64, let bytes = PublicHash(hex: text)?.bytes { return SymmetricKey(data: bytes) }
+        throw SnapshotError(.malformed, "the key file \(path) must hold 32 bytes or 64 hexadecimal digits")
+    }
+}
+
+/// Why a snapshot cannot be written or used.
+public struct SnapshotError: Error, Hashable, Sendable, CustomStringConvertible {
+    public enum Code: String, Hashable, Sendable {
+        case io, malformed, truncated, corrupt, unsupportedVersion, keyRequired, wrongKey, mismatch, exists
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

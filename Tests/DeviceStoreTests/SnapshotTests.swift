@@ -1,0 +1,162 @@
+import Crypto
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+import Testing
+
+private let recipe = "https://www.yummly.com/recipe/BPC-983195"
+
+/// A file store with items, a public activity engaged twice, and a batch.
+private func filledStore(at path: String, clock: ManualClock = ManualClock(testStart)) throws -> DeviceStore {
+    let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock, random: SeededRandom(seed: 7)))
+    try store.index(named: "photos").indexSearchableItems([item("1", title: "Sunrise"), item("2", title: "Sunset")])
+    try store.record(UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", webpageURL: recipe,
+                                  eligibleForSearch: true, eligibleForPublicIndexing: true))
+    try store.recordEngaged(ref: recipe)
+    try store.recordEngaged(ref: recipe)
+    try store.perform(.batch(IndexBatch(index: "photos", operations: [.delete(index: "photos", identifiers: ["2"])],
+                                        clientState: [1, 2, 3])))
+    return store
+}
+
+private func bytes(_ path: String) -> Data? {
+    FileManager.default.contents(atPath: path)
+}
+
+@Suite struct SnapshotTests {
+    @Test func aRestoredStoreHasTheSameStateAndBeginsANewEpoch() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let manifest = try source.snapshot(to: snapshot)
+        #expect(manifest.headSeq == 7 && manifest.epoch == 1 && manifest.device == source.deviceID.rawValue)
+
+        let restoredPath = directory.appendingPathComponent("restored.sqlite").path
+        let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,
+                                             options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
+        #expect(report.newEpoch == 2 && report.head == Seq(8) && report.replacedStoreKeptAt == nil)
+        let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(restored.deviceID == source.deviceID)
+        #expect(try restored.identifiers(in: "photos") == ["1"])
+        #expect(try restored.index(named: "photos").fetchLastClientState() == [1, 2, 3])
+        let last = try #require(try restored.records(Seq(8)...Seq(8)).first)
+        #expect(last.epoch == Epoch(2))
+        guard case .storeRestored(let restore) = try last.event() else {
+            Issue.record("the last event is not storeRestored")
+            return
+        }
+        #expect(restore.previousEpoch == 1 && restore.snapshotHead == 7 && restore.truncatedTo == nil)
+        #expect(try restored.verifyJournal().isValid)
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+        #expect(try restored.outboxEntries() == source.outboxEntries(), "unacknowledged messages keep their positions")
+        try restored.recordEngaged(ref: recipe)
+        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: 2, seq: 1), "new messages start the new epoch")
+    }
+
+    @Test func anEncryptedSnapshotNeedsItsKey() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let key = SymmetricKey(size: .bits256)
+        #expect(try source.snapshot(to: snapshot, key: key).encrypted)
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let missing = try #require(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: snapshot, to: target) }
+        #expect(missing.message.contains("encrypted"))
+        let wrong = try #require(throws: DeviceStoreError.self) {
+            try DeviceStore.restore(snapshot: snapshot, to: target, key: SymmetricKey(size: .bits256))
+        }
+        #expect(wrong.message.contains("key is wrong"))
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(try DeviceStore.restore(snapshot: snapshot, to: target, key: key).newEpoch == 2)
+        let raw = try #require(bytes(snapshot))
+        #expect(!raw.contains(Data("Sunrise".utf8)), "the content is sealed")
+    }
+
+    @Test func restoringOverAStoreNeedsForceAndKeepsTheOldOneBeside() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let source = try filledStore(at: path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try source.snapshot(to: snapshot)
+        try source.index(named: "photos").indexSearchableItems([item("3", title: "After the snapshot")])
+        let before = try #require(bytes(path))
+        let refused = try #require(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: snapshot, to: path) }
+        #expect(refused.message.contains("--force"))
+        #expect(bytes(path) == before)
+        let report = try DeviceStore.restore(snapshot: snapshot, to: path, force: true)
+        let kept = try #require(report.replacedStoreKeptAt)
+        #expect(FileManager.default.fileExists(atPath: kept))
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true))
+        #expect(try restored.identifiers(in: "photos") == ["1"], "the item indexed after the snapshot is gone")
+        let old = try DeviceStore(at: .file(kept), options: StoreOptions(readOnly: true))
+        #expect(try old.identifiers(in: "photos") == ["1", "3"])
+    }
+
+    @Test func toSeqRestoresAnEarlierPointOfTheJournal() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try source.snapshot(to: snapshot)
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let report = try DeviceStore.restore(snapshot: snapshot, to: target, toSeq: Seq(2))
+        #expect(report.head == Seq(3))
+        let restored = try DeviceStore(at: .file(target), options: StoreOptions(readOnly: true))
+        #expect(try restored.identifiers(in: "photos") == ["1", "2"], "the deletion at seq 7 is undone")
+        #expect(try restored.index(named: "photos").fetchLastClientState() == nil)
+        #expect(try restored.verifyJournal().isValid)
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+        #expect(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: snapshot, to: target + "2", toSeq: Seq(99)) }
+    }
+
+    /// Every kind of bad snapshot is refused with a clear error, and the store
+    /// it would have replaced is left byte for byte as it was.
+    @Test func aBadSnapshotIsRefusedAndTheStoreIsUntouched() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let source = try filledStore(at: path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try source.snapshot(to: snapshot)
+        let good = try #require(bytes(snapshot))
+        let before = try #require(bytes(path))
+
+        func variant(_ name: String, _ change: (inout [UInt8]) -> Void) throws -> String {
+            var raw = [UInt8](good)
+            change(&raw)
+            let file = directory.appendingPathComponent(name).path
+            try Data(raw).write(to: URL(fileURLWithPath: file))
+            return file
+        }
+        let headSeqField = Array(#""headSeq": 7"#.utf8)
+        let headSeqAt = try #require([UInt8](good).indices.last { index in
+            index + headSeqField.count <= good.count && Array(good[index..<index + headSeqField.count]) == headSeqField
+        })
+        let cases: [(String, String)] = [
+            (try variant("truncated.snap") { $0.removeLast(100) }, "cut short"),
+            (try variant("cut-chunk.snap") { $0.removeSubrange(20..<60) }, ""),
+            (try variant("flipped.snap") { $0[40] ^= 0x01 }, ""),
+            (try variant("version.snap") { $0[7] = 9 }, "version 9"),
+            (try variant("foreign.snap") { $0[0] = UInt8(ascii: "X") }, "not a Sightline snapshot"),
+            (try variant("empty.snap") { $0.removeAll() }, "too short"),
+            (try variant("manifest.snap") { raw in
+                // Claim another head seq: the content no longer matches the manifest.
+                raw[headSeqAt + headSeqField.count - 1] = UInt8(ascii: "6")
+            }, "does not match its manifest"),
+        ]
+        for (file, expected) in cases {
+            let error = try #require(throws: DeviceStoreError.self, "\(file)") {
+                try DeviceStore.restore(snapshot: file, to: path, force: true)
+            }
+            #expect(error.code == .snapshot)
+            if !expected.isEmpty { #expect(error.message.contains(expected), "\(file): \(error.message)") }
+            #expect(bytes(path) == before, "\(file) changed the store")
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".restoring-") || $0.contains(".replaced-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+}

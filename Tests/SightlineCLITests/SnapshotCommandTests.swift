@@ -1,0 +1,42 @@
+import Foundation
+import IndexModel
+import Testing
+
+@Suite struct SnapshotCommandTests {
+    @Test func snapshotAndRestoreFromTheCommandLine() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = directory.appendingPathComponent("device.sqlite").path
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([#"{"op":"index","index":"photos","items":[{"id":"1","title":"Sunrise"},{"id":"2","title":"Sunset"}]}"#,
+                   #"{"op":"delete","index":"photos","ids":["2"]}"#], to: operations)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+        let key = directory.appendingPathComponent("key")
+        try Data(String(repeating: "ab", count: 32).utf8).write(to: key)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let made = try CLIRunner.json(["device", "snapshot", "--db", store, "--out", snapshot, "--key-file", key.path, "--json"])
+        #expect(made["headSeq"]?.integer == 3 && made["encrypted"] == .bool(true))
+
+        let refused = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", store, "--key-file", key.path])
+        #expect(refused.status == 1 && refused.stderr.contains("--force"))
+        let noKey = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", store, "--force"])
+        #expect(noKey.status == 1 && noKey.stderr.contains("encrypted"))
+
+        var truncated = try #require(FileManager.default.contents(atPath: snapshot))
+        truncated.removeLast(50)
+        let bad = directory.appendingPathComponent("bad.snap").path
+        try truncated.write(to: URL(fileURLWithPath: bad))
+        let before = FileManager.default.contents(atPath: store)
+        let badRun = try CLIRunner.run(["device", "restore", "--snapshot", bad, "--db", store, "--force", "--key-file", key.path])
+        #expect(badRun.status == 1 && badRun.stderr.contains("cut short"))
+        #expect(FileManager.default.contents(atPath: store) == before)
+
+        let restored = try CLIRunner.json(["device", "restore", "--snapshot", snapshot, "--db", store, "--force",
+                                           "--key-file", key.path, "--to-seq", "1", "--json"])
+        #expect(restored["epoch"]?.integer == 2 && restored["headSeq"]?.integer == 2)
+        let verify = try CLIRunner.run(["journal", "verify", "--db", store])
+        #expect(verify.status == 0)
+        let history = try CLIRunner.run(["journal", "grep", "--db", store, #"kind == "storeRestored""#])
+        #expect(history.status == 0 && history.stdout.contains("storeRestored") && history.stdout.contains("epoch 2"))
+    }
+}
