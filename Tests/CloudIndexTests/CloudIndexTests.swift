@@ -397,3 +397,42 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(try titles(#"activityType == "com.yummly/*""#).count == 2)
     }
 }
+
+@Suite struct DeviceRestoreTests {
+    /// A device syncs, is snapshotted, goes on (and syncs), is wiped and restored
+    /// from the snapshot, goes on again and syncs: the cloud counts every
+    /// engagement it was sent once, none twice, and the restored device's
+    /// resent messages are taken as duplicates.
+    @Test func aRestoredDeviceResendsWhatTheCloudLackedAndNothingCountsTwice() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-restore-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let harness = try SyncHarness(threshold: 1)
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: 11)))
+            try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            try vote([store])
+            try harness.sync(store)
+            try store.recordEngaged(ref: recipeURL)   // in the snapshot, not yet sent
+            try store.snapshot(to: snapshot)
+            try store.recordEngaged(ref: recipeURL)   // sent, then lost with the device
+            try harness.sync(store)
+        }
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.engaged == 3)
+        try FileManager.default.removeItem(atPath: path)
+        let report = try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: harness.clock))
+        #expect(report.newEpoch == 2)
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
+        let resent = try harness.sync(restored)
+        #expect(resent.map(\.outcome) == [.duplicate], "the message the snapshot had not sent was sent before the wipe")
+        try restored.recordEngaged(ref: recipeURL)
+        let fresh = try harness.sync(restored)
+        #expect(fresh.map(\.outcome) == [.accepted(messages: 1)])
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity.engaged == 4 && entry.voters == 1 && entry.liveVotes == 1)
+        #expect(try restored.syncStatus().pending == 0)
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+    }
+}

@@ -90,18 +90,26 @@ extension DeviceStore {
     /// durably through `durableThrough`. Messages up to the durable position are
     /// dropped. Neither position moves backwards here; a cloud that lost messages
     /// says so with a gap, and the uploader resends from its own cursor.
+    ///
+    /// After a restore the cloud can hold more of an old epoch than the device
+    /// (what the device sent after its snapshot): the positions are then kept at
+    /// the device's own head, since it has nothing there left to send.
     public func recordAcknowledgement(acceptedThrough: OutboxPosition,
                                       durableThrough: OutboxPosition) throws(DeviceStoreError) {
         try write { db in
             let head = try OutboxStore.head(db)
-            guard acceptedThrough <= head, durableThrough <= acceptedThrough else {
+            guard durableThrough <= acceptedThrough else {
+                throw DeviceStoreError(.sync, "the cloud acknowledges through \(acceptedThrough) but durable through \(durableThrough), which is later")
+            }
+            let epoch = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1)
+            guard acceptedThrough <= head || (acceptedThrough.epoch == head.epoch && head.epoch < epoch) else {
                 throw DeviceStoreError(.sync, """
                     the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
                     but this device's outbox ends at \(head)
                     """)
             }
-            let acknowledged = max(try OutboxStore.acknowledged(db), acceptedThrough)
-            let durable = max(try OutboxStore.durable(db), durableThrough)
+            let acknowledged = max(try OutboxStore.acknowledged(db), min(acceptedThrough, head))
+            let durable = max(try OutboxStore.durable(db), min(durableThrough, head))
             try OutboxStore.setPosition(db, "acknowledged", acknowledged)
             try OutboxStore.setPosition(db, "durable", durable)
             try OutboxStore.prune(db, through: durable)
