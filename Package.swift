@@ -66,6 +66,7 @@ let package = Package(
                 "IndexQuery",
                 "SyncWire",
                 "SQLiteSupport",
+                "Snapshot",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

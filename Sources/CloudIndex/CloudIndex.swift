@@ -260,6 +260,8 @@ public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
         case alreadyEnrolled
         case corruptLog
         case database
+        /// A snapshot cannot be written, or is refused for restore.
+        case snapshot
     }
 
     public let code: Code

@@ -21,7 +21,9 @@ enum CloudSchema {
             key BLOB NOT NULL,
             enrolled_at INTEGER NOT NULL,
             requests_delivered INTEGER NOT NULL DEFAULT 0,
-            requests_offered INTEGER NOT NULL DEFAULT 0
+            requests_offered INTEGER NOT NULL DEFAULT 0,
+            backed_up_epoch INTEGER NOT NULL DEFAULT 0,
+            backed_up_seq INTEGER NOT NULL DEFAULT 0
         );
         CREATE TABLE cloud_log (
             seq INTEGER PRIMARY KEY,

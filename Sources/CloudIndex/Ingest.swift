@@ -156,8 +156,11 @@ extension CloudIndex {
             try db.cachedStatement(sql: "UPDATE devices SET requests_delivered = requests_offered WHERE device = ?")
                 .execute(arguments: [device])
         }
-        let since = try Int64.fetchOne(db.cachedStatement(sql: "SELECT requests_delivered FROM devices WHERE device = ?"),
-                                       arguments: [device]) ?? 0
+        let registry = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT requests_delivered, backed_up_epoch, backed_up_seq FROM devices WHERE device = ?
+            """), arguments: [device])
+        let since: Int64 = registry?[0] ?? 0
+        let backedUp = OutboxPosition(epoch: UInt64(registry?[1] as Int64? ?? 0), seq: UInt64(registry?[2] as Int64? ?? 0))
         let wanted = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT hash, wanted_seq FROM hashes WHERE app = ? AND wanted_seq > ? ORDER BY wanted_seq LIMIT ?
             """), arguments: [app, since, CloudIndex.requestsPerAck])
@@ -165,7 +168,7 @@ extension CloudIndex {
         try db.cachedStatement(sql: "UPDATE devices SET requests_offered = ? WHERE device = ?")
             .execute(arguments: [offered, device])
         let hashes = wanted.compactMap { PublicHash([UInt8]($0[0] as Data)) }
-        return Ack(acceptedThrough: head, durableThrough: head, contentRequests: hashes)
+        return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
     }
 
     static let requestsPerAck = 256

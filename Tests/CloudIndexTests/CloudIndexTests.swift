@@ -436,3 +436,89 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
     }
 }
+
+@Suite struct CloudRestoreTests {
+    /// A transport straight into whichever cloud the test holds now.
+    final class Switchboard: Transport, @unchecked Sendable {
+        var cloud: CloudIndex
+        init(_ cloud: CloudIndex) { self.cloud = cloud }
+        func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] { cloud.ingest(frame).reply }
+    }
+
+    /// Devices sync, the cloud is snapshotted, devices go on and sync, the cloud
+    /// is lost and restored from the snapshot: the devices, which kept every
+    /// message the snapshot lacked, send it again and every count converges to
+    /// exactly what it was.
+    @Test func afterACloudRestoreDevicesResendAndTheCountsConverge() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-restore-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        let clock = ManualClock(harnessStart)
+        var cloud: CloudIndex? = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 2))
+        try cloud!.registerApp(app, enrolmentSecret: enrolmentSecret)
+        let switchboard = Switchboard(cloud!)
+        var stores: [DeviceStore] = []
+        for seed: UInt64 in 1...3 {
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
+            try store.setDeviceKey(cloud!.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            stores.append(store)
+        }
+        func syncAll() async throws {
+            for _ in 0..<2 {
+                for store in stores {
+                    let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
+                    #expect(report.failure == nil, "\(report.failure ?? "")")
+                }
+            }
+        }
+        try vote(stores)
+        try await syncAll()
+        try cloud!.snapshot(to: snapshot)
+        // After the snapshot: more engagement, and the next ack tells devices
+        // what the snapshot holds, so they keep everything after it.
+        for store in stores {
+            try store.recordShown(ref: recipeURL)
+            try store.recordEngaged(ref: recipeURL)
+        }
+        try stores[2].perform(.deleteActivities(identifiers: ["r1"]))
+        try await syncAll()
+        let before = try #require(try cloud!.entry(app: app, hash: recipeHash()))
+        #expect(before.popularity.engaged == 6 && before.liveVotes == 2)
+        let digest = try cloud!.projectionDigest()
+
+        cloud = nil  // the cloud is lost
+        let restored = try CloudIndex.restore(snapshot: snapshot, to: path, force: true,
+                                              options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
+        #expect(restored.devices == 3)
+        let back = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
+        #expect(try back.entry(app: app, hash: recipeHash())?.popularity.engaged == 3, "the snapshot predates the second round")
+        switchboard.cloud = back
+        try await syncAll()
+        let after = try #require(try back.entry(app: app, hash: recipeHash()))
+        #expect(after.popularity == before.popularity && after.liveVotes == before.liveVotes && after.voters == before.voters)
+        #expect(try back.projectionDigest() == digest, "the restored cloud converged to exactly the state it lost")
+    }
+
+    @Test func aBadCloudSnapshotIsRefusedAndTheStoreIsUntouched() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-bad-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        do {
+            let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 2))
+            try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+            try cloud.snapshot(to: snapshot)
+        }
+        var raw = try #require(FileManager.default.contents(atPath: snapshot))
+        raw[30] ^= 0x40
+        try raw.write(to: URL(fileURLWithPath: snapshot))
+        let before = FileManager.default.contents(atPath: path)
+        #expect(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path, force: true) }
+        #expect(FileManager.default.contents(atPath: path) == before)
+        let refused = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path) }
+        #expect(refused.message.contains("--force"))
+    }
+}

@@ -117,4 +117,60 @@ import Testing
         let noStore = try CLIRunner.run(["sync", "--db", directory.appendingPathComponent("none.sqlite").path, "--cloud", server.url])
         #expect(noStore.status == 3)
     }
+
+    /// The cloud-side restore drill with real processes: devices sync to a
+    /// served cloud, the cloud is snapshotted, devices go on and sync, the cloud
+    /// store is deleted and restored, the server restarts, devices sync again:
+    /// the counts are exactly what they were before the loss.
+    @Test func aCloudRestoreDrillConvergesToTheSameCounts() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let url = "https://www.yummly.com/recipe/BPC-983195"
+        let first = directory.appendingPathComponent("first.jsonl")
+        try write([
+            #"{"op":"activity","type":"com.yummly/browseRecipe","title":"Baked Potato Chips","url":"\#(url)","searchable":true,"public":true}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+        ], to: first)
+        let second = directory.appendingPathComponent("second.jsonl")
+        try write([#"{"op":"shown","ref":"\#(url)"}"#, #"{"op":"engage","ref":"\#(url)"}"#], to: second)
+        let secret = directory.appendingPathComponent("secret").path
+        let cloud = directory.appendingPathComponent("cloud.sqlite").path
+        let devices = (1...3).map { directory.appendingPathComponent("device\($0).sqlite").path }
+        func syncAll(_ serverURL: String) throws {
+            for _ in 0..<2 {
+                for device in devices {
+                    let sync = try CLIRunner.run(["sync", "--db", device, "--cloud", serverURL, "--enrolment-secret-file", secret])
+                    #expect(sync.status == 0, "\(sync.stderr)")
+                }
+            }
+        }
+        var server = try serve(directory, threshold: 2)
+        for device in devices { #expect(try CLIRunner.run(["device", "apply", "--db", device, first.path]).status == 0) }
+        try syncAll(server.url)
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        #expect(try CLIRunner.run(["cloud", "snapshot", "--db", cloud, "--out", snapshot]).status == 0)
+        for device in devices { #expect(try CLIRunner.run(["device", "apply", "--db", device, second.path]).status == 0) }
+        try syncAll(server.url)
+        let before = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json"])
+        server.process.terminate()
+        server.process.waitUntilExit()
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: cloud + suffix) }
+        let restore = try CLIRunner.run(["cloud", "restore", "--snapshot", snapshot, "--db", cloud])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        server = try serve(directory, threshold: 2)
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        try syncAll(server.url)
+        let after = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json"])
+        guard case .array(let results)? = after["results"], let item = results.first else {
+            Issue.record("nothing public after the restore")
+            return
+        }
+        #expect(item["engaged"]?.integer == 6 && item["shown"]?.integer == 3 && item["devices"]?.integer == 3)
+        #expect(after == before, "the counts converged exactly")
+        #expect(try CLIRunner.run(["journal", "verify", "--db", cloud]).status == 0)
+    }
 }

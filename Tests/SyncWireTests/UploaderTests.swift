@@ -16,7 +16,8 @@ private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size:
 
 private func ack(_ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [], key signingKey: [UInt8]? = key) -> [UInt8] {
     CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: seq),
-                       durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests))
+                       durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq),
+                       backedUpThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests))
         .encoded(device: "d1", key: signingKey)
 }
 
@@ -58,6 +59,17 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
         let next = try #require(nextSent)
         #expect(next.first == OutboxPosition(epoch: 1, seq: 5) && next.last == OutboxPosition(epoch: 1, seq: 6))
+    }
+
+    @Test func messagesAreDroppableOnlyOnceDurableAndBackedUp() throws {
+        var uploader = makeUploader()
+        let sent = uploader.nextFrame(now: t0, pending: outbox(5))
+        _ = try #require(sent)
+        let reply = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 5), durableThrough: OutboxPosition(epoch: 1, seq: 5),
+                                       backedUpThrough: OutboxPosition(epoch: 1, seq: 2)))
+        let effects = uploader.receive(reply.encoded(device: "d1", key: key), now: t0)
+        #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
+        #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 2) && uploader.acknowledged == OutboxPosition(epoch: 1, seq: 5))
     }
 
     @Test func anUnknownOutcomeResendsTheSameFrameAfterAGrowingBackoff() throws {

@@ -36,6 +36,13 @@ extension DeviceStore {
                         durable: status.durable, configuration: configuration)
     }
 
+    /// The outbox record at `position`, if the outbox still holds it.
+    public func retainedRecord(at position: OutboxPosition) throws(DeviceStoreError) -> OutboxRecord? {
+        guard position.seq >= 1 else { return nil }
+        let before = OutboxPosition(epoch: position.epoch, seq: position.seq - 1)
+        return try pendingOutbox(after: before, limit: 1).first { $0.position == position }
+    }
+
     /// The frame `uploader` would send now, built from the outbox after its cursor.
     public func nextFrame(_ uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> UploadFrame? {
         let pending = uploader.state == .ready
@@ -67,6 +74,9 @@ extension DeviceStore {
 /// What one sync run did, for `sightline sync` and tests.
 public struct SyncReport: Hashable, Sendable {
     public var framesSent = 0
+    /// Frames that only asked whether the cloud still holds the last
+    /// acknowledged message (sent when nothing was pending).
+    public var probes = 0
     public var messagesAcknowledged = 0
     public var retries = 0
     public var rewinds = 0
@@ -104,19 +114,34 @@ public struct SyncClient: Sendable {
 
     /// Sends everything pending; returns what happened. A permanent rejection
     /// or too many failed attempts end the run with `failure` set.
+    ///
+    /// With nothing pending it first probes: it sends the last acknowledged
+    /// message again, so that a cloud restored from a snapshot that lacks it
+    /// answers with the position it expects and the device sends the rest.
     public func run() async throws(DeviceStoreError) -> SyncReport {
         var report = SyncReport()
         var uploader = try store.makeUploader(configuration: configuration)
+        var probe = try store.pendingOutbox(after: uploader.acknowledged, limit: 1).isEmpty
+            ? try store.retainedRecord(at: uploader.acknowledged) : nil
         while true {
             let now = store.now
             if let wake = uploader.wakeTime, wake > now {
                 await sleep(wake.millisecondsSince1970 - now.millisecondsSince1970)
             }
-            guard let frame = try store.nextFrame(&uploader, now: max(store.now, uploader.wakeTime ?? store.now)) else {
+            let next: UploadFrame?
+            let probing = probe != nil
+            if let record = probe {
+                next = uploader.probeFrame(now: store.now, record: record)
+                probe = nil
+                report.probes += 1
+            } else {
+                next = try store.nextFrame(&uploader, now: max(store.now, uploader.wakeTime ?? store.now))
+            }
+            guard let frame = next else {
                 if case .stopped(let error) = uploader.state { report.failure = error.description }
                 break
             }
-            report.framesSent += 1
+            if !probing { report.framesSent += 1 }
             if uploader.attempts > 1 { report.retries += 1 }
             let effects: [UploadEffect]
             do {
@@ -131,8 +156,10 @@ public struct SyncClient: Sendable {
             }
             for effect in effects {
                 switch effect {
-                case .accepted(_, let range):
+                case .accepted(_, let range) where !probing:
                     report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
+                case .accepted:
+                    break
                 case .contentRequested(let hashes):
                     report.contentRequests += hashes.count
                 case .rewound:

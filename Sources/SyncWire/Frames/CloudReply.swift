@@ -56,16 +56,25 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct Ack: Hashable, Sendable {
     /// The cloud holds every message of the device up to here.
     public var acceptedThrough: OutboxPosition
-    /// Up to here the cloud's copy is durable; the device may drop its copies.
+    /// Up to here the cloud's copy is durable.
     public var durableThrough: OutboxPosition
+    /// Up to here the cloud's last backup snapshot holds the device's messages.
+    /// A device drops a message only when it is both durable and backed up, so
+    /// that after a cloud restore it can send again what the snapshot lacked.
+    public var backedUpThrough: OutboxPosition
     /// Public hashes whose content the cloud asks this device for.
     public var contentRequests: [PublicHash]
 
-    public init(acceptedThrough: OutboxPosition, durableThrough: OutboxPosition, contentRequests: [PublicHash] = []) {
+    public init(acceptedThrough: OutboxPosition, durableThrough: OutboxPosition,
+                backedUpThrough: OutboxPosition = .nothing, contentRequests: [PublicHash] = []) {
         self.acceptedThrough = acceptedThrough
         self.durableThrough = durableThrough
+        self.backedUpThrough = backedUpThrough
         self.contentRequests = contentRequests
     }
+
+    /// Through where the device may drop its messages: durable and backed up.
+    public var droppableThrough: OutboxPosition { min(durableThrough, backedUpThrough) }
 }
 
 /// A refused frame: why, and for a gap the position the cloud expects next.
@@ -108,6 +117,8 @@ public enum CloudReply: Hashable, Sendable {
             writer.uvarint(ack.acceptedThrough.seq)
             writer.uvarint(ack.durableThrough.epoch)
             writer.uvarint(ack.durableThrough.seq)
+            writer.uvarint(ack.backedUpThrough.epoch)
+            writer.uvarint(ack.backedUpThrough.seq)
             writer.uvarint(UInt64(ack.contentRequests.count))
             for hash in ack.contentRequests { writer.raw(hash.bytes) }
         case .rejection(let rejection):
@@ -151,6 +162,7 @@ public enum CloudReply: Hashable, Sendable {
             case .ack:
                 let accepted = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
                 let durable = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let backedUp = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
                 let count = try reader.uvarint()
                 guard count <= UInt64(WireLimits.maximumRequests) else {
                     throw WireError(.tooLarge, "the ack requests \(count) hashes")
@@ -159,7 +171,8 @@ public enum CloudReply: Hashable, Sendable {
                 for _ in 0..<count {
                     requests.append(PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "requested hash")))
                 }
-                reply = .ack(Ack(acceptedThrough: accepted, durableThrough: durable, contentRequests: requests))
+                reply = .ack(Ack(acceptedThrough: accepted, durableThrough: durable, backedUpThrough: backedUp,
+                                 contentRequests: requests))
             case .rejection:
                 let codeAt = reader.offset
                 guard let code = WireError.Code(rawValue: try reader.byte()) else {

@@ -12,6 +12,8 @@ public struct OutboxPosition: Hashable, Sendable, Comparable, CustomStringConver
 
     /// Before anything: nothing is acknowledged yet.
     public static let start = OutboxPosition(epoch: 1, seq: 0)
+    /// Before every position of every epoch (nothing backed up yet).
+    public static let nothing = OutboxPosition(epoch: 0, seq: 0)
 
     public static func < (lhs: OutboxPosition, rhs: OutboxPosition) -> Bool {
         (lhs.epoch, lhs.seq) < (rhs.epoch, rhs.seq)

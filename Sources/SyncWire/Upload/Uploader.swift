@@ -54,7 +54,8 @@ public struct Uploader: Sendable {
     public let configuration: UploaderConfiguration
     /// The cloud holds every message up to here.
     public private(set) var acknowledged: OutboxPosition
-    /// The cloud's copy is durable up to here.
+    /// The cloud's copy is durable and backed up to here: the device may drop
+    /// its messages up to this position.
     public private(set) var durable: OutboxPosition
     public private(set) var state: State = .ready
     /// Attempts of the current frame so far.
@@ -116,6 +117,19 @@ public struct Uploader: Sendable {
         }
     }
 
+    /// A frame that sends again the last acknowledged message, to ask the cloud
+    /// whether it still holds it. A cloud restored from an older snapshot
+    /// answers with a gap and the uploader rewinds; any other cloud
+    /// acknowledges a duplicate and nothing changes. `record` must be at or
+    /// before `acknowledged`.
+    public mutating func probeFrame(now: Timestamp, record: OutboxRecord) -> UploadFrame? {
+        guard state == .ready, record.position <= acknowledged, record.position.seq >= 1 else { return nil }
+        let frame = UploadFrame(app: app, device: device, records: [record], key: key)
+        attempts = 1
+        state = .awaitingReply(frame)
+        return frame
+    }
+
     /// Whether `position` is the next one after `acknowledged`: the next seq in
     /// the same epoch, or the first seq of a later epoch.
     private func follows(_ position: OutboxPosition) -> Bool {
@@ -144,9 +158,9 @@ public struct Uploader: Sendable {
         case .ack(let ack):
             acknowledged = ack.acceptedThrough
             var effects: [UploadEffect] = [.accepted(through: ack.acceptedThrough, frame: frame.first...frame.last)]
-            if ack.durableThrough > durable {
-                durable = ack.durableThrough
-                effects.append(.durable(through: ack.durableThrough))
+            if ack.droppableThrough > durable {
+                durable = ack.droppableThrough
+                effects.append(.durable(through: durable))
             }
             if !ack.contentRequests.isEmpty {
                 effects.append(.contentRequested(ack.contentRequests))
@@ -192,7 +206,8 @@ public struct Uploader: Sendable {
 public enum UploadEffect: Hashable, Sendable {
     /// The cloud holds everything through this position; persist it as the cursor.
     case accepted(through: OutboxPosition, frame: ClosedRange<OutboxPosition>)
-    /// The cloud's copy is durable through this position; records up to it may go.
+    /// The cloud's copy is durable and in its last backup through this
+    /// position; records up to it may go.
     case durable(through: OutboxPosition)
     /// The cloud asks for the public content of these hashes.
     case contentRequested([PublicHash])

@@ -11,7 +11,8 @@ struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cloud",
         abstract: "Run the cloud aggregator and inspect its store.",
-        subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self]
+        subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self,
+                      CloudSnapshotCommand.self, CloudRestoreCommand.self]
     )
 }
 
@@ -238,5 +239,82 @@ struct RebuildCommand: ParsableCommand {
             Output.line("projections rebuilt in \(String(format: "%.3f", seconds)) s; digest \(before == after ? "unchanged" : "CHANGED") (\(after))")
         }
         if !verification.isValid || before != after { throw ExitStatus.checkFailed }
+    }
+}
+
+struct CloudSnapshotCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshot",
+        abstract: "Write a backup snapshot of a cloud store while it keeps serving.",
+        discussion: """
+            The same container as device snapshots (Journal/FORMAT.md). Afterwards each \
+            device's backed-up position is what the snapshot holds of it: acks carry it and \
+            devices keep every message after it, so a restore of this snapshot is brought up \
+            to date by the devices resending.
+            """
+    )
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var keyOption: KeyFileOption
+    @OptionGroup var output: JSONOption
+
+    @Option(name: .long, help: ArgumentHelp("The snapshot file to write.", valueName: "path"))
+    var out: String
+
+    func run() throws {
+        let key = try keyOption.key()
+        let cloud = try store.open(readOnly: false)
+        let manifest: CloudSnapshotManifest
+        do {
+            manifest = try cloud.snapshot(to: out, key: key)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        if output.json {
+            Output.json(.object([
+                "logRows": .integer(manifest.logRows), "logHeadHash": .string(manifest.logHeadHash),
+                "devices": .integer(manifest.devices), "threshold": .integer(manifest.threshold),
+                "createdAt": .string(manifest.createdAt.description), "contentBytes": .integer(manifest.contentBytes),
+                "encrypted": .bool(manifest.encrypted),
+            ]))
+        } else {
+            Output.line("snapshot \(out): \(manifest.logRows) cloud log rows, \(manifest.devices) devices, "
+                        + "\(manifest.contentBytes) bytes" + (manifest.encrypted ? ", encrypted" : ""))
+        }
+    }
+}
+
+struct CloudRestoreCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "restore",
+        abstract: "Restore a cloud store from a snapshot, verifying everything first.",
+        discussion: """
+            Checks the manifest, checksum and key, SQLite's integrity check, the cloud log's \
+            chain and payloads against the manifest, and that the projections equal a replay \
+            of the log, and only then replaces --db in one rename (an existing store needs \
+            --force and is kept beside it). Devices then learn from gaps what the restored \
+            cloud lacks and send it again. A bad snapshot exits 1 and leaves --db as it was.
+            """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("The snapshot to restore.", valueName: "path"))
+    var snapshot: String
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var keyOption: KeyFileOption
+
+    @Flag(name: .long, help: "Replace an existing store (it is kept beside the restored one).")
+    var force = false
+
+    func run() throws {
+        let key = try keyOption.key()
+        do {
+            let manifest = try CloudIndex.restore(snapshot: snapshot, to: store.db, force: force, key: key)
+            Output.line("restored \(store.db) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
+        } catch {
+            Output.error("error: \(error.message)")
+            throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
+        }
     }
 }

@@ -1,0 +1,204 @@
+import Crypto
+import Foundation
+import GRDB
+import IndexModel
+import Snapshot
+import SQLiteSupport
+import SyncWire
+
+/// What a cloud snapshot's manifest says.
+public struct CloudSnapshotManifest: Hashable, Sendable {
+    public let logRows: Int64
+    public let logHeadHash: String
+    public let devices: Int64
+    public let threshold: Int64
+    public let createdAt: Timestamp
+    public let contentBytes: Int64
+    public let encrypted: Bool
+
+    init(_ object: JSONObject) throws(CloudError) {
+        func integer(_ key: String) throws(CloudError) -> Int64 {
+            guard case .integer(let value)? = object[key], value >= 0 else {
+                throw CloudError(.snapshot, "the snapshot manifest has no \(key)")
+            }
+            return value
+        }
+        guard object["kind"] == .string("cloud") else {
+            throw CloudError(.snapshot, "this is not a cloud snapshot (kind \(object["kind"].map { JSONWriter.compact($0) } ?? "missing"))")
+        }
+        guard case .string(let hash)? = object["logHeadHash"], case .string(let created)? = object["createdAt"],
+              let instant = ISO8601.parse(created) else {
+            throw CloudError(.snapshot, "the snapshot manifest has no logHeadHash or createdAt")
+        }
+        logRows = try integer("logRows")
+        logHeadHash = hash
+        devices = try integer("devices")
+        threshold = try integer("threshold")
+        createdAt = instant
+        contentBytes = try integer("contentBytes")
+        encrypted = object["encryption"].map { $0 != .null } ?? false
+    }
+}
+
+extension CloudIndex {
+    /// Writes a backup snapshot of the cloud store while it keeps serving, in
+    /// the device snapshot's container (`Journal/FORMAT.md`, "Snapshot files").
+    /// Afterwards each device's *backed-up* position is what the snapshot holds
+    /// of it; acks carry it, and devices keep every message after it, so that a
+    /// restore of this snapshot can be brought up to date by resending.
+    @discardableResult
+    public func snapshot(to path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
+        let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
+        let remove = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
+        remove()
+        defer { remove() }
+        let manifest: JSONObject
+        let held: [(device: String, epoch: Int64, seq: Int64)]
+        do {
+            let destination = try DatabaseQueue(path: copy)
+            try queue.backup(to: destination)
+            (manifest, held) = try destination.read { db in
+                let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
+                let held = try Row.fetchAll(db, sql: """
+                    SELECT device, epoch, last_seq FROM device_epochs e
+                    WHERE epoch = (SELECT max(epoch) FROM device_epochs WHERE device = e.device) ORDER BY device
+                    """).map { (device: $0[0] as String, epoch: $0[1] as Int64, seq: $0[2] as Int64) }
+                let manifest: JSONObject = [
+                    "format": .string("sightline-snapshot"),
+                    "version": .integer(1),
+                    "kind": .string("cloud"),
+                    "logRows": .integer(head.map { $0[0] as Int64 } ?? 0),
+                    "logHeadHash": .string(RowDigest.hex(head.map { [UInt8]($0[1] as Data) } ?? [UInt8](repeating: 0, count: 32))),
+                    "devices": .integer(try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0),
+                    "threshold": .integer(Int64(threshold)),
+                    "createdAt": .string(clock.now().description),
+                ]
+                return (manifest, held)
+            }
+            try destination.close()
+        } catch {
+            throw CloudError(.snapshot, "cannot copy the cloud store for a snapshot: \(CloudIndex.describe(error))")
+        }
+        do {
+            try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
+        } catch {
+            throw CloudError(.snapshot, error.message)
+        }
+        // The snapshot is on disk: devices may now drop what it holds.
+        try write { db in
+            for device in held {
+                try db.execute(sql: """
+                    UPDATE devices SET backed_up_epoch = ?, backed_up_seq = ?
+                    WHERE device = ? AND (backed_up_epoch, backed_up_seq) < (?, ?)
+                    """, arguments: [device.epoch, device.seq, device.device, device.epoch, device.seq])
+            }
+        }
+        return try CloudIndex.readManifest(path)
+    }
+
+    public static func readManifest(_ path: String) throws(CloudError) -> CloudSnapshotManifest {
+        let object: JSONObject
+        do {
+            object = try SnapshotFile.manifest(at: path)
+        } catch {
+            throw CloudError(.snapshot, error.message)
+        }
+        return try CloudSnapshotManifest(object)
+    }
+
+    /// Restores the cloud snapshot at `snapshot` into a cloud store at `path`,
+    /// checking everything first: the manifest, checksum and key, SQLite's
+    /// integrity check, the cloud log's chain and payloads, the log head against
+    /// the manifest, and the projections against a replay of the log. Then it
+    /// replaces `path` in one rename (an existing store needs `force` and is kept
+    /// beside it). Devices then learn from gaps what the restored cloud lacks and
+    /// send it again. Any failure leaves `path` as it was.
+    @discardableResult
+    public static func restore(snapshot: String, to path: String, force: Bool = false, key: SymmetricKey? = nil,
+                               options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
+        let manifest = try readManifest(snapshot)
+        let exists = FileManager.default.fileExists(atPath: path)
+        if exists && !force {
+            throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
+        }
+        let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
+        let removeTemporary = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) } }
+        removeTemporary()
+        do {
+            _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
+        } catch {
+            throw CloudError(.snapshot, error.message)
+        }
+        do {
+            try verifyRestored(temporary, manifest: manifest, options: options)
+        } catch {
+            removeTemporary()
+            throw error
+        }
+        var kept: String?
+        var moved: [String] = []
+        if exists {
+            let aside = path + ".replaced-\(options.clock.now().millisecondsSince1970)"
+            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+                guard rename(path + suffix, aside + suffix) == 0 else {
+                    let failure = errno
+                    for done in moved { _ = rename(aside + done, path + done) }
+                    removeTemporary()
+                    throw CloudError(.snapshot, "cannot move the existing store \(path)\(suffix) aside (errno \(failure)); nothing changed")
+                }
+                moved.append(suffix)
+            }
+            kept = aside
+        }
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            if let kept { for done in moved { _ = rename(kept + done, path + done) } }
+            removeTemporary()
+            throw CloudError(.snapshot, "cannot rename the restored store into \(path) (errno \(failure)); nothing changed")
+        }
+        SnapshotFile.syncDirectory(of: path)
+        return manifest
+    }
+
+    private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {
+        do {
+            let check = try DatabaseQueue(path: path)
+            let integrity = try check.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+            try check.close()
+            guard integrity == ["ok"] else {
+                throw CloudError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))")
+            }
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
+        }
+        var storeOptions = options
+        storeOptions.readOnly = false
+        storeOptions.threshold = nil
+        let cloud = try CloudIndex(at: .file(path), options: storeOptions)
+        let verification = try cloud.verifyLog()
+        if let problem = verification.firstProblem {
+            throw CloudError(.snapshot, "the snapshot's cloud log does not verify: \(problem)")
+        }
+        let head = try cloud.read { db in
+            try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
+                .map { (seq: $0[0] as Int64, hash: RowDigest.hex([UInt8]($0[1] as Data))) }
+        }
+        guard Int64(verification.verifiedRows) == manifest.logRows, (head?.hash ?? RowDigest.hex([UInt8](repeating: 0, count: 32))) == manifest.logHeadHash else {
+            throw CloudError(.snapshot, "the snapshot's cloud log (\(verification.verifiedRows) rows) does not match its manifest (\(manifest.logRows) rows)")
+        }
+        guard try cloud.projectionDigest() == cloud.rebuiltProjectionDigest() else {
+            throw CloudError(.snapshot, "the snapshot's projections differ from a replay of its cloud log")
+        }
+        do {
+            try cloud.queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+            }
+            try cloud.queue.close()
+        } catch {
+            throw CloudError(.snapshot, "cannot close the restored cloud store: \(describe(error))")
+        }
+    }
+}
