@@ -36,7 +36,7 @@ private func bytes(_ path: String) -> Data? {
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,
                                              options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
-        #expect(report.newEpoch == 2 && report.head == Seq(8) && report.replacedStoreKeptAt == nil)
+        #expect(report.newEpoch == 2 && report.head == Seq(9) && report.replacedStoreKeptAt == nil)
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
         #expect(restored.deviceID == source.deviceID)
         #expect(try restored.identifiers(in: "photos") == ["1"])
@@ -48,6 +48,8 @@ private func bytes(_ path: String) -> Data? {
             return
         }
         #expect(restore.previousEpoch == 1 && restore.snapshotHead == 7 && restore.truncatedTo == nil)
+        #expect(try restored.pendingReindexRequests() == [ReindexRequest(seq: Seq(9), index: "photos", identifiers: nil)],
+                "the app is asked to index again every index it knows")
         #expect(try restored.verifyJournal().isValid)
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
         #expect(try restored.outboxEntries() == source.outboxEntries(), "unacknowledged messages keep their positions")
@@ -104,7 +106,7 @@ private func bytes(_ path: String) -> Data? {
         try source.snapshot(to: snapshot)
         let target = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: target, toSeq: Seq(2))
-        #expect(report.head == Seq(3))
+        #expect(report.head == Seq(4))
         let restored = try DeviceStore(at: .file(target), options: StoreOptions(readOnly: true))
         #expect(try restored.identifiers(in: "photos") == ["1", "2"], "the deletion at seq 7 is undone")
         #expect(try restored.index(named: "photos").fetchLastClientState() == nil)
@@ -158,5 +160,52 @@ private func bytes(_ path: String) -> Data? {
         }
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".restoring-") || $0.contains(".replaced-") }
         #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+}
+
+@Suite struct ReindexTests {
+    /// The app of the test: it knows every item it ever indexed.
+    final class App: ReindexDelegate {
+        var items: [String: [SearchableItem]] = [:]
+        var calls: [String] = []
+
+        func reindexAll(index: String, in store: DeviceStore) throws {
+            calls.append("all \(index)")
+            try store.index(named: index).indexSearchableItems(items[index] ?? [])
+        }
+
+        func reindexItems(index: String, identifiers: [String], in store: DeviceStore) throws {
+            calls.append("items \(index) \(identifiers)")
+            try store.index(named: index).indexSearchableItems((items[index] ?? []).filter { identifiers.contains($0.uniqueIdentifier) })
+        }
+    }
+
+    @Test func afterARestoreTheAppIsAskedToIndexAgainAndItsAcknowledgementIsJournaled() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let app = App()
+        app.items["photos"] = [item("1", title: "Sunrise"), item("2", title: "Sunset")]
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+            try store.index(named: "photos").indexSearchableItems([app.items["photos"]![0]])
+            try store.snapshot(to: snapshot)
+            try store.index(named: "photos").indexSearchableItems([app.items["photos"]![1]])
+        }
+        try DeviceStore.restore(snapshot: snapshot, to: path, force: true)
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.identifiers(in: "photos") == ["1"], "the snapshot predates item 2")
+        #expect(try restored.processReindexRequests(with: app) == 1)
+        #expect(app.calls == ["all photos"])
+        #expect(try restored.identifiers(in: "photos") == ["1", "2"], "the app brought back what the snapshot lacked")
+        #expect(try restored.pendingReindexRequests().isEmpty)
+        #expect(try restored.processReindexRequests(with: app) == 0)
+        let request = try restored.requestReindex(index: "photos", identifiers: ["2"])
+        #expect(try restored.processReindexRequests(with: app) == 1)
+        #expect(app.calls.last == "items photos [\"2\"]")
+        let acknowledgement = try #require(try restored.records(request.next...request.next.next).last)
+        #expect(try acknowledgement.event() == .reindexAcknowledged(index: "photos", request: request.rawValue))
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
     }
 }

@@ -172,6 +172,8 @@ private let sampleEvents: [JournalEvent] = {
         .resultEngaged(ref: "https://www.yummly.com/"),
         .publicContentRequested(hashes: [[UInt8](repeating: 9, count: 32)]),
         .storeRestored(StoreRestore(previousEpoch: 1, snapshotHead: 9, truncatedTo: 5, snapshotSHA256: [UInt8](repeating: 3, count: 32))),
+        .reindexRequested(index: "photos", identifiers: ["1", "2"]),
+        .reindexAcknowledged(index: "photos", request: 12),
     ]
 }()
 
@@ -214,7 +216,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 13, 255] {
+    for kind: UInt8 in [0, 15, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }

@@ -69,6 +69,10 @@ enum RandomEvents {
                 snapshotHead: UInt64.random(in: 0...UInt64(Int64.max), using: &rng),
                 truncatedTo: Bool.random(using: &rng) ? UInt64.random(in: 0...1000, using: &rng) : nil,
                 snapshotSHA256: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }))
+        case .reindexRequested:
+            return .reindexRequested(index: string(&rng), identifiers: Bool.random(using: &rng) ? strings(&rng) : nil)
+        case .reindexAcknowledged:
+            return .reindexAcknowledged(index: string(&rng), request: UInt64.random(in: 1...UInt64(Int64.max), using: &rng))
         }
     }
 

@@ -29,6 +29,9 @@ enum EventFixtures {
                                     snapshotSHA256: [UInt8](repeating: 0xAB, count: 32))),
         .storeRestored(StoreRestore(previousEpoch: 2, snapshotHead: 300, truncatedTo: 128,
                                     snapshotSHA256: (0..<32).map { UInt8($0) })),
+        .reindexRequested(index: "photos", identifiers: nil),
+        .reindexRequested(index: "notes", identifiers: ["n-1", "ñ-2"]),
+        .reindexAcknowledged(index: "photos", request: 301),
     ]
 
     /// Every event kind of version 1 at least once, every deletion cause, every

@@ -173,4 +173,73 @@ import Testing
         #expect(after == before, "the counts converged exactly")
         #expect(try CLIRunner.run(["journal", "verify", "--db", cloud]).status == 0)
     }
+
+    /// The device-side restore drill with real processes: a device syncs, is
+    /// snapshotted, goes on and syncs, its store is deleted, restored from the
+    /// snapshot and reindexed from the app's operations, and syncs again. Its
+    /// index is what its operations imply, and the cloud counted nothing twice.
+    @Test func aDeviceRestoreDrillLosesNothingBeyondTheWindowAndCountsNothingTwice() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try serve(directory, threshold: 1)
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let url = "https://www.yummly.com/recipe/BPC-983195"
+        let before = [
+            #"{"op":"batch","index":"photos","clientState":"czE=","ops":[{"op":"index","items":[{"id":"1","title":"Sunrise"}]}]}"#,
+            #"{"op":"activity","type":"com.yummly/browseRecipe","title":"Baked Potato Chips","url":"\#(url)","searchable":true,"public":true}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+        ]
+        let after = [
+            #"{"op":"batch","index":"photos","clientState":"czI=","ops":[{"op":"index","items":[{"id":"2","title":"Sunset"}]},{"op":"delete","ids":["1"]}]}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+        ]
+        let first = directory.appendingPathComponent("first.jsonl")
+        let second = directory.appendingPathComponent("second.jsonl")
+        let all = directory.appendingPathComponent("all.jsonl")
+        try write(before, to: first)
+        try write(after, to: second)
+        try write(before + after, to: all)
+        let secret = directory.appendingPathComponent("secret").path
+        let device = directory.appendingPathComponent("device.sqlite").path
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let cloud = directory.appendingPathComponent("cloud.sqlite").path
+        func sync() throws {
+            let result = try CLIRunner.run(["sync", "--db", device, "--cloud", server.url, "--enrolment-secret-file", secret])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        #expect(try CLIRunner.run(["device", "apply", "--db", device, first.path]).status == 0)
+        try sync()
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", device, "--out", snapshot]).status == 0)
+        #expect(try CLIRunner.run(["device", "apply", "--db", device, second.path]).status == 0)
+        try sync()
+        let counted = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json"])
+
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: device + suffix) }
+        let restore = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", device])
+        #expect(restore.status == 0, "\(restore.stderr)")
+        let reindex = try CLIRunner.run(["device", "reindex", "--db", device, "--from", all.path])
+        #expect(reindex.status == 0 && reindex.stdout.contains("reindexed photos"), "\(reindex.stdout)\(reindex.stderr)")
+        try sync()
+
+        // The index is what the operations imply: item 2, not item 1.
+        let items = try CLIRunner.json(["device", "query", "--db", device, "--json", #"title == "*""#])
+        guard case .array(let found)? = items["results"] ?? items["items"] else {
+            Issue.record("no items in \(items)")
+            return
+        }
+        #expect(found.count == 1 && found.first?["id"] == .string("2"), "\(found)")
+        #expect(try CLIRunner.run(["journal", "verify", "--db", device]).status == 0)
+        // The engagement after the snapshot was counted before the loss and is
+        // not counted again; nothing was resent twice.
+        let recounted = try CLIRunner.json(["cloud", "search", "--db", cloud, "--app", "com.example.app", "--json"])
+        #expect(recounted == counted)
+        guard case .array(let results)? = recounted["results"], let item = results.first else {
+            Issue.record("nothing public")
+            return
+        }
+        #expect(item["engaged"]?.integer == 2 && item["devices"]?.integer == 1)
+    }
 }

@@ -244,10 +244,16 @@ extension DeviceStore {
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(newEpoch)])
         }
         if toSeq != nil { try store.rebuildProjections() }
+        // The new epoch opens with the restore, then asks the app to index
+        // every known index again: it resumes from fetchLastClientState where
+        // it keeps one (what the snapshot lacks is what came after it).
         let outcome = try store.write { db in
             let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
             try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
                                                             truncatedTo: toSeq?.rawValue, snapshotSHA256: snapshotSHA)))
+            for index in try DeviceStore.knownIndexes(db) {
+                try appender.append(.reindexRequested(index: index, identifiers: nil))
+            }
             return appender.head
         }
         do {

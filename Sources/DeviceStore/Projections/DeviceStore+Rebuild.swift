@@ -125,6 +125,7 @@ enum ProjectionDigest {
         "SELECT hash, live FROM public_hashes ORDER BY hash",
         "SELECT ref, hash, activities FROM public_refs ORDER BY ref, hash",
         "SELECT hash FROM public_votes ORDER BY hash",
+        "SELECT seq, index_name, identifiers, acknowledged_seq FROM reindex_requests ORDER BY seq",
         // The head, and the messages the cloud has not durably taken: the rest are pruned.
         "SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1",
         "SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq",

@@ -70,6 +70,24 @@ final class Projector {
         case .storeRestored:
             // A marker: the epoch it opens is in the journal row itself.
             break
+        case .reindexRequested(let index, let identifiers):
+            let statement = try prepared(.insertReindexRequest)
+            statement.bind(1, Int64(seq.rawValue))
+            statement.bind(2, index)
+            if let identifiers {
+                var writer = BinaryWriter()
+                writer.uvarint(UInt64(identifiers.count))
+                for identifier in identifiers { writer.string(identifier) }
+                statement.bind(3, writer.bytes)
+            } else {
+                statement.bind(3, nil as String?)
+            }
+            try statement.execute()
+        case .reindexAcknowledged(_, let request):
+            let statement = try prepared(.acknowledgeReindex)
+            statement.bind(1, Int64(seq.rawValue))
+            statement.bind(2, Int64(request))
+            try statement.execute()
         }
     }
 
@@ -342,6 +360,7 @@ final class Projector {
         case activityText, insertActivity, updateActivity, deleteActivity
         case insertActivityText, deleteActivityText
         case upsertClientState, countShown, countEngaged, earliestExpiry
+        case insertReindexRequest, acknowledgeReindex
 
         var text: String {
             switch self {
@@ -421,6 +440,10 @@ final class Projector {
                 INSERT INTO engagement (ref, shown, engaged) VALUES (?, 0, 1)
                 ON CONFLICT (ref) DO UPDATE SET engaged = engaged + 1
                 """
+            case .insertReindexRequest:
+                "INSERT INTO reindex_requests (seq, index_name, identifiers) VALUES (?, ?, ?)"
+            case .acknowledgeReindex:
+                "UPDATE reindex_requests SET acknowledged_seq = ? WHERE seq = ? AND acknowledged_seq IS NULL"
             case .earliestExpiry:
                 """
                 SELECT min(expires) FROM (

@@ -103,6 +103,12 @@ enum StoreSchema {
             PRIMARY KEY (ref, hash)
         ) WITHOUT ROWID;
         CREATE TABLE public_votes (hash BLOB PRIMARY KEY) WITHOUT ROWID;
+        CREATE TABLE reindex_requests (
+            seq INTEGER PRIMARY KEY,
+            index_name TEXT NOT NULL,
+            identifiers BLOB,
+            acknowledged_seq INTEGER
+        );
         CREATE TABLE outbox (
             epoch INTEGER NOT NULL,
             seq INTEGER NOT NULL,
@@ -120,7 +126,8 @@ enum StoreSchema {
 
     /// The projection tables, in the order `rebuildProjections()` empties them.
     static let projectionTables = ["items", "activities", "client_states", "engagement",
-                                   "public_activities", "public_hashes", "public_refs", "public_votes", "outbox"]
+                                   "public_activities", "public_hashes", "public_refs", "public_votes", "outbox",
+                                   "reindex_requests"]
 
     static func create(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
         try db.execute(sql: """

@@ -52,6 +52,15 @@ public enum EventCodec {
             writer.uvarint(restore.snapshotHead)
             writer.optional(restore.truncatedTo) { $0.uvarint($1) }
             writer.raw(restore.snapshotSHA256)
+        case .reindexRequested(let index, let identifiers):
+            writer.string(index)
+            writer.optional(identifiers) { writer, identifiers in
+                writer.uvarint(UInt64(identifiers.count))
+                for identifier in identifiers { writer.string(identifier) }
+            }
+        case .reindexAcknowledged(let index, let request):
+            writer.string(index)
+            writer.uvarint(request)
         }
         return writer.bytes
     }
@@ -139,6 +148,18 @@ public enum EventCodec {
             let sha = try reader.fixedBytes(32, "snapshot SHA-256")
             event = .storeRestored(StoreRestore(previousEpoch: previousEpoch, snapshotHead: head, truncatedTo: truncatedTo,
                                                 snapshotSHA256: sha))
+        case .reindexRequested:
+            let index = try reader.string()
+            let identifiers = try reader.optional { (reader: inout BinaryReader) throws(CodecError) -> [String] in
+                let count = try readCount(&reader)
+                var identifiers: [String] = []
+                for _ in 0..<count { identifiers.append(try reader.string()) }
+                return identifiers
+            }
+            event = .reindexRequested(index: index, identifiers: identifiers)
+        case .reindexAcknowledged:
+            let index = try reader.string()
+            event = .reindexAcknowledged(index: index, request: try reader.uvarint())
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

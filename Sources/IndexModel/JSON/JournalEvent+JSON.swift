@@ -59,6 +59,12 @@ extension JournalEvent {
             object["snapshotHead"] = .integer(Int64(clamping: restore.snapshotHead))
             object["toSeq"] = restore.truncatedTo.map { .integer(Int64(clamping: $0)) } ?? .null
             object["snapshot"] = .string(restore.snapshotSHA256.hexString)
+        case .reindexRequested(let index, let identifiers):
+            object["index"] = .string(index)
+            object["ids"] = identifiers.map { .array($0.map(JSONValue.string)) } ?? .null
+        case .reindexAcknowledged(let index, let request):
+            object["index"] = .string(index)
+            object["request"] = .integer(Int64(clamping: request))
         }
         return .object(object)
     }

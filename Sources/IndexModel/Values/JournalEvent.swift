@@ -33,6 +33,12 @@ public enum JournalEvent: Hashable, Sendable {
     /// The store was restored from a backup snapshot and a new epoch began:
     /// the first event of every epoch after the first.
     case storeRestored(StoreRestore)
+    /// The store asked the app to index again (`CSSearchableIndexDelegate`):
+    /// everything of `index`, or only `identifiers`. The app resumes from
+    /// `fetchLastClientState` where it has one.
+    case reindexRequested(index: String, identifiers: [String]?)
+    /// The app acknowledged the reindex request journaled at `request`.
+    case reindexAcknowledged(index: String, request: UInt64)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
@@ -53,6 +59,8 @@ public enum JournalEvent: Hashable, Sendable {
         case .resultEngaged: .resultEngaged
         case .publicContentRequested: .publicContentRequested
         case .storeRestored: .storeRestored
+        case .reindexRequested: .reindexRequested
+        case .reindexAcknowledged: .reindexAcknowledged
         }
     }
 
@@ -77,7 +85,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
-        case .publicContentRequested, .storeRestored: nil
+        case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged: nil
         }
     }
 }
@@ -97,6 +105,8 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case resultEngaged = 10
     case publicContentRequested = 11
     case storeRestored = 12
+    case reindexRequested = 13
+    case reindexAcknowledged = 14
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
@@ -118,6 +128,8 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .resultEngaged: "resultEngaged"
         case .publicContentRequested: "publicContentRequested"
         case .storeRestored: "storeRestored"
+        case .reindexRequested: "reindexRequested"
+        case .reindexAcknowledged: "reindexAcknowledged"
         }
     }
 
