@@ -41,18 +41,31 @@ public enum SnapshotFile {
             do {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
+                // Chunks are deflated a few at a time on every core, and written in order.
+                let parallel = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
                 while true {
-                    let data = try input.read(upToCount: chunkBytes) ?? Data()
-                    if data.isEmpty { break }
-                    let plain = [UInt8](data)
-                    hasher.update(data: plain)
-                    total += plain.count
-                    var sealed = Deflate.compress(plain, level: level)
-                    if let key, let nonceBase {
-                        sealed = try sealChunk(sealed, key: key, nonceBase: nonceBase, index: index)
+                    var plains: [[UInt8]] = []
+                    while plains.count < parallel {
+                        let data = try input.read(upToCount: chunkBytes) ?? Data()
+                        if data.isEmpty { break }
+                        plains.append([UInt8](data))
                     }
-                    try output.write(contentsOf: le32(sealed.count) + sealed)
-                    index += 1
+                    if plains.isEmpty { break }
+                    let round = plains
+                    let deflated = Deflated(count: round.count)
+                    DispatchQueue.concurrentPerform(iterations: round.count) { item in
+                        deflated.set(item, Deflate.compress(round[item], level: level))
+                    }
+                    for (item, plain) in plains.enumerated() {
+                        hasher.update(data: plain)
+                        total += plain.count
+                        var sealed = deflated.get(item)
+                        if let key, let nonceBase {
+                            sealed = try sealChunk(sealed, key: key, nonceBase: nonceBase, index: index)
+                        }
+                        try output.write(contentsOf: le32(sealed.count) + sealed)
+                        index += 1
+                    }
                 }
                 var complete = manifest
                 complete["contentBytes"] = .integer(Int64(total))
@@ -287,6 +300,28 @@ public enum SnapshotFile {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.count == 64, let bytes = PublicHash(hex: text)?.bytes { return SymmetricKey(data: bytes) }
         throw SnapshotError(.malformed, "the key file \(path) must hold 32 bytes or 64 hexadecimal digits")
+    }
+}
+
+/// The deflated chunks of one round, filled from several threads.
+private final class Deflated: @unchecked Sendable {
+    private var chunks: [[UInt8]]
+    private let lock = NSLock()
+
+    init(count: Int) {
+        chunks = Array(repeating: [], count: count)
+    }
+
+    func set(_ index: Int, _ chunk: [UInt8]) {
+        lock.lock()
+        chunks[index] = chunk
+        lock.unlock()
+    }
+
+    func get(_ index: Int) -> [UInt8] {
+        lock.lock()
+        defer { lock.unlock() }
+        return chunks[index]
     }
 }
 

@@ -8,7 +8,8 @@ struct BenchCommand: AsyncParsableCommand {
         commandName: "bench",
         abstract: "Measure Sightline against a raw SQLite baseline in the same run.",
         discussion: "Figures and the commands that produced them are kept in docs/benchmarks.md.",
-        subcommands: [AppendBenchCommand.self, QueryBenchCommand.self, SyncBenchCommand.self, RebuildBenchCommand.self]
+        subcommands: [AppendBenchCommand.self, QueryBenchCommand.self, SyncBenchCommand.self, RebuildBenchCommand.self,
+                      RestoreBenchCommand.self]
     )
 }
 
