@@ -18,7 +18,8 @@ extension DeviceStore {
     /// Replays the journal into fresh projections in a private in-memory database
     /// and returns their digest. The store is not modified, so this works on
     /// read-only stores too. Equal to `projectionDigest()` when the projections
-    /// are exactly the fold of the journal.
+    /// are exactly the fold of the journal. The full-text tables, which the
+    /// digest does not cover, are not built (`checkFullTextIndexes` checks them).
     public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
         do {
             let scratch = try DatabaseQueue()
@@ -26,7 +27,7 @@ extension DeviceStore {
                 try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
                                        voteSecret: privacyKeys.voteSecret, createdAt: 0)
                 let durable = try queue.read { sourceDB in
-                    try DeviceStore.replayJournal(from: sourceDB, into: scratchDB, keys: privacyKeys)
+                    try DeviceStore.replayJournal(from: sourceDB, into: scratchDB, keys: privacyKeys, fullText: false)
                     return try OutboxStore.durable(sourceDB)
                 }
                 return try ProjectionDigest.compute(scratchDB, after: durable)
@@ -87,8 +88,9 @@ extension DeviceStore {
 
     /// Folds every event of the journal in `source` into the projections in
     /// `target` (the same connection for an in-place rebuild).
-    private static func replayJournal(from source: Database, into target: Database, keys: PrivacyProjection.Keys) throws {
-        let projector = Projector(db: target)
+    private static func replayJournal(from source: Database, into target: Database, keys: PrivacyProjection.Keys,
+                                      fullText: Bool = true) throws {
+        let projector = Projector(db: target, maintainsFullText: fullText)
         let privacy = PrivacyProjection(db: target, keys: keys)
         var failure: (any Error)?
         let scan = try scanJournal(source, from: Seq(1)) { record in

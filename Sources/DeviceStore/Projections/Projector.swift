@@ -25,8 +25,14 @@ final class Projector {
         case known(Int64?)
     }
 
-    init(db: Database) {
+    /// Whether the full-text tables are kept. A replay whose only purpose is
+    /// the projection digest (which does not cover them) skips them: they cost
+    /// more than everything else of the fold.
+    private let maintainsFullText: Bool
+
+    init(db: Database, maintainsFullText: Bool = true) {
         self.db = db
+        self.maintainsFullText = maintainsFullText
     }
 
     /// `payload` is the event's encoding when the caller has it (the journal
@@ -339,6 +345,7 @@ final class Projector {
     /// Runs an insert into a full-text table (or its 'delete' command) for
     /// `rowid`, with the text columns bound by `bindText` from parameter 2.
     private func ftsInsert(_ sql: SQL, rowid: Int64, bindText: (DirectStatement) -> Void) throws {
+        guard maintainsFullText else { return }
         let statement = try prepared(sql)
         statement.bind(1, rowid)
         bindText(statement)
