@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import Snapshot
+import Synchronization
 import SyncWire
 
 /// What a device snapshot's manifest says (`Journal/FORMAT.md`, "Snapshot files").
@@ -218,7 +219,33 @@ extension DeviceStore {
         var storeOptions = options
         storeOptions.readOnly = false
         let store = try DeviceStore(at: .file(path), options: storeOptions)
-        let verification = try store.verifyJournal()
+        // The chain is verified on a second connection while this one replays
+        // the journal for the projection check: the two only read, and each
+        // takes one core.
+        var readOnly = options
+        readOnly.readOnly = true
+        let verifier = try DeviceStore(at: .file(path), options: readOnly)
+        let chain = Mutex<Result<JournalVerification, DeviceStoreError>?>(nil)
+        let verifying = DispatchGroup()
+        DispatchQueue.global().async(group: verifying) {
+            let outcome: Result<JournalVerification, DeviceStoreError>
+            do throws(DeviceStoreError) {
+                outcome = .success(try verifier.verifyJournal())
+            } catch {
+                outcome = .failure(error)
+            }
+            chain.withLock { $0 = outcome }
+        }
+        let projectionsMatch = Result { () throws(DeviceStoreError) -> Bool in
+            try store.projectionDigest() == store.rebuiltProjectionDigest()
+        }
+        verifying.wait()
+        // The verifier must let go before the store leaves WAL mode below.
+        try? verifier.queue.close()
+        guard let verified = chain.withLock({ $0 }) else {
+            throw DeviceStoreError(.snapshot, "the snapshot's journal could not be verified")
+        }
+        let verification = try verified.get()
         if let problem = verification.firstProblem {
             throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
         }
@@ -229,7 +256,7 @@ extension DeviceStore {
                 against \(manifest.device), \(manifest.headSeq))
                 """)
         }
-        guard try store.projectionDigest() == store.rebuiltProjectionDigest() else {
+        guard try projectionsMatch.get() else {
             throw DeviceStoreError(.snapshot, "the snapshot's projections differ from a rebuild of its journal")
         }
         let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
