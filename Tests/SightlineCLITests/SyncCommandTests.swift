@@ -6,7 +6,7 @@ import Testing
 /// terminals would run them.
 @Suite(.serialized) struct SyncCommandTests {
     /// Starts `cloud serve` on a free port; returns the process and its base URL.
-    private func serve(_ directory: URL, threshold: Int) throws -> (process: Process, url: String, stderr: URL) {
+    private func serve(_ directory: URL, threshold: Int, extra: [String] = []) throws -> (process: Process, url: String, stderr: URL) {
         let secret = directory.appendingPathComponent("secret")
         try Data("a-secret-the-cli-test-enrols-with\n".utf8).write(to: secret)
         let log = directory.appendingPathComponent("serve.err")
@@ -15,7 +15,7 @@ import Testing
         process.executableURL = CLIRunner.binary
         process.arguments = ["cloud", "serve", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--port", "0",
                              "--threshold", String(threshold), "--app", "com.example.app",
-                             "--enrolment-secret-file", secret.path, "--log-level", "warning"]
+                             "--enrolment-secret-file", secret.path, "--log-level", "warning"] + extra
         process.standardError = try FileHandle(forWritingTo: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -241,5 +241,35 @@ import Testing
             return
         }
         #expect(item["engaged"]?.integer == 2 && item["devices"]?.integer == 1)
+    }
+
+    /// With periodic snapshots, the backed-up watermark moves and devices may
+    /// drop what a snapshot holds; without one they keep everything.
+    @Test func periodicCloudSnapshotsLetDevicesDropWhatTheyHold() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let snapshots = directory.appendingPathComponent("snapshots").path
+        let server = try serve(directory, threshold: 2, extra: ["--snapshot-every", "1", "--snapshot-dir", snapshots,
+                                                                "--snapshots-kept", "2"])
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let url = "https://www.yummly.com/recipe/BPC-983195"
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"activity","type":"com.yummly/browseRecipe","title":"Baked Potato Chips","url":"\#(url)","searchable":true,"public":true}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+        ], to: operations)
+        let device = directory.appendingPathComponent("device.sqlite").path
+        let secret = directory.appendingPathComponent("secret").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", device, operations.path]).status == 0)
+        let first = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--enrolment-secret-file", secret, "--json"])
+        #expect(first["acknowledged"] == .string("1:2"))
+        Thread.sleep(forTimeInterval: 3.5)
+        let second = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--json"])
+        #expect(second["droppableThrough"] == .string("1:2"), "\(second)")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []
+        #expect((1...2).contains(files.filter { $0.hasSuffix(".snap") }.count), "\(files)")
     }
 }

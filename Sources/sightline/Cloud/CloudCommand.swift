@@ -66,6 +66,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "info"
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Take a backup snapshot every this many seconds into --snapshot-dir (devices drop outbox messages only once a snapshot holds them).",
+        valueName: "seconds"))
+    var snapshotEvery: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Where periodic snapshots go; the newest --snapshots-kept are kept.", valueName: "path"))
+    var snapshotDir: String?
+
+    @Option(name: .long, help: "Periodic snapshots to keep.")
+    var snapshotsKept: Int = 3
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let threshold, !(1...1_000_000).contains(threshold) {
@@ -73,6 +84,11 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
+        if let snapshotEvery {
+            guard snapshotEvery >= 1 else { throw ValidationError("--snapshot-every must be at least 1 second") }
+            guard snapshotDir != nil else { throw ValidationError("--snapshot-every needs --snapshot-dir") }
+        }
+        guard snapshotsKept >= 1 else { throw ValidationError("--snapshots-kept must be at least 1") }
     }
 
     func run() async throws {
@@ -98,7 +114,46 @@ struct ServeCommand: AsyncParsableCommand {
         let application = server.application { port in
             Output.error("listening on http://\(host):\(port) (threshold K = \(threshold))")
         }
+        let snapshots = snapshotEvery.flatMap { every in
+            snapshotDir.map { PeriodicSnapshots(cloud: cloud, directory: $0, every: every, kept: snapshotsKept, logger: logger) }
+        }
+        let snapshotting = Task { await snapshots?.run() }
+        defer { snapshotting.cancel() }
         try await application.runService()
+    }
+}
+
+/// `cloud serve --snapshot-every`: a backup snapshot of the cloud store every
+/// few seconds, keeping the newest few. Each one moves the devices' backed-up
+/// watermark, which is what lets them drop outbox messages.
+struct PeriodicSnapshots: Sendable {
+    let cloud: CloudIndex
+    let directory: String
+    let every: Int
+    let kept: Int
+    let logger: Logger
+
+    func run() async {
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(every))
+            if Task.isCancelled { return }
+            let name = "cloud-\(cloud.now.millisecondsSince1970).snap"
+            let path = (directory as NSString).appendingPathComponent(name)
+            do {
+                let manifest = try cloud.snapshot(to: path)
+                logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
+            } catch {
+                logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
+                continue
+            }
+            let snapshots = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+                .filter { $0.hasPrefix("cloud-") && $0.hasSuffix(".snap") }
+                .sorted { (Int64($0.dropFirst(6).dropLast(5)) ?? 0) < (Int64($1.dropFirst(6).dropLast(5)) ?? 0) }
+            for old in snapshots.dropLast(kept) {
+                try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent(old))
+            }
+        }
     }
 }
 

@@ -94,6 +94,7 @@ struct SyncCommand: AsyncParsableCommand {
             ]
             if let status = report.status {
                 object["acknowledged"] = .string(status.acknowledged.description)
+                object["droppableThrough"] = .string(status.durable.description)
                 object["head"] = .string(status.head.description)
                 object["pending"] = .integer(Int64(status.pending))
             }
