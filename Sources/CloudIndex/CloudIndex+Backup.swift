@@ -49,9 +49,8 @@ extension CloudIndex {
     @discardableResult
     public func snapshot(to path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
         let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
-        let remove = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
-        remove()
-        defer { remove() }
+        StoreFiles.remove(copy)
+        defer { StoreFiles.remove(copy) }
         let manifest: JSONObject
         let held: [(device: String, epoch: Int64, seq: Int64)]
         do {
@@ -117,13 +116,11 @@ extension CloudIndex {
     public static func restore(snapshot: String, to path: String, force: Bool = false, key: SymmetricKey? = nil,
                                options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
         let manifest = try readManifest(snapshot)
-        let exists = FileManager.default.fileExists(atPath: path)
-        if exists && !force {
+        if FileManager.default.fileExists(atPath: path) && !force {
             throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
-        let removeTemporary = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) } }
-        removeTemporary()
+        StoreFiles.remove(temporary)
         do {
             _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
         } catch {
@@ -132,46 +129,26 @@ extension CloudIndex {
         do {
             try verifyRestored(temporary, manifest: manifest, options: options)
         } catch {
-            removeTemporary()
+            StoreFiles.remove(temporary)
             throw error
         }
-        var kept: String?
-        var moved: [String] = []
-        if exists {
-            let aside = path + ".replaced-\(options.clock.now().millisecondsSince1970)"
-            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-                guard rename(path + suffix, aside + suffix) == 0 else {
-                    let failure = errno
-                    for done in moved { _ = rename(aside + done, path + done) }
-                    removeTemporary()
-                    throw CloudError(.snapshot, "cannot move the existing store \(path)\(suffix) aside (errno \(failure)); nothing changed")
-                }
-                moved.append(suffix)
-            }
-            kept = aside
+        do {
+            _ = try StoreFiles.replace(path, with: temporary, stamp: options.clock.now().millisecondsSince1970)
+        } catch {
+            throw CloudError(.snapshot, error.message)
         }
-        guard rename(temporary, path) == 0 else {
-            let failure = errno
-            if let kept { for done in moved { _ = rename(kept + done, path + done) } }
-            removeTemporary()
-            throw CloudError(.snapshot, "cannot rename the restored store into \(path) (errno \(failure)); nothing changed")
-        }
-        SnapshotFile.syncDirectory(of: path)
         return manifest
     }
 
     private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {
+        let problems: String?
         do {
-            let check = try DatabaseQueue(path: path)
-            let integrity = try check.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
-            try check.close()
-            guard integrity == ["ok"] else {
-                throw CloudError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))")
-            }
-        } catch let error as CloudError {
-            throw error
+            problems = try RestoredFile.integrityProblems(at: path)
         } catch {
             throw CloudError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
+        }
+        if let problems {
+            throw CloudError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
         }
         var storeOptions = options
         storeOptions.readOnly = false
@@ -192,11 +169,7 @@ extension CloudIndex {
             throw CloudError(.snapshot, "the snapshot's projections differ from a replay of its cloud log")
         }
         do {
-            try cloud.queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
-            }
-            try cloud.queue.close()
+            try RestoredFile.closeSelfContained(cloud.queue)
         } catch {
             throw CloudError(.snapshot, "cannot close the restored cloud store: \(describe(error))")
         }

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import Snapshot
+import SQLiteSupport
 import Synchronization
 import SyncWire
 
@@ -73,8 +74,8 @@ extension DeviceStore {
     @discardableResult
     public func snapshot(to path: String, key: SymmetricKey? = nil) throws(DeviceStoreError) -> DeviceSnapshotManifest {
         let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) }
-        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: copy + suffix) } }
+        StoreFiles.remove(copy)
+        defer { StoreFiles.remove(copy) }
         let manifest: JSONObject
         do {
             var configuration = Configuration()
@@ -149,16 +150,14 @@ extension DeviceStore {
     public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil,
                                key: SymmetricKey? = nil, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
         let manifest = try readManifest(snapshot)
-        let exists = FileManager.default.fileExists(atPath: path)
-        if exists && !force {
+        if FileManager.default.fileExists(atPath: path) && !force {
             throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
         }
         if let toSeq, toSeq.rawValue > manifest.headSeq {
             throw DeviceStoreError(.snapshot, "--to-seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
-        let removeTemporary = { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) } }
-        removeTemporary()
+        StoreFiles.remove(temporary)
         do {
             _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
         } catch {
@@ -169,33 +168,17 @@ extension DeviceStore {
         do {
             head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options)
         } catch {
-            removeTemporary()
+            StoreFiles.remove(temporary)
             throw error
         }
         // Only now is `path` touched: the old store (and its WAL) moves aside,
         // the restored file takes its name, and a failure moves it back.
-        var kept: String?
-        var moved: [String] = []
-        if exists {
-            let aside = path + ".replaced-\(options.clock.now().millisecondsSince1970)"
-            for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-                guard rename(path + suffix, aside + suffix) == 0 else {
-                    let failure = errno
-                    for done in moved { _ = rename(aside + done, path + done) }
-                    removeTemporary()
-                    throw DeviceStoreError(.snapshot, "cannot move the existing store \(path)\(suffix) aside (errno \(failure)); nothing changed")
-                }
-                moved.append(suffix)
-            }
-            kept = aside
+        let kept: String?
+        do {
+            kept = try StoreFiles.replace(path, with: temporary, stamp: options.clock.now().millisecondsSince1970)
+        } catch {
+            throw DeviceStoreError(.snapshot, error.message)
         }
-        guard rename(temporary, path) == 0 else {
-            let failure = errno
-            if let kept { for done in moved { _ = rename(kept + done, path + done) } }
-            removeTemporary()
-            throw DeviceStoreError(.snapshot, "cannot rename the restored store into \(path) (errno \(failure)); nothing changed")
-        }
-        SnapshotFile.syncDirectory(of: path)
         return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept)
     }
 
@@ -204,17 +187,14 @@ extension DeviceStore {
     /// self-contained file (no WAL). Returns the new journal head.
     private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: UInt64,
                                         options: StoreOptions) throws(DeviceStoreError) -> Seq {
+        let problems: String?
         do {
-            let check = try DatabaseQueue(path: path)
-            let integrity = try check.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
-            guard integrity == ["ok"] else {
-                throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(integrity.prefix(3).joined(separator: "; "))")
-            }
-            try check.close()
-        } catch let error as DeviceStoreError {
-            throw error
+            problems = try RestoredFile.integrityProblems(at: path)
         } catch {
             throw DeviceStoreError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
+        }
+        if let problems {
+            throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
         }
         var storeOptions = options
         storeOptions.readOnly = false
@@ -284,11 +264,7 @@ extension DeviceStore {
             return appender.head
         }
         do {
-            try store.queue.writeWithoutTransaction { db in
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
-            }
-            try store.queue.close()
+            try RestoredFile.closeSelfContained(store.queue)
         } catch {
             throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
         }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IndexModel
 import IndexQuery
+import Snapshot
 
 /// Where a device store lives.
 public enum StoreLocation: Hashable, Sendable {
@@ -165,7 +166,7 @@ public final class DeviceStore: Sendable {
     private static func createAtomically(path: String, configuration: Configuration, deviceID: String, app: String,
                                          voteSecret: [UInt8], createdAt: Timestamp) throws {
         let temporary = path + ".creating"
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: temporary + suffix) }
+        StoreFiles.remove(temporary)
         let creator = try DatabaseQueue(path: temporary, configuration: configuration)
         try creator.write { db in
             try StoreSchema.create(db, deviceID: deviceID, app: app, voteSecret: voteSecret,

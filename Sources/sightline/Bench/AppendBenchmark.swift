@@ -2,6 +2,7 @@ import DeviceStore
 import Foundation
 import GRDBSQLite
 import IndexModel
+import Snapshot
 
 /// `bench append`: how fast a device store journals app calls, against the raw
 /// SQLite C API inserting the same rows.
@@ -127,7 +128,7 @@ struct AppendBenchmark {
     }
 
     private func remove(_ path: String) {
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        StoreFiles.remove(path)
     }
 
     private func storeOptions() -> StoreOptions {

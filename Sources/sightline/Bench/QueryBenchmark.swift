@@ -1,6 +1,7 @@
 import DeviceStore
 import Foundation
 import IndexModel
+import Snapshot
 
 /// `bench query`: free-text search latency over an index of synthetic items,
 /// beside naive FTS5 on the same data in the same run.
@@ -74,10 +75,10 @@ struct QueryBenchmark {
         let path = directory.appendingPathComponent("query-\(items)-seed\(seed).sqlite").path
         let reuse = keep && FileManager.default.fileExists(atPath: path)
         if !reuse {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            StoreFiles.remove(path)
         }
         defer {
-            if !keep { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+            if !keep { StoreFiles.remove(path) }
         }
 
         let start = ISO8601.parse("2026-11-22T00:00:00Z")!

@@ -3,6 +3,7 @@ import CloudIndex
 import DeviceStore
 import Foundation
 import IndexModel
+import Snapshot
 import SyncWire
 
 /// `bench rebuild`: how fast the cloud replays its log into fresh projections.
@@ -35,7 +36,7 @@ struct RebuildBenchmark {
     func run(progress: (String) -> Void) throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("rebuild-cloud.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        StoreFiles.remove(path)
         let clock = ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000))
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3))
         try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)

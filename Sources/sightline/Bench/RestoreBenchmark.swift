@@ -3,6 +3,7 @@ import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
+import Snapshot
 
 /// `bench restore`: snapshot and verified restore of a device store, beside
 /// `VACUUM INTO` and a plain file copy of the same store in the same run.
@@ -33,7 +34,7 @@ struct RestoreBenchmark {
         let vacuumed = directory.appendingPathComponent("restore-bench-vacuum.sqlite").path
         let copied = directory.appendingPathComponent("restore-bench-copy.sqlite").path
         for path in [store, snapshot, restored, vacuumed, copied] {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            StoreFiles.remove(path)
         }
         var result = Result()
         progress("building a store of \(events) events")
@@ -85,7 +86,7 @@ struct RestoreBenchmark {
         try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: clock))
         result.restoreSeconds = restoreStart.duration(to: .now).seconds
         for path in [store, snapshot, restored, vacuumed, copied] {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            StoreFiles.remove(path)
         }
         return result
     }

@@ -3,6 +3,7 @@ import CloudServer
 import DeviceStore
 import Foundation
 import IndexModel
+import Snapshot
 import Logging
 import SyncHTTP
 import SyncWire
@@ -56,7 +57,7 @@ struct SyncBenchmark {
         var result = Result()
         let setupStart = ContinuousClock.now
         let cloudPath = directory.appendingPathComponent("cloud.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: cloudPath + suffix) }
+        StoreFiles.remove(cloudPath)
         let cloud = try CloudIndex(at: .file(cloudPath), options: CloudOptions(random: SeededRandom(seed: seed), threshold: 3))
         try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
         var logger = Logger(label: "sightline.bench")
@@ -75,7 +76,7 @@ struct SyncBenchmark {
         var outboxes: [[OutboxRecord]] = []
         for index in 0..<devices {
             let path = directory.appendingPathComponent("device-\(index).sqlite").path
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            StoreFiles.remove(path)
             let store = try DeviceStore(at: .file(path), options: StoreOptions(
                 clock: ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000)),
                 random: SeededRandom(seed: seed &+ UInt64(index)), durability: .normal, app: SyncBenchmark.app))
@@ -139,7 +140,7 @@ struct SyncBenchmark {
     /// The raw baseline: the same messages as rows, one transaction per frame.
     private func rawInserts(_ outboxes: [[OutboxRecord]], frame: Int) throws -> Double {
         let path = directory.appendingPathComponent("raw.sqlite").path
-        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        StoreFiles.remove(path)
         let database = try RawSQLite(path: path)
         try database.execute("""
             PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;

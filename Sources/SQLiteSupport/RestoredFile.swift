@@ -1,0 +1,22 @@
+import GRDB
+
+/// The SQLite steps a restore takes on the file it has just extracted.
+public enum RestoredFile {
+    /// What `PRAGMA integrity_check` reports, or nil when the file is sound.
+    public static func integrityProblems(at path: String) throws -> String? {
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        let report = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+        return report == ["ok"] ? nil : report.prefix(3).joined(separator: "; ")
+    }
+
+    /// Folds the WAL into the file and leaves WAL mode, then closes `queue`, so
+    /// the file can be renamed alone.
+    public static func closeSelfContained(_ queue: DatabaseQueue) throws {
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = DELETE")
+        }
+        try queue.close()
+    }
+}
