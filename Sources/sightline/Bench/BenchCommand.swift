@@ -139,3 +139,25 @@ struct AppendBenchCommand: ParsableCommand {
         String(Int(value.rounded()))
     }
 }
+
+/// What every bench run shares: its directory (`--dir`, or a new temporary one
+/// removed afterwards), progress on stderr when it is a terminal, and failures
+/// turned into the CLI's exit statuses.
+enum BenchRun {
+    static func run<Result>(dir: String?, name: String,
+                            _ body: (URL, (String) -> Void) async throws -> Result) async throws -> Result {
+        let ownsDirectory = dir == nil
+        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("sightline-bench-\(name)-\(ProcessInfo.processInfo.processIdentifier)")
+        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
+        let showProgress = isatty(STDERR_FILENO) == 1
+        do {
+            return try await body(directory) { message in if showProgress { Output.error(message) } }
+        } catch let error as DeviceStoreError {
+            throw error.exit()
+        } catch {
+            Output.error("error: \(error)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+}

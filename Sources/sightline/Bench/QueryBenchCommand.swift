@@ -3,7 +3,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 
-struct QueryBenchCommand: ParsableCommand {
+struct QueryBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "query",
         abstract: "Free-text search latency (p50/p99) against naive FTS5 bm25 ranking on the same index.",
@@ -50,21 +50,9 @@ struct QueryBenchCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let ownsDirectory = dir == nil
-        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("sightline-bench-query-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
-        let showProgress = isatty(STDERR_FILENO) == 1
-        let result: QueryBenchmark.Result
-        do {
-            result = try QueryBenchmark(items: items, queriesPerKind: queries, seed: seed, directory: directory, keep: keep)
-                .run { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch {
-            Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+    func run() async throws {
+        let result: QueryBenchmark.Result = try await BenchRun.run(dir: dir, name: "query") { directory, progress in
+            try QueryBenchmark(items: items, queriesPerKind: queries, seed: seed, directory: directory, keep: keep).run(progress: progress)
         }
         func round(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
         if output.json {

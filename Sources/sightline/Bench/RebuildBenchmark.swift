@@ -83,7 +83,7 @@ struct RebuildBenchmark {
     }
 }
 
-struct RebuildBenchCommand: ParsableCommand {
+struct RebuildBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rebuild",
         abstract: "Cloud rebuild: messages folded per second when the log is replayed into fresh projections.",
@@ -118,21 +118,9 @@ struct RebuildBenchCommand: ParsableCommand {
         guard (1000...10_000_000).contains(calls) else { throw ValidationError("--calls must be between 1000 and 10000000 (got \(calls))") }
     }
 
-    func run() throws {
-        let ownsDirectory = dir == nil
-        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("sightline-bench-rebuild-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
-        let showProgress = isatty(STDERR_FILENO) == 1
-        let result: RebuildBenchmark.Result
-        do {
-            result = try RebuildBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory)
-                .run { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch {
-            Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+    func run() async throws {
+        let result: RebuildBenchmark.Result = try await BenchRun.run(dir: dir, name: "rebuild") { directory, progress in
+            try RebuildBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory).run(progress: progress)
         }
         let meets = result.messagesPerSecond >= RebuildBenchmark.targetMessagesPerSecond
         if output.json {

@@ -96,7 +96,7 @@ struct RestoreBenchmark {
     }
 }
 
-struct RestoreBenchCommand: ParsableCommand {
+struct RestoreBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restore",
         abstract: "Snapshot and verified restore of a device store, beside VACUUM INTO and a plain copy.",
@@ -130,21 +130,9 @@ struct RestoreBenchCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let ownsDirectory = dir == nil
-        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("sightline-bench-restore-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
-        let showProgress = isatty(STDERR_FILENO) == 1
-        let result: RestoreBenchmark.Result
-        do {
-            result = try RestoreBenchmark(events: events, seed: seed, directory: directory)
-                .run { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch {
-            Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+    func run() async throws {
+        let result: RestoreBenchmark.Result = try await BenchRun.run(dir: dir, name: "restore") { directory, progress in
+            try RestoreBenchmark(events: events, seed: seed, directory: directory).run(progress: progress)
         }
         let scale = Double(result.events) / 1_000_000
         let snapshotTarget = RestoreBenchmark.targetSnapshotSeconds * max(scale, 0.001)

@@ -41,20 +41,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let ownsDirectory = dir == nil
-        let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("sightline-bench-sync-\(ProcessInfo.processInfo.processIdentifier)")
-        defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
-        let showProgress = isatty(STDERR_FILENO) == 1
-        let result: SyncBenchmark.Result
-        do {
-            result = try await SyncBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory)
-                .run { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch {
-            Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+        let result: SyncBenchmark.Result = try await BenchRun.run(dir: dir, name: "sync") { directory, progress in
+            try await SyncBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory).run(progress: progress)
         }
         let meetsRate = result.messagesPerSecond >= SyncBenchmark.targetMessagesPerSecond
         let meetsWire = result.wireRatio <= SyncBenchmark.targetWireRatio
