@@ -165,7 +165,7 @@ public struct CloudServer: Sendable {
             return CloudServer.error(.contentTooLarge, "tooLarge",
                                      "a sync body is at most \(configuration.maximumBodyBytes) bytes")
         }
-        if let device = try? UploadFrame.parse(body).device, !limiter.allow(device, now: ContinuousClock.now) {
+        if let device = UploadFrame.deviceName(in: body), !limiter.allow(device, now: ContinuousClock.now) {
             metrics.rejected(.rateLimited)
             logger.notice("rate limited", metadata: ["device": "\(device)"])
             return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")

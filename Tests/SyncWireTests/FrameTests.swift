@@ -41,6 +41,13 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(parsed.payload.count < parsed.uncompressedLength, "the payload is deflated")
     }
 
+    @Test func theDeviceNameIsReadFromTheHeaderAlone() {
+        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3)), key: key)
+        #expect(UploadFrame.deviceName(in: frame.encoded) == "d1")
+        #expect(UploadFrame.deviceName(in: Array(frame.encoded.prefix(14))) == "d1", "the payload is not needed")
+        #expect(UploadFrame.deviceName(in: Array("not a frame".utf8)) == nil)
+    }
+
     @Test func aFlippedHeaderBitBreaksTheSignature() throws {
         var bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3)), key: key).encoded
         // The device name's first byte: still a well-formed frame, but not the one signed.

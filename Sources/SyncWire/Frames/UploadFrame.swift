@@ -91,6 +91,16 @@ public struct UploadFrame: Hashable, Sendable {
         header + signature + payload
     }
 
+    /// The sending device's name, read from the start of the header without
+    /// reading the rest (for a rate limit in front of `parse`); nil when the
+    /// bytes do not start like an upload frame.
+    public static func deviceName(in bytes: [UInt8]) -> String? {
+        var reader = BinaryReader(bytes)
+        guard (try? FrameHeader.readPrologue(&reader, expecting: .upload)) != nil,
+              (try? FrameHeader.identifier(&reader, "app")) != nil else { return nil }
+        return try? FrameHeader.identifier(&reader, "device")
+    }
+
     /// Reads a frame's structure and checks every header bound; neither the
     /// signature nor the payload is examined yet.
     public static func parse(_ bytes: [UInt8]) throws(WireError) -> UploadFrame {
