@@ -8,8 +8,8 @@ import SyncWire
 public enum CloudLocation: Hashable, Sendable {
     /// A private in-memory database (the simulator's default).
     case memory
-    /// A SQLite file in WAL mode with `synchronous = FULL`: a committed batch
-    /// survives power loss, so every acknowledged message is durable.
+    /// A SQLite file in WAL mode, by default with `synchronous = FULL`: a
+    /// committed batch survives power loss, so every acknowledged message is durable.
     case file(String)
 
     public var displayName: String {
@@ -29,13 +29,23 @@ public struct CloudOptions: Sendable {
     /// it, which rebuilds the projections.
     public var threshold: Int?
     public var readOnly: Bool
+    /// `full` syncs the WAL on every commit, so an acknowledged frame survives
+    /// power loss (the default, and what `cloud serve` uses); `normal` survives
+    /// a process crash only, which is what the simulator models.
+    public var durability: Durability
+
+    public enum Durability: Sendable {
+        case full
+        case normal
+    }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                threshold: Int? = nil, readOnly: Bool = false) {
+                threshold: Int? = nil, readOnly: Bool = false, durability: Durability = .full) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
         self.readOnly = readOnly
+        self.durability = durability
     }
 
     public static let defaultThreshold = 5
@@ -69,7 +79,8 @@ public final class CloudIndex: CloudStore {
         configuration.label = "CloudIndex"
         configuration.foreignKeysEnabled = false
         if !options.readOnly {
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+            let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
         }
         do {
             switch location {

@@ -88,15 +88,134 @@ public struct SyncReport: Hashable, Sendable {
     public init() {}
 }
 
-/// Drives a device's uploader over a transport until the outbox is sent: the
-/// async edge around the synchronous `Uploader`. Waiting for a backoff goes
-/// through `sleep`, so tests and the simulator can skip real time.
+/// One sync run of a device as a synchronous state machine: `next` says what
+/// to do (send a frame, wait until a time, or stop), and the driver hands back
+/// the reply or the failure. `SyncClient` drives it over a real transport; the
+/// simulator steps it on a virtual clock.
+///
+/// With nothing pending the run first probes: it sends the last acknowledged
+/// message again, so that a cloud restored from a snapshot that lacks it
+/// answers with the position it expects and the device sends the rest.
+public struct SyncSession: Sendable {
+    public enum Step: Hashable, Sendable {
+        /// Send this frame and hand its reply (or failure) back.
+        case send(UploadFrame)
+        /// Nothing to do before this time (a backoff).
+        case wait(until: Timestamp)
+        /// The run is over; `report` says how it went.
+        case finished
+    }
+
+    public private(set) var uploader: Uploader
+    public private(set) var report = SyncReport()
+    /// Attempts of one frame before the run gives up (the cursor is kept; the
+    /// next run resumes from it).
+    public let maximumAttempts: Int
+    private var probe: OutboxRecord?
+    private var probing = false
+    private var done = false
+    /// The position last probed before starting a new epoch.
+    private var probedBeforeEpoch: OutboxPosition?
+
+    public init(store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration(),
+                maximumAttempts: Int = 8) throws(DeviceStoreError) {
+        uploader = try store.makeUploader(configuration: configuration)
+        self.maximumAttempts = max(maximumAttempts, 1)
+        probe = try store.pendingOutbox(after: uploader.acknowledged, limit: 1).isEmpty
+            ? try store.retainedRecord(at: uploader.acknowledged) : nil
+    }
+
+    /// What to do at `now`.
+    public mutating func next(store: DeviceStore, now: Timestamp) throws(DeviceStoreError) -> Step {
+        if done { return try finish(store) }
+        if let wake = uploader.wakeTime, wake > now { return .wait(until: wake) }
+        let frame: UploadFrame?
+        if let record = probe {
+            frame = uploader.probeFrame(now: now, record: record)
+            probe = nil
+            probing = true
+            report.probes += 1
+        } else if let record = try epochProbe(store) {
+            frame = uploader.probeFrame(now: now, record: record)
+            probing = true
+            report.probes += 1
+        } else {
+            probing = false
+            frame = try store.nextFrame(&uploader, now: now)
+        }
+        guard let frame else {
+            if case .stopped(let error) = uploader.state { report.failure = error.description }
+            return try finish(store)
+        }
+        if !probing { report.framesSent += 1 }
+        if uploader.attempts > 1 { report.retries += 1 }
+        return .send(frame)
+    }
+
+    /// Before the first frame of a new epoch, the last acknowledged message of
+    /// the one before goes again: a cloud restored from a snapshot that lacks
+    /// the end of that epoch answers with a gap, and the device sends the
+    /// rest before the new epoch ends the old one for good.
+    private mutating func epochProbe(_ store: DeviceStore) throws(DeviceStoreError) -> OutboxRecord? {
+        let acknowledged = uploader.acknowledged
+        guard uploader.state == .ready, acknowledged.seq >= 1, probedBeforeEpoch != acknowledged,
+              let next = try store.pendingOutbox(after: acknowledged, limit: 1).first,
+              next.position.epoch > acknowledged.epoch else { return nil }
+        probedBeforeEpoch = acknowledged
+        return try store.retainedRecord(at: acknowledged)
+    }
+
+    /// The reply to the frame in flight.
+    public mutating func received(_ reply: [UInt8], store: DeviceStore, now: Timestamp) throws(DeviceStoreError) {
+        let effects = try store.receive(reply, into: &uploader, now: now)
+        record(effects, store: store)
+    }
+
+    /// The frame in flight got no usable reply: it goes again after a backoff,
+    /// unless it has had all its attempts.
+    public mutating func failed(reason: String, store: DeviceStore, now: Timestamp) {
+        record(uploader.failed(now: now, reason: reason), store: store)
+    }
+
+    private mutating func record(_ effects: [UploadEffect], store: DeviceStore) {
+        for effect in effects {
+            switch effect {
+            case .accepted(_, let range) where !probing:
+                report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
+            case .accepted:
+                break
+            case .contentRequested(let hashes):
+                report.contentRequests += hashes.count
+            case .rewound:
+                report.rewinds += 1
+            case .stopped(let error):
+                report.failure = error.description
+            case .durable, .retryScheduled:
+                break
+            }
+        }
+        if report.failure != nil {
+            done = true
+        } else if case .backingOff(let frame, _) = uploader.state, uploader.attempts >= maximumAttempts {
+            report.failure = "gave up after \(uploader.attempts) attempts of frame \(frame.first)...\(frame.last); the next sync resumes there"
+            done = true
+        }
+    }
+
+    private mutating func finish(_ store: DeviceStore) throws(DeviceStoreError) -> Step {
+        done = true
+        if report.status == nil { report.status = try store.syncStatus() }
+        return .finished
+    }
+}
+
+/// Drives a device's `SyncSession` over a transport until the outbox is sent:
+/// the async edge around the synchronous state machines. Waiting for a backoff
+/// goes through `sleep`, so tests can skip real time.
 public struct SyncClient: Sendable {
     public let store: DeviceStore
     public let transport: any Transport
     public let configuration: UploaderConfiguration
-    /// Attempts of one frame before the run gives up (the cursor is kept; the
-    /// next run resumes from it).
     public let maximumAttempts: Int
     private let sleep: @Sendable (Int64) async -> Void
 
@@ -114,69 +233,31 @@ public struct SyncClient: Sendable {
 
     /// Sends everything pending; returns what happened. A permanent rejection
     /// or too many failed attempts end the run with `failure` set.
-    ///
-    /// With nothing pending it first probes: it sends the last acknowledged
-    /// message again, so that a cloud restored from a snapshot that lacks it
-    /// answers with the position it expects and the device sends the rest.
     public func run() async throws(DeviceStoreError) -> SyncReport {
-        var report = SyncReport()
-        var uploader = try store.makeUploader(configuration: configuration)
-        var probe = try store.pendingOutbox(after: uploader.acknowledged, limit: 1).isEmpty
-            ? try store.retainedRecord(at: uploader.acknowledged) : nil
+        var session = try SyncSession(store: store, configuration: configuration, maximumAttempts: maximumAttempts)
+        // After a wait the run acts as of the wake time, even when the store's
+        // clock is one that sleeping does not move.
+        var waitedUntil: Timestamp?
         while true {
-            let now = store.now
-            if let wake = uploader.wakeTime, wake > now {
-                await sleep(wake.millisecondsSince1970 - now.millisecondsSince1970)
-            }
-            let next: UploadFrame?
-            let probing = probe != nil
-            if let record = probe {
-                next = uploader.probeFrame(now: store.now, record: record)
-                probe = nil
-                report.probes += 1
-            } else {
-                next = try store.nextFrame(&uploader, now: max(store.now, uploader.wakeTime ?? store.now))
-            }
-            guard let frame = next else {
-                if case .stopped(let error) = uploader.state { report.failure = error.description }
-                break
-            }
-            if !probing { report.framesSent += 1 }
-            if uploader.attempts > 1 { report.retries += 1 }
-            let effects: [UploadEffect]
-            do {
-                let reply = try await transport.exchange(frame.encoded)
-                effects = try store.receive(reply, into: &uploader, now: store.now)
-            } catch let error as TransportError {
-                effects = uploader.failed(now: store.now, reason: error.message)
-            } catch let error as DeviceStoreError {
-                throw error
-            } catch {
-                throw DeviceStoreError(.sync, "sync failed: \(error)")
-            }
-            for effect in effects {
-                switch effect {
-                case .accepted(_, let range) where !probing:
-                    report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
-                case .accepted:
-                    break
-                case .contentRequested(let hashes):
-                    report.contentRequests += hashes.count
-                case .rewound:
-                    report.rewinds += 1
-                case .stopped(let error):
-                    report.failure = error.description
-                case .durable, .retryScheduled:
-                    break
+            let now = max(store.now, waitedUntil ?? store.now)
+            switch try session.next(store: store, now: now) {
+            case .finished:
+                return session.report
+            case .wait(let until):
+                await sleep(until.millisecondsSince1970 - now.millisecondsSince1970)
+                waitedUntil = until
+            case .send(let frame):
+                do {
+                    let reply = try await transport.exchange(frame.encoded)
+                    try session.received(reply, store: store, now: store.now)
+                } catch let error as TransportError {
+                    session.failed(reason: error.message, store: store, now: store.now)
+                } catch let error as DeviceStoreError {
+                    throw error
+                } catch {
+                    throw DeviceStoreError(.sync, "sync failed: \(error)")
                 }
             }
-            if report.failure != nil { break }
-            if case .backingOff = uploader.state, uploader.attempts >= maximumAttempts {
-                report.failure = "gave up after \(uploader.attempts) attempts of frame \(frame.first)...\(frame.last); the next sync resumes there"
-                break
-            }
         }
-        report.status = try store.syncStatus()
-        return report
     }
 }
