@@ -48,11 +48,15 @@ public enum FramePlacement: Hashable, Sendable {
         let current = held.max { $0.epoch < $1.epoch } ?? (epoch: 0, last: 0)
         let last = held.first { $0.epoch == epoch }?.last ?? 0
         if epoch < current.epoch {
+            // An ended epoch cannot grow: the device's history went on in a
+            // later epoch (a restore from an older backup resurfaced messages
+            // the cloud never got). The device is sent on to after the
+            // current epoch's head, from where its own newest epoch follows.
             guard lastSeq <= last else {
-                return .refuse(Rejection(WireError(.refused, """
+                return .refuse(Rejection(WireError(.gap, """
                     epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; \
-                    messages \(epoch):\(last + 1)... cannot be added to it
-                    """)))
+                    messages \(epoch):\(last + 1)... cannot be added to it: continue after \(current.epoch):\(current.last)
+                    """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
             }
         } else if epoch == current.epoch {
             if firstSeq > last + 1 {
@@ -60,8 +64,16 @@ public enum FramePlacement: Hashable, Sendable {
                                          expected: OutboxPosition(epoch: epoch, seq: last + 1)))
             }
         } else if firstSeq != 1 {
-            return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1"),
-                                     expected: OutboxPosition(epoch: epoch, seq: 1)))
+            // A new epoch that does not start at 1: the cloud lost its start
+            // (it was restored). The device resends from after the newest
+            // epoch the cloud holds, which may still lack messages.
+            guard current.epoch > 0 else {
+                return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1"),
+                                         expected: OutboxPosition(epoch: epoch, seq: 1)))
+            }
+            return .refuse(Rejection(WireError(.gap, """
+                epoch \(epoch) is new here and must start at seq 1; the cloud holds this device through \(current.epoch):\(current.last)
+                """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
         }
         let overlap = firstSeq <= last ? firstSeq...min(last, lastSeq) : nil
         if lastSeq <= last, let overlap {

@@ -423,7 +423,7 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.engaged == 3)
         try FileManager.default.removeItem(atPath: path)
         let report = try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: harness.clock))
-        #expect(report.newEpoch == 2)
+        #expect(report.newEpoch == UInt64(harness.clock.now().millisecondsSince1970))
         let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
         let resent = try harness.sync(restored)
         #expect(resent.map(\.outcome) == [.duplicate], "the message the snapshot had not sent was sent before the wipe")

@@ -20,13 +20,17 @@ import Testing
                 "a resent frame of an ended epoch is acknowledged with the current head")
     }
 
-    @Test func gapsAndEndedEpochsAreRefused() {
+    @Test func gapsAndEndedEpochsAreRefusedWithWhereToContinue() {
         guard case .refuse(let gap) = place(1, 7, 9, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
         #expect(gap.error.code == .gap && gap.expected == OutboxPosition(epoch: 1, seq: 6))
         guard case .refuse(let newEpoch) = place(3, 2, 4, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
-        #expect(newEpoch.expected == OutboxPosition(epoch: 3, seq: 1))
+        #expect(newEpoch.expected == OutboxPosition(epoch: 1, seq: 6),
+                "a restored cloud that lost a new epoch's start asks for what it lacks of the epoch before")
+        guard case .refuse(let unknown) = place(3, 2, 4, held: []) else { Issue.record("gap accepted"); return }
+        #expect(unknown.expected == OutboxPosition(epoch: 3, seq: 1))
         guard case .refuse(let ended) = place(1, 5, 7, held: [(1, 5), (2, 1)]) else { Issue.record("ended epoch grown"); return }
-        #expect(ended.error.code == .refused)
+        #expect(ended.error.code == .gap && ended.expected == OutboxPosition(epoch: 2, seq: 2),
+                "a resurfaced tail of an ended epoch is sent on past the current epoch's head")
     }
 }
 

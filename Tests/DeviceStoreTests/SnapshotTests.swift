@@ -36,13 +36,15 @@ private func bytes(_ path: String) -> Data? {
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,
                                              options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
-        #expect(report.newEpoch == 2 && report.head == Seq(9) && report.replacedStoreKeptAt == nil)
+        #expect(report.newEpoch == UInt64(testStart.adding(milliseconds: 5_000).millisecondsSince1970),
+                "a restored store's epoch is the restore time")
+        #expect(report.head == Seq(9) && report.replacedStoreKeptAt == nil)
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
         #expect(restored.deviceID == source.deviceID)
         #expect(try restored.identifiers(in: "photos") == ["1"])
         #expect(try restored.index(named: "photos").fetchLastClientState() == [1, 2, 3])
         let last = try #require(try restored.records(Seq(8)...Seq(8)).first)
-        #expect(last.epoch == Epoch(2))
+        #expect(last.epoch == Epoch(report.newEpoch))
         guard case .storeRestored(let restore) = try last.event() else {
             Issue.record("the last event is not storeRestored")
             return
@@ -54,7 +56,8 @@ private func bytes(_ path: String) -> Data? {
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
         #expect(try restored.outboxEntries() == source.outboxEntries(), "unacknowledged messages keep their positions")
         try restored.recordEngaged(ref: recipe)
-        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: 2, seq: 1), "new messages start the new epoch")
+        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: 1),
+                "new messages start the new epoch")
     }
 
     @Test func anEncryptedSnapshotNeedsItsKey() throws {
@@ -72,7 +75,7 @@ private func bytes(_ path: String) -> Data? {
         }
         #expect(wrong.message.contains("key is wrong"))
         #expect(!FileManager.default.fileExists(atPath: target))
-        #expect(try DeviceStore.restore(snapshot: snapshot, to: target, key: key).newEpoch == 2)
+        #expect(try DeviceStore.restore(snapshot: snapshot, to: target, key: key).newEpoch > 1)
         let raw = try #require(bytes(snapshot))
         #expect(!raw.contains(Data("Sunrise".utf8)), "the content is sealed")
     }
@@ -96,6 +99,25 @@ private func bytes(_ path: String) -> Data? {
         #expect(try restored.identifiers(in: "photos") == ["1"], "the item indexed after the snapshot is gone")
         let old = try DeviceStore(at: .file(kept), options: StoreOptions(readOnly: true))
         #expect(try old.identifiers(in: "photos") == ["1", "3"])
+    }
+
+    @Test func restoringTwiceFromBackupsOfTheSameEpochBeginsTwoDifferentEpochs() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let clock = ManualClock(testStart)
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let source = try filledStore(at: path, clock: clock)
+        let older = directory.appendingPathComponent("older.snap").path
+        let newer = directory.appendingPathComponent("newer.snap").path
+        try source.snapshot(to: older)
+        try source.index(named: "photos").indexSearchableItems([item("3", title: "Between the backups")])
+        try source.snapshot(to: newer)
+        clock.advance(byMilliseconds: 60_000)
+        let first = try DeviceStore.restore(snapshot: newer, to: path, force: true, options: StoreOptions(clock: clock))
+        clock.advance(byMilliseconds: 60_000)
+        let second = try DeviceStore.restore(snapshot: older, to: path, force: true, options: StoreOptions(clock: clock))
+        #expect(first.newEpoch > 1 && second.newEpoch > first.newEpoch,
+                "a second restore from the same epoch's backups must not reuse the first one's positions")
     }
 
     @Test func toSeqRestoresAnEarlierPointOfTheJournal() throws {

@@ -163,7 +163,7 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
-        let newEpoch = manifest.epoch + 1
+        let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now())
         let head: Seq
         do {
             head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options)
@@ -180,6 +180,18 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, error.message)
         }
         return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept)
+    }
+
+    /// The epoch a store restored from a snapshot of `epoch` begins: the
+    /// restore time in milliseconds since 1970, or the snapshot's epoch + 1 if
+    /// that is later. The snapshot's epoch + 1 alone repeats when a device is
+    /// restored twice from backups of the same epoch (the simulator found
+    /// this): the second restore would reuse the first one's positions and the
+    /// cloud would refuse them as equivocation. Time makes each restore's epoch
+    /// new, as long as the device's clock does not run back past its previous
+    /// restore (docs/SYNC.md, "Epochs").
+    static func restoredEpoch(after epoch: UInt64, at time: Timestamp) -> UInt64 {
+        max(epoch + 1, UInt64(max(time.millisecondsSince1970, 0)))
     }
 
     /// Checks the extracted store at `path`, cuts it back to `toSeq`, opens

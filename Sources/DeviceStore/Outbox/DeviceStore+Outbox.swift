@@ -102,7 +102,12 @@ extension DeviceStore {
                 throw DeviceStoreError(.sync, "the cloud acknowledges through \(acceptedThrough) but durable through \(durableThrough), which is later")
             }
             let epoch = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1)
-            guard acceptedThrough <= head || (acceptedThrough.epoch == head.epoch && head.epoch < epoch) else {
+            // A restored store writes only in its new epoch, so an ack beyond
+            // the head in an earlier epoch is about messages it lost with the
+            // wipe (the old epoch's tail, or a later restore's epoch when it
+            // was restored from an older backup): it takes its own head as
+            // acknowledged, having nothing there left to send.
+            guard acceptedThrough <= head || acceptedThrough.epoch < epoch else {
                 throw DeviceStoreError(.sync, """
                     the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
                     but this device's outbox ends at \(head)
