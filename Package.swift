@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),
         .library(name: "SyncHTTP", targets: ["SyncHTTP"]),
+        .library(name: "Simulation", targets: ["Simulation"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
     dependencies: [
@@ -110,6 +111,18 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The deterministic multi-device simulator: workload, faults, oracle, invariants, reports.
+        .target(
+            name: "Simulation",
+            dependencies: [
+                "IndexModel",
+                "SyncWire",
+                "Snapshot",
+                "DeviceStore",
+                "CloudIndex",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .executableTarget(
             name: "sightline",
             dependencies: [
@@ -122,6 +135,7 @@ let package = Package(
                 "CloudServer",
                 "SQLiteSupport",
                 "Snapshot",
+                "Simulation",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -188,6 +202,13 @@ let package = Package(
                 "QueryTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "Simulation",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(

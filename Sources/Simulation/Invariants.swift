@@ -1,0 +1,312 @@
+import CloudIndex
+import DeviceStore
+import IndexModel
+import SyncWire
+
+/// One checked property of a finished run.
+public struct InvariantResult: Hashable, Sendable {
+    public let name: String
+    public let passed: Bool
+    /// What was checked, or the first divergence in words.
+    public let detail: String
+}
+
+/// The checks at the end of a run: the oracle against the real stores.
+struct Invariants {
+    let simulator: Simulator
+    let converged: Bool
+
+    /// The messages the cloud log holds for one (device, epoch), new ones
+    /// only, in position order.
+    struct Held {
+        var messages: [(seq: UInt64, message: OutboxMessage)] = []
+    }
+
+    func run() -> [InvariantResult] {
+        var results: [InvariantResult] = []
+        func check(_ name: String, _ problems: [String], _ passed: String) {
+            results.append(InvariantResult(name: name, passed: problems.isEmpty,
+                                           detail: problems.first.map { problems.count > 1 ? "\($0) (and \(problems.count - 1) more)" : $0 } ?? passed))
+        }
+        let catalogue = simulator.catalogue
+        let threshold = simulator.options.threshold
+        check("converged", converged ? [] : ["the run did not go quiet within \(Simulator.convergenceLimit / 60_000) virtual minutes of the faults ending"],
+              "quiet \(simulator.convergenceMilliseconds / 1_000) virtual seconds after the faults ended")
+
+        let cloud: CloudIndex
+        do {
+            cloud = try simulator.cloud ?? CloudIndex(at: .file(simulator.cloudPath))
+        } catch {
+            check("cloud-readable", ["the cloud store cannot be opened: \(error)"], "")
+            return results
+        }
+
+        // The cloud log, per device and epoch.
+        var held: [String: [UInt64: Held]] = [:]
+        var logProblems: [String] = []
+        var contentProblems: [String] = []
+        var hostileRows = 0
+        do {
+            try cloud.scanLog { record in
+                if record.device == Simulator.hostileName { hostileRows += 1 }
+                let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq))
+                var epoch = held[record.device, default: [:]][record.epoch, default: Held()]
+                for (offset, message) in new.enumerated() {
+                    let seq = record.acceptedFrom + UInt64(offset)
+                    let expected = (epoch.messages.last?.seq ?? 0) + 1
+                    if seq != expected {
+                        logProblems.append("the cloud log holds \(record.device) epoch \(record.epoch) seq \(seq) after seq \(expected - 1)")
+                    }
+                    epoch.messages.append((seq, message))
+                    if case .content(let hash, let content) = message {
+                        if let number = catalogue.number(of: hash) {
+                            if catalogue.entry(number).content != content {
+                                contentProblems.append("content for entry \(number) from \(record.device) differs from the catalogue's")
+                            }
+                        } else {
+                            contentProblems.append("\(record.device) sent content for a hash no catalogue entry has")
+                        }
+                    }
+                }
+                held[record.device, default: [:]][record.epoch] = epoch
+                return true
+            }
+        } catch {
+            logProblems.append("the cloud log cannot be read: \(error)")
+        }
+
+        // Each device's messages against the groups its calls implied; the
+        // matched messages fold into the oracle's counts.
+        var model = CloudModel()
+        var messageProblems: [String] = []
+        var lossProblems: [String] = []
+        let names = Set(simulator.devices.map(\.name))
+        for device in simulator.devices {
+            let epochs = held[device.name] ?? [:]
+            for epoch in epochs.keys.sorted() where device.expected[epoch] == nil {
+                messageProblems.append("the cloud holds messages of device \(device.number) in epoch \(epoch), which the device never wrote in")
+            }
+            for epoch in device.expected.keys.sorted() {
+                let groups = device.expected[epoch]!
+                let messages = epochs[epoch]?.messages ?? []
+                let plain = messages.filter { if case .content = $0.message { false } else { true } }
+                var position = 0
+                for group in groups where position < plain.count {
+                    let take = plain[position..<min(position + group.count, plain.count)]
+                    let actual = take.compactMap { Invariants.expected($0.message, catalogue) }
+                    guard actual.count == take.count else {
+                        messageProblems.append("device \(device.number) epoch \(epoch): the cloud holds a message for a hash no catalogue entry has")
+                        break
+                    }
+                    if take.count == group.count {
+                        guard actual.sorted() == group.sorted() else {
+                            messageProblems.append("""
+                                device \(device.number) epoch \(epoch) seq \(take.first!.seq): the cloud holds \
+                                \(actual.map(\.description).joined(separator: ", ")); the calls imply \
+                                \(group.map(\.description).joined(separator: ", "))
+                                """)
+                            break
+                        }
+                    } else {
+                        var remaining = group
+                        for message in actual {
+                            guard let index = remaining.firstIndex(of: message) else {
+                                messageProblems.append("device \(device.number) epoch \(epoch) seq \(take.first!.seq): the cloud holds \(message), which no call implied there")
+                                break
+                            }
+                            remaining.remove(at: index)
+                        }
+                    }
+                    for (message, source) in zip(actual, take) { model.apply(message, device: device.name, seq: source.seq) }
+                    position += take.count
+                }
+                if position < plain.count {
+                    messageProblems.append("""
+                        device \(device.number) epoch \(epoch): the cloud holds \(plain.count - position) message(s) after \
+                        everything the calls imply, from seq \(plain[position].seq)
+                        """)
+                }
+                let lastHeld = messages.last?.seq ?? 0
+                if epoch == device.epoch {
+                    let head = (try? device.store.syncStatus().head) ?? OutboxPosition(epoch: 0, seq: 0)
+                    let wanted = head.epoch == epoch ? head.seq : 0
+                    let implied = groups.reduce(0) { $0 + $1.count }
+                    if lastHeld < wanted || plain.count < implied {
+                        lossProblems.append("""
+                            device \(device.number): the cloud holds its current epoch \(epoch) through seq \(lastHeld) \
+                            of \(wanted), \(plain.count) of the \(implied) messages its calls imply
+                            """)
+                    }
+                } else {
+                    let floor = max(device.mustHold[epoch]?.seq ?? 0, device.durableSeen[epoch] ?? 0)
+                    if lastHeld < floor {
+                        lossProblems.append("""
+                            device \(device.number): the cloud holds ended epoch \(epoch) through seq \(lastHeld), \
+                            but the device was told (or resent after its restore) up to seq \(floor)
+                            """)
+                    }
+                }
+            }
+        }
+        for name in held.keys.sorted() where !names.contains(name) && name != Simulator.hostileName {
+            messageProblems.append("the cloud log holds frames of \(name), which is no simulated device")
+        }
+        check("cloud-log-dense", logProblems, "every (device, epoch) in the cloud log is dense from seq 1")
+        check("acknowledged-not-lost", lossProblems,
+              "the cloud holds every message of each device's current epoch, and of each ended epoch what the device was told was durable")
+        check("messages-match-calls", messageProblems,
+              "every message in the cloud log is one the device's calls implied, once, in order")
+
+        // Counts, exactly.
+        var countProblems: [String] = []
+        var publicProblems: [String] = contentProblems
+        var counted = 0
+        for number in 0...catalogue.sybil.number {
+            let entry = catalogue.entry(number)
+            let expected = model.entries[number]
+            let actual: HashEntry?
+            do {
+                actual = try cloud.entry(app: simulator.options.app, hash: entry.hash)
+            } catch {
+                countProblems.append("entry \(number) cannot be read from the cloud: \(error)")
+                continue
+            }
+            if actual != nil { counted += 1 }
+            let live = expected?.live.count ?? 0
+            let voters = expected?.everVoted.count ?? 0
+            let popularity = expected?.popularity ?? Popularity()
+            let got = (live: actual?.liveVotes ?? 0, voters: actual?.voters ?? 0, popularity: actual?.popularity ?? Popularity())
+            if got.live != live || got.voters != voters || got.popularity != popularity {
+                countProblems.append("""
+                    entry \(number): the cloud counts \(got.live) live votes, \(got.voters) voters, \(Invariants.describe(got.popularity)); \
+                    the oracle \(live), \(voters), \(Invariants.describe(popularity))
+                    """)
+            }
+            let holders = simulator.devices.filter { $0.model.holdsLiveVote(number) }.count
+            let isPublic = actual?.isPublic ?? false
+            if live < threshold && isPublic {
+                publicProblems.append("entry \(number) is public with \(live) live votes, below K = \(threshold)")
+            }
+            if live >= threshold && holders > 0 && !isPublic {
+                publicProblems.append("entry \(number) has \(live) live votes (K = \(threshold)) and \(holders) device(s) that can send its content, but is not public")
+            }
+            if isPublic, actual?.content != entry.content {
+                publicProblems.append("entry \(number) is public with content that differs from the catalogue's")
+            }
+        }
+        let entries = (try? cloud.entries(app: simulator.options.app).count) ?? -1
+        if entries != counted {
+            countProblems.append("the cloud counts \(entries) hashes, \(entries - counted) of them no catalogue entry's")
+        }
+        check("counts-exact", countProblems, "views, impressions, engagements, live votes and voters equal the oracle's for all \(counted) counted entries")
+        check("public-index", publicProblems, "public exactly the entries with at least K = \(threshold) live votes, with the catalogue's content")
+
+        let sybil = try? cloud.entry(app: simulator.options.app, hash: catalogue.sybil.hash)
+        check("sybil-never-public", (sybil?.isPublic ?? false) || (sybil?.liveVotes ?? 0) >= threshold
+              ? ["the Sybil group's entry reached \(sybil?.liveVotes ?? 0) live votes (K = \(threshold))"] : [],
+              simulator.plan.sybil ? "the Sybil group's entry has \(sybil?.liveVotes ?? 0) live votes, below K = \(threshold)" : "no Sybil group in this run")
+        check("hostile-refused", hostileRows > 0 ? ["the cloud log took \(hostileRows) frame(s) from the hostile device"] : [],
+              simulator.plan.hostile ? "the hostile device's \(simulator.counters.faults[.hostileFrame] ?? 0) frames changed nothing" : "no hostile device in this run")
+        check("no-private-leak", simulator.counters.leaks > 0 ? ["\(simulator.counters.leaks) frame(s) carried the private canary"] : [],
+              "no frame carried private text (\(simulator.counters.framesScanned) frames scanned)")
+
+        // The devices.
+        var journalProblems: [String] = []
+        var indexProblems: [String] = []
+        var returnedProblems: [String] = []
+        var rebuildProblems: [String] = []
+        for device in simulator.devices {
+            let store = device.store
+            do {
+                if let problem = try store.verifyJournal().firstProblem {
+                    journalProblems.append("device \(device.number): \(problem.message)")
+                }
+                for index in Set(AppTruth.indexes + (try store.indexNames())).sorted() {
+                    let items = try store.items(in: index).sorted { $0.uniqueIdentifier < $1.uniqueIdentifier }
+                    let expected = (device.model.items[index] ?? [:]).values.sorted { $0.uniqueIdentifier < $1.uniqueIdentifier }
+                    if items != expected {
+                        let have = Set(items.map(\.uniqueIdentifier)), want = Set(expected.map(\.uniqueIdentifier))
+                        let extra = have.subtracting(want).sorted(), missing = want.subtracting(have).sorted()
+                        indexProblems.append("""
+                            device \(device.number) index \(index): \(extra.isEmpty ? "" : "has \(extra.prefix(3).joined(separator: ", ")) it should not; ")\
+                            \(missing.isEmpty ? "" : "lacks \(missing.prefix(3).joined(separator: ", ")); ")\
+                            \(extra.isEmpty && missing.isEmpty ? "an item's fields differ from what the calls imply" : "")
+                            """)
+                    }
+                    let deleted = Set(items.map(\.uniqueIdentifier)).subtracting(Set((device.truth.items[index] ?? [:]).keys))
+                    if !deleted.isEmpty {
+                        returnedProblems.append("device \(device.number) index \(index) holds \(deleted.sorted().prefix(3).joined(separator: ", ")), which the app deleted")
+                    }
+                }
+                if simulator.devices.count <= 500 || device.number % (simulator.devices.count / 100) == 0 {
+                    if try store.projectionDigest() != store.rebuiltProjectionDigest() {
+                        rebuildProblems.append("device \(device.number): its projections differ from a rebuild of its journal")
+                    }
+                }
+            } catch {
+                journalProblems.append("device \(device.number) cannot be read: \(error)")
+            }
+        }
+        do {
+            if let problem = try cloud.verifyLog().firstProblem { journalProblems.append("cloud log: \(problem)") }
+            if try cloud.projectionDigest() != cloud.rebuiltProjectionDigest() {
+                rebuildProblems.append("the cloud's projections differ from a rebuild of its log")
+            }
+        } catch {
+            journalProblems.append("the cloud cannot be read: \(error)")
+        }
+        check("journals-verify", journalProblems, "every device journal and the cloud log verify")
+        check("device-index-matches-calls", indexProblems, "every device's index equals what its app's calls imply")
+        check("no-deleted-item-returned", returnedProblems, "no item the app deleted is in any index")
+        check("projections-equal-rebuild", rebuildProblems, "the cloud's and the devices' projections equal rebuilds from their logs")
+        check("epochs-never-reused", simulator.findings.filter { $0.contains("already used") },
+              "\(simulator.restores.count) restore(s), each in a new epoch")
+        return results
+    }
+
+    static func expected(_ message: OutboxMessage, _ catalogue: Catalogue) -> ExpectedMessage? {
+        guard let number = catalogue.number(of: message.hash) else { return nil }
+        switch message {
+        case .vote: return .vote(number)
+        case .withdraw: return .withdraw(number)
+        case .signal(_, let counts):
+            if counts == Popularity(views: 1) { return .view(number) }
+            if counts == Popularity(shown: 1) { return .shown(number) }
+            if counts == Popularity(engaged: 1) { return .engaged(number) }
+            return nil
+        case .content: return nil
+        }
+    }
+
+    static func describe(_ popularity: Popularity) -> String {
+        "\(popularity.views) views, \(popularity.shown) shown, \(popularity.engaged) engaged"
+    }
+}
+
+/// The oracle's cloud: the fold of the messages the cloud holds, written from
+/// the semantics (a vote counts once per device while live; signals add).
+struct CloudModel {
+    struct Entry {
+        var live: Set<String> = []
+        var everVoted: Set<String> = []
+        var popularity = Popularity()
+    }
+
+    var entries: [Int: Entry] = [:]
+
+    mutating func apply(_ message: ExpectedMessage, device: String, seq: UInt64) {
+        switch message {
+        case .vote(let number):
+            entries[number, default: Entry()].live.insert(device)
+            entries[number]!.everVoted.insert(device)
+        case .withdraw(let number):
+            entries[number, default: Entry()].live.remove(device)
+        case .view(let number):
+            entries[number, default: Entry()].popularity.views += 1
+        case .shown(let number):
+            entries[number, default: Entry()].popularity.shown += 1
+        case .engaged(let number):
+            entries[number, default: Entry()].popularity.engaged += 1
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import DeviceStore
+import IndexModel
+import SyncWire
+
+/// One simulated device: a real `DeviceStore`, the app and user driving it,
+/// the oracle's model of what its store must hold, and its sync state.
+final class SimDevice {
+    /// A backup the device took, with the oracle's model at that moment.
+    struct Backup {
+        let path: String
+        let model: StoreModel
+        let epoch: UInt64
+        let journalHead: UInt64
+        let outboxHead: OutboxPosition
+        /// Calls the device had made, and message groups of `epoch` the oracle had.
+        let calls: Int
+        let groups: Int
+        let takenAt: Int64
+    }
+
+    let number: Int
+    let clock: DeviceClock
+    let random: SeededRandom
+    var store: DeviceStore
+    var location: StoreLocation
+    var workload: Workload
+    var truth = AppTruth()
+    var model = StoreModel()
+    /// The epoch the store writes in now.
+    var epoch: UInt64 = 1
+    /// Per epoch, the messages each call implied (one group per call).
+    var expected: [UInt64: [[ExpectedMessage]]] = [1: []]
+    var backups: [Backup] = []
+    var backupsTaken = 0
+    /// Per ended epoch, the outbox position the device held when it was
+    /// restored from a backup of that epoch: the cloud must end up with at
+    /// least this much of the epoch (the restored device resends it).
+    var mustHold: [UInt64: OutboxPosition] = [:]
+    /// The highest durable watermark the device was ever told, per epoch.
+    var durableSeen: [UInt64: UInt64] = [:]
+
+    /// Every call made on the store (the workload's and the app's reindexing).
+    var calls = 0
+    /// The workload's calls: the device is done when these reach the run's events per device.
+    var workloadCalls = 0
+    var scripted: [AppOperation] = []
+    var session: SyncSession?
+    var sessionNumber: UInt64 = 0
+    var inFlight: UInt64?
+    var offlineUntil: Int64 = 0
+    var nextProbe: Int64 = 0
+    var lastPending = 0
+    /// The cloud's count of accepted frames when the device's last
+    /// successful sync began, and when the running one began.
+    var heardCloudAt = -1
+    var sessionStartedAt = 0
+    var restores = 0
+
+    init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
+        self.number = number
+        self.clock = clock
+        self.random = random
+        self.store = store
+        self.location = location
+        self.workload = workload
+    }
+
+    var name: String { store.deviceID.rawValue }
+
+    /// Makes one call on the store and folds it into the oracle. The model
+    /// is updated only when the store committed the call.
+    func perform(_ operation: AppOperation, catalogue: Catalogue) throws(DeviceStoreError) {
+        let now = clock.now()
+        try store.perform(operation)
+        calls += 1
+        let messages = model.apply(operation, now: now, catalogue: catalogue)
+        expected[epoch, default: []].append(messages)
+    }
+}
+
+/// The app's side of reindexing in the simulator: it resumes each index from
+/// the store's client state, through the same path as every other call.
+struct SimReindexer: ReindexDelegate {
+    let device: SimDevice
+    let catalogue: Catalogue
+
+    func reindexAll(index: String, in store: DeviceStore) throws {
+        let state = try store.index(named: index).fetchLastClientState()
+        for batch in device.truth.resume(index: index, from: state) {
+            try device.perform(batch, catalogue: catalogue)
+        }
+    }
+
+    func reindexItems(index: String, identifiers: [String], in store: DeviceStore) throws {
+        let wanted = Set(identifiers)
+        let items = (device.truth.items[index] ?? [:]).values.filter { wanted.contains($0.uniqueIdentifier) }
+            .sorted { $0.uniqueIdentifier < $1.uniqueIdentifier }
+        guard !items.isEmpty else { return }
+        try device.perform(.index(index: index, items: items), catalogue: catalogue)
+    }
+}

@@ -1,0 +1,60 @@
+import CloudIndex
+
+/// What one simulation run does. Everything that varies between runs is here
+/// or drawn from `seed`, so the same options replay the same run.
+public struct SimulationOptions: Sendable {
+    public var devices: Int
+    public var eventsPerDevice: Int
+    public var seed: UInt64
+    public var faults: FaultProfile
+    /// K: distinct devices with a live vote before a public activity is shown.
+    public var threshold: Int
+    /// Where the stores and snapshots go. Nil: a scratch directory, removed
+    /// at the end. Given: device stores are files there and are kept, with the
+    /// cloud store and the snapshots.
+    public var directory: String?
+    /// Public activities in the shared catalogue.
+    public var catalogueSize: Int
+    /// The app every simulated device belongs to.
+    public var app: String
+
+    public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
+                threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
+                app: String = "com.sightline.sim") {
+        self.devices = devices
+        self.eventsPerDevice = eventsPerDevice
+        self.seed = seed
+        self.faults = faults
+        self.threshold = threshold
+        self.directory = directory
+        self.catalogueSize = catalogueSize
+        self.app = app
+    }
+
+    /// Refuses options no run can use, saying which and why.
+    public func validate() throws(SimulationError) {
+        guard (1...100_000).contains(devices) else {
+            throw SimulationError("--devices must be between 1 and 100,000, not \(devices)")
+        }
+        guard (0...1_000_000).contains(eventsPerDevice) else {
+            throw SimulationError("--events-per-device must be between 0 and 1,000,000, not \(eventsPerDevice)")
+        }
+        guard (1...1_000_000).contains(threshold) else {
+            throw SimulationError("--threshold must be between 1 and 1,000,000, not \(threshold)")
+        }
+        guard (1...100_000).contains(catalogueSize) else {
+            throw SimulationError("the catalogue must hold between 1 and 100,000 entries, not \(catalogueSize)")
+        }
+    }
+}
+
+/// A run that could not be carried out (as opposed to one whose invariants failed).
+public struct SimulationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}

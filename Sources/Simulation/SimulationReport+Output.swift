@@ -1,0 +1,115 @@
+import Foundation
+import IndexModel
+
+extension SimulationReport {
+    /// The run as one JSON document (`--json`, `report.json`).
+    public var jsonValue: JSONValue {
+        func integer(_ value: Int) -> JSONValue { .integer(Int64(value)) }
+        func seconds(_ milliseconds: Int64) -> JSONValue { .double(Double(milliseconds) / 1_000) }
+        var faultObject = JSONObject()
+        for kind in FaultKind.allCases { faultObject[kind.rawValue] = integer(faults[kind] ?? 0) }
+        var coverageObject = JSONObject()
+        for path in RecoveryPath.allCases { coverageObject[path.rawValue] = integer(coverage[path] ?? 0) }
+        var planObject = JSONObject()
+        for (name, value) in plan.summary { planObject[name] = .string(value) }
+        let result: JSONObject = [
+            "passed": .bool(passed),
+            "seed": .string(String(options.seed)),
+            "replay": .string(replayCommand),
+            "options": .object([
+                "devices": integer(options.devices),
+                "eventsPerDevice": integer(options.eventsPerDevice),
+                "faults": .string(options.faults.rawValue),
+                "threshold": integer(options.threshold),
+                "catalogueSize": integer(options.catalogueSize),
+                "app": .string(options.app),
+            ]),
+            "faultPlan": .object(planObject),
+            "invariants": .array(invariants.map { invariant in
+                .object(["name": .string(invariant.name), "passed": .bool(invariant.passed), "detail": .string(invariant.detail)])
+            }),
+            "totals": .object([
+                "appCalls": integer(appCalls),
+                "journalEvents": .integer(Int64(journalEvents)),
+                "framesSent": integer(framesSent),
+                "probes": integer(probes),
+                "retries": integer(retries),
+                "rewinds": integer(rewinds),
+                "messagesAcknowledged": integer(messagesAcknowledged),
+                "contentRequests": integer(contentRequests),
+                "sessionsGivenUp": integer(sessionsGivenUp),
+                "cloudAccepted": integer(cloudAccepted),
+                "cloudDuplicates": integer(cloudDuplicates),
+                "cloudRejected": integer(cloudRejected),
+                "bytesUp": integer(bytesUp),
+                "bytesDown": integer(bytesDown),
+                "cloudLogRows": integer(cloudLogRows),
+                "publicItems": integer(publicItems),
+            ]),
+            "faults": .object(faultObject),
+            "coverage": .object(coverageObject),
+            "restores": .array(restores.map { restore in
+                .object([
+                    "device": integer(restore.device),
+                    "atSeconds": seconds(restore.at - 0),
+                    "backupAgeSeconds": seconds(restore.backupAge),
+                    "journalEventsLost": .integer(Int64(restore.journalEventsLost)),
+                    "callsLost": integer(restore.callsLost),
+                ])
+            }),
+            "converged": .bool(converged),
+            "virtualSeconds": seconds(virtualMilliseconds),
+            "convergenceSeconds": seconds(convergenceMilliseconds),
+            "wallSeconds": .double((wallSeconds * 1_000).rounded() / 1_000),
+            "eventsPerSecond": .double(eventsPerSecond.rounded()),
+            "digest": .string(digest),
+            "findings": .array(findings.map { .string($0) }),
+            "timeline": .array(timeline.map { sample in
+                .object([
+                    "atSeconds": seconds(sample.at),
+                    "backlog": integer(sample.backlog),
+                    "publicItems": integer(sample.publicItems),
+                    "cloudUp": .bool(sample.cloudUp),
+                ])
+            }),
+        ]
+        return .object(result)
+    }
+
+    /// The command that runs this simulation again.
+    public var replayCommand: String {
+        var command = "sightline simulate --seed \(options.seed) --devices \(options.devices) --events-per-device \(options.eventsPerDevice) --faults \(options.faults.rawValue)"
+        if options.threshold != 5 { command += " --threshold \(options.threshold)" }
+        return command
+    }
+
+    /// The summary table: label and value rows.
+    public var summaryRows: [[String]] {
+        var rows: [[String]] = [
+            ["seed", "\(options.seed)  (\(replayCommand))"],
+            ["devices", "\(options.devices) × \(options.eventsPerDevice) calls, K = \(options.threshold), faults \(options.faults.rawValue)"],
+            ["app calls", "\(appCalls) (\(journalEvents) journal events)"],
+            ["frames", "\(framesSent) sent, \(probes) probes, \(retries) retries, \(rewinds) rewinds, \(sessionsGivenUp) sessions given up"],
+            ["cloud", "\(cloudAccepted) accepted, \(cloudDuplicates) duplicates, \(cloudRejected) rejected; \(cloudLogRows) log rows, \(publicItems) public items"],
+            ["messages", "\(messagesAcknowledged) acknowledged, \(contentRequests) content requests"],
+            ["traffic", "\(bytesUp) bytes up, \(bytesDown) bytes down"],
+        ]
+        let fired = FaultKind.allCases.filter { (faults[$0] ?? 0) > 0 }
+        rows.append(["faults", fired.isEmpty ? "none" : fired.map { "\($0.rawValue) \(faults[$0]!)" }.joined(separator: ", ")])
+        let paths = RecoveryPath.allCases.filter { (coverage[$0] ?? 0) > 0 }
+        rows.append(["recovery", paths.isEmpty ? "none needed" : paths.map { "\($0.rawValue) \(coverage[$0]!)" }.joined(separator: ", ")])
+        if !restores.isEmpty {
+            let lost = restores.reduce(UInt64(0)) { $0 + $1.journalEventsLost }
+            rows.append(["restores", "\(restores.count) device restore(s), \(lost) journal events lost with the wiped stores"])
+        }
+        rows.append(["convergence", converged
+            ? String(format: "%.1f virtual s after the faults (run: %.1f virtual s)", Double(convergenceMilliseconds) / 1_000, Double(virtualMilliseconds) / 1_000)
+            : "did not converge"])
+        rows.append(["wall time", String(format: "%.2f s, %.0f calls/s", wallSeconds, eventsPerSecond)])
+        rows.append(["digest", digest])
+        for invariant in invariants {
+            rows.append([invariant.passed ? "pass" : "FAIL", "\(invariant.name): \(invariant.detail)"])
+        }
+        return rows
+    }
+}

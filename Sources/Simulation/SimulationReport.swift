@@ -1,0 +1,188 @@
+import CloudIndex
+import Crypto
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+
+/// The recovery paths a run can take; the gate wants each reached.
+public enum RecoveryPath: String, CaseIterable, Hashable, Sendable, Comparable {
+    /// A frame went again after an unknown outcome.
+    case retry
+    /// The cloud answered a gap and the device rewound to where it expected.
+    case rewind
+    /// A restored device resent messages of its old epoch.
+    case resendAfterRestore
+    /// The cloud asked devices for public content.
+    case contentRequest
+    /// A device withdrew a vote.
+    case withdrawal
+    /// The cloud held less than it had acknowledged (it was restored) and a device noticed.
+    case cloudRegression
+
+    public static func < (lhs: RecoveryPath, rhs: RecoveryPath) -> Bool {
+        allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+    }
+}
+
+/// What happened during a run, counted as it went.
+struct RunCounters {
+    var appCalls = 0
+    var framesSent = 0
+    var probes = 0
+    var retries = 0
+    var rewinds = 0
+    var messagesAcknowledged = 0
+    var contentRequests = 0
+    var sessionsGivenUp = 0
+    var accepted = 0
+    var duplicates = 0
+    var rejected = 0
+    var bytesUp = 0
+    var bytesDown = 0
+    var framesScanned = 0
+    var leaks = 0
+    var epochReuses = 0
+    var faults: [FaultKind: Int] = [:]
+    var coverage: [RecoveryPath: Int] = [:]
+
+    mutating func fault(_ kind: FaultKind) { faults[kind, default: 0] += 1 }
+    mutating func mark(_ path: RecoveryPath) { coverage[path, default: 0] += 1 }
+
+    mutating func absorb(_ report: SyncReport) {
+        framesSent += report.framesSent
+        probes += report.probes
+        retries += report.retries
+        rewinds += report.rewinds
+        messagesAcknowledged += report.messagesAcknowledged
+        contentRequests += report.contentRequests
+        if report.failure != nil { sessionsGivenUp += 1 }
+        if report.retries > 0 { coverage[.retry, default: 0] += report.retries }
+        if report.rewinds > 0 { coverage[.rewind, default: 0] += report.rewinds }
+        if report.contentRequests > 0 { coverage[.contentRequest, default: 0] += report.contentRequests }
+    }
+
+    mutating func record(_ outcome: IngestResult.Outcome) {
+        switch outcome {
+        case .accepted: accepted += 1
+        case .duplicate: duplicates += 1
+        case .rejected: rejected += 1
+        }
+    }
+}
+
+/// One device restore: when, from how old a backup, and what it lost.
+public struct RestoreRecord: Hashable, Sendable {
+    public let device: Int
+    /// Virtual milliseconds since the run began.
+    public let at: Int64
+    public let backupAge: Int64
+    /// Journal events after the backup that the wipe destroyed.
+    public let journalEventsLost: UInt64
+    /// App calls after the backup (their effects on the device are gone;
+    /// index operations come back through reindexing).
+    public let callsLost: Int
+}
+
+/// The state of the run at one virtual instant, for the charts.
+public struct TimelineSample: Hashable, Sendable {
+    /// Virtual milliseconds since the run began.
+    public let at: Int64
+    /// Outbox messages waiting on all devices (as of their last look).
+    public let backlog: Int
+    public let publicItems: Int
+    public let cloudUp: Bool
+}
+
+/// Everything a finished run reports: the summary table, `--json` and `report.json`.
+public struct SimulationReport: Sendable {
+    public let options: SimulationOptions
+    public let plan: FaultPlan
+    public let invariants: [InvariantResult]
+    public let converged: Bool
+    public let appCalls: Int
+    public let journalEvents: UInt64
+    public let framesSent: Int
+    public let probes: Int
+    public let retries: Int
+    public let rewinds: Int
+    public let messagesAcknowledged: Int
+    public let contentRequests: Int
+    public let sessionsGivenUp: Int
+    public let cloudAccepted: Int
+    public let cloudDuplicates: Int
+    public let cloudRejected: Int
+    public let bytesUp: Int
+    public let bytesDown: Int
+    public let faults: [FaultKind: Int]
+    public let coverage: [RecoveryPath: Int]
+    public let restores: [RestoreRecord]
+    public let publicItems: Int
+    public let cloudLogRows: Int
+    /// Virtual milliseconds: the whole run, and from the end of the faults to quiet.
+    public let virtualMilliseconds: Int64
+    public let convergenceMilliseconds: Int64
+    public let wallSeconds: Double
+    public let timeline: [TimelineSample]
+    /// Per device: outbox messages not yet acknowledged at the end of the fault phase's last look.
+    public let findings: [String]
+    /// SHA-256 over every device's journal head and the cloud's log head and
+    /// projections: the same seed and options give the same digest.
+    public let digest: String
+    /// Where the stores were kept (nil: a scratch directory, removed).
+    public let directory: String?
+
+    public var passed: Bool { invariants.allSatisfy(\.passed) }
+    public var failures: [InvariantResult] { invariants.filter { !$0.passed } }
+    public var eventsPerSecond: Double { wallSeconds > 0 ? Double(appCalls) / wallSeconds : 0 }
+
+    init(simulator: Simulator, invariants: [InvariantResult], converged: Bool, wall: Duration) {
+        options = simulator.options
+        plan = simulator.plan
+        self.invariants = invariants
+        self.converged = converged
+        let counters = simulator.counters
+        appCalls = counters.appCalls
+        framesSent = counters.framesSent
+        probes = counters.probes
+        retries = counters.retries
+        rewinds = counters.rewinds
+        messagesAcknowledged = counters.messagesAcknowledged
+        contentRequests = counters.contentRequests
+        sessionsGivenUp = counters.sessionsGivenUp
+        cloudAccepted = counters.accepted
+        cloudDuplicates = counters.duplicates
+        cloudRejected = counters.rejected
+        bytesUp = counters.bytesUp
+        bytesDown = counters.bytesDown
+        faults = counters.faults
+        var coverage = counters.coverage
+        let withdrawals = simulator.devices.reduce(0) { total, device in
+            total + device.expected.values.joined().joined().filter { if case .withdraw = $0 { true } else { false } }.count
+        }
+        if withdrawals > 0 { coverage[.withdrawal] = withdrawals }
+        self.coverage = coverage
+        restores = simulator.restores
+        timeline = simulator.timeline
+        findings = simulator.findings
+        virtualMilliseconds = simulator.world.milliseconds - Simulator.start.millisecondsSince1970
+        convergenceMilliseconds = simulator.convergenceMilliseconds
+        wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        directory = simulator.options.directory
+
+        var hasher = SHA256()
+        var events: UInt64 = 0
+        for device in simulator.devices {
+            let verification = try? device.store.verifyJournal()
+            events += verification?.head.rawValue ?? 0
+            hasher.update(data: Array("\(device.name) \(device.epoch) \(verification?.head.rawValue ?? 0) \(verification?.headHash.hex ?? "-")\n".utf8))
+        }
+        journalEvents = events
+        let cloud = simulator.cloud
+        let stats = try? cloud?.stats()
+        publicItems = stats?.publicItems ?? 0
+        cloudLogRows = stats?.logRows ?? 0
+        hasher.update(data: Array("cloud \(cloudLogRows) \((try? cloud?.projectionDigest()) ?? "-")\n".utf8))
+        digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+}

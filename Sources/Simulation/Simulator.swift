@@ -1,0 +1,694 @@
+import CloudIndex
+import Foundation
+import DeviceStore
+import IndexModel
+import Snapshot
+import SyncWire
+
+/// The discrete-event simulator: every device, the network and the cloud in
+/// one thread on one virtual clock, driven by events taken earliest first.
+/// Each device is a real `DeviceStore` driven by `SyncSession`; the cloud is a
+/// real `CloudIndex`; the network is the simulator's own in-memory transport,
+/// which loses, duplicates, delays, replays and corrupts frames as the fault
+/// plan says. A run has a fault phase (the workload plus faults) and a
+/// convergence phase (faults healed, input stopped, sync until quiet), then the
+/// oracle's checks (`Invariants`).
+public final class Simulator {
+    enum Event {
+        case userAction(Int)
+        case syncTimer(Int)
+        case sessionWake(Int, session: UInt64)
+        case toCloud(from: Int?, request: UInt64, bytes: [UInt8])
+        case toDevice(Int, request: UInt64, bytes: [UInt8])
+        case timeout(Int, request: UInt64)
+        case chaos
+        case heal(partition: UInt64)
+        case cloudUp(restore: Bool, incarnation: Int)
+        case cloudSnapshot
+        case deviceBackup(Int)
+        case hostile
+        case sample
+        case convergenceCheck
+    }
+
+    struct Partition {
+        let id: UInt64
+        /// Nil: every device.
+        let members: Set<Int>?
+        let blocksRequests: Bool
+        let blocksReplies: Bool
+
+        func covers(_ device: Int) -> Bool { members?.contains(device) ?? true }
+    }
+
+    enum Phase {
+        case faults
+        case converging(since: Int64)
+        case done(converged: Bool)
+    }
+
+    static let start = Timestamp(millisecondsSince1970: 1_798_761_600_000)  // 2027-01-01T00:00:00Z
+    static let enrolmentSecret = "simulation-enrolment-secret"
+
+    public let options: SimulationOptions
+    public let plan: FaultPlan
+    let directory: String
+    private let removeDirectory: Bool
+    let world: WorldClock
+    let catalogue: Catalogue
+    private var faultRandom: SimRandom
+    private var networkRandom: SimRandom
+    private var timingRandom: SimRandom
+    private let cloudRandom: SeededRandom
+    let cloudPath: String
+    var cloud: CloudIndex?
+    private var cloudIncarnation = 0
+    private var cloudSnapshots: [String] = []
+    var devices: [SimDevice] = []
+    private var queue = EventQueue<Event>()
+    private var nextRequest: UInt64 = 0
+    private var partitions: [Partition] = []
+    private var nextPartition: UInt64 = 0
+    private var captured: [[UInt8]] = []
+    private var hostileKey: [UInt8]?
+    private(set) var phase = Phase.faults
+    private var finishedDevices = 0
+    var counters = RunCounters()
+    var findings: [String] = []
+    var restores: [RestoreRecord] = []
+    var timeline: [TimelineSample] = []
+    private let progress: ((Double) -> Void)?
+
+    /// Prepares a run: the directory, the cloud, and every device enrolled.
+    public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
+        try options.validate()
+        self.options = options
+        self.progress = progress
+        var root = SimRandom(seed: options.seed)
+        var planRandom = root.split()
+        plan = FaultPlan.draw(options.faults, random: &planRandom)
+        faultRandom = root.split()
+        networkRandom = root.split()
+        timingRandom = root.split()
+        cloudRandom = SeededRandom(seed: root.next())
+        world = WorldClock(start: Simulator.start.millisecondsSince1970)
+        catalogue = Catalogue(app: options.app, size: options.catalogueSize)
+        if let given = options.directory {
+            directory = given
+            removeDirectory = false
+        } else {
+            directory = FileManager.default.temporaryDirectory.path + "/sightline-sim-\(ProcessInfo.processInfo.processIdentifier)-\(options.seed)"
+            removeDirectory = true
+        }
+        cloudPath = directory + "/cloud.sqlite"
+        do {
+            if FileManager.default.fileExists(atPath: directory) {
+                let existing = try FileManager.default.contentsOfDirectory(atPath: directory)
+                guard existing.isEmpty || removeDirectory else {
+                    throw SimulationError("\(directory) is not empty: give --out a new or empty directory")
+                }
+                if removeDirectory { try FileManager.default.removeItem(atPath: directory) }
+            }
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch let error as SimulationError {
+            throw error
+        } catch {
+            throw SimulationError("cannot prepare \(directory): \(error.localizedDescription)")
+        }
+        do {
+            let cloud = try openCloud()
+            try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
+            self.cloud = cloud
+            for number in 0..<options.devices {
+                let clock = DeviceClock(world: world)
+                let random = SeededRandom(seed: root.next())
+                let location: StoreLocation = options.directory == nil ? .memory : .file(devicePath(number))
+                let store = try DeviceStore(at: location, options: storeOptions(clock: clock, random: random))
+                try store.setDeviceKey(try cloud.enrol(app: options.app, device: store.deviceID.rawValue,
+                                                       enrolmentSecret: Simulator.enrolmentSecret))
+                let device = SimDevice(number: number, clock: clock, random: random, store: store, location: location,
+                                       workload: Workload(device: number, random: root.split()))
+                devices.append(device)
+            }
+            if plan.hostile {
+                hostileKey = try cloud.enrol(app: options.app, device: Simulator.hostileName,
+                                             enrolmentSecret: Simulator.enrolmentSecret)
+            }
+        } catch {
+            throw SimulationError("cannot set the simulation up: \(error)")
+        }
+        if plan.sybil && options.threshold >= 2 {
+            // K−1 devices push an entry nobody else knows: it must never become public.
+            for device in devices.prefix(options.threshold - 1) {
+                device.scripted = [.activity(catalogue.activity(catalogue.sybil.number, related: nil, expires: nil)),
+                                   .engage(ref: catalogue.sybil.url)]
+            }
+        }
+    }
+
+    deinit {
+        if removeDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    static let hostileName = "hostile-device"
+
+    func devicePath(_ number: Int) -> String { directory + "/device-\(number).sqlite" }
+
+    private func storeOptions(clock: DeviceClock, random: SeededRandom) -> StoreOptions {
+        StoreOptions(clock: clock, random: random, durability: .normal, app: options.app)
+    }
+
+    private func openCloud() throws(CloudError) -> CloudIndex {
+        try CloudIndex(at: .file(cloudPath), options: CloudOptions(clock: world, random: cloudRandom,
+                                                                  threshold: options.threshold, durability: .normal))
+    }
+
+    // MARK: - Running
+
+    /// Runs the fault phase and the convergence phase, then checks the
+    /// invariants. Throws only when the run could not be carried out.
+    public func run() throws(SimulationError) -> SimulationReport {
+        let wallStart = ContinuousClock.now
+        var now = world.milliseconds
+        for device in devices {
+            queue.schedule(.userAction(device.number), at: now + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
+            queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
+            if plan.deviceRestores > 0 {
+                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000))
+            }
+        }
+        queue.schedule(.chaos, at: now + 1_000)
+        queue.schedule(.sample, at: now)
+        queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)
+        if plan.hostile { queue.schedule(.hostile, at: now + timingRandom.between(1_000, 20_000)) }
+        if options.eventsPerDevice == 0 { finishedDevices = devices.count; startConvergence() }
+        do {
+            while case .faults = phase, let next = queue.pop() {
+                now = next.time
+                if now - Simulator.start.millisecondsSince1970 > Simulator.faultPhaseLimit {
+                    throw SimulationError("the fault phase ran past \(Simulator.faultPhaseLimit / 3_600_000) virtual hours without the devices finishing their calls")
+                }
+                world.move(to: now)
+                try handle(next.event)
+            }
+            while case .converging = phase, let next = queue.pop() {
+                world.move(to: next.time)
+                try handle(next.event)
+            }
+        } catch let error as SimulationError {
+            throw error
+        } catch {
+            throw SimulationError("the simulation stopped at virtual time \(world.now()): \(error)")
+        }
+        let checks = checkInvariants()
+        let converged = checks.first { $0.name == "converged" }?.passed ?? false
+        let wall = ContinuousClock.now - wallStart
+        return SimulationReport(simulator: self, invariants: checks, converged: converged, wall: wall)
+    }
+
+    /// The oracle's checks against the stores as they are now (`run` makes
+    /// them at the end; tests make them again after tampering with a store).
+    public func checkInvariants() -> [InvariantResult] {
+        let converged: Bool
+        if case .done(let value) = phase { converged = value } else { converged = false }
+        return Invariants(simulator: self, converged: converged).run()
+    }
+
+    static let meanCallGap = 3_000.0
+    /// A guard against a workload that never ends: far beyond any run's need.
+    static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
+    static let cloudSnapshotInterval: Int64 = 30_000
+    static let requestTimeout: Int64 = 4_000
+
+    var convergenceStart: Int64? {
+        if case .converging(let since) = phase { return since }
+        return nil
+    }
+    private(set) var convergenceMilliseconds: Int64 = 0
+
+    private func handle(_ event: Event) throws {
+        switch event {
+        case .userAction(let number):
+            try userAction(devices[number])
+        case .syncTimer(let number):
+            try syncTimer(devices[number])
+        case .sessionWake(let number, let session):
+            let device = devices[number]
+            if device.session != nil, device.sessionNumber == session, device.inFlight == nil { try drive(device) }
+        case .toCloud(let from, let request, let bytes):
+            try deliverToCloud(from: from, request: request, bytes: bytes)
+        case .toDevice(let number, let request, let bytes):
+            let device = devices[number]
+            guard device.inFlight == request, var session = device.session else { return }
+            device.inFlight = nil
+            let before = session.uploader.acknowledged
+            let requestsBefore = session.report.contentRequests
+            let now = device.clock.now()
+            try session.received(bytes, store: device.store, now: now)
+            if session.report.contentRequests > requestsBefore {
+                // Journaling the requests was a write of its own, with its expiry sweep.
+                device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
+            }
+            if session.uploader.acknowledged < before { counters.mark(.cloudRegression) }
+            device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
+                                                                     session.uploader.durable.seq)
+            device.session = session
+            try drive(device)
+        case .timeout(let number, let request):
+            let device = devices[number]
+            guard device.inFlight == request, var session = device.session else { return }
+            device.inFlight = nil
+            session.failed(reason: "no reply within \(Simulator.requestTimeout) ms", store: device.store, now: device.clock.now())
+            device.session = session
+            try drive(device)
+        case .chaos:
+            if case .faults = phase {
+                try chaos()
+                queue.schedule(.chaos, at: world.milliseconds + 1_000)
+            }
+        case .heal(let id):
+            partitions.removeAll { $0.id == id }
+        case .cloudUp(let restore, let incarnation):
+            if cloud == nil && incarnation == cloudIncarnation { try bringCloudUp(restore: restore) }
+        case .cloudSnapshot:
+            try takeCloudSnapshot()
+            queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
+        case .deviceBackup(let number):
+            if case .faults = phase {
+                try takeBackup(devices[number])
+                queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000))
+            }
+        case .hostile:
+            if case .faults = phase {
+                hostileFrame()
+                queue.schedule(.hostile, at: world.milliseconds + timingRandom.between(5_000, 30_000))
+            }
+        case .sample:
+            try sample()
+            queue.schedule(.sample, at: world.milliseconds + 10_000)
+        case .convergenceCheck:
+            try convergenceCheck()
+        }
+    }
+
+    // MARK: - Devices
+
+    private func userAction(_ device: SimDevice) throws {
+        guard device.workloadCalls < options.eventsPerDevice || !device.scripted.isEmpty else { return }
+        let operation = device.scripted.isEmpty
+            ? device.workload.next(now: device.clock.now(), model: device.model, truth: &device.truth, catalogue: catalogue)
+            : device.scripted.removeFirst()
+        do {
+            try device.perform(operation, catalogue: catalogue)
+        } catch {
+            throw SimulationError("device \(device.number) refused the workload's \(operation.name) call: \(error)")
+        }
+        counters.appCalls += 1
+        device.workloadCalls += 1
+        if device.workloadCalls >= options.eventsPerDevice && device.scripted.isEmpty {
+            finishedDevices += 1
+            progress?(Double(finishedDevices) / Double(devices.count))
+            if finishedDevices == devices.count { startConvergence() }
+        } else {
+            queue.schedule(.userAction(device.number),
+                           at: world.milliseconds + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
+        }
+    }
+
+    private func syncTimer(_ device: SimDevice) throws {
+        let now = world.milliseconds
+        let converging = convergenceStart != nil
+        queue.schedule(.syncTimer(device.number), at: now + (converging ? timingRandom.between(1_000, 2_000)
+                                                                        : timingRandom.between(2_000, 8_000)))
+        guard device.session == nil, now >= device.offlineUntil else { return }
+        let status = try device.store.syncStatus()
+        device.lastPending = status.pending
+        // Converging, a device syncs until it has nothing to send and has
+        // heard the cloud since the cloud last took anything new (a content
+        // request may be waiting for it). Otherwise it probes once a minute.
+        let stale = converging ? device.heardCloudAt != counters.accepted : now >= device.nextProbe
+        guard status.pending > 0 || stale else { return }
+        device.nextProbe = now + 60_000
+        device.sessionNumber += 1
+        device.session = try SyncSession(store: device.store, configuration: UploaderConfiguration(
+            maximumMessages: 200, initialBackoffMilliseconds: 200, maximumBackoffMilliseconds: 10_000,
+            jitterSeed: device.random.next()), maximumAttempts: 6)
+        device.sessionStartedAt = counters.accepted
+        try drive(device)
+    }
+
+    /// Steps the device's session until it sends, waits or finishes.
+    private func drive(_ device: SimDevice) throws {
+        guard var session = device.session else { return }
+        let framesBefore = session.report.framesSent
+        let step = try session.next(store: device.store, now: device.clock.now())
+        switch step {
+        case .send(let frame):
+            device.session = session
+            nextRequest += 1
+            device.inFlight = nextRequest
+            if session.report.framesSent > framesBefore && frame.epoch < device.epoch { counters.mark(.resendAfterRestore) }
+            send(from: device, request: nextRequest, bytes: frame.encoded)
+            queue.schedule(.timeout(device.number, request: nextRequest), at: world.milliseconds + Simulator.requestTimeout)
+        case .wait(let until):
+            device.session = session
+            queue.schedule(.sessionWake(device.number, session: device.sessionNumber),
+                           at: max(device.clock.worldTime(of: until), world.milliseconds + 1))
+        case .finished:
+            counters.absorb(session.report)
+            if let status = session.report.status { device.lastPending = status.pending }
+            if session.report.failure == nil { device.heardCloudAt = device.sessionStartedAt }
+            device.session = nil
+        }
+    }
+
+    // MARK: - The network
+
+    private var networkFaults: Bool {
+        if case .faults = phase { return true }
+        return false
+    }
+
+    private func send(from device: SimDevice, request: UInt64, bytes: [UInt8]) {
+        counters.bytesUp += bytes.count
+        counters.framesScanned += 1
+        scanForCanary(bytes, from: device)
+        let now = world.milliseconds
+        guard now >= device.offlineUntil,
+              !partitions.contains(where: { $0.blocksRequests && $0.covers(device.number) }) else { return }
+        if networkFaults {
+            if captured.count < 64 { captured.append(bytes) } else { captured[networkRandom.below(64)] = bytes }
+            if networkRandom.chance(plan.requestLoss) { counters.fault(.requestLost); return }
+        }
+        var latency = networkRandom.between(5, 60)
+        var delivered = bytes
+        if networkFaults {
+            if networkRandom.chance(plan.delay) {
+                counters.fault(.delayed)
+                latency += networkRandom.between(500, 6_000)
+            }
+            if networkRandom.chance(plan.bitFlip) {
+                counters.fault(.bitFlip)
+                flipBit(&delivered)
+            }
+            if networkRandom.chance(plan.duplication) {
+                counters.fault(.duplicated)
+                queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered),
+                               at: now + latency + networkRandom.between(1, 3_000))
+            }
+            if networkRandom.chance(plan.replay), !captured.isEmpty {
+                counters.fault(.replayed)
+                queue.schedule(.toCloud(from: nil, request: 0, bytes: captured[networkRandom.below(captured.count)]),
+                               at: now + networkRandom.between(1_000, 60_000))
+            }
+        }
+        queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered), at: now + latency)
+    }
+
+    private func deliverToCloud(from number: Int?, request: UInt64, bytes: [UInt8]) throws {
+        guard let cloud else {
+            // Connection refused: the device learns at once that the outcome is unknown.
+            if let number { queue.schedule(.timeout(number, request: request), at: world.milliseconds + 5) }
+            return
+        }
+        let result = cloud.ingest(bytes)
+        counters.record(result.outcome)
+        guard let number else { return }
+        let device = devices[number]
+        if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
+        var reply = result.reply
+        var latency = networkRandom.between(5, 60)
+        if networkFaults {
+            if networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
+            if networkRandom.chance(plan.delay) {
+                counters.fault(.delayed)
+                latency += networkRandom.between(500, 6_000)
+            }
+            if networkRandom.chance(plan.bitFlip) {
+                counters.fault(.bitFlip)
+                flipBit(&reply)
+            }
+        }
+        counters.bytesDown += reply.count
+        queue.schedule(.toDevice(device.number, request: request, bytes: reply), at: world.milliseconds + latency)
+    }
+
+    private func flipBit(_ bytes: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        let bit = networkRandom.below(bytes.count * 8)
+        bytes[bit / 8] ^= UInt8(1 << (bit % 8))
+    }
+
+    /// Every frame a device sends is searched for the canary that marks
+    /// private strings: in its bytes and in its inflated payload.
+    private func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
+        let marker = Array(Catalogue.canary.utf8)
+        var found = contains(bytes, marker)
+        if !found, let frame = try? UploadFrame.parse(bytes), let messages = try? frame.messages() {
+            found = messages.contains { JSONWriter.compact($0.jsonValue).contains(Catalogue.canary) }
+        }
+        if found {
+            counters.leaks += 1
+            if counters.leaks <= 5 { findings.append("device \(device.number) sent a frame carrying private text (the canary)") }
+        }
+    }
+
+    private func contains(_ bytes: [UInt8], _ marker: [UInt8]) -> Bool {
+        guard bytes.count >= marker.count else { return false }
+        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
+            if bytes[start..<start + marker.count].elementsEqual(marker) { return true }
+        }
+        return false
+    }
+
+    // MARK: - Faults
+
+    private func chaos() throws {
+        let perTick = 1.0 / 3_600.0
+        let count = Double(devices.count)
+        if faultRandom.chance(plan.partitions * perTick) { partition() }
+        if faultRandom.chance(min(1, plan.deviceCrashes * perTick * count)) { try crash(randomDevice()) }
+        if faultRandom.chance(min(1, plan.offlinePeriods * perTick * count)) {
+            let device = randomDevice()
+            counters.fault(.offline)
+            device.offlineUntil = world.milliseconds + faultRandom.between(60_000, 600_000)
+            dropSession(device)
+        }
+        if faultRandom.chance(min(1, plan.deviceRestores * perTick * count)) {
+            let candidates = devices.filter { !$0.backups.isEmpty }
+            if !candidates.isEmpty { try restore(candidates[faultRandom.below(candidates.count)]) }
+        }
+        if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
+            let device = randomDevice()
+            counters.fault(.clockJump)
+            device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
+        }
+        if cloud != nil, faultRandom.chance(plan.cloudCrashes * perTick) { crashCloud(restore: false) }
+        if cloud != nil, !cloudSnapshots.isEmpty, faultRandom.chance(plan.cloudRestores * perTick) { crashCloud(restore: true) }
+    }
+
+    private func randomDevice() -> SimDevice { devices[faultRandom.below(devices.count)] }
+
+    private func partition() {
+        nextPartition += 1
+        let members: Set<Int>?
+        switch faultRandom.below(100) {
+        case 0..<50: members = [faultRandom.below(devices.count)]
+        case 50..<85: members = Set((0..<devices.count).filter { _ in faultRandom.chance(0.4) })
+        default: members = nil
+        }
+        let direction = faultRandom.below(10)
+        partitions.append(Partition(id: nextPartition, members: members, blocksRequests: direction != 0, blocksReplies: direction != 1))
+        counters.fault(.partition)
+        queue.schedule(.heal(partition: nextPartition), at: world.milliseconds + faultRandom.between(5_000, 120_000))
+    }
+
+    private func dropSession(_ device: SimDevice) {
+        if let session = device.session { counters.absorb(session.report) }
+        device.session = nil
+        device.inFlight = nil
+    }
+
+    /// The device's process dies: its sync session and anything in flight are
+    /// gone; its store is opened again from what was committed.
+    private func crash(_ device: SimDevice) throws {
+        counters.fault(.deviceCrash)
+        dropSession(device)
+        if case .file = device.location {
+            device.store = try DeviceStore(at: device.location, options: storeOptions(clock: device.clock, random: device.random))
+        }
+    }
+
+    private func takeBackup(_ device: SimDevice) throws {
+        device.backupsTaken += 1
+        let path = directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap"
+        let status = try device.store.syncStatus()
+        let manifest = try device.store.snapshot(to: path)
+        device.backups.append(SimDevice.Backup(path: path, model: device.model, epoch: device.epoch,
+                                               journalHead: manifest.headSeq, outboxHead: status.head,
+                                               calls: device.calls, groups: device.expected[device.epoch]?.count ?? 0,
+                                               takenAt: world.milliseconds))
+        if device.backups.count > 3 {
+            StoreFiles.remove(device.backups.removeFirst().path)
+        }
+    }
+
+    /// Wipes the device and restores it from one of its backups (of random
+    /// age), then lets the app reindex.
+    private func restore(_ device: SimDevice) throws {
+        let backup = device.backups[faultRandom.below(device.backups.count)]
+        counters.fault(.deviceRestore)
+        dropSession(device)
+        let head = try device.store.verifyJournal().head.rawValue
+        // What an earlier restore owed the cloud but had not sent yet is
+        // wiped with the device: only what the cloud acknowledged stays owed.
+        let acknowledged = try device.store.syncStatus().acknowledged
+        for epoch in device.mustHold.keys.sorted() where device.mustHold[epoch]! > acknowledged {
+            device.mustHold[epoch] = acknowledged.epoch == epoch ? acknowledged : nil
+        }
+        // A new file for each restore: the replaced store is closed first and
+        // its files removed, so no connection outlives its file's name.
+        let path = directory + "/device-\(device.number).r\(device.restores + 1).sqlite"
+        let report: RestoreReport
+        do {
+            report = try DeviceStore.restore(snapshot: backup.path, to: path, force: true,
+                                             options: storeOptions(clock: device.clock, random: device.random))
+        } catch {
+            throw SimulationError("device \(device.number) could not be restored from \(backup.path): \(error)")
+        }
+        if let kept = report.replacedStoreKeptAt { StoreFiles.remove(kept) }
+        let replaced = device.location
+        device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
+        device.location = .file(path)
+        if case .file(let old) = replaced { StoreFiles.remove(old) }
+        // A backup of the current epoch: the restored device resends its
+        // messages, so the cloud must end up with them. A backup of an epoch
+        // the device had already left by an earlier restore: its tail beyond
+        // what the cloud held when that epoch ended is lost for good (the
+        // cloud refuses to grow an ended epoch), so nothing more is owed.
+        if backup.outboxHead.seq > 0 && backup.epoch == device.epoch {
+            device.mustHold[backup.outboxHead.epoch] = max(device.mustHold[backup.outboxHead.epoch] ?? backup.outboxHead,
+                                                           backup.outboxHead)
+        }
+        if device.expected[report.newEpoch] != nil {
+            findings.append("""
+                device \(device.number) restored from a backup of epoch \(backup.epoch) began epoch \(report.newEpoch), \
+                which it had already used: (epoch, seq) positions repeat
+                """)
+            counters.epochReuses += 1
+        }
+        device.restores += 1
+        device.model = backup.model
+        device.epoch = report.newEpoch
+        device.expected[report.newEpoch] = []
+        restores.append(RestoreRecord(device: device.number, at: world.milliseconds, backupAge: world.milliseconds - backup.takenAt,
+                                      journalEventsLost: head > backup.journalHead ? head - backup.journalHead : 0,
+                                      callsLost: device.calls - backup.calls))
+        do {
+            try device.store.processReindexRequests(with: SimReindexer(device: device, catalogue: catalogue))
+        } catch {
+            throw SimulationError("device \(device.number) could not reindex after its restore: \(error)")
+        }
+    }
+
+    private func crashCloud(restore: Bool) {
+        counters.fault(restore ? .cloudRestore : .cloudCrash)
+        cloud = nil
+        cloudIncarnation += 1
+        queue.schedule(.cloudUp(restore: restore, incarnation: cloudIncarnation),
+                       at: world.milliseconds + faultRandom.between(2_000, 30_000))
+    }
+
+    private func bringCloudUp(restore: Bool) throws {
+        if restore, let latest = cloudSnapshots.last {
+            do {
+                try CloudIndex.restore(snapshot: latest, to: cloudPath, force: true,
+                                       options: CloudOptions(clock: world, random: cloudRandom, durability: .normal))
+            } catch {
+                throw SimulationError("the cloud could not be restored from \(latest): \(error)")
+            }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            where name.hasPrefix("cloud.sqlite.replaced-") {
+                StoreFiles.remove(directory + "/" + name)
+            }
+        }
+        cloud = try openCloud()
+    }
+
+    private func takeCloudSnapshot() throws {
+        guard let cloud else { return }
+        let path = directory + "/cloud-\(cloudSnapshots.count).slsnap"
+        try cloud.snapshot(to: path)
+        cloudSnapshots.append(path)
+        if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots[cloudSnapshots.count - 3]) }
+    }
+
+    /// A hostile device: a frame signed with a made-up key in an honest
+    /// device's name, an honest frame replayed, or a ballot-stuffing frame of
+    /// its own (many votes with different tokens). The cloud must refuse or
+    /// ignore each.
+    private func hostileFrame() {
+        guard let hostileKey else { return }
+        counters.fault(.hostileFrame)
+        let hash = catalogue.sybil.hash
+        func vote() -> OutboxMessage {
+            .vote(hash, VoteToken((0..<16).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) })!)
+        }
+        let bytes: [UInt8]
+        switch faultRandom.below(3) {
+        case 0:
+            let victim = randomDevice()
+            let forgedKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) }
+            bytes = UploadFrame(app: options.app, device: victim.name,
+                                records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: vote())],
+                                key: forgedKey).encoded
+        case 1 where !captured.isEmpty:
+            bytes = captured[faultRandom.below(captured.count)]
+        default:
+            let records = (1...20).map { OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64($0)), message: vote()) }
+            bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
+        }
+        queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
+    }
+
+    // MARK: - Convergence
+
+    private func startConvergence() {
+        let now = world.milliseconds
+        phase = .converging(since: now)
+        partitions.removeAll()
+        for device in devices { device.offlineUntil = 0 }
+        if cloud == nil { queue.schedule(.cloudUp(restore: false, incarnation: cloudIncarnation), at: now) }
+        queue.schedule(.convergenceCheck, at: now + 5_000)
+    }
+
+    /// Quiet: no session running, nothing pending on any device, and every
+    /// device has finished a sync that began after the cloud last took
+    /// anything new (so every content request was heard and answered).
+    private func convergenceCheck() throws {
+        guard let since = convergenceStart else { return }
+        let now = world.milliseconds
+        let quiet = cloud != nil && devices.allSatisfy {
+            $0.session == nil && $0.lastPending == 0 && $0.heardCloudAt == counters.accepted
+        }
+        if quiet {
+            convergenceMilliseconds = now - since
+            phase = .done(converged: true)
+        } else if now - since > Simulator.convergenceLimit {
+            convergenceMilliseconds = now - since
+            phase = .done(converged: false)
+        } else {
+            queue.schedule(.convergenceCheck, at: now + 1_000)
+        }
+    }
+
+    static let convergenceLimit: Int64 = 3_600_000
+
+    private func sample() throws {
+        let backlog = devices.reduce(0) { $0 + $1.lastPending }
+        let stats = try cloud?.stats()
+        timeline.append(TimelineSample(at: world.milliseconds - Simulator.start.millisecondsSince1970, backlog: backlog,
+                                       publicItems: stats?.publicItems ?? timeline.last?.publicItems ?? 0,
+                                       cloudUp: cloud != nil))
+    }
+}

@@ -1,0 +1,173 @@
+import IndexModel
+import SyncWire
+
+/// A message the oracle expects a device to send, by catalogue entry. Content
+/// is not here: when a device answers a content request depends on the
+/// network, so content is checked on its own.
+enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
+    case vote(Int)
+    case withdraw(Int)
+    case view(Int)
+    case shown(Int)
+    case engaged(Int)
+
+    var entry: Int {
+        switch self {
+        case .vote(let entry), .withdraw(let entry), .view(let entry), .shown(let entry), .engaged(let entry): entry
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .vote(let entry): "vote for entry \(entry)"
+        case .withdraw(let entry): "withdrawal for entry \(entry)"
+        case .view(let entry): "view of entry \(entry)"
+        case .shown(let entry): "impression of entry \(entry)"
+        case .engaged(let entry): "engagement with entry \(entry)"
+        }
+    }
+}
+
+/// The oracle's model of one device store: what the app's calls imply for its
+/// items, its activities and its votes, and which messages each call must put
+/// in the outbox. It is written from the semantics in DESIGN.md and
+/// docs/SYNC.md, not from the store's code, and it is a value: a snapshot of
+/// the device keeps a copy, and a restore goes back to it.
+struct StoreModel {
+    struct Activity {
+        /// The catalogue entry of a public activity; nil for a private one.
+        var entry: Int?
+        var refs: Set<String>
+        var live: Bool
+        var related: String?
+        var domain: String?
+        var expires: Timestamp?
+    }
+
+    private(set) var items: [String: [String: SearchableItem]] = [:]
+    private(set) var clientStates: [String: [UInt8]] = [:]
+    private(set) var activities: [String: Activity] = [:]
+    /// Entries with a live vote on this device.
+    private(set) var votes: Set<Int> = []
+
+    /// Folds one call made at `now` (the device's clock) and returns the
+    /// messages it implies, per entry in the order the device sends them.
+    mutating func apply(_ operation: AppOperation, now: Timestamp, catalogue: Catalogue) -> [ExpectedMessage] {
+        var out: [ExpectedMessage] = []
+        expire(now: now, into: &out)
+        apply(operation, catalogue: catalogue, into: &out)
+        return out
+    }
+
+    /// A write the store makes on its own (journaling the cloud's content
+    /// requests) runs the same expiry sweep as a call.
+    mutating func sweep(now: Timestamp) -> [ExpectedMessage] {
+        var out: [ExpectedMessage] = []
+        expire(now: now, into: &out)
+        return out
+    }
+
+    private mutating func apply(_ operation: AppOperation, catalogue: Catalogue, into out: inout [ExpectedMessage]) {
+        switch operation {
+        case .index, .update, .delete, .deleteDomains, .deleteAll:
+            let index = operation.indexName!
+            let removed = ItemFold.apply(operation, to: &items[index, default: [:]])
+            for identifier in removed { itemGone(identifier, into: &out) }
+        case .batch(let batch):
+            for inner in batch.operations { apply(inner, catalogue: catalogue, into: &out) }
+            clientStates[batch.index] = batch.clientState
+        case .activity(let activity):
+            let key = activity.key
+            var emptied: Int?
+            if let old = activities[key], let entry = old.entry, old.live { emptied = entry }
+            // Public exactly when it has public content; the catalogue names its hash.
+            let entry = PublicContent(activity)
+                .flatMap { PublicHash.of(app: catalogue.app, content: $0) }
+                .flatMap(catalogue.number(of:))
+            activities[key] = Activity(entry: entry, refs: Set([activity.webpageURL, activity.relatedUniqueIdentifier,
+                                                                 activity.weakRelatedUniqueIdentifier].compactMap { $0 }),
+                                       live: true, related: activity.relatedUniqueIdentifier,
+                                       domain: activity.domainIdentifier, expires: activity.expirationDate)
+            if let entry {
+                if emptied == entry { emptied = nil }
+                if votes.contains(entry) { out.append(.view(entry)) }
+            }
+            if let emptied { withdrawIfVoted(emptied, into: &out) }
+        case .deleteActivities(let identifiers):
+            for identifier in identifiers { removeActivity(UserActivity.key(persistentIdentifier: identifier), into: &out) }
+        case .deleteActivityDomains(let domains):
+            for (key, activity) in activities.sorted(by: { $0.key < $1.key }) {
+                guard let domain = activity.domain,
+                      domains.contains(where: { domain == $0 || domain.hasPrefix($0 + ".") }) else { continue }
+                removeActivity(key, into: &out)
+            }
+        case .deleteAllActivities:
+            for key in activities.keys.sorted() { removeActivity(key, into: &out) }
+        case .shown(let ref):
+            for entry in liveEntries(ref: ref) where votes.contains(entry) { out.append(.shown(entry)) }
+        case .engage(let ref):
+            for entry in liveEntries(ref: ref) {
+                if votes.insert(entry).inserted { out.append(.vote(entry)) }
+                out.append(.engaged(entry))
+            }
+        case .advanceClock:
+            break
+        }
+    }
+
+    /// The expiry sweep every call starts with.
+    private mutating func expire(now: Timestamp, into out: inout [ExpectedMessage]) {
+        for index in items.keys.sorted() {
+            for (identifier, item) in items[index]!.sorted(by: { $0.key < $1.key }) {
+                guard let expires = item.expirationDate, expires <= now else { continue }
+                items[index]!.removeValue(forKey: identifier)
+                itemGone(identifier, into: &out)
+            }
+        }
+        for (key, activity) in activities.sorted(by: { $0.key < $1.key }) {
+            if let expires = activity.expires, expires <= now { removeActivity(key, into: &out) }
+        }
+    }
+
+    /// After an item left an index: once no index holds its identifier, the
+    /// activities strongly related to it stop being eligible.
+    private mutating func itemGone(_ identifier: String, into out: inout [ExpectedMessage]) {
+        guard !items.values.contains(where: { $0[identifier] != nil }) else { return }
+        for (key, activity) in activities.sorted(by: { $0.key < $1.key }) where activity.related == identifier && activity.live {
+            activities[key]!.live = false
+            if let entry = activity.entry { withdrawIfVoted(entry, into: &out) }
+        }
+    }
+
+    private mutating func removeActivity(_ key: String, into out: inout [ExpectedMessage]) {
+        guard let activity = activities.removeValue(forKey: key) else { return }
+        if let entry = activity.entry, activity.live { withdrawIfVoted(entry, into: &out) }
+    }
+
+    private mutating func withdrawIfVoted(_ entry: Int, into out: inout [ExpectedMessage]) {
+        if votes.remove(entry) != nil { out.append(.withdraw(entry)) }
+    }
+
+    private func liveEntries(ref: String) -> [Int] {
+        activities.values.compactMap { $0.live && $0.refs.contains(ref) ? $0.entry : nil }.sorted()
+    }
+
+    /// Whether the device holds a live public activity of `entry` (and so answers content requests for it).
+    func holdsLiveVote(_ entry: Int) -> Bool {
+        votes.contains(entry)
+    }
+
+    /// A live public activity of `entry`, if the device has one.
+    func hasLiveActivity(_ entry: Int) -> Bool {
+        activities.values.contains { $0.entry == entry && $0.live }
+    }
+
+    /// The catalogue entries of the device's public activities, in order.
+    var publicEntries: [Int] {
+        Set(activities.values.compactMap { $0.entry }).sorted()
+    }
+
+    func itemIdentifiers(in index: String) -> [String] {
+        (items[index] ?? [:]).keys.sorted()
+    }
+}

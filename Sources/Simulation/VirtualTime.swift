@@ -1,0 +1,156 @@
+import Foundation
+import IndexModel
+import Synchronization
+
+/// The simulation's one clock: virtual milliseconds that move only when the
+/// event loop takes the next event. Devices read it through a `DeviceClock`
+/// (with their own skew); the cloud reads it directly.
+final class WorldClock: StoreClock {
+    private let current: Mutex<Int64>
+
+    init(start: Int64) {
+        current = Mutex(start)
+    }
+
+    var milliseconds: Int64 { current.withLock { $0 } }
+
+    func now() -> Timestamp { Timestamp(millisecondsSince1970: milliseconds) }
+
+    func move(to milliseconds: Int64) {
+        current.withLock { $0 = max($0, milliseconds) }
+    }
+}
+
+/// A device's clock: the world's time plus the device's skew, which clock
+/// faults change (a jump moves it at once, either way).
+final class DeviceClock: StoreClock {
+    let world: WorldClock
+    private let skew = Mutex<Int64>(0)
+
+    init(world: WorldClock) {
+        self.world = world
+    }
+
+    var skewMilliseconds: Int64 {
+        get { skew.withLock { $0 } }
+        set { skew.withLock { $0 = newValue } }
+    }
+
+    func now() -> Timestamp { Timestamp(millisecondsSince1970: world.milliseconds + skewMilliseconds) }
+
+    /// The world time at which this clock will read `deviceTime`.
+    func worldTime(of deviceTime: Timestamp) -> Int64 {
+        deviceTime.millisecondsSince1970 - skewMilliseconds
+    }
+}
+
+/// The pending events, earliest first; events at the same time keep the order
+/// they were scheduled in, so a run never depends on the heap's layout.
+struct EventQueue<Event> {
+    private var heap: [(time: Int64, order: UInt64, event: Event)] = []
+    private var scheduled: UInt64 = 0
+
+    var isEmpty: Bool { heap.isEmpty }
+    var count: Int { heap.count }
+
+    mutating func schedule(_ event: Event, at time: Int64) {
+        scheduled += 1
+        heap.append((time, scheduled, event))
+        var child = heap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard precedes(child, parent) else { break }
+            heap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func pop() -> (time: Int64, event: Event)? {
+        guard !heap.isEmpty else { return nil }
+        heap.swapAt(0, heap.count - 1)
+        let top = heap.removeLast()
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var first = parent
+            if left < heap.count && precedes(left, first) { first = left }
+            if right < heap.count && precedes(right, first) { first = right }
+            guard first != parent else { break }
+            heap.swapAt(parent, first)
+            parent = first
+        }
+        return (top.time, top.event)
+    }
+
+    private func precedes(_ a: Int, _ b: Int) -> Bool {
+        (heap[a].time, heap[a].order) < (heap[b].time, heap[b].order)
+    }
+}
+
+/// A seeded generator with the draws the simulator needs.
+struct SimRandom {
+    private var generator: SplitMix64
+
+    init(seed: UInt64) {
+        generator = SplitMix64(seed: seed)
+    }
+
+    mutating func next() -> UInt64 { generator.next() }
+
+    /// Uniform in 0..<bound.
+    mutating func below(_ bound: Int) -> Int {
+        precondition(bound > 0)
+        return Int(next() % UInt64(bound))
+    }
+
+    mutating func between(_ low: Int64, _ high: Int64) -> Int64 {
+        low + Int64(next() % UInt64(high - low + 1))
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool {
+        p > 0 && unit() < p
+    }
+
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double {
+        Double(next() >> 11) / Double(1 << 53)
+    }
+
+    /// An exponentially distributed wait with this mean.
+    mutating func exponential(mean: Double) -> Int64 {
+        Int64(-mean * log1p(-unit()))
+    }
+
+    /// A new independent stream, for a part of the simulation that must not
+    /// shift the draws of the others when it draws more or less.
+    mutating func split() -> SimRandom {
+        SimRandom(seed: next())
+    }
+}
+
+/// Ranks drawn with Zipf's law over 0..<count: rank 0 is the most popular.
+struct Zipf {
+    private let cumulative: [Double]
+
+    init(count: Int, exponent: Double = 1.0) {
+        var total = 0.0
+        var sums: [Double] = []
+        sums.reserveCapacity(count)
+        for rank in 1...max(count, 1) {
+            total += 1 / pow(Double(rank), exponent)
+            sums.append(total)
+        }
+        cumulative = sums.map { $0 / total }
+    }
+
+    func draw(_ random: inout SimRandom) -> Int {
+        let target = random.unit()
+        var low = 0, high = cumulative.count - 1
+        while low < high {
+            let middle = (low + high) / 2
+            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+import IndexModel
+import Testing
+
+@Suite struct SimulateCommandTests {
+    @Test func aSimulationPrintsItsSeedAndPassesAndTheSameSeedReplaysToTheSameDigest() throws {
+        let arguments = ["simulate", "--seed", "7", "--devices", "4", "--events-per-device", "20", "--faults", "heavy",
+                         "--threshold", "3", "--json"]
+        let first = try CLIRunner.run(arguments)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stderr.contains("seed=7"))
+        let report = try CLIRunner.json(arguments)
+        #expect(report["passed"] == .bool(true))
+        let replay = try CLIRunner.json(arguments)
+        #expect(report["digest"]?.stringValue != nil && report["digest"] == replay["digest"])
+    }
+
+    @Test func outKeepsTheStoresAndTheReportAndTheJournalToolsReadThem() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sim-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let run = try CLIRunner.run(["simulate", "--seed", "3", "--devices", "3", "--events-per-device", "15",
+                                     "--out", directory.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("pass") && run.stdout.contains("counts-exact"))
+        #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report.json").path))
+        let cloud = try CLIRunner.run(["journal", "verify", "--db", directory.appendingPathComponent("cloud.sqlite").path])
+        #expect(cloud.status == 0, "\(cloud.stderr)")
+        let device = try CLIRunner.run(["journal", "verify", "--db", directory.appendingPathComponent("device-0.sqlite").path])
+        #expect(device.status == 0, "\(device.stderr)")
+        let again = try CLIRunner.run(["simulate", "--seed", "3", "--devices", "3", "--out", directory.path])
+        #expect(again.status == 64 && again.stderr.contains("not empty"), "an --out that holds a run is not overwritten")
+    }
+
+    @Test func badOptionsAreUsageErrorsThatSayWhy() throws {
+        let profile = try CLIRunner.run(["simulate", "--faults", "chaos"])
+        #expect(profile.status == 64 && profile.stderr.contains("chaos"))
+        let devices = try CLIRunner.run(["simulate", "--devices", "0"])
+        #expect(devices.status == 1 && devices.stderr.contains("--devices must be between 1"))
+    }
+}
