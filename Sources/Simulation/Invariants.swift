@@ -22,8 +22,17 @@ struct Invariants {
         var messages: [(seq: UInt64, message: OutboxMessage)] = []
     }
 
-    func run() -> [InvariantResult] {
+    /// Messages counted while checking.
+    struct Tally {
+        /// Held messages no call implied (or implied once and held twice).
+        var extraMessages = 0
+        /// Messages calls implied that the cloud does not hold.
+        var missingMessages = 0
+    }
+
+    func run() -> ([InvariantResult], Tally) {
         var results: [InvariantResult] = []
+        var tally = Tally()
         func check(_ name: String, _ problems: [String], _ passed: String) {
             results.append(InvariantResult(name: name, passed: problems.isEmpty,
                                            detail: problems.first.map { problems.count > 1 ? "\($0) (and \(problems.count - 1) more)" : $0 } ?? passed))
@@ -38,7 +47,7 @@ struct Invariants {
             cloud = try simulator.cloud ?? CloudIndex(at: .file(simulator.cloudPath))
         } catch {
             check("cloud-readable", ["the cloud store cannot be opened: \(error)"], "")
-            return results
+            return (results, tally)
         }
 
         // The cloud log, per device and epoch.
@@ -120,6 +129,9 @@ struct Invariants {
                     for (message, source) in zip(actual, take) { model.apply(message, device: device.name, seq: source.seq) }
                     position += take.count
                 }
+                let implied = groups.reduce(0) { $0 + $1.count }
+                tally.extraMessages += max(0, plain.count - implied)
+                tally.missingMessages += max(0, implied - plain.count)
                 if position < plain.count {
                     messageProblems.append("""
                         device \(device.number) epoch \(epoch): the cloud holds \(plain.count - position) message(s) after \
@@ -130,7 +142,6 @@ struct Invariants {
                 if epoch == device.epoch {
                     let head = (try? device.store.syncStatus().head) ?? OutboxPosition(epoch: 0, seq: 0)
                     let wanted = head.epoch == epoch ? head.seq : 0
-                    let implied = groups.reduce(0) { $0 + $1.count }
                     if lastHeld < wanted || plain.count < implied {
                         lossProblems.append("""
                             device \(device.number): the cloud holds its current epoch \(epoch) through seq \(lastHeld) \
@@ -261,7 +272,7 @@ struct Invariants {
         check("projections-equal-rebuild", rebuildProblems, "the cloud's and the devices' projections equal rebuilds from their logs")
         check("epochs-never-reused", simulator.findings.filter { $0.contains("already used") },
               "\(simulator.restores.count) restore(s), each in a new epoch")
-        return results
+        return (results, tally)
     }
 
     static func expected(_ message: OutboxMessage, _ catalogue: Catalogue) -> ExpectedMessage? {

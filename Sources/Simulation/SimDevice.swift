@@ -49,7 +49,10 @@ final class SimDevice {
     var inFlight: UInt64?
     var offlineUntil: Int64 = 0
     var nextProbe: Int64 = 0
-    var lastPending = 0
+    var lastPending = 0 {
+        didSet { maxPending = max(maxPending, lastPending) }
+    }
+    var maxPending = 0
     /// The cloud's count of accepted frames when the device's last
     /// successful sync began, and when the running one began.
     var heardCloudAt = -1

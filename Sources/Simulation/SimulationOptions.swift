@@ -17,6 +17,8 @@ public struct SimulationOptions: Sendable {
     public var catalogueSize: Int
     /// The app every simulated device belongs to.
     public var app: String
+    /// Run a restore drill instead of random faults (`sightline drill restore`).
+    public var drill: DrillSide?
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -29,6 +31,7 @@ public struct SimulationOptions: Sendable {
         self.directory = directory
         self.catalogueSize = catalogueSize
         self.app = app
+        drill = nil
     }
 
     /// Refuses options no run can use, saying which and why.
@@ -46,6 +49,14 @@ public struct SimulationOptions: Sendable {
             throw SimulationError("the catalogue must hold between 1 and 100,000 entries, not \(catalogueSize)")
         }
     }
+}
+
+/// What a restore drill destroys and restores.
+public enum DrillSide: String, CaseIterable, Hashable, Sendable {
+    /// Device 0's store is deleted and restored from its backup.
+    case device
+    /// The cloud store is deleted and restored from its snapshot.
+    case cloud
 }
 
 /// A run that could not be carried out (as opposed to one whose invariants failed).

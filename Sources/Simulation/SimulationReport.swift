@@ -124,7 +124,9 @@ public struct SimulationReport: Sendable {
     public let convergenceMilliseconds: Int64
     public let wallSeconds: Double
     public let timeline: [TimelineSample]
-    /// Per device: outbox messages not yet acknowledged at the end of the fault phase's last look.
+    /// Per device: the most outbox messages it had waiting at any look.
+    public let deviceLag: [Int]
+    /// What the run noticed beyond the invariants (also in their details).
     public let findings: [String]
     /// SHA-256 over every device's journal head and the cloud's log head and
     /// projections: the same seed and options give the same digest.
@@ -164,6 +166,7 @@ public struct SimulationReport: Sendable {
         self.coverage = coverage
         restores = simulator.restores
         timeline = simulator.timeline
+        deviceLag = simulator.devices.map(\.maxPending)
         findings = simulator.findings
         virtualMilliseconds = simulator.world.milliseconds - Simulator.start.millisecondsSince1970
         convergenceMilliseconds = simulator.convergenceMilliseconds

@@ -29,6 +29,9 @@ public final class Simulator {
         case hostile
         case sample
         case convergenceCheck
+        case drillBackup
+        case drillDestroy
+        case drillRestore
     }
 
     struct Partition {
@@ -86,7 +89,7 @@ public final class Simulator {
         self.progress = progress
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
-        plan = FaultPlan.draw(options.faults, random: &planRandom)
+        plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
         faultRandom = root.split()
         networkRandom = root.split()
         timingRandom = root.split()
@@ -97,7 +100,8 @@ public final class Simulator {
             directory = given
             removeDirectory = false
         } else {
-            directory = FileManager.default.temporaryDirectory.path + "/sightline-sim-\(ProcessInfo.processInfo.processIdentifier)-\(options.seed)"
+            // Unique per run: runs in one process (tests) may share a seed.
+            directory = FileManager.default.temporaryDirectory.path + "/sightline-sim-\(options.seed)-\(UUID().uuidString)"
             removeDirectory = true
         }
         cloudPath = directory + "/cloud.sqlite"
@@ -179,7 +183,15 @@ public final class Simulator {
         }
         queue.schedule(.chaos, at: now + 1_000)
         queue.schedule(.sample, at: now)
-        queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)
+        if let side = options.drill {
+            // Snapshot halfway through the calls, destroy at three quarters.
+            let span = Int64(Simulator.meanCallGap) * Int64(options.eventsPerDevice)
+            queue.schedule(.drillBackup, at: now + span / 2)
+            queue.schedule(.drillDestroy, at: now + span * 3 / 4)
+            drill = DrillState(side: side)
+        } else {
+            queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)
+        }
         if plan.hostile { queue.schedule(.hostile, at: now + timingRandom.between(1_000, 20_000)) }
         if options.eventsPerDevice == 0 { finishedDevices = devices.count; startConvergence() }
         do {
@@ -211,7 +223,9 @@ public final class Simulator {
     public func checkInvariants() -> [InvariantResult] {
         let converged: Bool
         if case .done(let value) = phase { converged = value } else { converged = false }
-        return Invariants(simulator: self, converged: converged).run()
+        let (results, tally) = Invariants(simulator: self, converged: converged).run()
+        lastTally = tally
+        return results
     }
 
     static let meanCallGap = 3_000.0
@@ -225,6 +239,9 @@ public final class Simulator {
         return nil
     }
     private(set) var convergenceMilliseconds: Int64 = 0
+    var drill: DrillState?
+    /// Message counts from the last check, for drills.
+    var lastTally = Invariants.Tally()
 
     private func handle(_ event: Event) throws {
         switch event {
@@ -250,6 +267,7 @@ public final class Simulator {
                 device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
             }
             if session.uploader.acknowledged < before { counters.mark(.cloudRegression) }
+            if drill != nil { try drillCaughtUp() }
             device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
                                                                      session.uploader.durable.seq)
             device.session = session
@@ -288,6 +306,12 @@ public final class Simulator {
             queue.schedule(.sample, at: world.milliseconds + 10_000)
         case .convergenceCheck:
             try convergenceCheck()
+        case .drillBackup:
+            try drillBackup()
+        case .drillDestroy:
+            try drillDestroy()
+        case .drillRestore:
+            try drillRestore()
         }
     }
 
@@ -535,8 +559,8 @@ public final class Simulator {
 
     /// Wipes the device and restores it from one of its backups (of random
     /// age), then lets the app reindex.
-    private func restore(_ device: SimDevice) throws {
-        let backup = device.backups[faultRandom.below(device.backups.count)]
+    private func restore(_ device: SimDevice, from chosen: SimDevice.Backup? = nil) throws {
+        let backup = chosen ?? device.backups[faultRandom.below(device.backups.count)]
         counters.fault(.deviceRestore)
         dropSession(device)
         let head = try device.store.verifyJournal().head.rawValue
@@ -649,6 +673,83 @@ public final class Simulator {
             bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
+    }
+
+    // MARK: - Restore drills
+
+    /// The drill's backup: device 0's store, or the cloud.
+    private func drillBackup() throws {
+        guard var drill else { return }
+        drill.backupAt = world.milliseconds
+        switch drill.side {
+        case .device:
+            let device = devices[0]
+            try takeBackup(device)
+            drill.backup = device.backups.last
+        case .cloud:
+            try takeCloudSnapshot()
+        }
+        self.drill = drill
+    }
+
+    /// Deletes the store the drill is about; the restore follows after a
+    /// while (the time it takes to notice and fetch the backup).
+    private func drillDestroy() throws {
+        guard var drill, drill.backupAt != nil else { return }
+        drill.destroyedAt = world.milliseconds
+        switch drill.side {
+        case .device:
+            let device = devices[0]
+            dropSession(device)
+            // What the wipe destroys: the journal events after the backup.
+            let from = Seq((drill.backup?.journalHead ?? 0) + 1)
+            var kinds: [String: Int] = [:]
+            _ = try device.store.scanJournal(from: from) { record in
+                kinds[(try record.event()).kind.name, default: 0] += 1
+                return true
+            }
+            drill.lostEventKinds = kinds
+            device.offlineUntil = world.milliseconds + Simulator.drillOutage
+        case .cloud:
+            crashCloud(restore: false)
+            cloudIncarnation += 1
+            StoreFiles.remove(cloudPath)
+        }
+        self.drill = drill
+        queue.schedule(.drillRestore, at: world.milliseconds + Simulator.drillOutage)
+    }
+
+    private func drillRestore() throws {
+        guard var drill else { return }
+        let wall = ContinuousClock.now
+        switch drill.side {
+        case .device:
+            let device = devices[0]
+            guard let backup = drill.backup else { return }
+            try restore(device, from: backup)
+            device.offlineUntil = 0
+        case .cloud:
+            try bringCloudUp(restore: true)
+        }
+        drill.restoredAt = world.milliseconds
+        drill.restoreWall = ContinuousClock.now - wall
+        // Caught up: the cloud acknowledged what the devices held at the restore.
+        for device in drill.side == .device ? [devices[0]] : devices {
+            drill.targets[device.number] = try device.store.syncStatus().head
+        }
+        self.drill = drill
+        try drillCaughtUp()
+    }
+
+    static let drillOutage: Int64 = 10_000
+
+    private func drillCaughtUp() throws {
+        guard var drill, drill.restoredAt != nil, drill.caughtUpAt == nil else { return }
+        for (number, target) in drill.targets where try devices[number].store.syncStatus().acknowledged < target {
+            return
+        }
+        drill.caughtUpAt = world.milliseconds
+        self.drill = drill
     }
 
     // MARK: - Convergence

@@ -11,7 +11,7 @@ struct Sightline: AsyncParsableCommand {
             3 a store could not be opened or read; 4 sync stopped (the cloud refused or could \
             not be reached); 64 a usage error.
             """,
-        subcommands: [SimulateCommand.self, DeviceCommand.self, JournalCommand.self, SyncCommand.self, CloudCommand.self,
+        subcommands: [SimulateCommand.self, DrillCommand.self, DeviceCommand.self, JournalCommand.self, SyncCommand.self, CloudCommand.self,
                       BenchCommand.self]
     )
 }

@@ -23,12 +23,27 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("pass") && run.stdout.contains("counts-exact"))
         #expect(FileManager.default.fileExists(atPath: directory.appendingPathComponent("report.json").path))
+        let html = try String(contentsOf: directory.appendingPathComponent("report.html"), encoding: .utf8)
+        #expect(html.hasPrefix("<!doctype html>") && html.components(separatedBy: "<svg").count == 5, "four charts")
+        #expect(html.contains("counts-exact") && html.contains("sightline simulate --seed 3") && !html.contains("<script"))
         let cloud = try CLIRunner.run(["journal", "verify", "--db", directory.appendingPathComponent("cloud.sqlite").path])
         #expect(cloud.status == 0, "\(cloud.stderr)")
         let device = try CLIRunner.run(["journal", "verify", "--db", directory.appendingPathComponent("device-0.sqlite").path])
         #expect(device.status == 0, "\(device.stderr)")
         let again = try CLIRunner.run(["simulate", "--seed", "3", "--devices", "3", "--out", directory.path])
         #expect(again.status == 64 && again.stderr.contains("not empty"), "an --out that holds a run is not overwritten")
+    }
+
+    @Test func aRestoreDrillReportsRPOAndRTOAndNoDoubleCounts() throws {
+        let run = try CLIRunner.run(["drill", "restore", "--side", "cloud", "--devices", "4", "--seed", "2", "--json"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONReader.parse(run.stdout)
+        #expect(report["passed"] == .bool(true) && report["doubleCounts"] == .integer(0))
+        #expect(report["rpo"]?["messagesLost"] == .integer(0) && report["rto"]?["virtualSeconds"] != nil)
+        let device = try CLIRunner.run(["drill", "restore", "--side", "device", "--devices", "4", "--seed", "2"])
+        #expect(device.status == 0 && device.stdout.contains("RPO") && device.stdout.contains("journal events lost"))
+        let bad = try CLIRunner.run(["drill", "restore", "--side", "phone"])
+        #expect(bad.status == 64 && bad.stderr.contains("phone"))
     }
 
     @Test func badOptionsAreUsageErrorsThatSayWhy() throws {

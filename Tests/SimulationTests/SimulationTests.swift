@@ -94,6 +94,25 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(checks.first { $0.name == "projections-equal-rebuild" }?.passed == false)
     }
 
+    @Test func aDeviceRestoreDrillLosesOnlyItsWindowAndCountsNothingTwice() throws {
+        for seed: UInt64 in 1...3 {
+            let drill = try DrillReport.run(side: .device, seed: seed)
+            #expect(failures(drill.simulation) == "")
+            #expect(drill.doubleCounts == 0 && drill.simulation.converged)
+            #expect(drill.eventsLost.values.reduce(0, +) > 0, "the wipe destroys what came after the backup")
+            #expect(drill.rtoVirtualSeconds >= 10, "the outage is part of the recovery time")
+        }
+    }
+
+    @Test func aCloudRestoreDrillLosesNothingBecauseDevicesResend() throws {
+        for seed: UInt64 in 1...3 {
+            let drill = try DrillReport.run(side: .cloud, seed: seed)
+            #expect(failures(drill.simulation) == "")
+            #expect(drill.doubleCounts == 0 && drill.messagesLost == 0 && drill.eventsLost.isEmpty)
+            #expect(drill.simulation.rewinds > 0, "devices learned from gaps what the restored cloud lacked")
+        }
+    }
+
     @Test func invalidOptionsAreRefusedWithTheReason() {
         let devices = #expect(throws: SimulationError.self) { try Simulator(options: SimulationOptions(devices: 0)) }
         #expect(devices?.message.contains("--devices") == true)

@@ -35,7 +35,7 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: "K: distinct devices with a live vote before a public activity is shown.")
     var threshold = 5
 
-    @Option(name: .long, help: "Keep every store, the snapshots and report.json here (a new or empty directory).")
+    @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
     var out: String?
 
     @OptionGroup var output: JSONOption
@@ -70,12 +70,14 @@ struct SimulateCommand: ParsableCommand {
             throw ExitStatus.checkFailed
         }
         if let out {
-            let path = out + "/report.json"
-            do {
-                try Data((JSONWriter.pretty(report.jsonValue) + "\n").utf8).write(to: URL(fileURLWithPath: path))
-            } catch {
-                Output.error("error: cannot write \(path): \(error.localizedDescription)")
-                throw ExitStatus.storeUnavailable
+            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.html)] {
+                let path = out + "/" + name
+                do {
+                    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+                } catch {
+                    Output.error("error: cannot write \(path): \(error.localizedDescription)")
+                    throw ExitStatus.storeUnavailable
+                }
             }
         }
         if output.json {
