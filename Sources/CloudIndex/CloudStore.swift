@@ -68,8 +68,11 @@ public enum FramePlacement: Hashable, Sendable {
             // (it was restored). The device resends from after the newest
             // epoch the cloud holds, which may still lack messages.
             guard current.epoch > 0 else {
-                return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1"),
-                                         expected: OutboxPosition(epoch: epoch, seq: 1)))
+                // Nothing of the device is held (a cloud restored from a
+                // snapshot older than its first frame): everything from its
+                // very first message, whatever epoch that is in.
+                return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1; the cloud holds nothing of this device"),
+                                         expected: OutboxPosition(epoch: 0, seq: 1)))
             }
             return .refuse(Rejection(WireError(.gap, """
                 epoch \(epoch) is new here and must start at seq 1; the cloud holds this device through \(current.epoch):\(current.last)

@@ -58,6 +58,7 @@ final class SimDevice {
     var heardCloudAt = -1
     var sessionStartedAt = 0
     var restores = 0
+    var aheadReported = false
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
         self.number = number

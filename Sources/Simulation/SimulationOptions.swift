@@ -34,6 +34,13 @@ public struct SimulationOptions: Sendable {
         drill = nil
     }
 
+    /// The command that runs a simulation with these options.
+    public var replayCommand: String {
+        var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
+        if threshold != CloudOptions.defaultThreshold { command += " --threshold \(threshold)" }
+        return command
+    }
+
     /// Refuses options no run can use, saying which and why.
     public func validate() throws(SimulationError) {
         guard (1...100_000).contains(devices) else {

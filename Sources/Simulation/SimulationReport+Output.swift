@@ -51,7 +51,7 @@ extension SimulationReport {
             "restores": .array(restores.map { restore in
                 .object([
                     "device": integer(restore.device),
-                    "atSeconds": seconds(restore.at - 0),
+                    "atSeconds": seconds(restore.at),
                     "backupAgeSeconds": seconds(restore.backupAge),
                     "journalEventsLost": .integer(Int64(restore.journalEventsLost)),
                     "callsLost": integer(restore.callsLost),
@@ -77,11 +77,7 @@ extension SimulationReport {
     }
 
     /// The command that runs this simulation again.
-    public var replayCommand: String {
-        var command = "sightline simulate --seed \(options.seed) --devices \(options.devices) --events-per-device \(options.eventsPerDevice) --faults \(options.faults.rawValue)"
-        if options.threshold != 5 { command += " --threshold \(options.threshold)" }
-        return command
-    }
+    public var replayCommand: String { options.replayCommand }
 
     /// The summary table: label and value rows.
     public var summaryRows: [[String]] {

@@ -267,6 +267,14 @@ public final class Simulator {
                 device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
             }
             if session.uploader.acknowledged < before { counters.mark(.cloudRegression) }
+            if session.uploader.acknowledged.epoch > device.epoch && !device.aheadReported {
+                device.aheadReported = true
+                findings.append("""
+                    device \(device.number) writes in epoch \(device.epoch), but the cloud has begun epoch \
+                    \(session.uploader.acknowledged.epoch) of it (its clock ran back past an earlier restore): \
+                    nothing it writes now can be accepted
+                    """)
+            }
             if drill != nil { try drillCaughtUp() }
             device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
                                                                      session.uploader.durable.seq)
@@ -605,7 +613,8 @@ public final class Simulator {
         device.model = backup.model
         device.epoch = report.newEpoch
         device.expected[report.newEpoch] = []
-        restores.append(RestoreRecord(device: device.number, at: world.milliseconds, backupAge: world.milliseconds - backup.takenAt,
+        restores.append(RestoreRecord(device: device.number, at: world.milliseconds - Simulator.start.millisecondsSince1970,
+                                      backupAge: world.milliseconds - backup.takenAt,
                                       journalEventsLost: head > backup.journalHead ? head - backup.journalHead : 0,
                                       callsLost: device.calls - backup.calls))
         do {

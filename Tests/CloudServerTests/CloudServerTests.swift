@@ -168,8 +168,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let reply = try await HTTPTransport(baseURL: server.url).exchange(late.encoded)
         let decoded = try CloudReply.decode(reply, device: store.deviceID.rawValue, key: key)
         #expect(decoded.isAuthentic)
-        #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1"),
-                                                      expected: OutboxPosition(epoch: 1, seq: 1))))
+        #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
+                                                      expected: OutboxPosition(epoch: 0, seq: 1))))
     }
 
     @Test func aDeviceOverItsRateLimitGets429() async throws {

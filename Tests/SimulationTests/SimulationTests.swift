@@ -13,6 +13,13 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     (43, 6, 40, .heavy, 3),
     // Journaling the cloud's content requests ran an expiry sweep the oracle had not modelled.
     (46, 6, 40, .heavy, 3),
+    // A device restored from an older backup offered the tail of an epoch the
+    // cloud had ended on every sync, forever: the gap's position was not kept.
+    (40, 8, 80, .heavy, 3),
+    // A cloud restored from a snapshot older than a device's first frame asked
+    // for seq 1 of the device's newest epoch, which then ended the older one unsent.
+    (67, 8, 80, .heavy, 3),
+    (99, 8, 80, .heavy, 3),
 ]
 
 private func run(_ options: SimulationOptions) throws -> SimulationReport {

@@ -68,6 +68,20 @@ extension DeviceStore {
         if effects.contains(where: { if case .accepted = $0 { true } else { false } }) {
             try recordAcknowledgement(acceptedThrough: uploader.acknowledged, durableThrough: uploader.durable)
         }
+        let epoch = try journalHead().epoch.rawValue
+        for case .rewound(let position, _) in effects where position.epoch <= epoch {
+            // A gap says the cloud holds everything before it. Stored, that
+            // moves the cursor forward only: past what an earlier reply
+            // failed to confirm, or past the tail of an epoch the cloud
+            // ended (lost with an earlier wipe), which would otherwise be
+            // offered again on every sync. A cloud that holds less than the
+            // cursor is handled by the uploader's rewind alone. A position in
+            // a later epoch than this store's cannot be taken: the cloud has
+            // seen a later epoch of this device (its clock ran back past an
+            // earlier restore), and nothing this store writes is accepted
+            // (docs/SYNC.md, "Epochs").
+            try recordAcknowledgement(acceptedThrough: position, durableThrough: min(uploader.durable, position))
+        }
     }
 }
 

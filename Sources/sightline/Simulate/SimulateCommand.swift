@@ -35,19 +35,37 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: "K: distinct devices with a live vote before a public activity is shown.")
     var threshold = 5
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Run a campaign over a range of seeds (FIRST-LAST) instead of one run: every seed must pass, and together they must reach every fault and recovery path.",
+        valueName: "first-last"))
+    var seeds: String?
+
     @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
     var out: String?
 
     @OptionGroup var output: JSONOption
 
     func validate() throws {
+        if let seeds {
+            guard seedRange(seeds) != nil else {
+                throw ValidationError("--seeds must be FIRST-LAST with FIRST ≤ LAST, like 1-1000, not \(seeds)")
+            }
+            guard seed == nil && out == nil else { throw ValidationError("--seeds runs many seeds: it takes neither --seed nor --out") }
+        }
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
             throw ValidationError("--out \(out) is not empty: give a new or empty directory")
         }
     }
 
+    private func seedRange(_ text: String) -> ClosedRange<UInt64>? {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let first = UInt64(parts[0]), let last = UInt64(parts[1]), first <= last else { return nil }
+        return first...last
+    }
+
     func run() throws {
+        if let seeds, let range = seedRange(seeds) { return try campaign(range) }
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
         let options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
                                         threshold: threshold, directory: out)
@@ -91,5 +109,63 @@ struct SimulateCommand: ParsableCommand {
             }
             throw ExitStatus.checkFailed
         }
+    }
+
+    private func campaign(_ range: ClosedRange<UInt64>) throws {
+        let options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, faults: faults, threshold: threshold)
+        Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
+        let total = range.count
+        let progress: (@Sendable (Int) -> Void)?
+        if isatty(STDERR_FILENO) == 1 && !output.json {
+            progress = { done in
+                guard done % 10 == 0 || done == total else { return }
+                FileHandle.standardError.write(Data("\r\(done)/\(total) seeds".utf8))
+            }
+        } else {
+            progress = nil
+        }
+        let report = CampaignReport.run(seeds: range, options: options, progress: progress)
+        if progress != nil { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        let faultCounts = FaultKind.allCases.map { "\($0.rawValue) \(report.faults[$0] ?? 0)" }
+        let pathCounts = RecoveryPath.allCases.map { "\($0.rawValue) \(report.coverage[$0] ?? 0)" }
+        if output.json {
+            Output.json(campaignJSON(report, range: range))
+        } else {
+            let rate = String(format: "%.1f s, %.1f seeds/s, %.0f calls/s", report.wallSeconds,
+                              Double(total) / report.wallSeconds, Double(report.appCalls) / report.wallSeconds)
+            Output.table([
+                ["seeds", "\(range.lowerBound)-\(range.upperBound): \(total - report.failures.count) passed, \(report.failures.count) failed"],
+                ["faults", faultCounts.joined(separator: ", ")],
+                ["recovery", pathCounts.joined(separator: ", ")],
+                ["wall time", rate],
+            ])
+        }
+        for failure in report.failures {
+            Output.error("seed \(failure.seed) failed: \(failure.problem)\n  replay: \(failure.replay)")
+        }
+        let missingFaults: [String] = report.missingFaults.map { $0.rawValue }
+        let missingPaths: [String] = report.missingPaths.map { $0.rawValue }
+        if !missingFaults.isEmpty { Output.error("never injected: " + missingFaults.joined(separator: ", ")) }
+        if !missingPaths.isEmpty { Output.error("never reached: " + missingPaths.joined(separator: ", ")) }
+        if !report.passed { throw ExitStatus.checkFailed }
+    }
+
+    private func campaignJSON(_ report: CampaignReport, range: ClosedRange<UInt64>) -> JSONValue {
+        var faultObject = JSONObject()
+        for kind in FaultKind.allCases { faultObject[kind.rawValue] = .integer(Int64(report.faults[kind] ?? 0)) }
+        var coverageObject = JSONObject()
+        for path in RecoveryPath.allCases { coverageObject[path.rawValue] = .integer(Int64(report.coverage[path] ?? 0)) }
+        let failures: [JSONValue] = report.failures.map { failure in
+            .object(["seed": .string(String(failure.seed)), "replay": .string(failure.replay), "problem": .string(failure.problem)])
+        }
+        return .object([
+            "passed": .bool(report.passed),
+            "seeds": .string("\(range.lowerBound)-\(range.upperBound)"),
+            "failures": .array(failures),
+            "faults": .object(faultObject),
+            "coverage": .object(coverageObject),
+            "appCalls": .integer(Int64(report.appCalls)),
+            "wallSeconds": .double((report.wallSeconds * 1_000).rounded() / 1_000),
+        ])
     }
 }
