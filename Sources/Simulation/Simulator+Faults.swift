@@ -1,0 +1,200 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import Snapshot
+import SyncWire
+
+/// The faults that are not the network's: partitions, crashes, restores, clocks, the hostile device.
+extension Simulator {
+    // MARK: - Faults
+
+    func chaos() throws {
+        let perTick = 1.0 / 3_600.0
+        let count = Double(devices.count)
+        if faultRandom.chance(plan.partitions * perTick) { partition() }
+        if faultRandom.chance(min(1, plan.deviceCrashes * perTick * count)) { try crash(randomDevice()) }
+        if faultRandom.chance(min(1, plan.offlinePeriods * perTick * count)) {
+            let device = randomDevice()
+            counters.fault(.offline)
+            device.offlineUntil = world.milliseconds + faultRandom.between(60_000, 600_000)
+            dropSession(device)
+        }
+        if faultRandom.chance(min(1, plan.deviceRestores * perTick * count)) {
+            let candidates = devices.filter { !$0.backups.isEmpty }
+            if !candidates.isEmpty { try restore(candidates[faultRandom.below(candidates.count)]) }
+        }
+        if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
+            let device = randomDevice()
+            counters.fault(.clockJump)
+            device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
+        }
+        if cloud != nil, faultRandom.chance(plan.cloudCrashes * perTick) { crashCloud(restore: false) }
+        if cloud != nil, !cloudSnapshots.isEmpty, faultRandom.chance(plan.cloudRestores * perTick) { crashCloud(restore: true) }
+    }
+
+    func randomDevice() -> SimDevice { devices[faultRandom.below(devices.count)] }
+
+    func partition() {
+        nextPartition += 1
+        let members: Set<Int>?
+        switch faultRandom.below(100) {
+        case 0..<50: members = [faultRandom.below(devices.count)]
+        case 50..<85: members = Set((0..<devices.count).filter { _ in faultRandom.chance(0.4) })
+        default: members = nil
+        }
+        let direction = faultRandom.below(10)
+        partitions.append(Partition(id: nextPartition, members: members, blocksRequests: direction != 0, blocksReplies: direction != 1))
+        counters.fault(.partition)
+        queue.schedule(.heal(partition: nextPartition), at: world.milliseconds + faultRandom.between(5_000, 120_000))
+    }
+
+    func dropSession(_ device: SimDevice) {
+        if let session = device.session { counters.absorb(session.report) }
+        device.session = nil
+        device.inFlight = nil
+    }
+
+    /// The device's process dies: its sync session and anything in flight are
+    /// gone; its store is opened again from what was committed.
+    func crash(_ device: SimDevice) throws {
+        counters.fault(.deviceCrash)
+        dropSession(device)
+        if case .file = device.location {
+            device.store = try DeviceStore(at: device.location, options: storeOptions(clock: device.clock, random: device.random))
+        }
+    }
+
+    func takeBackup(_ device: SimDevice) throws {
+        device.backupsTaken += 1
+        let path = directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap"
+        let status = try device.store.syncStatus()
+        let manifest = try device.store.snapshot(to: path)
+        device.backups.append(SimDevice.Backup(path: path, model: device.model, epoch: device.epoch,
+                                               journalHead: manifest.headSeq, outboxHead: status.head,
+                                               calls: device.calls, groups: device.expected[device.epoch]?.count ?? 0,
+                                               takenAt: world.milliseconds))
+        if device.backups.count > 3 {
+            StoreFiles.remove(device.backups.removeFirst().path)
+        }
+    }
+
+    /// Wipes the device and restores it from one of its backups (of random
+    /// age), then lets the app reindex.
+    func restore(_ device: SimDevice, from chosen: SimDevice.Backup? = nil) throws {
+        let backup = chosen ?? device.backups[faultRandom.below(device.backups.count)]
+        counters.fault(.deviceRestore)
+        dropSession(device)
+        let head = try device.store.verifyJournal().head.rawValue
+        // What an earlier restore owed the cloud but had not sent yet is
+        // wiped with the device: only what the cloud acknowledged stays owed.
+        let acknowledged = try device.store.syncStatus().acknowledged
+        for epoch in device.mustHold.keys.sorted() where device.mustHold[epoch]! > acknowledged {
+            device.mustHold[epoch] = acknowledged.epoch == epoch ? acknowledged : nil
+        }
+        // A new file for each restore: the replaced store is closed first and
+        // its files removed, so no connection outlives its file's name.
+        let path = directory + "/device-\(device.number).r\(device.restores + 1).sqlite"
+        let report: RestoreReport
+        do {
+            report = try DeviceStore.restore(snapshot: backup.path, to: path, force: true,
+                                             options: storeOptions(clock: device.clock, random: device.random))
+        } catch {
+            throw SimulationError("device \(device.number) could not be restored from \(backup.path): \(error)")
+        }
+        if let kept = report.replacedStoreKeptAt { StoreFiles.remove(kept) }
+        let replaced = device.location
+        device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
+        device.location = .file(path)
+        if case .file(let old) = replaced { StoreFiles.remove(old) }
+        // A backup of the current epoch: the restored device resends its
+        // messages, so the cloud must end up with them. A backup of an epoch
+        // the device had already left by an earlier restore: its tail beyond
+        // what the cloud held when that epoch ended is lost for good (the
+        // cloud refuses to grow an ended epoch), so nothing more is owed.
+        if backup.outboxHead.seq > 0 && backup.epoch == device.epoch {
+            device.mustHold[backup.outboxHead.epoch] = max(device.mustHold[backup.outboxHead.epoch] ?? backup.outboxHead,
+                                                           backup.outboxHead)
+        }
+        if device.expected[report.newEpoch] != nil {
+            findings.append("""
+                device \(device.number) restored from a backup of epoch \(backup.epoch) began epoch \(report.newEpoch), \
+                which it had already used: (epoch, seq) positions repeat
+                """)
+            counters.epochReuses += 1
+        }
+        device.restores += 1
+        device.model = backup.model
+        device.epoch = report.newEpoch
+        device.expected[report.newEpoch] = []
+        restores.append(RestoreRecord(device: device.number, at: world.milliseconds - Simulator.start.millisecondsSince1970,
+                                      backupAge: world.milliseconds - backup.takenAt,
+                                      journalEventsLost: head > backup.journalHead ? head - backup.journalHead : 0,
+                                      callsLost: device.calls - backup.calls))
+        do {
+            try device.store.processReindexRequests(with: SimReindexer(device: device, catalogue: catalogue))
+        } catch {
+            throw SimulationError("device \(device.number) could not reindex after its restore: \(error)")
+        }
+    }
+
+    func crashCloud(restore: Bool) {
+        counters.fault(restore ? .cloudRestore : .cloudCrash)
+        cloud = nil
+        cloudIncarnation += 1
+        queue.schedule(.cloudUp(restore: restore, incarnation: cloudIncarnation),
+                       at: world.milliseconds + faultRandom.between(2_000, 30_000))
+    }
+
+    func bringCloudUp(restore: Bool) throws {
+        if restore, let latest = cloudSnapshots.last {
+            do {
+                try CloudIndex.restore(snapshot: latest, to: cloudPath, force: true,
+                                       options: CloudOptions(clock: world, random: cloudRandom, durability: .normal))
+            } catch {
+                throw SimulationError("the cloud could not be restored from \(latest): \(error)")
+            }
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            where name.hasPrefix("cloud.sqlite.replaced-") {
+                StoreFiles.remove(directory + "/" + name)
+            }
+        }
+        cloud = try openCloud()
+    }
+
+    func takeCloudSnapshot() throws {
+        guard let cloud else { return }
+        let path = directory + "/cloud-\(cloudSnapshots.count).slsnap"
+        try cloud.snapshot(to: path)
+        cloudSnapshots.append(path)
+        if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots[cloudSnapshots.count - 3]) }
+    }
+
+    /// A hostile device: a frame signed with a made-up key in an honest
+    /// device's name, an honest frame replayed, or a ballot-stuffing frame of
+    /// its own (many votes with different tokens). The cloud must refuse or
+    /// ignore each.
+    func hostileFrame() {
+        guard let hostileKey else { return }
+        counters.fault(.hostileFrame)
+        let hash = catalogue.sybil.hash
+        func vote() -> OutboxMessage {
+            .vote(hash, VoteToken((0..<16).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) })!)
+        }
+        let bytes: [UInt8]
+        switch faultRandom.below(3) {
+        case 0:
+            let victim = randomDevice()
+            let forgedKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) }
+            bytes = UploadFrame(app: options.app, device: victim.name,
+                                records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: vote())],
+                                key: forgedKey).encoded
+        case 1 where !captured.isEmpty:
+            bytes = captured[faultRandom.below(captured.count)]
+        default:
+            let records = (1...20).map { OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64($0)), message: vote()) }
+            bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
+        }
+        queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
+    }
+}

@@ -1,0 +1,108 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import Snapshot
+import SyncWire
+
+/// The simulated network: delivery, latency and the network faults.
+extension Simulator {
+    // MARK: - The network
+
+    var networkFaults: Bool {
+        if case .faults = phase { return true }
+        return false
+    }
+
+    func send(from device: SimDevice, request: UInt64, bytes: [UInt8]) {
+        counters.bytesUp += bytes.count
+        counters.framesScanned += 1
+        scanForCanary(bytes, from: device)
+        let now = world.milliseconds
+        guard now >= device.offlineUntil,
+              !partitions.contains(where: { $0.blocksRequests && $0.covers(device.number) }) else { return }
+        if networkFaults {
+            if captured.count < 64 { captured.append(bytes) } else { captured[networkRandom.below(64)] = bytes }
+            if networkRandom.chance(plan.requestLoss) { counters.fault(.requestLost); return }
+        }
+        var latency = networkRandom.between(5, 60)
+        var delivered = bytes
+        if networkFaults {
+            if networkRandom.chance(plan.delay) {
+                counters.fault(.delayed)
+                latency += networkRandom.between(500, 6_000)
+            }
+            if networkRandom.chance(plan.bitFlip) {
+                counters.fault(.bitFlip)
+                flipBit(&delivered)
+            }
+            if networkRandom.chance(plan.duplication) {
+                counters.fault(.duplicated)
+                queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered),
+                               at: now + latency + networkRandom.between(1, 3_000))
+            }
+            if networkRandom.chance(plan.replay), !captured.isEmpty {
+                counters.fault(.replayed)
+                queue.schedule(.toCloud(from: nil, request: 0, bytes: captured[networkRandom.below(captured.count)]),
+                               at: now + networkRandom.between(1_000, 60_000))
+            }
+        }
+        queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered), at: now + latency)
+    }
+
+    func deliverToCloud(from number: Int?, request: UInt64, bytes: [UInt8]) throws {
+        guard let cloud else {
+            // Connection refused: the device learns at once that the outcome is unknown.
+            if let number { queue.schedule(.timeout(number, request: request), at: world.milliseconds + 5) }
+            return
+        }
+        let result = cloud.ingest(bytes)
+        counters.record(result.outcome)
+        guard let number else { return }
+        let device = devices[number]
+        if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
+        var reply = result.reply
+        var latency = networkRandom.between(5, 60)
+        if networkFaults {
+            if networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
+            if networkRandom.chance(plan.delay) {
+                counters.fault(.delayed)
+                latency += networkRandom.between(500, 6_000)
+            }
+            if networkRandom.chance(plan.bitFlip) {
+                counters.fault(.bitFlip)
+                flipBit(&reply)
+            }
+        }
+        counters.bytesDown += reply.count
+        queue.schedule(.toDevice(device.number, request: request, bytes: reply), at: world.milliseconds + latency)
+    }
+
+    func flipBit(_ bytes: inout [UInt8]) {
+        guard !bytes.isEmpty else { return }
+        let bit = networkRandom.below(bytes.count * 8)
+        bytes[bit / 8] ^= UInt8(1 << (bit % 8))
+    }
+
+    /// Every frame a device sends is searched for the canary that marks
+    /// private strings: in its bytes and in its inflated payload.
+    func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
+        let marker = Array(Catalogue.canary.utf8)
+        var found = contains(bytes, marker)
+        if !found, let frame = try? UploadFrame.parse(bytes), let messages = try? frame.messages() {
+            found = messages.contains { JSONWriter.compact($0.jsonValue).contains(Catalogue.canary) }
+        }
+        if found {
+            counters.leaks += 1
+            if counters.leaks <= 5 { findings.append("device \(device.number) sent a frame carrying private text (the canary)") }
+        }
+    }
+
+    func contains(_ bytes: [UInt8], _ marker: [UInt8]) -> Bool {
+        guard bytes.count >= marker.count else { return false }
+        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
+            if bytes[start..<start + marker.count].elementsEqual(marker) { return true }
+        }
+        return false
+    }
+}
