@@ -22,7 +22,7 @@ struct Catalogue {
     let entries: [Entry]
     let sybil: Entry
     private let entryByHash: [PublicHash: Int]
-    let popularity: Zipf
+    let popularity: ZipfDistribution
 
     init(app: String, size: Int) {
         self.app = app
@@ -42,7 +42,7 @@ struct Catalogue {
         var byHash: [PublicHash: Int] = [:]
         for entry in entries + [sybil] { byHash[entry.hash] = entry.number }
         entryByHash = byHash
-        popularity = Zipf(count: size, exponent: 1.2)
+        popularity = ZipfDistribution(count: size, exponent: 1.2)
     }
 
     func entry(_ number: Int) -> Entry {

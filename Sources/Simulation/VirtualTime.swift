@@ -128,29 +128,3 @@ struct SimRandom {
         SimRandom(seed: next())
     }
 }
-
-/// Ranks drawn with Zipf's law over 0..<count: rank 0 is the most popular.
-struct Zipf {
-    private let cumulative: [Double]
-
-    init(count: Int, exponent: Double = 1.0) {
-        var total = 0.0
-        var sums: [Double] = []
-        sums.reserveCapacity(count)
-        for rank in 1...max(count, 1) {
-            total += 1 / pow(Double(rank), exponent)
-            sums.append(total)
-        }
-        cumulative = sums.map { $0 / total }
-    }
-
-    func draw(_ random: inout SimRandom) -> Int {
-        let target = random.unit()
-        var low = 0, high = cumulative.count - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-        }
-        return low
-    }
-}

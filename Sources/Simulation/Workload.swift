@@ -23,7 +23,7 @@ struct Workload {
         case 0..<170:
             return truth.record(.index(index: "notes", items: [newNote(now: now)]))
         case 170..<230:
-            let entry = catalogue.popularity.draw(&random)
+            let entry = catalogue.popularity.rank(at: random.unit())
             let item = SearchableItem(uniqueIdentifier: "c-\(entry)", domainIdentifier: "catalogue",
                                       attributes: AttributeSet([.title: .string(catalogue.entries[entry].title)]))
             return truth.record(.index(index: "catalogue", items: [item]))
@@ -40,7 +40,7 @@ struct Workload {
         case 345..<349:
             return truth.record(.deleteAll(index: random.chance(0.5) ? "notes" : "catalogue"))
         case 349..<560:
-            let entry = catalogue.popularity.draw(&random)
+            let entry = catalogue.popularity.rank(at: random.unit())
             let related = !notes.isEmpty && random.chance(0.2) ? notes[random.below(notes.count)] : nil
             let expires = random.chance(0.15) ? now.adding(milliseconds: random.between(60_000, 1_800_000)) : nil
             return .activity(catalogue.activity(entry, related: related, expires: expires))
@@ -64,7 +64,7 @@ struct Workload {
             let ref = notes[random.below(notes.count)]
             return random.chance(0.5) ? .engage(ref: ref) : .shown(ref: ref)
         case 940..<965:
-            return .deleteActivities(identifiers: ["pub-\(catalogue.popularity.draw(&random))"])
+            return .deleteActivities(identifiers: ["pub-\(catalogue.popularity.rank(at: random.unit()))"])
         case 965..<970:
             return .deleteActivityDomains(domains: ["catalogue.g\(random.below(4))"])
         case 970..<972:
@@ -80,7 +80,7 @@ struct Workload {
     private mutating func seen(_ model: StoreModel, _ catalogue: Catalogue) -> Int {
         let own = model.publicEntries
         if !own.isEmpty && random.chance(0.8) { return own[random.below(own.count)] }
-        return catalogue.popularity.draw(&random)
+        return catalogue.popularity.rank(at: random.unit())
     }
 
     private mutating func newNote(now: Timestamp) -> SearchableItem {

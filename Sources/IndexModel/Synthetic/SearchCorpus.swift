@@ -7,8 +7,8 @@ import Foundation
 /// The same seed and sizes give the same items and queries on every run.
 public struct SearchCorpus: Sendable {
     public let vocabulary: [String]
-    /// Cumulative Zipf weights (s = `exponent`) over `vocabulary`, by rank.
-    private let cumulative: [Double]
+    /// Zipf popularity (s = `exponent`) over `vocabulary`, by rank.
+    private let popularity: ZipfDistribution
     private var generator: SplitMix64
 
     /// - Parameters:
@@ -16,14 +16,7 @@ public struct SearchCorpus: Sendable {
     ///   - exponent: the Zipf exponent; 1.0 is natural language's.
     public init(seed: UInt64, vocabularySize: Int = 50_000, exponent: Double = 1.0) {
         vocabulary = SearchCorpus.makeVocabulary(count: vocabularySize)
-        var total = 0.0
-        var weights: [Double] = []
-        weights.reserveCapacity(vocabularySize)
-        for rank in 1...vocabularySize {
-            total += 1 / pow(Double(rank), exponent)
-            weights.append(total)
-        }
-        cumulative = weights.map { $0 / total }
+        popularity = ZipfDistribution(count: vocabularySize, exponent: exponent)
         generator = SplitMix64(seed: seed)
     }
 
@@ -55,14 +48,7 @@ public struct SearchCorpus: Sendable {
 
     /// A word drawn by Zipf popularity.
     public mutating func word() -> String {
-        let target = Double(generator.next() >> 11) / Double(1 << 53)
-        var low = 0
-        var high = cumulative.count - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-        }
-        return vocabulary[low]
+        vocabulary[popularity.draw(&generator)]
     }
 
     private mutating func words(_ count: Int) -> String {

@@ -48,26 +48,12 @@ public struct SyntheticWorkload: Sendable {
         return words
     }()
 
-    /// Cumulative Zipf (s = 1.1) weights over the vocabulary, for sampling by rank.
-    private static let zipfCumulative: [Double] = {
-        var total = 0.0
-        return (1...vocabulary.count).map { rank in
-            total += 1 / pow(Double(rank), 1.1)
-            return total
-        }
-    }()
+    /// Zipf popularity (s = 1.1) over the vocabulary.
+    private static let popularity = ZipfDistribution(count: vocabulary.count, exponent: 1.1)
 
     /// A word drawn by Zipf popularity: a few words are very common, most are rare.
     public mutating func word() -> String {
-        let cumulative = SyntheticWorkload.zipfCumulative
-        let target = Double(random.next() >> 11) / Double(1 << 53) * cumulative[cumulative.count - 1]
-        var low = 0
-        var high = cumulative.count - 1
-        while low < high {
-            let middle = (low + high) / 2
-            if cumulative[middle] < target { low = middle + 1 } else { high = middle }
-        }
-        return SyntheticWorkload.vocabulary[low]
+        SyntheticWorkload.vocabulary[SyntheticWorkload.popularity.draw(&random)]
     }
 
     public mutating func words(_ count: Int) -> [String] {
