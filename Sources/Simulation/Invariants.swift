@@ -28,6 +28,8 @@ struct Invariants {
         var extraMessages = 0
         /// Messages calls implied that the cloud does not hold.
         var missingMessages = 0
+        /// Each device's verified journal, by device number, for the digest.
+        var journals: [Int: JournalVerification] = [:]
     }
 
     func run() -> ([InvariantResult], Tally) {
@@ -229,7 +231,9 @@ struct Invariants {
         for device in simulator.devices {
             let store = device.store
             do {
-                if let problem = try store.verifyJournal().firstProblem {
+                let journal = try store.verifyJournal()
+                tally.journals[device.number] = journal
+                if let problem = journal.firstProblem {
                     journalProblems.append("device \(device.number): \(problem.message)")
                 }
                 for index in Set(AppTruth.indexes + (try store.indexNames())).sorted() {

@@ -25,17 +25,9 @@ extension Simulator {
             if captured.count < 64 { captured.append(bytes) } else { captured[networkRandom.below(64)] = bytes }
             if networkRandom.chance(plan.requestLoss) { counters.fault(.requestLost); return }
         }
-        var latency = networkRandom.between(5, 60)
         var delivered = bytes
+        let latency = transit(&delivered)
         if networkFaults {
-            if networkRandom.chance(plan.delay) {
-                counters.fault(.delayed)
-                latency += networkRandom.between(500, 6_000)
-            }
-            if networkRandom.chance(plan.bitFlip) {
-                counters.fault(.bitFlip)
-                flipBit(&delivered)
-            }
             if networkRandom.chance(plan.duplication) {
                 counters.fault(.duplicated)
                 queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered),
@@ -59,23 +51,28 @@ extension Simulator {
         let result = cloud.ingest(bytes)
         counters.record(result.outcome)
         guard let number else { return }
-        let device = devices[number]
         if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
+        if networkFaults && networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
         var reply = result.reply
-        var latency = networkRandom.between(5, 60)
-        if networkFaults {
-            if networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
-            if networkRandom.chance(plan.delay) {
-                counters.fault(.delayed)
-                latency += networkRandom.between(500, 6_000)
-            }
-            if networkRandom.chance(plan.bitFlip) {
-                counters.fault(.bitFlip)
-                flipBit(&reply)
-            }
-        }
+        let latency = transit(&reply)
         counters.bytesDown += reply.count
-        queue.schedule(.toDevice(device.number, request: request, bytes: reply), at: world.milliseconds + latency)
+        queue.schedule(.toDevice(number, request: request, bytes: reply), at: world.milliseconds + latency)
+    }
+
+    /// What the way there does to a frame or a reply: its latency, and in the
+    /// fault phase a delay (which reorders) and a flipped bit, each as the plan says.
+    func transit(_ bytes: inout [UInt8]) -> Int64 {
+        var latency = networkRandom.between(5, 60)
+        guard networkFaults else { return latency }
+        if networkRandom.chance(plan.delay) {
+            counters.fault(.delayed)
+            latency += networkRandom.between(500, 6_000)
+        }
+        if networkRandom.chance(plan.bitFlip) {
+            counters.fault(.bitFlip)
+            flipBit(&bytes)
+        }
+        return latency
     }
 
     func flipBit(_ bytes: inout [UInt8]) {
@@ -87,8 +84,7 @@ extension Simulator {
     /// Every frame a device sends is searched for the canary that marks
     /// private strings: in its bytes and in its inflated payload.
     func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
-        let marker = Array(Catalogue.canary.utf8)
-        var found = contains(bytes, marker)
+        var found = Data(bytes).range(of: Data(Catalogue.canary.utf8)) != nil
         if !found, let frame = try? UploadFrame.parse(bytes), let messages = try? frame.messages() {
             found = messages.contains { JSONWriter.compact($0.jsonValue).contains(Catalogue.canary) }
         }
@@ -96,13 +92,5 @@ extension Simulator {
             counters.leaks += 1
             if counters.leaks <= 5 { findings.append("device \(device.number) sent a frame carrying private text (the canary)") }
         }
-    }
-
-    func contains(_ bytes: [UInt8], _ marker: [UInt8]) -> Bool {
-        guard bytes.count >= marker.count else { return false }
-        for start in 0...(bytes.count - marker.count) where bytes[start] == marker[0] {
-            if bytes[start..<start + marker.count].elementsEqual(marker) { return true }
-        }
-        return false
     }
 }

@@ -177,7 +177,7 @@ public final class Simulator {
     /// invariants. Throws only when the run could not be carried out.
     public func run() throws(SimulationError) -> SimulationReport {
         let wallStart = ContinuousClock.now
-        var now = world.milliseconds
+        let now = world.milliseconds
         for device in devices {
             queue.schedule(.userAction(device.number), at: now + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
             queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
@@ -199,15 +199,10 @@ public final class Simulator {
         if plan.hostile { queue.schedule(.hostile, at: now + timingRandom.between(1_000, 20_000)) }
         if options.eventsPerDevice == 0 { finishedDevices = devices.count; startConvergence() }
         do {
-            while case .faults = phase, let next = queue.pop() {
-                now = next.time
-                if now - Simulator.start.millisecondsSince1970 > Simulator.faultPhaseLimit {
+            while !isFinished, let next = queue.pop() {
+                if case .faults = phase, next.time - Simulator.start.millisecondsSince1970 > Simulator.faultPhaseLimit {
                     throw SimulationError("the fault phase ran past \(Simulator.faultPhaseLimit / 3_600_000) virtual hours without the devices finishing their calls")
                 }
-                world.move(to: now)
-                try handle(next.event)
-            }
-            while case .converging = phase, let next = queue.pop() {
                 world.move(to: next.time)
                 try handle(next.event)
             }
@@ -237,6 +232,11 @@ public final class Simulator {
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
     static let requestTimeout: Int64 = 4_000
+
+    private var isFinished: Bool {
+        if case .done = phase { return true }
+        return false
+    }
 
     var convergenceStart: Int64? {
         if case .converging(let since) = phase { return since }

@@ -117,15 +117,16 @@ struct StoreModel {
 
     /// The expiry sweep every call starts with.
     private mutating func expire(now: Timestamp, into out: inout [ExpectedMessage]) {
+        // Every call runs this: only what has expired is sorted (into a fixed order).
         for index in items.keys.sorted() {
-            for (identifier, item) in items[index]!.sorted(by: { $0.key < $1.key }) {
-                guard let expires = item.expirationDate, expires <= now else { continue }
+            let expired = items[index]!.filter { $0.value.expirationDate.map { $0 <= now } ?? false }.keys.sorted()
+            for identifier in expired {
                 items[index]!.removeValue(forKey: identifier)
                 itemGone(identifier, into: &out)
             }
         }
-        for (key, activity) in activities.sorted(by: { $0.key < $1.key }) {
-            if let expires = activity.expires, expires <= now { removeActivity(key, into: &out) }
+        for key in activities.filter({ $0.value.expires.map { $0 <= now } ?? false }).keys.sorted() {
+            removeActivity(key, into: &out)
         }
     }
 

@@ -68,8 +68,7 @@ extension DeviceStore {
         if effects.contains(where: { if case .accepted = $0 { true } else { false } }) {
             try recordAcknowledgement(acceptedThrough: uploader.acknowledged, durableThrough: uploader.durable)
         }
-        let epoch = try journalHead().epoch.rawValue
-        for case .rewound(let position, _) in effects where position.epoch <= epoch {
+        for case .rewound(let position, _) in effects where position.epoch <= (try journalHead().epoch.rawValue) {
             // A gap says the cloud holds everything before it. Stored, that
             // moves the cursor forward only: past what an earlier reply
             // failed to confirm, or past the tail of an epoch the cloud
@@ -149,13 +148,20 @@ public struct SyncSession: Sendable {
             probe = nil
             probing = true
             report.probes += 1
-        } else if let record = try epochProbe(store) {
-            frame = uploader.probeFrame(now: now, record: record)
-            probing = true
-            report.probes += 1
         } else {
-            probing = false
-            frame = try store.nextFrame(&uploader, now: now)
+            // The records the next frame would carry, read once: they also
+            // tell whether it would begin a new epoch.
+            let pending = uploader.state == .ready
+                ? try store.pendingOutbox(after: uploader.acknowledged, limit: uploader.configuration.maximumMessages)
+                : []
+            if let record = try epochProbe(before: pending.first, store) {
+                frame = uploader.probeFrame(now: now, record: record)
+                probing = true
+                report.probes += 1
+            } else {
+                probing = false
+                frame = uploader.nextFrame(now: now, pending: pending)
+            }
         }
         guard let frame else {
             if case .stopped(let error) = uploader.state { report.failure = error.description }
@@ -170,11 +176,10 @@ public struct SyncSession: Sendable {
     /// the one before goes again: a cloud restored from a snapshot that lacks
     /// the end of that epoch answers with a gap, and the device sends the
     /// rest before the new epoch ends the old one for good.
-    private mutating func epochProbe(_ store: DeviceStore) throws(DeviceStoreError) -> OutboxRecord? {
+    private mutating func epochProbe(before next: OutboxRecord?, _ store: DeviceStore) throws(DeviceStoreError) -> OutboxRecord? {
         let acknowledged = uploader.acknowledged
-        guard uploader.state == .ready, acknowledged.seq >= 1, probedBeforeEpoch != acknowledged,
-              let next = try store.pendingOutbox(after: acknowledged, limit: 1).first,
-              next.position.epoch > acknowledged.epoch else { return nil }
+        guard let next, next.position.epoch > acknowledged.epoch, acknowledged.seq >= 1,
+              probedBeforeEpoch != acknowledged else { return nil }
         probedBeforeEpoch = acknowledged
         return try store.retainedRecord(at: acknowledged)
     }
