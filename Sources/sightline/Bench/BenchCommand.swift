@@ -161,3 +161,28 @@ enum BenchRun {
         }
     }
 }
+
+/// The options `bench sync` and `bench rebuild` share: a fleet of devices
+/// filled with the same synthetic workload.
+struct FleetBenchOptions: ParsableArguments {
+    @Option(name: .long, help: "Devices (1…256).")
+    var devices = 8
+
+    @Option(name: .long, help: "App calls per device (1000…10000000).")
+    var calls = 50_000
+
+    @Option(name: .long, help: "The workload seed.")
+    var seed: UInt64 = 1
+
+    @Option(name: .long, help: ArgumentHelp("Where the stores are written (default: a new temporary directory, removed afterwards).",
+                                            valueName: "path"))
+    var dir: String?
+
+    @Flag(name: .long, help: "Exit with status 1 when a target is missed.")
+    var check = false
+
+    func validate() throws {
+        guard (1...256).contains(devices) else { throw ValidationError("--devices must be between 1 and 256 (got \(devices))") }
+        guard (1000...10_000_000).contains(calls) else { throw ValidationError("--calls must be between 1000 and 10000000 (got \(calls))") }
+    }
+}

@@ -95,38 +95,19 @@ struct RebuildBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Devices (1…256).")
-    var devices = 8
-
-    @Option(name: .long, help: "App calls per device (1000…10000000).")
-    var calls = 50_000
-
-    @Option(name: .long, help: "The workload seed.")
-    var seed: UInt64 = 1
-
-    @Option(name: .long, help: ArgumentHelp("Where the store is written (default: a new temporary directory, removed afterwards).",
-                                            valueName: "path"))
-    var dir: String?
-
-    @Flag(name: .long, help: "Exit with status 1 when the target is missed.")
-    var check = false
+    @OptionGroup var fleet: FleetBenchOptions
 
     @OptionGroup var output: JSONOption
 
-    func validate() throws {
-        guard (1...256).contains(devices) else { throw ValidationError("--devices must be between 1 and 256 (got \(devices))") }
-        guard (1000...10_000_000).contains(calls) else { throw ValidationError("--calls must be between 1000 and 10000000 (got \(calls))") }
-    }
-
     func run() async throws {
-        let result: RebuildBenchmark.Result = try await BenchRun.run(dir: dir, name: "rebuild") { directory, progress in
-            try RebuildBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory).run(progress: progress)
+        let result: RebuildBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { directory, progress in
+            try RebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory).run(progress: progress)
         }
         let meets = result.messagesPerSecond >= RebuildBenchmark.targetMessagesPerSecond
         if output.json {
             Output.json(.object([
                 "benchmark": .string("rebuild"),
-                "seed": .integer(Int64(bitPattern: seed)),
+                "seed": .integer(Int64(bitPattern: fleet.seed)),
                 "messages": .integer(Int64(result.messages)),
                 "logRows": .integer(Int64(result.logRows)),
                 "seconds": .double(result.seconds),
@@ -136,7 +117,7 @@ struct RebuildBenchCommand: AsyncParsableCommand {
                 "meetsTarget": .bool(meets),
             ]))
         } else {
-            Output.line("bench rebuild  seed=\(seed)  devices=\(devices)  \(result.messages) messages in \(result.logRows) log rows")
+            Output.line("bench rebuild  seed=\(fleet.seed)  devices=\(fleet.devices)  \(result.messages) messages in \(result.logRows) log rows")
             Output.table([
                 ["", "messages/s", "ratio", "target", ""],
                 ["rebuild", String(format: "%.0f", result.messagesPerSecond),
@@ -149,7 +130,7 @@ struct RebuildBenchCommand: AsyncParsableCommand {
             Output.error("the rebuilt projections differ from the incremental ones")
             throw ExitStatus.checkFailed
         }
-        if check && !meets {
+        if fleet.check && !meets {
             Output.error("rebuild missed its target")
             throw ExitStatus.checkFailed
         }

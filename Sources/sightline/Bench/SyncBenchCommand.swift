@@ -17,40 +17,21 @@ struct SyncBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(name: .long, help: "Devices syncing at once (1…256).")
-    var devices = 8
-
-    @Option(name: .long, help: "App calls per device (1000…10000000).")
-    var calls = 50_000
-
-    @Option(name: .long, help: "The workload seed.")
-    var seed: UInt64 = 1
-
-    @Option(name: .long, help: ArgumentHelp("Where the stores are written (default: a new temporary directory, removed afterwards).",
-                                            valueName: "path"))
-    var dir: String?
-
-    @Flag(name: .long, help: "Exit with status 1 when a target is missed.")
-    var check = false
+    @OptionGroup var fleet: FleetBenchOptions
 
     @OptionGroup var output: JSONOption
 
-    func validate() throws {
-        guard (1...256).contains(devices) else { throw ValidationError("--devices must be between 1 and 256 (got \(devices))") }
-        guard (1000...10_000_000).contains(calls) else { throw ValidationError("--calls must be between 1000 and 10000000 (got \(calls))") }
-    }
-
     func run() async throws {
-        let result: SyncBenchmark.Result = try await BenchRun.run(dir: dir, name: "sync") { directory, progress in
-            try await SyncBenchmark(devices: devices, callsPerDevice: calls, seed: seed, directory: directory).run(progress: progress)
+        let result: SyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
+            try await SyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory).run(progress: progress)
         }
         let meetsRate = result.messagesPerSecond >= SyncBenchmark.targetMessagesPerSecond
         let meetsWire = result.wireRatio <= SyncBenchmark.targetWireRatio
         if output.json {
             Output.json(.object([
                 "benchmark": .string("sync"),
-                "seed": .integer(Int64(bitPattern: seed)),
-                "devices": .integer(Int64(devices)),
+                "seed": .integer(Int64(bitPattern: fleet.seed)),
+                "devices": .integer(Int64(fleet.devices)),
                 "calls": .integer(Int64(result.calls)),
                 "messages": .integer(Int64(result.messages)),
                 "frames": .integer(Int64(result.frames)),
@@ -68,7 +49,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                 "meetsWireTarget": .bool(meetsWire),
             ]))
         } else {
-            Output.line("bench sync  seed=\(seed)  devices=\(devices)  calls=\(result.calls)  SQLite \(AppendBenchmark.sqliteVersion)")
+            Output.line("bench sync  seed=\(fleet.seed)  devices=\(fleet.devices)  calls=\(result.calls)  SQLite \(AppendBenchmark.sqliteVersion)")
             Output.line(String(format: "setup (untimed): %.1f s; %d messages in %d frames (%d retries), %d public items",
                                result.setupSeconds, result.messages, result.frames, result.retries, result.publicItems))
             Output.table([
@@ -86,7 +67,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
                  String(format: "%.2f", Double(result.jsonDeflateBytes) / Double(result.messages)), "", "", ""],
             ])
         }
-        if check && !(meetsRate && meetsWire) {
+        if fleet.check && !(meetsRate && meetsWire) {
             Output.error("sync missed a target")
             throw ExitStatus.checkFailed
         }
