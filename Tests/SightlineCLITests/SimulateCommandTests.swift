@@ -51,5 +51,18 @@ import Testing
         #expect(profile.status == 64 && profile.stderr.contains("chaos"))
         let devices = try CLIRunner.run(["simulate", "--devices", "0"])
         #expect(devices.status == 1 && devices.stderr.contains("--devices must be between 1"))
+        let seeds = try CLIRunner.run(["simulate", "--seeds", "9-3"])
+        #expect(seeds.status == 64 && seeds.stderr.contains("FIRST-LAST"))
+        let both = try CLIRunner.run(["simulate", "--seeds", "1-3", "--seed", "2"])
+        #expect(both.status == 64 && both.stderr.contains("neither --seed nor --out"))
+    }
+
+    @Test func aCampaignRunsEverySeedAndSaysWhatItReached() throws {
+        let run = try CLIRunner.run(["simulate", "--seeds", "1-6", "--devices", "3", "--events-per-device", "10",
+                                     "--faults", "none", "--json"])
+        let report = try JSONReader.parse(run.stdout)
+        #expect(report["seeds"] == .string("1-6") && report["failures"]?.array?.isEmpty == true)
+        #expect(run.status == 1 && run.stderr.contains("never injected"),
+                "with no faults the campaign passes its seeds but fails the coverage gate")
     }
 }
