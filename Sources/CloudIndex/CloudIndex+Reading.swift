@@ -60,6 +60,23 @@ extension CloudIndex {
         }
     }
 
+    /// The last seq the cloud holds of each epoch of `device`.
+    public func heldEpochs(device: String) throws(CloudError) -> [UInt64: UInt64] {
+        try read { db in
+            var held: [UInt64: UInt64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?", arguments: [device]) {
+                held[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)
+            }
+            return held
+        }
+    }
+
+    /// The seq of the cloud log's last row (0 when it is empty): it grows
+    /// with every frame that brought something new.
+    public func logHead() throws(CloudError) -> Int64 {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(seq), 0) FROM cloud_log") ?? 0 }
+    }
+
     public func stats() throws(CloudError) -> CloudStats {
         try read { db in
             func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }

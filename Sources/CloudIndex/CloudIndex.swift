@@ -117,6 +117,7 @@ public final class CloudIndex: CloudStore {
                         return (initial, secret, false)
                     }
                     let meta = try CloudIndex.checkMeta(db)
+                    if meta.version < CloudSchema.formatVersion { try CloudSchema.migrate(db, from: meta.version) }
                     guard let threshold, meta.threshold != threshold else { return (meta.threshold, meta.secret, false) }
                     try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
                     return (threshold, meta.secret, true)
@@ -134,7 +135,7 @@ public final class CloudIndex: CloudStore {
         }
     }
 
-    private static func checkMeta(_ db: Database) throws -> (threshold: Int, secret: [UInt8]) {
+    private static func checkMeta(_ db: Database) throws -> (threshold: Int, secret: [UInt8], version: Int) {
         guard try db.tableExists("cloud_meta") else {
             throw CloudError(.notACloudStore, "the file is not a Sightline cloud store (no cloud_meta table)")
         }
@@ -143,15 +144,15 @@ public final class CloudIndex: CloudStore {
             throw CloudError(.notACloudStore, "the file is not a Sightline cloud store (application is \(application ?? "missing"))")
         }
         let version = try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") ?? 0
-        guard version == CloudSchema.formatVersion else {
-            throw CloudError(.notACloudStore, "cloud store format version \(version) is not supported (this build reads version \(CloudSchema.formatVersion))")
+        guard (1...CloudSchema.formatVersion).contains(version) else {
+            throw CloudError(.notACloudStore, "cloud store format version \(version) is not supported (this build reads versions 1 to \(CloudSchema.formatVersion))")
         }
         guard let threshold = try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'threshold'"),
               let secret = try Data.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'voter_secret'"),
               secret.count == 32 else {
             throw CloudError(.notACloudStore, "the cloud store has no threshold or voter secret")
         }
-        return (threshold, [UInt8](secret))
+        return (threshold, [UInt8](secret), version)
     }
 
     /// The cloud's current time (its injected clock), for `$time` in queries.

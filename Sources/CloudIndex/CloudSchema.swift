@@ -5,7 +5,8 @@ import GRDB
 /// store"). The cloud log is the source of truth; the projections are a fold
 /// over it that `CloudIndex.rebuildProjections()` can make again.
 enum CloudSchema {
-    static let formatVersion = 1
+    /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`.
+    static let formatVersion = 2
     static let application = "sightline-cloud-store"
 
     /// Not projections: who may send, and what each device was last offered.
@@ -22,6 +23,8 @@ enum CloudSchema {
             enrolled_at INTEGER NOT NULL,
             requests_delivered INTEGER NOT NULL DEFAULT 0,
             requests_offered INTEGER NOT NULL DEFAULT 0,
+            offered_at_epoch INTEGER NOT NULL DEFAULT 0,
+            offered_at_seq INTEGER NOT NULL DEFAULT 0,
             backed_up_epoch INTEGER NOT NULL DEFAULT 0,
             backed_up_seq INTEGER NOT NULL DEFAULT 0
         );
@@ -96,6 +99,17 @@ enum CloudSchema {
         """
 
     static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state"]
+
+    /// Brings a store of an older version to this one, in the caller's transaction.
+    static func migrate(_ db: Database, from version: Int) throws {
+        if version < 2 {
+            try db.execute(sql: """
+                ALTER TABLE devices ADD COLUMN offered_at_epoch INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE devices ADD COLUMN offered_at_seq INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
+        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+    }
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {
         try db.execute(sql: registryDDL)

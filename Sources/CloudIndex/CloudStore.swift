@@ -43,20 +43,31 @@ public enum FramePlacement: Hashable, Sendable {
     case append(acceptedFrom: UInt64, overlap: ClosedRange<UInt64>?)
 
     /// `held` is the last seq held per epoch of the frame's device, by epoch.
-    public static func of(epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
+    /// `follows` and `isProbe` are the frame's (`UploadFrame`).
+    public static func of(epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, follows: OutboxPosition, isProbe: Bool,
                           held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
         let current = held.max { $0.epoch < $1.epoch } ?? (epoch: 0, last: 0)
         let last = held.first { $0.epoch == epoch }?.last ?? 0
+        /// Sends the device on to after the newest epoch the cloud holds of it.
+        func head(_ why: String) -> FramePlacement {
+            guard current.epoch > 0 else {
+                // Nothing of the device is held (a cloud restored from a
+                // snapshot older than its first frame): everything from its
+                // very first message, whatever epoch that is in.
+                return .refuse(Rejection(WireError(.gap, "\(why); the cloud holds nothing of this device"),
+                                         expected: OutboxPosition(epoch: 0, seq: 1)))
+            }
+            return .refuse(Rejection(WireError(.gap, "\(why): continue after \(current.epoch):\(current.last)"),
+                                     expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
+        }
         if epoch < current.epoch {
             // An ended epoch cannot grow: the device's history went on in a
             // later epoch (a restore from an older backup resurfaced messages
-            // the cloud never got). The device is sent on to after the
-            // current epoch's head, from where its own newest epoch follows.
+            // the cloud never got). A device whose own newest epoch is below
+            // the cloud's (its clock ran back past an earlier restore) moves
+            // it above when told where the cloud is.
             guard lastSeq <= last else {
-                return .refuse(Rejection(WireError(.gap, """
-                    epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; \
-                    messages \(epoch):\(last + 1)... cannot be added to it: continue after \(current.epoch):\(current.last)
-                    """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
+                return head("epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; messages \(epoch):\(last + 1)... cannot be added to it")
             }
         } else if epoch == current.epoch {
             if firstSeq > last + 1 {
@@ -65,23 +76,35 @@ public enum FramePlacement: Hashable, Sendable {
             }
         } else if firstSeq != 1 {
             // A new epoch that does not start at 1: the cloud lost its start
-            // (it was restored). The device resends from after the newest
-            // epoch the cloud holds, which may still lack messages.
-            guard current.epoch > 0 else {
-                // Nothing of the device is held (a cloud restored from a
-                // snapshot older than its first frame): everything from its
-                // very first message, whatever epoch that is in.
-                return .refuse(Rejection(WireError(.gap, "epoch \(epoch) is new here and must start at seq 1; the cloud holds nothing of this device"),
-                                         expected: OutboxPosition(epoch: 0, seq: 1)))
+            // (it was restored), and perhaps more before it.
+            return head("epoch \(epoch) is new here and must start at seq 1")
+        } else if isProbe {
+            return head("epoch \(epoch) is new here, and a probe does not begin an epoch")
+        } else if follows.seq > 0 {
+            // The new epoch ends the one before for good, so the cloud must
+            // hold the device through where the frame says the previous
+            // epoch ended. A cloud restored since the device last heard from
+            // it holds less, and asks for the rest first.
+            let followed = held.first { $0.epoch == follows.epoch }?.last ?? 0
+            if followed < follows.seq {
+                guard follows.epoch != current.epoch else {
+                    return .refuse(Rejection(WireError(.gap, """
+                        epoch \(epoch) follows \(follows), but the cloud holds epoch \(follows.epoch) only through seq \(followed)
+                        """), expected: OutboxPosition(epoch: follows.epoch, seq: followed + 1)))
+                }
+                // What is missing can no longer be added (that epoch is not
+                // held, or has ended): the device goes on from the cloud's head.
+                return head("epoch \(epoch) follows \(follows), which the cloud does not hold")
             }
-            return .refuse(Rejection(WireError(.gap, """
-                epoch \(epoch) is new here and must start at seq 1; the cloud holds this device through \(current.epoch):\(current.last)
-                """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
         }
         let overlap = firstSeq <= last ? firstSeq...min(last, lastSeq) : nil
         if lastSeq <= last, let overlap {
             let headEpoch = max(current.epoch, epoch)
             return .duplicate(head: OutboxPosition(epoch: headEpoch, seq: headEpoch == epoch ? last : current.last), overlap: overlap)
+        }
+        if isProbe {
+            return .refuse(Rejection(WireError(.gap, "the cloud holds epoch \(epoch) through seq \(last), before the probe"),
+                                     expected: OutboxPosition(epoch: epoch, seq: last + 1)))
         }
         return .append(acceptedFrom: last + 1, overlap: overlap)
     }

@@ -13,7 +13,7 @@ public struct CampaignReport: Sendable {
     public let wallSeconds: Double
 
     public var missingFaults: [FaultKind] { FaultKind.allCases.filter { (faults[$0] ?? 0) == 0 } }
-    public var missingPaths: [RecoveryPath] { RecoveryPath.allCases.filter { (coverage[$0] ?? 0) == 0 } }
+    public var missingPaths: [RecoveryPath] { RecoveryPath.allCases.filter { $0.isGated && (coverage[$0] ?? 0) == 0 } }
     public var passed: Bool { failures.isEmpty && missingFaults.isEmpty && missingPaths.isEmpty }
 
     /// Runs every seed in `seeds` with `options` (its seed replaced), on as

@@ -58,7 +58,8 @@ final class SimDevice {
     var heardCloudAt = -1
     var sessionStartedAt = 0
     var restores = 0
-    var aheadReported = false
+    /// Against a remote cloud: the furthest position an ack to this device named.
+    var remoteHead: OutboxPosition?
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
         self.number = number

@@ -19,6 +19,8 @@ public struct SimulationOptions: Sendable {
     public var app: String
     /// Run a restore drill instead of random faults (`sightline drill restore`).
     public var drill: DrillSide?
+    /// Sync with this served cloud instead of an embedded one (not deterministic).
+    public var remote: (any RemoteCloud)?
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -32,12 +34,14 @@ public struct SimulationOptions: Sendable {
         self.catalogueSize = catalogueSize
         self.app = app
         drill = nil
+        remote = nil
     }
 
     /// The command that runs a simulation with these options.
     public var replayCommand: String {
         var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
         if threshold != CloudOptions.defaultThreshold { command += " --threshold \(threshold)" }
+        if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }
 
@@ -51,6 +55,9 @@ public struct SimulationOptions: Sendable {
         }
         guard (1...1_000_000).contains(threshold) else {
             throw SimulationError("--threshold must be between 1 and 1,000,000, not \(threshold)")
+        }
+        if remote != nil && drill != nil {
+            throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")
         }
         guard (1...100_000).contains(catalogueSize) else {
             throw SimulationError("the catalogue must hold between 1 and 100,000 entries, not \(catalogueSize)")

@@ -16,6 +16,7 @@ extension SimulationReport {
             "passed": .bool(passed),
             "seed": .string(String(options.seed)),
             "replay": .string(replayCommand),
+            "cloud": .string(options.remote?.location ?? "embedded"),
             "options": .object([
                 "devices": integer(options.devices),
                 "eventsPerDevice": integer(options.eventsPerDevice),

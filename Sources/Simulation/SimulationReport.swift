@@ -19,6 +19,14 @@ public enum RecoveryPath: String, CaseIterable, Hashable, Sendable, Comparable {
     case withdrawal
     /// The cloud held less than it had acknowledged (it was restored) and a device noticed.
     case cloudRegression
+    /// A device whose clock ran back past an earlier restore moved its epoch
+    /// above the one the cloud had begun for it.
+    case epochAdvance
+
+    /// Whether a campaign fails when no run reached the path. An epoch
+    /// advance needs a restore, a clock jump back past it and a second
+    /// restore, which small runs seldom combine; the regression seeds reach it.
+    public var isGated: Bool { self != .epochAdvance }
 
     public static func < (lhs: RecoveryPath, rhs: RecoveryPath) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -92,6 +92,9 @@ extension Simulator {
         for epoch in device.mustHold.keys.sorted() where device.mustHold[epoch]! > acknowledged {
             device.mustHold[epoch] = acknowledged.epoch == epoch ? acknowledged : nil
         }
+        // Nor can the cloud be owed more than it still holds: it may have been
+        // restored since it acknowledged, and the wipe took the device's copies.
+        try owe(device, atMost: cloudHolds(device))
         // A new file for each restore: the replaced store is closed first and
         // its files removed, so no connection outlives its file's name.
         let path = directory + "/device-\(device.number).r\(device.restores + 1).sqlite"
@@ -112,9 +115,14 @@ extension Simulator {
         // the device had already left by an earlier restore: its tail beyond
         // what the cloud held when that epoch ended is lost for good (the
         // cloud refuses to grow an ended epoch), so nothing more is owed.
+        // The same holds for a backup of the current epoch whose outbox ends
+        // in an older epoch that the cloud has ended since (an earlier
+        // incarnation began a later one there).
         if backup.outboxHead.seq > 0 && backup.epoch == device.epoch {
-            device.mustHold[backup.outboxHead.epoch] = max(device.mustHold[backup.outboxHead.epoch] ?? backup.outboxHead,
-                                                           backup.outboxHead)
+            let epoch = backup.outboxHead.epoch
+            device.mustHold[epoch] = max(device.mustHold[epoch] ?? backup.outboxHead, backup.outboxHead)
+            let held = try cloudHolds(device)
+            if let newest = held.keys.max(), newest > epoch { try owe(device, atMost: held, in: [epoch]) }
         }
         if device.expected[report.newEpoch] != nil {
             findings.append("""
@@ -159,7 +167,33 @@ extension Simulator {
                 StoreFiles.remove(directory + "/" + name)
             }
         }
-        cloud = try openCloud()
+        let cloud = try openCloud()
+        self.cloud = cloud
+        if restore {
+            // What the restored cloud lacks and a device no longer holds (a
+            // wipe took it) is lost with both copies: no longer owed.
+            for device in devices {
+                let lost = try device.mustHold.filter { try device.store.retainedRecord(at: $0.value) == nil }.keys
+                try owe(device, atMost: cloud.heldEpochs(device: device.name), in: Array(lost))
+            }
+        }
+    }
+
+    /// Lowers what `device` is owed to at most `held` (the last seq per epoch
+    /// some copy still has), for `epochs` or every epoch it is owed.
+    func owe(_ device: SimDevice, atMost held: [UInt64: UInt64], in epochs: [UInt64]? = nil) throws {
+        for epoch in epochs ?? Array(device.mustHold.keys) {
+            guard let owed = device.mustHold[epoch] else { continue }
+            let last = held[epoch] ?? 0
+            if owed.seq > last { device.mustHold[epoch] = last > 0 ? OutboxPosition(epoch: epoch, seq: last) : nil }
+        }
+    }
+
+    /// What the cloud holds of `device` now, per epoch, read from its store
+    /// even while it is down (its file is intact until a restore replaces it).
+    func cloudHolds(_ device: SimDevice) throws -> [UInt64: UInt64] {
+        if let cloud { return try cloud.heldEpochs(device: device.name) }
+        return try CloudIndex(at: .file(cloudPath), options: CloudOptions(readOnly: true)).heldEpochs(device: device.name)
     }
 
     func takeCloudSnapshot() throws {
@@ -196,5 +230,32 @@ extension Simulator {
             bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
+    }
+
+    /// The device moved its epoch above `cloudHead`, where the cloud holds it
+    /// through (its clock ran back past an earlier restore, or an earlier
+    /// incarnation used its epoch). By the rule of docs/SYNC.md ("Epochs") the
+    /// messages of its old epoch, none of which the cloud holds, keep their
+    /// seqs in the new one: the oracle moves them too.
+    func followEpochAdvance(_ device: SimDevice, cloudHead: OutboxPosition) throws {
+        let advanced = try device.store.journalHead().epoch.rawValue
+        guard advanced > cloudHead.epoch, advanced > device.epoch else {
+            findings.append("""
+                device \(device.number) moved its epoch from \(device.epoch) to \(advanced), not above \
+                \(cloudHead.epoch), the newest epoch the cloud holds of it
+                """)
+            device.epoch = advanced
+            return
+        }
+        if device.expected[advanced] != nil {
+            findings.append("""
+                device \(device.number) moved its epoch \(device.epoch) to \(advanced), which it had already used: \
+                (epoch, seq) positions repeat
+                """)
+            counters.epochReuses += 1
+        }
+        device.expected[advanced] = device.expected.removeValue(forKey: device.epoch) ?? []
+        device.epoch = advanced
+        counters.mark(.epochAdvance)
     }
 }

@@ -42,7 +42,17 @@ extension Simulator {
         queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered), at: now + latency)
     }
 
+    /// How many times the cloud took something new: the embedded cloud's
+    /// accepted frames, or a remote cloud's log length (a replayed frame the
+    /// cloud took counts too), so that convergence waits for every device to
+    /// hear the cloud after its last change.
+    func cloudAcceptances() throws -> Int {
+        guard options.remote != nil, let cloud else { return counters.accepted }
+        return Int(try cloud.logHead())
+    }
+
     func deliverToCloud(from number: Int?, request: UInt64, bytes: [UInt8]) throws {
+        if let remote = options.remote { return try deliverRemotely(remote, from: number, request: request, bytes: bytes) }
         guard let cloud else {
             // Connection refused: the device learns at once that the outcome is unknown.
             if let number { queue.schedule(.timeout(number, request: request), at: world.milliseconds + 5) }

@@ -89,7 +89,13 @@ public final class Simulator {
         self.progress = progress
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
-        plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
+        var plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
+        if options.remote != nil {
+            // The served cloud's crashes and restores are not the simulator's to cause.
+            plan.cloudCrashes = 0
+            plan.cloudRestores = 0
+        }
+        self.plan = plan
         faultRandom = root.split()
         networkRandom = root.split()
         timingRandom = root.split()
@@ -108,7 +114,7 @@ public final class Simulator {
             directory = base + "/sightline-sim-\(options.seed)-\(UUID().uuidString)"
             removeDirectory = true
         }
-        cloudPath = directory + "/cloud.sqlite"
+        cloudPath = options.remote?.storePath ?? directory + "/cloud.sqlite"
         do {
             if FileManager.default.fileExists(atPath: directory) {
                 let existing = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -123,24 +129,35 @@ public final class Simulator {
         } catch {
             throw SimulationError("cannot prepare \(directory): \(error.localizedDescription)")
         }
+        let cloud: CloudIndex
+        if let remote = options.remote {
+            cloud = try Simulator.openRemoteStore(remote, options: options)
+        } else {
+            do {
+                cloud = try openCloud()
+                try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
+            } catch {
+                throw SimulationError("cannot set the simulation's cloud up: \(error)")
+            }
+        }
+        self.cloud = cloud
+        func enrol(_ device: String) throws -> [UInt8] {
+            if let remote = options.remote { return try remote.enrol(app: options.app, device: device) }
+            return try cloud.enrol(app: options.app, device: device, enrolmentSecret: Simulator.enrolmentSecret)
+        }
         do {
-            let cloud = try openCloud()
-            try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
-            self.cloud = cloud
             for number in 0..<options.devices {
                 let clock = DeviceClock(world: world)
                 let random = SeededRandom(seed: root.next())
                 let location: StoreLocation = options.directory == nil ? .memory : .file(devicePath(number))
                 let store = try DeviceStore(at: location, options: storeOptions(clock: clock, random: random))
-                try store.setDeviceKey(try cloud.enrol(app: options.app, device: store.deviceID.rawValue,
-                                                       enrolmentSecret: Simulator.enrolmentSecret))
+                try store.setDeviceKey(try enrol(store.deviceID.rawValue))
                 let device = SimDevice(number: number, clock: clock, random: random, store: store, location: location,
                                        workload: Workload(device: number, random: root.split()))
                 devices.append(device)
             }
             if plan.hostile {
-                hostileKey = try cloud.enrol(app: options.app, device: Simulator.hostileName,
-                                             enrolmentSecret: Simulator.enrolmentSecret)
+                hostileKey = try enrol(Simulator.hostileName)
             }
         } catch {
             throw SimulationError("cannot set the simulation up: \(error)")
@@ -193,7 +210,7 @@ public final class Simulator {
             queue.schedule(.drillBackup, at: now + span / 2)
             queue.schedule(.drillDestroy, at: now + span * 3 / 4)
             drill = DrillState(side: side)
-        } else {
+        } else if options.remote == nil {
             queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)
         }
         if plan.hostile { queue.schedule(.hostile, at: now + timingRandom.between(1_000, 20_000)) }
@@ -264,6 +281,7 @@ public final class Simulator {
             device.inFlight = nil
             let before = session.uploader.acknowledged
             let requestsBefore = session.report.contentRequests
+            let advancesBefore = session.report.epochAdvances
             let now = device.clock.now()
             try session.received(bytes, store: device.store, now: now)
             if session.report.contentRequests > requestsBefore {
@@ -271,12 +289,12 @@ public final class Simulator {
                 device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
             }
             if session.uploader.acknowledged < before { counters.mark(.cloudRegression) }
-            if session.uploader.acknowledged.epoch > device.epoch && !device.aheadReported {
-                device.aheadReported = true
+            if session.report.epochAdvances > advancesBefore {
+                try followEpochAdvance(device, cloudHead: session.uploader.acknowledged)
+            } else if session.uploader.acknowledged.epoch > device.epoch {
                 findings.append("""
-                    device \(device.number) writes in epoch \(device.epoch), but the cloud has begun epoch \
-                    \(session.uploader.acknowledged.epoch) of it (its clock ran back past an earlier restore): \
-                    nothing it writes now can be accepted
+                    device \(device.number) writes in epoch \(device.epoch), but the cloud holds it through \
+                    \(session.uploader.acknowledged) (its clock ran back past an earlier restore) and it did not move its epoch above
                     """)
             }
             if drill != nil { try drillCaughtUp() }
@@ -362,14 +380,14 @@ public final class Simulator {
         // Converging, a device syncs until it has nothing to send and has
         // heard the cloud since the cloud last took anything new (a content
         // request may be waiting for it). Otherwise it probes once a minute.
-        let stale = converging ? device.heardCloudAt != counters.accepted : now >= device.nextProbe
+        let stale = try converging ? device.heardCloudAt != cloudAcceptances() : now >= device.nextProbe
         guard status.pending > 0 || stale else { return }
         device.nextProbe = now + 60_000
         device.sessionNumber += 1
         device.session = try SyncSession(store: device.store, configuration: UploaderConfiguration(
             maximumMessages: 200, initialBackoffMilliseconds: 200, maximumBackoffMilliseconds: 10_000,
             jitterSeed: device.random.next()), maximumAttempts: 6)
-        device.sessionStartedAt = counters.accepted
+        device.sessionStartedAt = try cloudAcceptances()
         try drive(device)
     }
 
@@ -415,8 +433,9 @@ public final class Simulator {
     private func convergenceCheck() throws {
         guard let since = convergenceStart else { return }
         let now = world.milliseconds
+        let acceptances = try cloudAcceptances()
         let quiet = cloud != nil && devices.allSatisfy {
-            $0.session == nil && $0.lastPending == 0 && $0.heardCloudAt == counters.accepted
+            $0.session == nil && $0.lastPending == 0 && $0.heardCloudAt == acceptances
         }
         if quiet {
             convergenceMilliseconds = now - since

@@ -47,6 +47,60 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(entry.popularity.engaged == 3)
     }
 
+    /// The ack that asks a device for content is lost; the device, which
+    /// never saw it, sends a longer frame from the same cursor. The cloud must
+    /// not take the new frame as proof that the request arrived: the frame's
+    /// `follows` is before the ack, so the request is offered again.
+    @Test func aContentRequestWhoseAckWasLostIsOfferedAgain() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let first = try harness.addDevice(), second = try harness.addDevice()
+        try vote([first])
+        try harness.sync(first)
+        try vote([second])
+        var uploader = try second.makeUploader()
+        let frame = try #require(try second.nextFrame(&uploader, now: harness.clock.now()))
+        let lost = harness.deliver(frame.encoded)
+        guard case .ack(let ack)? = try? CloudReply.decode(lost.reply, device: second.deviceID.rawValue, key: #require(try second.deviceKey())).reply else {
+            Issue.record("no ack: \(lost.outcome)"); return
+        }
+        #expect(ack.contentRequests == [recipeHash()], "the second vote makes the hash wanted")
+        try second.recordShown(ref: recipeURL)   // the next frame starts at the same place and goes further
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.isPublic && entry.content?.title == "Baked Potato Chips", "the request reached a device that could answer")
+    }
+
+    /// A cloud store of format version 1 (before the offered-at columns) is
+    /// brought to the current version when opened for writing, and ingests.
+    @Test func aVersionOneCloudStoreIsMigratedOnOpen() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-migrate-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        do {
+            let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 1))
+            try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        }
+        let raw = try DatabaseQueue(path: path)
+        try raw.write { db in
+            try db.execute(sql: """
+                ALTER TABLE devices DROP COLUMN offered_at_epoch;
+                ALTER TABLE devices DROP COLUMN offered_at_seq;
+                UPDATE cloud_meta SET value = 1 WHERE key = 'format_version';
+                """)
+        }
+        try raw.close()
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: ManualClock(harnessStart), threshold: 1))
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 4)))
+        try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try vote([store])
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
+        #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
+        let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
+        #expect(version == 2)
+    }
+
     @Test func withdrawalsBelowTheThresholdRemoveTheContent() throws {
         let harness = try SyncHarness(threshold: 3)
         let stores = try (0..<3).map { _ in try harness.addDevice() }
@@ -437,6 +491,95 @@ private func vote(_ stores: [DeviceStore]) throws {
     }
 }
 
+extension DeviceRestoreTests {
+    /// A device store file that voted, synced and was snapshotted, with its
+    /// cloud: the scratch directory (for the caller to remove), the harness,
+    /// the store's path and the snapshot's.
+    private func votedAndBackedUp(seed: UInt64) throws -> (URL, SyncHarness, String, String) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-epochs-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let harness = try SyncHarness(threshold: 1)
+        let path = directory.appendingPathComponent("device.sqlite").path
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: seed)))
+        try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try vote([store])
+        try harness.sync(store)
+        try store.snapshot(to: snapshot)
+        return (directory, harness, path, snapshot)
+    }
+
+    /// The device is restored (its epoch is the restore time), sends in that
+    /// epoch, then its clock runs back and it is restored again: its new
+    /// epoch is below the one the cloud holds. The cloud sends it to its head,
+    /// the device moves its unsent epoch above it with a journaled event, and
+    /// what it writes from then on is counted, once.
+    @Test func aDeviceWhoseClockRanBackPastAnEarlierRestoreMovesItsEpochAboveTheClouds() throws {
+        let (directory, harness, path, snapshot) = try votedAndBackedUp(seed: 5)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        harness.clock.advance(byMilliseconds: 3_600_000)
+        let first = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: harness.clock))
+        if let kept = first.replacedStoreKeptAt { try FileManager.default.removeItem(atPath: kept) }
+        do {
+            let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
+            try restored.recordEngaged(ref: recipeURL)
+            #expect(try harness.sync(restored).last?.outcome == .accepted(messages: 1))
+        }
+        // The device's clock is now half an hour behind the first restore.
+        let behind = ManualClock(harnessStart.adding(milliseconds: 1_800_000))
+        let second = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: behind))
+        #expect(second.newEpoch < first.newEpoch, "the clock ran back past the first restore")
+        let device = try DeviceStore(at: .file(path), options: StoreOptions(clock: behind))
+        try device.recordEngaged(ref: recipeURL)
+        let results = try harness.sync(device)
+        #expect(results.first.map { if case .rejected(let error) = $0.outcome { error.code == .gap } else { false } } == true,
+                "the cloud refuses the epoch it counts as ended and says where it is")
+        #expect(results.last?.outcome == .accepted(messages: 1))
+        let head = try device.journalHead()
+        #expect(head.epoch.rawValue > first.newEpoch, "the device writes above the cloud's epoch")
+        let advanced = try device.records(head.seq...head.seq).first?.event()
+        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch.rawValue))
+        try device.recordEngaged(ref: recipeURL)
+        #expect(try harness.sync(device).map(\.outcome) == [.accepted(messages: 1)])
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity.engaged == 4 && entry.voters == 1, "one engagement before the snapshot, one per incarnation after, none twice")
+        #expect(try device.verifyJournal().isValid)
+        #expect(try device.rebuiltProjectionDigest() == device.projectionDigest(), "a rebuild moves the outbox the same way")
+        #expect(try device.syncStatus().pending == 0)
+    }
+
+    /// Two restores from the same backup at the same instant begin the same
+    /// epoch. The second incarnation's first frame carries other messages at
+    /// positions the cloud holds from the first: the cloud refuses it as
+    /// equivocation and names its head, and the device, which had nothing of
+    /// that epoch acknowledged, moves its epoch above it and is heard.
+    @Test func aDeviceWhoseEpochAnEarlierIncarnationUsedMovesAboveIt() throws {
+        let (directory, harness, path, snapshot) = try votedAndBackedUp(seed: 6)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let instant = harnessStart.adding(milliseconds: 3_600_000)
+        var epochs: [UInt64] = []
+        for incarnation in 0..<2 {
+            let clock = ManualClock(instant)
+            let restore = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: clock))
+            if let kept = restore.replacedStoreKeptAt { try FileManager.default.removeItem(atPath: kept) }
+            epochs.append(restore.newEpoch)
+            let device = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock))
+            if incarnation == 0 { try device.recordEngaged(ref: recipeURL) } else { try device.recordShown(ref: recipeURL) }
+            let results = try harness.sync(device)
+            #expect(results.last?.outcome == .accepted(messages: 1), "incarnation \(incarnation): \(results.map(\.outcome))")
+            if incarnation == 1 {
+                #expect(results.first.map { if case .rejected(let error) = $0.outcome { error.code == .equivocation } else { false } } == true)
+                #expect(try device.journalHead().epoch.rawValue > epochs[0])
+                #expect(try device.verifyJournal().isValid)
+                #expect(try device.rebuiltProjectionDigest() == device.projectionDigest())
+            }
+        }
+        #expect(epochs[0] == epochs[1], "both restores began the same epoch")
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity.engaged == 2 && entry.popularity.shown == 1, "each incarnation's message counted once")
+    }
+}
+
 @Suite struct CloudRestoreTests {
     /// A transport straight into whichever cloud the test holds now.
     final class Switchboard: Transport, @unchecked Sendable {
@@ -499,6 +642,66 @@ private func vote(_ stores: [DeviceStore]) throws {
         let after = try #require(try back.entry(app: app, hash: recipeHash()))
         #expect(after.popularity == before.popularity && after.liveVotes == before.liveVotes && after.voters == before.voters)
         #expect(try back.projectionDigest() == digest, "the restored cloud converged to exactly the state it lost")
+    }
+
+    /// A device, restored, begins a new epoch while its previous epoch's tail
+    /// is only in a cloud that is then restored from a snapshot lacking it.
+    /// The new epoch's first frame names where the previous one ended, so the
+    /// cloud asks for the tail first instead of ending that epoch short.
+    @Test func aNewEpochDoesNotEndThePreviousOneShortAtARestoredCloud() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-follows-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cloudPath = directory.appendingPathComponent("cloud.sqlite").path
+        let cloudSnapshot = directory.appendingPathComponent("cloud.snap").path
+        let devicePath = directory.appendingPathComponent("device.sqlite").path
+        let deviceSnapshot = directory.appendingPathComponent("device.snap").path
+        let clock = ManualClock(harnessStart)
+        let options = CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 1)
+        var cloud = try CloudIndex(at: .file(cloudPath), options: options)
+        try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        func sync(_ store: DeviceStore) throws -> [IngestResult] {
+            var uploader = try store.makeUploader()
+            var results: [IngestResult] = []
+            while let frame = try store.nextFrame(&uploader, now: clock.now()) {
+                let result = cloud.ingest(frame.encoded)
+                results.append(result)
+                try store.receive(result.reply, into: &uploader, now: clock.now())
+                if case .stopped = uploader.state { break }
+            }
+            return results
+        }
+        do {
+            let store = try DeviceStore(at: .file(devicePath), options: StoreOptions(clock: clock, random: SeededRandom(seed: 8)))
+            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            try vote([store])
+            _ = try sync(store)
+            try cloud.snapshot(to: cloudSnapshot)
+            try store.recordEngaged(ref: recipeURL)
+            try store.recordEngaged(ref: recipeURL)
+            _ = try sync(store)   // acknowledged, but only in the cloud's next snapshot
+            try store.snapshot(to: deviceSnapshot)
+        }
+        clock.advance(byMilliseconds: 60_000)
+        let restore = try DeviceStore.restore(snapshot: deviceSnapshot, to: devicePath, force: true, options: StoreOptions(clock: clock))
+        if let kept = restore.replacedStoreKeptAt { try FileManager.default.removeItem(atPath: kept) }
+        let device = try DeviceStore(at: .file(devicePath), options: StoreOptions(clock: clock))
+        try device.recordEngaged(ref: recipeURL)
+        let engagedBefore = try #require(try cloud.entry(app: app, hash: recipeHash())).popularity.engaged
+
+        cloud = try CloudIndex(at: .memory, options: options)  // the file's connection closes with the old index
+        _ = try CloudIndex.restore(snapshot: cloudSnapshot, to: cloudPath, force: true, options: options)
+        cloud = try CloudIndex(at: .file(cloudPath), options: options)
+        let results = try sync(device)
+        guard case .rejected(let gap) = results.first?.outcome else {
+            Issue.record("the new epoch's first frame was taken by a cloud lacking the end of the previous epoch: \(results.map(\.outcome))")
+            return
+        }
+        #expect(gap.code == .gap && gap.message.contains("only through"), "\(gap)")
+        #expect(results.last?.outcome == .accepted(messages: 1))
+        let entry = try #require(try cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity.engaged == engagedBefore + 1, "the old epoch's tail came back and the new epoch went on from it")
+        #expect(try device.syncStatus().pending == 0)
     }
 
     @Test func aBadCloudSnapshotIsRefusedAndTheStoreIsUntouched() throws {

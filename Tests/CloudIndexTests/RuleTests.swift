@@ -3,8 +3,16 @@ import SyncWire
 import Testing
 
 @Suite struct FramePlacementTests {
-    private func place(_ epoch: UInt64, _ first: UInt64, _ last: UInt64, held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
-        FramePlacement.of(epoch: epoch, firstSeq: first, lastSeq: last, held: held)
+    private func place(_ epoch: UInt64, _ first: UInt64, _ last: UInt64, follows: OutboxPosition? = nil, probe: Bool = false,
+                       held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
+        let inside = OutboxPosition(epoch: epoch, seq: first - 1)
+        return FramePlacement.of(epoch: epoch, firstSeq: first, lastSeq: last, follows: follows ?? (first > 1 ? inside : .nothing),
+                                 isProbe: probe, held: held)
+    }
+
+    private func expected(_ placement: FramePlacement) -> OutboxPosition? {
+        guard case .refuse(let rejection) = placement, rejection.error.code == .gap else { return nil }
+        return rejection.expected
     }
 
     @Test func theNextPositionsAreAppended() {
@@ -32,6 +40,35 @@ import Testing
         guard case .refuse(let ended) = place(1, 5, 7, held: [(1, 5), (2, 1)]) else { Issue.record("ended epoch grown"); return }
         #expect(ended.error.code == .gap && ended.expected == OutboxPosition(epoch: 2, seq: 2),
                 "a resurfaced tail of an ended epoch is sent on past the current epoch's head")
+    }
+}
+
+extension FramePlacementTests {
+    @Test func aNewEpochBeginsOnlyWhenTheCloudHoldsWhatItFollows() {
+        #expect(place(2, 1, 3, follows: OutboxPosition(epoch: 1, seq: 5), held: [(1, 5)]) == .append(acceptedFrom: 1, overlap: nil))
+        #expect(expected(place(2, 1, 3, follows: OutboxPosition(epoch: 1, seq: 9), held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+                "a cloud restored between the device's last ack and the new epoch asks for the rest of the old one first")
+        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: 1, seq: 9), held: [(1, 5), (2, 4)])) == OutboxPosition(epoch: 2, seq: 5),
+                "what an ended epoch lacks can no longer be added: the device goes on from the cloud's head")
+        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: 2, seq: 4), held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+                "a followed epoch the cloud never got sends the device back to the cloud's head")
+        #expect(place(3, 1, 3, follows: OutboxPosition(epoch: 1, seq: 0), held: [(1, 5)]) == .append(acceptedFrom: 1, overlap: nil),
+                "seq 0 claims nothing")
+    }
+
+    @Test func aProbeIsAcknowledgedOrAnsweredWithAGapButNeverAdded() {
+        #expect(place(1, 5, 5, probe: true, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 5...5))
+        #expect(expected(place(1, 6, 6, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+                "the next position, probed, is asked for rather than taken")
+        #expect(expected(place(2, 1, 1, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+                "a probe does not begin an epoch")
+        #expect(expected(place(2, 1, 1, probe: true, held: [])) == OutboxPosition(epoch: 0, seq: 1))
+    }
+
+    @Test func anUnheldEpochBelowTheCloudsNewestSendsTheDeviceToTheCloudsHead() {
+        // The device's clock ran back past an earlier restore: its new epoch
+        // is below one the cloud has begun for it.
+        #expect(expected(place(5, 1, 3, held: [(1, 5), (9, 2)])) == OutboxPosition(epoch: 9, seq: 3))
     }
 }
 

@@ -174,6 +174,7 @@ private let sampleEvents: [JournalEvent] = {
         .storeRestored(StoreRestore(previousEpoch: 1, snapshotHead: 9, truncatedTo: 5, snapshotSHA256: [UInt8](repeating: 3, count: 32))),
         .reindexRequested(index: "photos", identifiers: ["1", "2"]),
         .reindexAcknowledged(index: "photos", request: 12),
+        .epochAdvanced(from: 1_790_000_000_000, to: 1_800_000_000_001),
     ]
 }()
 
@@ -208,7 +209,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 3, 255] {
+    for version: UInt8 in [0, 4, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -216,7 +217,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 15, 255] {
+    for kind: UInt8 in [0, 16, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }
@@ -560,7 +561,11 @@ private let sampleEvents: [JournalEvent] = {
         let error = try #require(throws: CodecError.self) { try EventCodec.decode(newer) }
         #expect(error.code == .nonCanonical)
         newer[0] = 3
-        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 3 is not supported (this build reads versions 1 to 2)")) {
+        #expect(throws: CodecError(.nonCanonical, at: 0, "a publicContentRequested event is written with format version 2, not 3")) {
+            try EventCodec.decode(newer)
+        }
+        newer[0] = 4
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 4 is not supported (this build reads versions 1 to 3)")) {
             try EventCodec.decode(newer)
         }
     }

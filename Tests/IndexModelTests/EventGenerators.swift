@@ -73,6 +73,9 @@ enum RandomEvents {
             return .reindexRequested(index: string(&rng), identifiers: Bool.random(using: &rng) ? strings(&rng) : nil)
         case .reindexAcknowledged:
             return .reindexAcknowledged(index: string(&rng), request: UInt64.random(in: 1...UInt64(Int64.max), using: &rng))
+        case .epochAdvanced:
+            let from = UInt64.random(in: 1...UInt64(Int64.max - 1), using: &rng)
+            return .epochAdvanced(from: from, to: UInt64.random(in: (from + 1)...UInt64(Int64.max), using: &rng))
         }
     }
 

@@ -17,9 +17,15 @@ enum EventFixtures {
         var jsonLinesName: String { "events-v\(number).jsonl" }
     }
 
-    /// Version 1's file holds the kinds it introduced; version 2's the kinds it
-    /// added. Every version is read by this build.
-    static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents)]
+    /// Version 1's file holds the kinds it introduced; versions 2 and 3 the
+    /// kinds each added. Every version is read by this build.
+    static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents),
+                           Version(number: 3, events: versionThreeEvents)]
+
+    static let versionThreeEvents: [JournalEvent] = [
+        .epochAdvanced(from: 1, to: 2),
+        .epochAdvanced(from: 1_795_000_000_000, to: 1_800_000_000_001),
+    ]
 
     static let versionTwoEvents: [JournalEvent] = [
         .publicContentRequested(hashes: []),

@@ -66,6 +66,30 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(error.code == .malformed)
     }
 
+    @Test func aFrameNamesWhatItFollowsAndWhetherItIsAProbe() throws {
+        let messages = records(sampleMessages(3))
+        let first = UploadFrame(app: "app", device: "d1", records: messages, key: key,
+                                follows: OutboxPosition(epoch: 0, seq: 7), isProbe: true)
+        let parsed = try UploadFrame.parse(first.encoded)
+        #expect(parsed.follows == OutboxPosition(epoch: 0, seq: 7) && parsed.isProbe)
+        #expect(parsed.isSigned(by: key), "the signature covers both fields")
+        let inside = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3), from: 4), key: key)
+        #expect(try UploadFrame.parse(inside.encoded).follows == OutboxPosition(epoch: 1, seq: 3))
+    }
+
+    @Test func aFrameThatFollowsAPositionItCannotFollowIsMalformed() throws {
+        // Inside an epoch a frame follows exactly the seq before its first;
+        // an epoch's first frame follows something before it.
+        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), from: 4), key: key)
+        var bytes = frame.encoded
+        // epoch, first, last, count, follows epoch, follows seq, flags.
+        let fields: [UInt8] = [1, 4, 5, 2, 1, 3, 0]
+        let start = try #require((0...(frame.header.count - fields.count)).first { Array(bytes[$0..<($0 + fields.count)]) == fields })
+        bytes[start + 5] = 2
+        let error = try #require(throws: WireError.self) { try UploadFrame.parse(bytes) }
+        #expect(error.code == .malformed && error.message.contains("must follow 1:3"), "\(error)")
+    }
+
     @Test func aTruncatedFrameIsMalformed() throws {
         let bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(5)), key: key).encoded
         for length in [0, 3, 10, bytes.count - 40, bytes.count - 1] {
@@ -95,6 +119,9 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         writer.uvarint(1)
         writer.uvarint(1)
         writer.uvarint(1)
+        writer.uvarint(0)
+        writer.uvarint(0)
+        writer.byte(0)
         writer.byte(1)
         // Announce a small payload: inflating stops at the announced length.
         writer.uvarint(100)
@@ -118,7 +145,8 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         writer.byte(1)
         writer.string("app")
         writer.string("d1")
-        for value: UInt64 in [1, 1, 2, 2] { writer.uvarint(value) }
+        for value: UInt64 in [1, 1, 2, 2, 0, 0] { writer.uvarint(value) }
+        writer.byte(0)
         writer.byte(1)
         writer.uvarint(UInt64(WireLimits.maximumPayloadBytes))
         writer.raw(frame.digest)

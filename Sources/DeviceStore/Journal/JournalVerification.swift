@@ -45,10 +45,16 @@ extension DeviceStore {
                     "seq \(record.seq): stored hash does not match the row's content (row altered)", seq: record.seq)
                 return false
             }
+            let event: JournalEvent
             do throws(DeviceStoreError) {
-                _ = try record.event()
+                event = try record.event()
             } catch {
                 result.firstProblem = error
+                return false
+            }
+            if previousEpoch.rawValue > 0, record.epoch != previousEpoch,
+               let problem = Self.epochChangeProblem(event, from: previousEpoch, to: record.epoch) {
+                result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
                 return false
             }
             previousEpoch = record.epoch
@@ -61,5 +67,20 @@ extension DeviceStore {
             result.firstProblem = stop
         }
         return result
+    }
+
+    /// Why the row that begins epoch `to` after rows of epoch `from` cannot
+    /// begin it, or nil when it can: only a restore (from a snapshot of epoch
+    /// `from`, or of a later one when it was truncated with `--to-seq`) or an
+    /// advance from exactly `from` to exactly `to` opens an epoch.
+    static func epochChangeProblem(_ event: JournalEvent, from: Epoch, to: Epoch) -> String? {
+        switch event {
+        case .storeRestored(let restore) where restore.previousEpoch >= from.rawValue && restore.previousEpoch < to.rawValue:
+            return nil
+        case .epochAdvanced(let advancedFrom, let advancedTo) where advancedFrom == from.rawValue && advancedTo == to.rawValue:
+            return nil
+        default:
+            return "epoch \(to) begins after epoch \(from) with a \(event.kind) event, not with the restore or advance that opens it"
+        }
     }
 }

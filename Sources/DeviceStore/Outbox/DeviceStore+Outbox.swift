@@ -96,34 +96,44 @@ extension DeviceStore {
     /// the device's own head, since it has nothing there left to send.
     public func recordAcknowledgement(acceptedThrough: OutboxPosition,
                                       durableThrough: OutboxPosition) throws(DeviceStoreError) {
-        try write { db in
-            let head = try OutboxStore.head(db)
-            guard durableThrough <= acceptedThrough else {
-                throw DeviceStoreError(.sync, "the cloud acknowledges through \(acceptedThrough) but durable through \(durableThrough), which is later")
-            }
-            let epoch = UInt64(try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1)
-            // A restored store writes only in its new epoch, so an ack beyond
-            // the head in an earlier epoch is about messages it lost with the
-            // wipe (the old epoch's tail, or a later restore's epoch when it
-            // was restored from an older backup): it takes its own head as
-            // acknowledged, having nothing there left to send.
-            guard acceptedThrough <= head || acceptedThrough.epoch < epoch else {
-                throw DeviceStoreError(.sync, """
-                    the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
-                    but this device's outbox ends at \(head)
-                    """)
-            }
-            let acknowledged = max(try OutboxStore.acknowledged(db), min(acceptedThrough, head))
-            let durable = max(try OutboxStore.durable(db), min(durableThrough, head))
-            try OutboxStore.setPosition(db, "acknowledged", acknowledged)
-            try OutboxStore.setPosition(db, "durable", durable)
-            try OutboxStore.prune(db, through: durable)
+        try write { db in try OutboxStore.recordAcknowledgement(db, acceptedThrough: acceptedThrough, durableThrough: durableThrough) }
+    }
+}
+
+extension OutboxStore {
+    /// `DeviceStore.recordAcknowledgement` inside the caller's write transaction.
+    static func recordAcknowledgement(_ db: Database, acceptedThrough: OutboxPosition, durableThrough: OutboxPosition) throws {
+        let head = try OutboxStore.head(db)
+        guard durableThrough <= acceptedThrough else {
+            throw DeviceStoreError(.sync, "the cloud acknowledges through \(acceptedThrough) but durable through \(durableThrough), which is later")
         }
+        let epoch = try OutboxStore.epoch(db)
+        // A restored store writes only in its new epoch, so an ack beyond
+        // the head in an earlier epoch is about messages it lost with the
+        // wipe (the old epoch's tail, or a later restore's epoch when it
+        // was restored from an older backup): it takes its own head as
+        // acknowledged, having nothing there left to send.
+        guard acceptedThrough <= head || acceptedThrough.epoch < epoch else {
+            throw DeviceStoreError(.sync, """
+                the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
+                but this device's outbox ends at \(head)
+                """)
+        }
+        let acknowledged = max(try OutboxStore.acknowledged(db), min(acceptedThrough, head))
+        let durable = max(try OutboxStore.durable(db), min(durableThrough, head))
+        try OutboxStore.setPosition(db, "acknowledged", acknowledged)
+        try OutboxStore.setPosition(db, "durable", durable)
+        try OutboxStore.prune(db, through: durable)
     }
 }
 
 /// The outbox and sync-state tables, for the store's own code.
 enum OutboxStore {
+    /// The epoch the store writes in.
+    static func epoch(_ db: Database) throws -> UInt64 {
+        UInt64(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1)
+    }
+
     /// The last message appended, or seq 0 of epoch 1 when there is none.
     /// Pruning always keeps the last message, so it is the outbox's last row.
     static func head(_ db: Database) throws -> OutboxPosition {

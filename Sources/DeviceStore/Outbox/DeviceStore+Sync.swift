@@ -53,34 +53,105 @@ extension DeviceStore {
 
     /// Hands the cloud's reply to `uploader` and carries out what it says: content
     /// requests are journaled first (so the answer is in the outbox before the
-    /// cursor moves), then the cursor and durable watermark are stored.
+    /// cursor moves), then the cursor and durable watermark are stored. When
+    /// the store moved its epoch (`advanceEpoch`), the effects end with
+    /// `.epochAdvanced`.
     @discardableResult
     public func receive(_ reply: [UInt8], into uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> [UploadEffect] {
-        let effects = uploader.receive(reply, now: now)
-        try apply(effects, uploader: uploader)
+        var effects = uploader.receive(reply, now: now)
+        if let advance = try apply(effects, uploader: uploader) {
+            effects.append(.epochAdvanced(from: advance.from, to: advance.to))
+        }
         return effects
     }
 
-    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError) {
+    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
         for case .contentRequested(let hashes) in effects {
             try recordContentRequests(hashes)
         }
-        if effects.contains(where: { if case .accepted = $0 { true } else { false } }) {
-            try recordAcknowledgement(acceptedThrough: uploader.acknowledged, durableThrough: uploader.durable)
+        var advance: (from: UInt64, to: UInt64)?
+        for effect in effects {
+            switch effect {
+            case .accepted:
+                advance = try take(uploader.acknowledged, durable: uploader.durable) ?? advance
+            case .rewound(let position, _):
+                // A gap says the cloud holds everything before it. Stored, that
+                // moves the cursor forward only: past what an earlier reply
+                // failed to confirm, or past the tail of an epoch the cloud
+                // ended (lost with an earlier wipe), which would otherwise be
+                // offered again on every sync. A cloud that holds less than the
+                // cursor is handled by the uploader's rewind alone.
+                advance = try take(position, durable: min(uploader.durable, position)) ?? advance
+            case .epochTaken(let cloudHead, _):
+                advance = try advanceEpoch(past: cloudHead) ?? advance
+            default:
+                break
+            }
         }
-        for case .rewound(let position, _) in effects where position.epoch <= (try journalHead().epoch.rawValue) {
-            // A gap says the cloud holds everything before it. Stored, that
-            // moves the cursor forward only: past what an earlier reply
-            // failed to confirm, or past the tail of an epoch the cloud
-            // ended (lost with an earlier wipe), which would otherwise be
-            // offered again on every sync. A cloud that holds less than the
-            // cursor is handled by the uploader's rewind alone. A position in
-            // a later epoch than this store's cannot be taken: the cloud has
-            // seen a later epoch of this device (its clock ran back past an
-            // earlier restore), and nothing this store writes is accepted
-            // (docs/SYNC.md, "Epochs").
-            try recordAcknowledgement(acceptedThrough: position, durableThrough: min(uploader.durable, position))
+        return advance
+    }
+
+    /// The cloud holds this device through `position`. Normally that is stored
+    /// as the cursor. When it is past anything this store wrote in its own
+    /// epoch or later (its clock ran back past an earlier restore, or an
+    /// earlier incarnation used the same epoch), the store moves its epoch
+    /// above it instead (docs/SYNC.md, "Epochs").
+    private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+        let now = clock.now()
+        let keys = privacyKeys
+        return try write { db in
+            let epoch = try OutboxStore.epoch(db)
+            let acknowledged = try OutboxStore.acknowledged(db)
+            let beyond = try position.epoch > epoch
+                || (position.epoch == epoch && acknowledged.epoch < epoch && position > OutboxStore.head(db))
+            if beyond { return try DeviceStore.advanceEpoch(db, past: position, now: now, keys: keys) }
+            try OutboxStore.recordAcknowledgement(db, acceptedThrough: position, durableThrough: durable)
+            return nil
         }
+    }
+
+    /// How far above the cloud's epoch an advance goes (unless the clock is
+    /// later still). A restore from a backup of the cloud's epoch begins that
+    /// epoch + 1 when the clock is behind; an advance lands well clear of it.
+    static let epochAdvanceStep: UInt64 = 1 << 16
+
+    /// Moves the store's current epoch above `cloudHead`, the newest position
+    /// the cloud holds of this device, in one transaction: a journaled
+    /// `epochAdvanced` event, whose fold renumbers the current epoch's outbox
+    /// messages (the cloud holds none of them), and the cursor at the cloud's
+    /// head, so that the moved epoch's first frame follows it. Without this a
+    /// device whose clock ran back past an earlier restore writes in an epoch
+    /// the cloud counts as ended, and nothing it writes is ever accepted.
+    /// Returns the move, or nil when the store is already above `cloudHead`.
+    @discardableResult
+    func advanceEpoch(past cloudHead: OutboxPosition) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+        let now = clock.now()
+        let keys = privacyKeys
+        return try write { db in try DeviceStore.advanceEpoch(db, past: cloudHead, now: now, keys: keys) }
+    }
+
+    private static func advanceEpoch(_ db: Database, past cloudHead: OutboxPosition, now: Timestamp,
+                                     keys: PrivacyProjection.Keys) throws -> (from: UInt64, to: UInt64)? {
+        let epoch = try OutboxStore.epoch(db)
+        let acknowledged = try OutboxStore.acknowledged(db)
+        guard cloudHead.epoch >= epoch else {
+            // An older epoch collided: its messages cannot be sent, and the
+            // device goes on after the cloud's head.
+            try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
+            return nil
+        }
+        guard acknowledged.epoch < epoch || acknowledged.seq == 0 else {
+            throw DeviceStoreError(.sync, """
+                the cloud holds this device through \(cloudHead), at or past this store's epoch \(epoch), \
+                yet it acknowledged this store's own messages of epoch \(epoch) through \(acknowledged)
+                """)
+        }
+        let next = max(cloudHead.epoch + epochAdvanceStep, UInt64(max(now.millisecondsSince1970, 0)))
+        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(next)])
+        let appender = try JournalAppender(db: db, time: now, keys: keys)
+        try appender.append(.epochAdvanced(from: epoch, to: next))
+        try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
+        return (epoch, next)
     }
 }
 
@@ -94,6 +165,9 @@ public struct SyncReport: Hashable, Sendable {
     public var retries = 0
     public var rewinds = 0
     public var contentRequests = 0
+    /// Times the store moved its epoch above one the cloud holds
+    /// (`DeviceStore.advanceEpoch`).
+    public var epochAdvances = 0
     /// Why the run stopped early, when it did.
     public var failure: String?
     public var status: SyncStatus?
@@ -108,7 +182,9 @@ public struct SyncReport: Hashable, Sendable {
 ///
 /// With nothing pending the run first probes: it sends the last acknowledged
 /// message again, so that a cloud restored from a snapshot that lacks it
-/// answers with the position it expects and the device sends the rest.
+/// answers with the position it expects and the device sends the rest. A new
+/// epoch needs no probe: its first frame names where the previous one ended,
+/// and the cloud checks that it holds that much.
 public struct SyncSession: Sendable {
     public enum Step: Hashable, Sendable {
         /// Send this frame and hand its reply (or failure) back.
@@ -127,8 +203,6 @@ public struct SyncSession: Sendable {
     private var probe: OutboxRecord?
     private var probing = false
     private var done = false
-    /// The position last probed before starting a new epoch.
-    private var probedBeforeEpoch: OutboxPosition?
 
     public init(store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration(),
                 maximumAttempts: Int = 8) throws(DeviceStoreError) {
@@ -149,19 +223,11 @@ public struct SyncSession: Sendable {
             probing = true
             report.probes += 1
         } else {
-            // The records the next frame would carry, read once: they also
-            // tell whether it would begin a new epoch.
             let pending = uploader.state == .ready
                 ? try store.pendingOutbox(after: uploader.acknowledged, limit: uploader.configuration.maximumMessages)
                 : []
-            if let record = try epochProbe(before: pending.first, store) {
-                frame = uploader.probeFrame(now: now, record: record)
-                probing = true
-                report.probes += 1
-            } else {
-                probing = false
-                frame = uploader.nextFrame(now: now, pending: pending)
-            }
+            probing = false
+            frame = uploader.nextFrame(now: now, pending: pending)
         }
         guard let frame else {
             if case .stopped(let error) = uploader.state { report.failure = error.description }
@@ -170,18 +236,6 @@ public struct SyncSession: Sendable {
         if !probing { report.framesSent += 1 }
         if uploader.attempts > 1 { report.retries += 1 }
         return .send(frame)
-    }
-
-    /// Before the first frame of a new epoch, the last acknowledged message of
-    /// the one before goes again: a cloud restored from a snapshot that lacks
-    /// the end of that epoch answers with a gap, and the device sends the
-    /// rest before the new epoch ends the old one for good.
-    private mutating func epochProbe(before next: OutboxRecord?, _ store: DeviceStore) throws(DeviceStoreError) -> OutboxRecord? {
-        let acknowledged = uploader.acknowledged
-        guard let next, next.position.epoch > acknowledged.epoch, acknowledged.seq >= 1,
-              probedBeforeEpoch != acknowledged else { return nil }
-        probedBeforeEpoch = acknowledged
-        return try store.retainedRecord(at: acknowledged)
     }
 
     /// The reply to the frame in flight.
@@ -205,8 +259,10 @@ public struct SyncSession: Sendable {
                 break
             case .contentRequested(let hashes):
                 report.contentRequests += hashes.count
-            case .rewound:
+            case .rewound, .epochTaken:
                 report.rewinds += 1
+            case .epochAdvanced:
+                report.epochAdvances += 1
             case .stopped(let error):
                 report.failure = error.description
             case .durable, .retryScheduled:

@@ -133,6 +133,8 @@ final class PrivacyProjection {
                 guard let content = try currentContent(hash) else { continue }
                 try send(.content(hash, content), epoch: epoch, seq: seq)
             }
+        case (.epochAdvanced(let from, let to), _):
+            try moveEpoch(from: from, to: to)
         default:
             break
         }
@@ -264,6 +266,18 @@ final class PrivacyProjection {
         head = position
     }
 
+    /// The messages of epoch `from`, none of which the cloud holds, keep
+    /// their seqs under `to` (`JournalEvent.epochAdvanced`).
+    private func moveEpoch(from: UInt64, to: UInt64) throws {
+        let statement = try prepared(.moveEpoch)
+        statement.bind(1, Int64(to))
+        statement.bind(2, Int64(from))
+        try statement.execute()
+        if let current = head, current.epoch == from {
+            head = OutboxPosition(epoch: to, seq: current.seq)
+        }
+    }
+
     // MARK: - Statements
 
     private func prepared(_ sql: SQL) throws -> DirectStatement {
@@ -276,7 +290,7 @@ final class PrivacyProjection {
     private enum SQL: Int, CaseIterable {
         case loadActivity, insertActivity, deleteActivity, liveRelated, relatedDeleted, markNotLive
         case countRef, uncountRef, dropEmptyRef, changeLive, dropHash, liveHashesForRef
-        case hasVote, insertVote, deleteVote, latestPayload, insertMessage
+        case hasVote, insertVote, deleteVote, latestPayload, insertMessage, moveEpoch
 
         var text: String {
             switch self {
@@ -323,6 +337,8 @@ final class PrivacyProjection {
                 """
             case .insertMessage:
                 "INSERT INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)"
+            case .moveEpoch:
+                "UPDATE outbox SET epoch = ? WHERE epoch = ?"
             }
         }
     }

@@ -73,8 +73,9 @@ final class Projector {
         case .publicContentRequested:
             // Only the privacy projection (the outbox) answers it.
             break
-        case .storeRestored:
-            // A marker: the epoch it opens is in the journal row itself.
+        case .storeRestored, .epochAdvanced:
+            // Markers: the epoch each opens is in the journal row itself (the
+            // privacy projection moves the outbox on an advance).
             break
         case .reindexRequested(let index, let identifiers):
             let statement = try prepared(.insertReindexRequest)

@@ -61,6 +61,9 @@ public enum EventCodec {
         case .reindexAcknowledged(let index, let request):
             writer.string(index)
             writer.uvarint(request)
+        case .epochAdvanced(let from, let to):
+            writer.uvarint(from)
+            writer.uvarint(to)
         }
         return writer.bytes
     }
@@ -160,6 +163,14 @@ public enum EventCodec {
         case .reindexAcknowledged:
             let index = try reader.string()
             event = .reindexAcknowledged(index: index, request: try reader.uvarint())
+        case .epochAdvanced:
+            let start = reader.offset
+            let from = try reader.uvarint()
+            let to = try reader.uvarint()
+            guard to > from else {
+                throw CodecError(.nonCanonical, at: start, "an epoch advance goes forward, not from \(from) to \(to)")
+            }
+            event = .epochAdvanced(from: from, to: to)
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

@@ -65,6 +65,9 @@ extension JournalEvent {
         case .reindexAcknowledged(let index, let request):
             object["index"] = .string(index)
             object["request"] = .integer(Int64(clamping: request))
+        case .epochAdvanced(let from, let to):
+            object["from"] = .integer(Int64(clamping: from))
+            object["to"] = .integer(Int64(clamping: to))
         }
         return .object(object)
     }

@@ -39,11 +39,16 @@ public enum JournalEvent: Hashable, Sendable {
     case reindexRequested(index: String, identifiers: [String]?)
     /// The app acknowledged the reindex request journaled at `request`.
     case reindexAcknowledged(index: String, request: UInt64)
+    /// The cloud had begun a later epoch of this device than the store's own
+    /// (its clock ran back past an earlier restore), so the store moved its
+    /// current epoch, of which the cloud held nothing, from `from` to `to`:
+    /// the outbox messages of `from` keep their seqs under `to`.
+    case epochAdvanced(from: UInt64, to: UInt64)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
     /// so events of older kinds keep their bytes and their hashes.
-    public static let formatVersion: UInt8 = 2
+    public static let formatVersion: UInt8 = 3
 
     public var kind: EventKind {
         switch self {
@@ -61,6 +66,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .storeRestored: .storeRestored
         case .reindexRequested: .reindexRequested
         case .reindexAcknowledged: .reindexAcknowledged
+        case .epochAdvanced: .epochAdvanced
         }
     }
 
@@ -85,7 +91,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
-        case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged: nil
+        case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced: nil
         }
     }
 }
@@ -107,11 +113,13 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case storeRestored = 12
     case reindexRequested = 13
     case reindexAcknowledged = 14
+    case epochAdvanced = 15
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
     public var version: UInt8 {
-        rawValue >= EventKind.publicContentRequested.rawValue ? 2 : 1
+        if rawValue >= EventKind.epochAdvanced.rawValue { return 3 }
+        return rawValue >= EventKind.publicContentRequested.rawValue ? 2 : 1
     }
 
     public var name: String {
@@ -130,6 +138,7 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .storeRestored: "storeRestored"
         case .reindexRequested: "reindexRequested"
         case .reindexAcknowledged: "reindexAcknowledged"
+        case .epochAdvanced: "epochAdvanced"
         }
     }
 

@@ -80,7 +80,9 @@ public struct Ack: Hashable, Sendable {
 /// A refused frame: why, and for a gap the position the cloud expects next.
 public struct Rejection: Hashable, Sendable {
     public var error: WireError
-    /// For `.gap`: the first position the cloud would accept.
+    /// For `.gap`: the first position the cloud would accept. For
+    /// `.equivocation`: the position after the newest one the cloud holds of
+    /// the device.
     public var expected: OutboxPosition?
 
     public init(_ error: WireError, expected: OutboxPosition? = nil) {
@@ -180,7 +182,7 @@ public enum CloudReply: Hashable, Sendable {
                 }
                 let expected = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
                 let message = try reader.string()
-                reply = .rejection(Rejection(WireError(code, message), expected: code == .gap ? expected : nil))
+                reply = .rejection(Rejection(WireError(code, message), expected: code == .gap || code == .equivocation ? expected : nil))
             default:
                 throw WireError(.malformed, "reply type \(type) is neither an ack nor a rejection")
             }

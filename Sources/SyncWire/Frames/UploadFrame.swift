@@ -16,6 +16,14 @@ public struct UploadFrame: Hashable, Sendable {
     public var firstSeq: UInt64
     public var lastSeq: UInt64
     public var count: Int
+    /// The position the sender takes the cloud to hold through, right before
+    /// this frame: `epoch:firstSeq-1` inside an epoch. On the first frame of
+    /// an epoch it is where the previous one ended, and the cloud begins the
+    /// new epoch only when it holds that much (`docs/SYNC.md`, "Epochs").
+    public var follows: OutboxPosition
+    /// A probe asks whether the cloud still holds these messages and never
+    /// adds any: the answer is an ack of what is held, or a gap.
+    public var isProbe: Bool
     public var codec: Codec
     public var uncompressedLength: Int
     /// SHA-256 of the uncompressed payload.
@@ -32,7 +40,8 @@ public struct UploadFrame: Hashable, Sendable {
     }
 
     public static let magic: [UInt8] = Array("SLSY".utf8)
-    public static let version: UInt8 = 1
+    /// Version 2 added `follows` and `isProbe`.
+    public static let version: UInt8 = 2
 
     enum FrameType: UInt8 {
         case upload = 1, ack = 2, rejection = 3
@@ -42,9 +51,10 @@ public struct UploadFrame: Hashable, Sendable {
     public var last: OutboxPosition { OutboxPosition(epoch: epoch, seq: lastSeq) }
 
     /// Builds and signs the frame for `records`, which must be consecutive
-    /// positions of one epoch.
-    public init(app: String, device: String, records: [OutboxRecord], key: [UInt8], codec: Codec = .deflate,
-                level: Int32 = 6) {
+    /// positions of one epoch. `follows` defaults to the position before the
+    /// first record inside its epoch, or to nothing for an epoch's first.
+    public init(app: String, device: String, records: [OutboxRecord], key: [UInt8], follows: OutboxPosition? = nil,
+                isProbe: Bool = false, codec: Codec = .deflate, level: Int32 = 6) {
         precondition(!records.isEmpty, "a frame carries at least one message")
         let epoch = records[0].position.epoch
         for (offset, record) in records.enumerated() {
@@ -58,6 +68,9 @@ public struct UploadFrame: Hashable, Sendable {
         firstSeq = records[0].position.seq
         lastSeq = records[records.count - 1].position.seq
         count = records.count
+        self.follows = follows ?? (firstSeq > 1 ? OutboxPosition(epoch: epoch, seq: firstSeq - 1) : .nothing)
+        precondition(self.follows < OutboxPosition(epoch: epoch, seq: firstSeq), "a frame follows a position before its first")
+        self.isProbe = isProbe
         self.codec = codec
         uncompressedLength = plain.count
         digest = Array(SHA256.hash(data: plain))
@@ -79,6 +92,9 @@ public struct UploadFrame: Hashable, Sendable {
         writer.uvarint(firstSeq)
         writer.uvarint(lastSeq)
         writer.uvarint(UInt64(count))
+        writer.uvarint(follows.epoch)
+        writer.uvarint(follows.seq)
+        writer.byte(isProbe ? 1 : 0)
         writer.byte(codec.rawValue)
         writer.uvarint(UInt64(uncompressedLength))
         writer.raw(digest)
@@ -126,6 +142,20 @@ public struct UploadFrame: Hashable, Sendable {
             guard count <= UInt64(WireLimits.maximumMessages) else {
                 throw WireError(.tooLarge, "the frame carries \(count) messages; at most \(WireLimits.maximumMessages) are accepted")
             }
+            let followsAt = reader.offset
+            let follows = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+            let inside = OutboxPosition(epoch: epoch, seq: firstSeq - 1)
+            guard firstSeq == 1 ? follows <= inside : follows == inside else {
+                throw WireError(.malformed, """
+                    the frame starts at \(epoch):\(firstSeq) but says it follows \(follows) (at byte \(followsAt)); \
+                    it must follow \(firstSeq == 1 ? "a position before it" : inside.description)
+                    """)
+            }
+            let flagsAt = reader.offset
+            let flags = try reader.byte()
+            guard flags <= 1 else {
+                throw WireError(.malformed, "unknown frame flags \(flags) at byte \(flagsAt)")
+            }
             let codecAt = reader.offset
             guard let codec = Codec(rawValue: try reader.byte()) else {
                 throw WireError(.malformed, "unknown codec at byte \(codecAt)")
@@ -148,7 +178,7 @@ public struct UploadFrame: Hashable, Sendable {
                 throw WireError(.tooLarge, "the payload claims a compression ratio above \(WireLimits.maximumCompressionRatio):1")
             }
             var frame = UploadFrame(app: app, device: device, epoch: epoch, firstSeq: firstSeq, lastSeq: lastSeq,
-                                    count: Int(count), codec: codec, uncompressedLength: Int(uncompressed), digest: digest,
+                                    count: Int(count), follows: follows, isProbe: flags == 1, codec: codec, uncompressedLength: Int(uncompressed), digest: digest,
                                     payload: Array(bytes[reader.offset...]), signature: signature)
             frame.header = Array(bytes[..<headerEnd])
             return frame
@@ -161,7 +191,8 @@ public struct UploadFrame: Hashable, Sendable {
         }
     }
 
-    private init(app: String, device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int, codec: Codec,
+    private init(app: String, device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int,
+                 follows: OutboxPosition, isProbe: Bool, codec: Codec,
                  uncompressedLength: Int, digest: [UInt8], payload: [UInt8], signature: [UInt8]) {
         self.app = app
         self.device = device
@@ -169,6 +200,8 @@ public struct UploadFrame: Hashable, Sendable {
         self.firstSeq = firstSeq
         self.lastSeq = lastSeq
         self.count = count
+        self.follows = follows
+        self.isProbe = isProbe
         self.codec = codec
         self.uncompressedLength = uncompressedLength
         self.digest = digest

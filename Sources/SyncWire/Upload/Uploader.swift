@@ -110,7 +110,10 @@ public struct Uploader: Sendable {
                 records.append(record)
                 bytes += record.encoded.count
             }
-            let frame = UploadFrame(app: app, device: device, records: records, key: key)
+            // The frame names the cursor it follows: on an epoch's first
+            // frame, the cloud checks that it holds that much before it lets
+            // the new epoch end the previous one.
+            let frame = UploadFrame(app: app, device: device, records: records, key: key, follows: acknowledged)
             attempts = 1
             state = .awaitingReply(frame)
             return frame
@@ -120,11 +123,12 @@ public struct Uploader: Sendable {
     /// A frame that sends again the last acknowledged message, to ask the cloud
     /// whether it still holds it. A cloud restored from an older snapshot
     /// answers with a gap and the uploader rewinds; any other cloud
-    /// acknowledges a duplicate and nothing changes. `record` must be at or
-    /// before `acknowledged`.
+    /// acknowledges a duplicate and nothing changes. A probe never adds
+    /// messages (not even as an epoch's first), so it claims nothing about
+    /// what precedes it. `record` must be at or before `acknowledged`.
     public mutating func probeFrame(now: Timestamp, record: OutboxRecord) -> UploadFrame? {
         guard state == .ready, record.position <= acknowledged, record.position.seq >= 1 else { return nil }
-        let frame = UploadFrame(app: app, device: device, records: [record], key: key)
+        let frame = UploadFrame(app: app, device: device, records: [record], key: key, isProbe: true)
         attempts = 1
         state = .awaitingReply(frame)
         return frame
@@ -171,14 +175,14 @@ public struct Uploader: Sendable {
         case .rejection(let rejection):
             switch rejection.error.code {
             case .gap:
-                guard let expected = rejection.expected, expected.seq >= 1 else {
-                    state = .stopped(rejection.error)
-                    return [.stopped(rejection.error)]
-                }
-                acknowledged = OutboxPosition(epoch: expected.epoch, seq: expected.seq - 1)
-                state = .ready
-                attempts = 0
-                return [.rewound(to: acknowledged, reason: rejection.error.message)]
+                return resume(before: rejection) { .rewound(to: $0, reason: rejection.error.message) }
+            case .equivocation where frame.epoch > acknowledged.epoch:
+                // The cloud holds other messages under an epoch of which it
+                // never acknowledged anything to this uploader: an earlier
+                // incarnation of the device (wiped and restored since) used
+                // the same epoch. The device moves its epoch above the
+                // cloud's head for it and goes on from there.
+                return resume(before: rejection) { .epochTaken(cloudHead: $0, reason: rejection.error.message) }
             case .rateLimited, .unavailable:
                 return failed(now: now, reason: rejection.error.message)
             default:
@@ -186,6 +190,19 @@ public struct Uploader: Sendable {
                 return [.stopped(rejection.error)]
             }
         }
+    }
+
+    /// Goes on after the position before the rejection's expected one, with
+    /// the effect `made` of that position; stops when the rejection names none.
+    private mutating func resume(before rejection: Rejection, _ made: (OutboxPosition) -> UploadEffect) -> [UploadEffect] {
+        guard let expected = rejection.expected, expected.seq >= 1 else {
+            state = .stopped(rejection.error)
+            return [.stopped(rejection.error)]
+        }
+        acknowledged = OutboxPosition(epoch: expected.epoch, seq: expected.seq - 1)
+        state = .ready
+        attempts = 0
+        return [made(acknowledged)]
     }
 
     /// The frame in flight got no usable reply (timeout, connection lost): its
@@ -213,6 +230,13 @@ public enum UploadEffect: Hashable, Sendable {
     case contentRequested([PublicHash])
     /// The cloud expects an earlier (or later) position; sending resumes after `to`.
     case rewound(to: OutboxPosition, reason: String)
+    /// The cloud holds another history under the frame's epoch, which an
+    /// earlier incarnation of the device used: the device moves its epoch
+    /// above `cloudHead`, the newest position the cloud holds of it.
+    case epochTaken(cloudHead: OutboxPosition, reason: String)
+    /// The device store moved its current epoch, of which the cloud held
+    /// nothing, from `from` to `to` (added by `DeviceStore.receive`).
+    case epochAdvanced(from: UInt64, to: UInt64)
     /// The frame goes again at `at`; `attempt` is the number it will be.
     case retryScheduled(at: Timestamp, attempt: Int, reason: String)
     /// The uploader stopped: the cloud refused for good.

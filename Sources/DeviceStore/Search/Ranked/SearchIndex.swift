@@ -232,7 +232,7 @@ extension SearchIndex {
                     dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: key))
                 case .resultShown(let ref), .resultEngaged(let ref):
                     refs.insert(ref)
-                case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged:
+                case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced:
                     break
                 }
                 return true
