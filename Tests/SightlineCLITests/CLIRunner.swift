@@ -84,3 +84,28 @@ extension JSONValue {
         return nil
     }
 }
+
+/// Starts `cloud serve` on a free port; returns the process and its base URL.
+func servedCloud(_ directory: URL, threshold: Int, extra: [String] = []) throws -> (process: Process, url: String, stderr: URL) {
+    let secret = directory.appendingPathComponent("secret")
+    try Data("a-secret-the-cli-test-enrols-with\n".utf8).write(to: secret)
+    let log = directory.appendingPathComponent("serve.err")
+    _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+    let process = Process()
+    process.executableURL = CLIRunner.binary
+    process.arguments = ["cloud", "serve", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--port", "0",
+                         "--threshold", String(threshold), "--app", "com.example.app",
+                         "--enrolment-secret-file", secret.path, "--log-level", "warning"] + extra
+    process.standardError = try FileHandle(forWritingTo: log)
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    for _ in 0..<200 {
+        let text = String(decoding: FileManager.default.contents(atPath: log.path) ?? Data(), as: UTF8.self)
+        if let range = text.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
+            return (process, String(text[range]), log)
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    process.terminate()
+    throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "cloud serve did not start"])
+}

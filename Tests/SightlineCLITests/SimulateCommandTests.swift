@@ -34,6 +34,35 @@ import Testing
         #expect(again.status == 64 && again.stderr.contains("not empty"), "an --out that holds a run is not overwritten")
     }
 
+    /// The same workload, faults on the wire and checks, against a real
+    /// `cloud serve` over HTTP; the checks read the served store at the end.
+    @Test func aSimulationAgainstAServedCloudPassesTheSameChecks() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try servedCloud(directory, threshold: 2, extra: ["--rate", "100000"])
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let arguments = ["simulate", "--cloud", server.url, "--cloud-store", directory.appendingPathComponent("cloud.sqlite").path,
+                         "--app", "com.example.app", "--enrolment-secret-file", directory.appendingPathComponent("secret").path,
+                         "--threshold", "2", "--devices", "4", "--events-per-device", "20", "--faults", "heavy", "--seed", "5",
+                         "--json"]
+        let run = try CLIRunner.run(arguments)
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try JSONReader.parse(run.stdout)
+        #expect(report["passed"] == .bool(true) && report["cloud"] == .string(server.url))
+        #expect(report["faults"]?["cloudCrash"] == .integer(0), "the served cloud's crashes are not the simulator's to cause")
+        let stats = try CLIRunner.json(["cloud", "stats", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--json"])
+        guard case .integer(let enrolled)? = stats["devices"] else { Issue.record("no device count: \(stats)"); return }
+        #expect(enrolled >= 4, "the devices (and any hostile one) enrolled over HTTP")
+
+        let again = try CLIRunner.run(arguments)
+        #expect(again.status != 0 && again.stderr.contains("already has"), "a store with devices the oracle did not make is refused")
+        let noStore = try CLIRunner.run(["simulate", "--cloud", server.url])
+        #expect(noStore.status == 64 && noStore.stderr.contains("--cloud-store"))
+    }
+
     @Test func aRestoreDrillReportsRPOAndRTOAndNoDoubleCounts() throws {
         let run = try CLIRunner.run(["drill", "restore", "--side", "cloud", "--devices", "4", "--seed", "2", "--json"])
         #expect(run.status == 0, "\(run.stderr)")

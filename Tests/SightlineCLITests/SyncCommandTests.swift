@@ -5,35 +5,10 @@ import Testing
 /// `sightline cloud serve` in one process and `sightline sync` in others, as two
 /// terminals would run them.
 @Suite(.serialized) struct SyncCommandTests {
-    /// Starts `cloud serve` on a free port; returns the process and its base URL.
-    private func serve(_ directory: URL, threshold: Int, extra: [String] = []) throws -> (process: Process, url: String, stderr: URL) {
-        let secret = directory.appendingPathComponent("secret")
-        try Data("a-secret-the-cli-test-enrols-with\n".utf8).write(to: secret)
-        let log = directory.appendingPathComponent("serve.err")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = CLIRunner.binary
-        process.arguments = ["cloud", "serve", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--port", "0",
-                             "--threshold", String(threshold), "--app", "com.example.app",
-                             "--enrolment-secret-file", secret.path, "--log-level", "warning"] + extra
-        process.standardError = try FileHandle(forWritingTo: log)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<200 {
-            let text = String(decoding: FileManager.default.contents(atPath: log.path) ?? Data(), as: UTF8.self)
-            if let range = text.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
-                return (process, String(text[range]), log)
-            }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        process.terminate()
-        throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "cloud serve did not start"])
-    }
-
     @Test func devicesMadeWithApplySyncToAServedCloudAndTheCountsAreExact() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try serve(directory, threshold: 2)
+        let server = try servedCloud(directory, threshold: 2)
         defer {
             server.process.terminate()
             server.process.waitUntilExit()
@@ -96,7 +71,7 @@ import Testing
     @Test func syncWithoutASecretOrWithAWrongOneFailsClearly() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try serve(directory, threshold: 2)
+        let server = try servedCloud(directory, threshold: 2)
         defer {
             server.process.terminate()
             server.process.waitUntilExit()
@@ -144,7 +119,7 @@ import Testing
                 }
             }
         }
-        var server = try serve(directory, threshold: 2)
+        var server = try servedCloud(directory, threshold: 2)
         for device in devices { #expect(try CLIRunner.run(["device", "apply", "--db", device, first.path]).status == 0) }
         try syncAll(server.url)
         let snapshot = directory.appendingPathComponent("cloud.snap").path
@@ -158,7 +133,7 @@ import Testing
         for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: cloud + suffix) }
         let restore = try CLIRunner.run(["cloud", "restore", "--snapshot", snapshot, "--db", cloud])
         #expect(restore.status == 0, "\(restore.stderr)")
-        server = try serve(directory, threshold: 2)
+        server = try servedCloud(directory, threshold: 2)
         defer {
             server.process.terminate()
             server.process.waitUntilExit()
@@ -181,7 +156,7 @@ import Testing
     @Test func aDeviceRestoreDrillLosesNothingBeyondTheWindowAndCountsNothingTwice() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = try serve(directory, threshold: 1)
+        let server = try servedCloud(directory, threshold: 1)
         defer {
             server.process.terminate()
             server.process.waitUntilExit()
@@ -249,7 +224,7 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshots = directory.appendingPathComponent("snapshots").path
-        let server = try serve(directory, threshold: 2, extra: ["--snapshot-every", "1", "--snapshot-dir", snapshots,
+        let server = try servedCloud(directory, threshold: 2, extra: ["--snapshot-every", "1", "--snapshot-dir", snapshots,
                                                                 "--snapshots-kept", "2"])
         defer {
             server.process.terminate()

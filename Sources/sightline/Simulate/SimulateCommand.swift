@@ -43,6 +43,21 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
     var out: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Sync with this served cloud (`sightline cloud serve`) over HTTP instead of an embedded one; not deterministic.",
+        valueName: "url"))
+    var cloud: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With --cloud: the served cloud's store file, read (never written) for the checks at the end.",
+        valueName: "path"))
+    var cloudStore: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --cloud: the app the server enrols devices for.", valueName: "name"))
+    var app: String?
+
+    @OptionGroup var secretOption: EnrolmentSecretOption
+
     @OptionGroup var output: JSONOption
 
     func validate() throws {
@@ -51,6 +66,14 @@ struct SimulateCommand: ParsableCommand {
                 throw ValidationError("--seeds must be FIRST-LAST with FIRST ≤ LAST, like 1-1000, not \(seeds)")
             }
             guard seed == nil && out == nil else { throw ValidationError("--seeds runs many seeds: it takes neither --seed nor --out") }
+        }
+        if cloud != nil {
+            guard seeds == nil else { throw ValidationError("--cloud runs one simulation against a served cloud: it does not take --seeds") }
+            guard cloudStore != nil else {
+                throw ValidationError("--cloud needs --cloud-store: the checks read the served cloud's store at the end")
+            }
+        } else if cloudStore != nil || app != nil || secretOption.enrolmentSecretFile != nil {
+            throw ValidationError("--cloud-store, --app and --enrolment-secret-file go with --cloud")
         }
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
@@ -67,10 +90,19 @@ struct SimulateCommand: ParsableCommand {
     func run() throws {
         if let seeds, let range = seedRange(seeds) { return try campaign(range) }
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
-        let options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
+        var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
                                         threshold: threshold, directory: out)
+        if let cloud, let cloudStore {
+            guard let secret = try secretOption.secret() else {
+                Output.error("error: --cloud needs the app's enrolment secret: --enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET")
+                throw ExitStatus.invalidInput
+            }
+            options.remote = HTTPRemoteCloud(url: cloud, storePath: cloudStore, enrolmentSecret: secret)
+            if let app { options.app = app }
+        }
         let showProgress = isatty(STDERR_FILENO) == 1 && !output.json
-        Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
+        Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"
+                     + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
         do {
             var shown = -1
