@@ -22,6 +22,7 @@ struct Catalogue {
     let entries: [Entry]
     let sybil: Entry
     private let entryByHash: [PublicHash: Int]
+    private let entryByURL: [String: Int]
     let popularity: ZipfDistribution
 
     init(app: String, size: Int) {
@@ -40,8 +41,13 @@ struct Catalogue {
         entries = (0..<size).map { entry($0, name: "place") }
         sybil = entry(size, name: "sybil")
         var byHash: [PublicHash: Int] = [:]
-        for entry in entries + [sybil] { byHash[entry.hash] = entry.number }
+        var byURL: [String: Int] = [:]
+        for entry in entries + [sybil] {
+            byHash[entry.hash] = entry.number
+            byURL[entry.url] = entry.number
+        }
         entryByHash = byHash
+        entryByURL = byURL
         popularity = ZipfDistribution(count: size, exponent: 1.2)
     }
 
@@ -51,6 +57,11 @@ struct Catalogue {
 
     func number(of hash: PublicHash) -> Int? {
         entryByHash[hash]
+    }
+
+    /// The entry whose activity has `url`, if one has.
+    func entry(url: String) -> Int? {
+        entryByURL[url]
     }
 
     /// The activity a device records for entry `number`.

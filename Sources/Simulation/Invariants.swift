@@ -273,6 +273,8 @@ struct Invariants {
         check("journals-verify", journalProblems, "every device journal and the cloud log verify")
         check("device-index-matches-calls", indexProblems, "every device's index equals what its app's calls imply")
         check("no-deleted-item-returned", returnedProblems, "no item the app deleted is in any index")
+        check("search-matches-calls", simulator.findings.filter { $0.contains("'s search") },
+              "\(simulator.counters.searches) searches before engagements returned nothing the app deleted and found each live activity they looked for")
         check("projections-equal-rebuild", rebuildProblems, "the cloud's and the devices' projections equal rebuilds from their logs")
         check("epochs-never-reused", simulator.findings.filter { ["already used", "clock ran back", "not above"].contains(where: $0.contains) },
               "\(simulator.restores.count) restore(s), each in a new epoch")

@@ -51,6 +51,8 @@ struct RunCounters {
     var framesScanned = 0
     var leaks = 0
     var epochReuses = 0
+    /// Searches the simulated users made (each checked against the oracle).
+    var searches = 0
     var faults: [FaultKind: Int] = [:]
     var coverage: [RecoveryPath: Int] = [:]
 

@@ -352,6 +352,10 @@ public final class Simulator {
         let operation = device.scripted.isEmpty
             ? device.workload.next(now: device.clock.now(), model: device.model, truth: &device.truth, catalogue: catalogue)
             : device.scripted.removeFirst()
+        if case .engage(let ref) = operation, let entry = catalogue.entry(url: ref) {
+            // The user found the entry by searching for its title first.
+            try search(device, for: entry)
+        }
         do {
             try device.perform(operation, catalogue: catalogue)
         } catch {
@@ -366,6 +370,36 @@ public final class Simulator {
         } else {
             queue.schedule(.userAction(device.number),
                            at: world.milliseconds + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
+        }
+    }
+
+    /// Searches the device's store for the title of catalogue `entry`, as
+    /// the user would before engaging it, and checks the results against the
+    /// oracle: nothing the app deleted comes back, and when the results are
+    /// not cut at the limit, the device's live activity of the entry is among
+    /// them. Reading changes nothing the run's digest covers.
+    func search(_ device: SimDevice, for entry: Int) throws {
+        let limit = 20
+        let now = device.clock.now()
+        let title = catalogue.entry(entry).title
+        let results = try device.store.search(title, limit: limit)
+        counters.searches += 1
+        var keys = Set<String>()
+        for member in results.flatMap(\.members) {
+            switch member {
+            case .item(let index, let identifier):
+                if !device.model.mayReturn(index: index, identifier: identifier) {
+                    findings.append("device \(device.number)'s search returned item \(identifier) of \(index), which the app deleted")
+                }
+            case .activity(let key):
+                keys.insert(key)
+                if !device.model.mayReturn(activityKey: key) {
+                    findings.append("device \(device.number)'s search returned activity \(key), which the app deleted")
+                }
+            }
+        }
+        if results.count < limit, let key = device.model.searchableActivity(of: entry, now: now), !keys.contains(key) {
+            findings.append("device \(device.number)'s search for \"\(title)\" missed its activity \(key)")
         }
     }
 

@@ -172,3 +172,23 @@ struct StoreModel {
         (items[index] ?? [:]).keys.sorted()
     }
 }
+
+extension StoreModel {
+    /// Whether the store may show `member` in search results at `now`: an item
+    /// the app indexed and has not deleted, or an activity it recorded and has
+    /// not deleted. (An item or activity that expired by `now` may linger here
+    /// until the next call's sweep; the store leaves it out already.)
+    func mayReturn(index: String, identifier: String) -> Bool {
+        items[index]?[identifier] != nil
+    }
+
+    func mayReturn(activityKey: String) -> Bool {
+        activities[activityKey] != nil
+    }
+
+    /// The key of the live, unexpired activity of catalogue `entry` that a
+    /// search for its title must find, if the device holds one.
+    func searchableActivity(of entry: Int, now: Timestamp) -> String? {
+        activities.first { $0.value.entry == entry && $0.value.live && ($0.value.expires.map { $0 > now } ?? true) }?.key
+    }
+}
