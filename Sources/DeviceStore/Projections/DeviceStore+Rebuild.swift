@@ -22,10 +22,16 @@ extension DeviceStore {
     /// digest does not cover, are not built (`checkFullTextIndexes` checks them).
     public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
         do {
-            let scratch = try DatabaseQueue()
+            // As the store's own connections: the schema declares no foreign keys.
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = false
+            let scratch = try DatabaseQueue(configuration: configuration)
             return try scratch.write { scratchDB in
                 try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
                                        voteSecret: privacyKeys.voteSecret, createdAt: 0)
+                for index in StoreSchema.indexesOutsideTheFold {
+                    try scratchDB.execute(sql: "DROP INDEX \(index)")
+                }
                 let durable = try queue.read { sourceDB in
                     try DeviceStore.replayJournal(from: sourceDB, into: scratchDB, keys: privacyKeys, fullText: false)
                     return try OutboxStore.durable(sourceDB)
