@@ -19,6 +19,12 @@ extension DeviceStore {
     /// the SHA-256 recomputed from the row, and each payload decoding to an event of
     /// the row's kind. Stops at the first bad row and names its seq.
     public func verifyJournal() throws(DeviceStoreError) -> JournalVerification {
+        try verifyJournal { _, _ in }
+    }
+
+    /// `verifyJournal()`, handing every row that passed, with its decoded
+    /// event, to `verified` in seq order (a restore replays them meanwhile).
+    func verifyJournal(_ verified: (JournalRecord, JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
         var result = JournalVerification()
         var previousEpoch = Epoch(0)
         let scan = try scanJournal { record in
@@ -45,12 +51,14 @@ extension DeviceStore {
                     "seq \(record.seq): stored hash does not match the row's content (row altered)", seq: record.seq)
                 return false
             }
+            let event: JournalEvent
             do throws(DeviceStoreError) {
-                _ = try record.event()
+                event = try record.event()
             } catch {
                 result.firstProblem = error
                 return false
             }
+            verified(record, event)
             previousEpoch = record.epoch
             result.verifiedRows += 1
             result.head = record.seq
