@@ -40,6 +40,7 @@ extension DeviceStore {
                 for row in batch {
                     try fold.apply(row.record, row.event)
                 }
+                stream.recycle(consume batch)
             }
             return try read { db in try OutboxStore.durable(db) }
         }
