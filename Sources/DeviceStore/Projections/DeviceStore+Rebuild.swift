@@ -54,6 +54,14 @@ extension DeviceStore {
             // As the store's own connections: the schema declares no foreign keys.
             var configuration = Configuration()
             configuration.foreignKeysEnabled = false
+            configuration.prepareDatabase { db in
+                // The scratch database is thrown away: nothing needs rolling
+                // back, and Debian's SQLite (built with SECURE_DELETE) would
+                // zero every deleted row of a replay that deletes hundreds of
+                // thousands.
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = OFF")
+                try db.execute(sql: "PRAGMA secure_delete = OFF")
+            }
             let scratch = try DatabaseQueue(configuration: configuration)
             return try scratch.write { scratchDB in
                 try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
