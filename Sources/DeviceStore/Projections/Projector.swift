@@ -250,7 +250,14 @@ final class Projector {
             try ftsInsert(.deleteItemText, rowid: removed.rowid) { removed.text.bind(to: $0, from: 2) }
         }
         // A strongly related activity becomes ineligible once no item of that
-        // identifier remains in any index.
+        // identifier remains in any index. Most deleted items have no related
+        // activity, and a read finds that for less than an update that
+        // changes nothing.
+        let related = try prepared(.hasRelatedActivity)
+        related.bind(1, identifier)
+        let hasRelated = try related.step()
+        related.reset()
+        guard hasRelated else { return }
         let orphan = try prepared(.orphanRelatedActivities)
         orphan.bind(1, identifier)
         orphan.bind(2, identifier)
@@ -386,7 +393,7 @@ final class Projector {
     }
 
     private enum SQL: Int, CaseIterable {
-        case loadItem, itemText, insertItem, updateItem, deleteItem, orphanRelatedActivities
+        case loadItem, itemText, insertItem, updateItem, deleteItem, hasRelatedActivity, orphanRelatedActivities
         case insertItemText, deleteItemText
         case activityText, insertActivity, updateActivity, deleteActivity
         case insertActivityText, deleteActivityText
@@ -416,6 +423,8 @@ final class Projector {
                 """
             case .deleteItem:
                 "DELETE FROM items WHERE item_id = ? AND index_name = ?"
+            case .hasRelatedActivity:
+                "SELECT 1 FROM activities WHERE related = ? AND related_deleted = 0 LIMIT 1"
             case .orphanRelatedActivities:
                 """
                 UPDATE activities SET related_deleted = 1
