@@ -12,7 +12,10 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
     private let capacity: Int
     /// Guards everything below; both sides wait on it.
     private let condition = NSCondition()
-    private var waiting: [Element] = []
+    /// Taken elements leave their slot at once (nil), so that the handoff
+    /// never holds the last reference to one: it would be freed on whichever
+    /// thread next clears the slots.
+    private var waiting: [Element?] = []
     private var first = 0
     private var finished = false
     private var abandoned = false
@@ -34,8 +37,10 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
             condition.wait()
         }
         guard !abandoned else { return false }
+        // Only an empty handoff can have the consumer waiting.
+        let wasEmpty = first == waiting.count
         waiting.append(element)
-        condition.broadcast()
+        if wasEmpty { condition.broadcast() }
         return true
     }
 
@@ -57,14 +62,16 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
         while first == waiting.count && !finished {
             condition.wait()
         }
-        guard first < waiting.count else { return nil }
-        let element = waiting[first]
+        guard first < waiting.count, let element = waiting[first] else { return nil }
+        // Only a full handoff can have the producer waiting.
+        let wasFull = waiting.count - first >= capacity
+        waiting[first] = nil
         first += 1
         if first == waiting.count {
             waiting.removeAll(keepingCapacity: true)
             first = 0
         }
-        condition.broadcast()
+        if wasFull { condition.broadcast() }
         return element
     }
 
