@@ -34,6 +34,8 @@ let package = Package(
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
         // The system zlib, for deflate in sync frames (tools/install-deps installs zlib1g-dev).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // Process-wide SQLite settings that need sqlite3_config (variadic, so not callable from Swift).
+        .systemLibrary(name: "CSQLiteTuning", path: "Sources/CSQLiteTuning"),
         .target(
             name: "SyncWire",
             dependencies: [
@@ -136,6 +138,7 @@ let package = Package(
                 "SQLiteSupport",
                 "Snapshot",
                 "Simulation",
+                "CSQLiteTuning",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -122,9 +122,6 @@ public enum SnapshotFile {
             throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
         }
         do {
-            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
-            defer { try? input.close() }
-            try input.seek(toOffset: UInt64(headerMagic.count))
             FileManager.default.createFile(atPath: destination, contents: nil)
             guard let output = FileHandle(forWritingAtPath: destination) else {
                 throw SnapshotError(.io, "cannot create \(destination)")
@@ -132,37 +129,38 @@ public enum SnapshotFile {
             var hasher = SHA256()
             var total: Int64 = 0
             var index: UInt64 = 0
-            var offset = UInt64(headerMagic.count)
             do {
                 defer { try? output.close() }
-                while true {
-                    guard offset + 4 <= layout.chunksEnd else {
-                        throw SnapshotError(.truncated, "chunk \(index) runs past the end of the chunks")
-                    }
-                    let length = readLE32(try input.read(upToCount: 4) ?? Data())
-                    offset += 4
-                    if length == 0 { break }
-                    guard length <= maximumSealedChunk, offset + UInt64(length) <= layout.chunksEnd else {
-                        throw SnapshotError(.truncated, "chunk \(index) claims \(length) bytes, more than the file holds")
-                    }
-                    var chunk = [UInt8](try input.read(upToCount: Int(length)) ?? Data())
-                    offset += UInt64(length)
-                    if let key, let nonceBase {
-                        chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
-                    }
-                    let plain: [UInt8]
-                    do {
-                        plain = try Deflate.decompress(chunk, limit: chunkBytes)
-                    } catch {
-                        throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
-                    }
-                    hasher.update(data: plain)
-                    total += Int64(plain.count)
-                    try output.write(contentsOf: plain)
-                    index += 1
+                // Chunks are read and inflated on another core while this one
+                // hashes and writes them, in order.
+                let chunks = Handoff<InflatedChunk>(capacity: 4)
+                let inflating = DispatchGroup()
+                let opening = ChunkKey(key: key, nonceBase: nonceBase)
+                DispatchQueue.global().async(group: inflating) {
+                    inflateChunks(of: path, until: layout.chunksEnd, opening: opening, into: chunks)
                 }
-                guard offset == layout.chunksEnd else {
-                    throw SnapshotError(.malformed, "\(layout.chunksEnd - offset) bytes follow the end-of-chunks marker")
+                defer {
+                    chunks.abandon()
+                    inflating.wait()
+                }
+                var end: UInt64?
+                reading: while let chunk = chunks.next() {
+                    switch chunk {
+                    case .plain(let plain):
+                        hasher.update(data: plain)
+                        total += Int64(plain.count)
+                        try output.write(contentsOf: plain)
+                        index += 1
+                    case .end(let offset):
+                        end = offset
+                        break reading
+                    case .failure(let error):
+                        throw error
+                    }
+                }
+                guard let end else { throw SnapshotError(.io, "the snapshot's chunks stopped without an end marker") }
+                guard end == layout.chunksEnd else {
+                    throw SnapshotError(.malformed, "\(layout.chunksEnd - end) bytes follow the end-of-chunks marker")
                 }
                 guard index == UInt64(chunkCount), total == expectedBytes else {
                     throw SnapshotError(.truncated, "the snapshot holds \(index) chunks and \(total) bytes; its manifest says \(chunkCount) and \(expectedBytes)")
@@ -178,7 +176,69 @@ public enum SnapshotFile {
             throw error
         } catch {
             try? FileManager.default.removeItem(atPath: destination)
-            throw SnapshotError(.io, "cannot read the snapshot \(path): \(error)")
+            throw SnapshotError(.io, "cannot write \(destination): \(error)")
+        }
+    }
+
+    /// The key and nonce base that open sealed chunks (both nil when the
+    /// snapshot is not sealed). `SymmetricKey` is not marked Sendable; it is
+    /// an immutable value that only the inflating thread reads.
+    private struct ChunkKey: @unchecked Sendable {
+        let key: SymmetricKey?
+        let nonceBase: [UInt8]?
+    }
+
+    /// What the inflating thread hands over: a chunk's content, the end of
+    /// the chunks (the offset just after the end marker), or why it stopped.
+    private enum InflatedChunk: Sendable {
+        case plain([UInt8])
+        case end(UInt64)
+        case failure(SnapshotError)
+    }
+
+    /// Reads the chunks of the snapshot at `path` in order, opens (with `key`)
+    /// and inflates each, and hands them over; stops at the end marker, at
+    /// the first bad chunk, or when the consumer abandons `chunks`.
+    private static func inflateChunks(of path: String, until chunksEnd: UInt64, opening: ChunkKey,
+                                      into chunks: Handoff<InflatedChunk>) {
+        defer { chunks.finish() }
+        do {
+            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
+            defer { try? input.close() }
+            try input.seek(toOffset: UInt64(headerMagic.count))
+            var index: UInt64 = 0
+            var offset = UInt64(headerMagic.count)
+            while true {
+                guard offset + 4 <= chunksEnd else {
+                    throw SnapshotError(.truncated, "chunk \(index) runs past the end of the chunks")
+                }
+                let length = readLE32(try input.read(upToCount: 4) ?? Data())
+                offset += 4
+                if length == 0 {
+                    chunks.put(.end(offset))
+                    return
+                }
+                guard length <= maximumSealedChunk, offset + UInt64(length) <= chunksEnd else {
+                    throw SnapshotError(.truncated, "chunk \(index) claims \(length) bytes, more than the file holds")
+                }
+                var chunk = [UInt8](try input.read(upToCount: Int(length)) ?? Data())
+                offset += UInt64(length)
+                if let key = opening.key, let nonceBase = opening.nonceBase {
+                    chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
+                }
+                let plain: [UInt8]
+                do {
+                    plain = try Deflate.decompress(chunk, limit: chunkBytes)
+                } catch {
+                    throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
+                }
+                guard chunks.put(.plain(plain)) else { return }
+                index += 1
+            }
+        } catch let error as SnapshotError {
+            chunks.put(.failure(error))
+        } catch {
+            chunks.put(.failure(SnapshotError(.io, "cannot read the snapshot \(path): \(error)")))
         }
     }
 

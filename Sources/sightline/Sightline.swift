@@ -1,4 +1,5 @@
 import ArgumentParser
+import CSQLiteTuning
 
 @main
 struct Sightline: AsyncParsableCommand {
@@ -14,4 +15,11 @@ struct Sightline: AsyncParsableCommand {
         subcommands: [SimulateCommand.self, DrillCommand.self, DeviceCommand.self, JournalCommand.self, SyncCommand.self, CloudCommand.self,
                       BenchCommand.self]
     )
+
+    /// Makes the process-wide SQLite settings first, while SQLite is unused,
+    /// then runs the command.
+    static func main() async {
+        _ = sightline_disable_sqlite_memory_statistics()
+        await main(nil)
+    }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import DeviceStore
 import Foundation
+import GRDB
 import IndexModel
 import SyncWire
 import Testing
@@ -179,6 +180,51 @@ private func bytes(_ path: String) -> Data? {
             #expect(error.code == .snapshot)
             if !expected.isEmpty { #expect(error.message.contains(expected), "\(file): \(error.message)") }
             #expect(bytes(path) == before, "\(file) changed the store")
+        }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".restoring-") || $0.contains(".replaced-") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+}
+
+extension SnapshotTests {
+    /// A snapshot is only as good as the store it was taken of: a store whose
+    /// projections or journal were altered behind its back snapshots fine, but
+    /// its restore is refused, and the store it would have replaced is left as
+    /// it was. This guards the checks inside the restore (chain, manifest,
+    /// projections against a replay), whatever makes them fast.
+    @Test func aSnapshotOfAnAlteredStoreIsRefused() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent("target.sqlite").path
+        _ = try filledStore(at: target)
+        let before = try #require(bytes(target))
+        let cases: [(name: String, alteration: String, expected: String)] = [
+            ("engagement", "UPDATE engagement SET engaged = engaged + 1", "projections differ from a rebuild"),
+            ("item", "UPDATE items SET title = 'Moonrise' WHERE item_id = '1'", "projections differ from a rebuild"),
+            ("extra-item", """
+                INSERT INTO items (item_id, index_name, attributes, changed_seq) VALUES ('9', 'photos', x'00', 1)
+                """, "projections differ from a rebuild"),
+            ("client-state", "DELETE FROM client_states", "projections differ from a rebuild"),
+            ("outbox", "DELETE FROM outbox WHERE seq = (SELECT max(seq) FROM outbox)", "projections differ from a rebuild"),
+            ("vote", "DELETE FROM public_votes", "projections differ from a rebuild"),
+            ("payload", "UPDATE event_journal SET payload = payload || x'00' WHERE seq = 3", "does not verify"),
+            ("missing-row", "DELETE FROM event_journal WHERE seq = 4", "does not verify"),
+            // The manifest is read from the altered store, so it agrees with the shorter journal; the projections do not.
+            ("last-row", "DELETE FROM event_journal WHERE seq = 7", "projections differ from a rebuild"),
+        ]
+        for (name, alteration, expected) in cases {
+            let path = directory.appendingPathComponent("\(name).sqlite").path
+            let snapshot = directory.appendingPathComponent("\(name).snap").path
+            _ = try filledStore(at: path)
+            // The manifest is written from the altered store, so only the content checks can tell.
+            try DatabaseQueue(path: path).write { db in try db.execute(sql: alteration) }
+            try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart))).snapshot(to: snapshot)
+            let error = try #require(throws: DeviceStoreError.self, "\(name)") {
+                try DeviceStore.restore(snapshot: snapshot, to: target, force: true)
+            }
+            #expect(error.code == .snapshot)
+            #expect(error.message.contains(expected), "\(name): \(error.message)")
+            #expect(bytes(target) == before, "\(name) changed the store")
         }
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.contains(".restoring-") || $0.contains(".replaced-") }
         #expect(leftovers.isEmpty, "\(leftovers)")

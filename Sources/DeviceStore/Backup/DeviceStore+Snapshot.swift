@@ -64,6 +64,33 @@ public struct RestoreReport: Hashable, Sendable {
     public let newEpoch: UInt64
     /// Where the store that was replaced was kept, if there was one.
     public let replacedStoreKeptAt: String?
+    /// How long each step took, in the order they ran (`bench restore` prints them).
+    public let phases: [RestorePhase]
+}
+
+/// One step of a restore and how long it took. A step that ran beside others
+/// on its own thread says so in its name.
+public struct RestorePhase: Hashable, Sendable {
+    public let name: String
+    public let duration: Duration
+}
+
+/// Times the steps of a restore one after another.
+struct RestorePhaseTimer {
+    private(set) var phases: [RestorePhase] = []
+    private var start = ContinuousClock.now
+
+    /// Ends the current step as `name` and starts the next.
+    mutating func lap(_ name: String) {
+        let now = ContinuousClock.now
+        phases.append(RestorePhase(name: name, duration: start.duration(to: now)))
+        start = now
+    }
+
+    /// Adds a step that ran beside the others, timed on its own thread.
+    mutating func add(_ name: String, _ duration: Duration) {
+        phases.append(RestorePhase(name: name, duration: duration))
+    }
 }
 
 extension DeviceStore {
@@ -158,15 +185,18 @@ extension DeviceStore {
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
         StoreFiles.remove(temporary)
+        var timer = RestorePhaseTimer()
         do {
             _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
+        timer.lap("extract and checksum")
         let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now(), random: options.random)
         let head: Seq
         do {
-            head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options)
+            head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options,
+                                       timer: &timer)
         } catch {
             StoreFiles.remove(temporary)
             throw error
@@ -179,7 +209,8 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
-        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept)
+        timer.lap("replace the store")
+        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases)
     }
 
     /// The epoch a store restored from a snapshot of `epoch` begins: the
@@ -203,59 +234,8 @@ extension DeviceStore {
     /// the new epoch with a `storeRestored` event, and leaves one
     /// self-contained file (no WAL). Returns the new journal head.
     private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: UInt64,
-                                        options: StoreOptions) throws(DeviceStoreError) -> Seq {
-        let problems: String?
-        do {
-            problems = try RestoredFile.integrityProblems(at: path)
-        } catch {
-            throw DeviceStoreError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
-        }
-        if let problems {
-            throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
-        }
-        var storeOptions = options
-        storeOptions.readOnly = false
-        let store = try DeviceStore(at: .file(path), options: storeOptions)
-        // The chain is verified on a second connection while this one replays
-        // the journal for the projection check: the two only read, and each
-        // takes one core.
-        var readOnly = options
-        readOnly.readOnly = true
-        let verifier = try DeviceStore(at: .file(path), options: readOnly)
-        let chain = Mutex<Result<JournalVerification, DeviceStoreError>?>(nil)
-        let verifying = DispatchGroup()
-        DispatchQueue.global().async(group: verifying) {
-            let outcome: Result<JournalVerification, DeviceStoreError>
-            do throws(DeviceStoreError) {
-                outcome = .success(try verifier.verifyJournal())
-            } catch {
-                outcome = .failure(error)
-            }
-            chain.withLock { $0 = outcome }
-        }
-        let projectionsMatch = Result { () throws(DeviceStoreError) -> Bool in
-            try store.projectionDigest() == store.rebuiltProjectionDigest()
-        }
-        verifying.wait()
-        // The verifier must let go before the store leaves WAL mode below.
-        try? verifier.queue.close()
-        guard let verified = chain.withLock({ $0 }) else {
-            throw DeviceStoreError(.snapshot, "the snapshot's journal could not be verified")
-        }
-        let verification = try verified.get()
-        if let problem = verification.firstProblem {
-            throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
-        }
-        guard store.deviceID.rawValue == manifest.device, verification.head.rawValue == manifest.headSeq,
-              verification.headHash.hex == manifest.headHash else {
-            throw DeviceStoreError(.snapshot, """
-                the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \
-                against \(manifest.device), \(manifest.headSeq))
-                """)
-        }
-        guard try projectionsMatch.get() else {
-            throw DeviceStoreError(.snapshot, "the snapshot's projections differ from a rebuild of its journal")
-        }
+                                        options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> Seq {
+        let store = try checkContent(path, manifest: manifest, options: options, timer: &timer)
         let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
         try store.write { db in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
@@ -267,6 +247,7 @@ extension DeviceStore {
             }
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(newEpoch)])
         }
+        timer.lap("manifest and epoch checks")
         if toSeq != nil { try store.rebuildProjections() }
         // The new epoch opens with the restore, then asks the app to index
         // every known index again: it resumes from fetchLastClientState where
@@ -285,6 +266,105 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
         }
+        timer.lap("new epoch and close")
         return outcome
+    }
+
+    /// Everything a restore checks inside the extracted file, on both cores:
+    /// this thread replays the journal into scratch projections while the
+    /// other verifies the hash chain (handing over each row it has checked and
+    /// decoded, so the journal is read once) and then runs SQLite's integrity
+    /// check. The verdicts are taken in the order a reader expects: a damaged
+    /// file first, then the chain, the manifest, and the projections. Returns
+    /// the open store when all pass.
+    private static func checkContent(_ path: String, manifest: DeviceSnapshotManifest, options: StoreOptions,
+                                     timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> DeviceStore {
+        var writable = options
+        writable.readOnly = false
+        var readOnly = options
+        readOnly.readOnly = true
+        let store: DeviceStore
+        let verifier: DeviceStore
+        do {
+            store = try DeviceStore(at: .file(path), options: writable)
+            verifier = try DeviceStore(at: .file(path), options: readOnly)
+        } catch {
+            // A file that SQLite finds damaged is reported as such, whatever opening it said.
+            try checkIntegrity(path)
+            throw error
+        }
+        timer.lap("open the store")
+        let verified = VerifiedEventStream()
+        let otherCore = Mutex<OtherCoreChecks?>(nil)
+        let checking = DispatchGroup()
+        DispatchQueue.global().async(group: checking) {
+            let checks = OtherCoreChecks.run(verifier: verifier, path: path, handingTo: verified)
+            otherCore.withLock { $0 = checks }
+        }
+        let projectionsMatch = Result { () throws(DeviceStoreError) -> Bool in
+            try store.projectionDigest() == store.rebuiltProjectionDigest(replaying: verified)
+        }
+        timer.lap("projections against a replay")
+        checking.wait()
+        timer.lap("waiting for the other core")
+        // The verifier must let go before the store leaves WAL mode.
+        try? verifier.queue.close()
+        guard let checks = otherCore.withLock({ $0 }) else {
+            throw DeviceStoreError(.snapshot, "the snapshot's journal could not be verified")
+        }
+        timer.add("(other core) hash chain", checks.chainTime)
+        timer.add("(other core) integrity check", checks.integrityTime)
+        try checks.integrity.get()
+        let verification = try checks.chain.get()
+        if let problem = verification.firstProblem {
+            throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
+        }
+        guard store.deviceID.rawValue == manifest.device, verification.head.rawValue == manifest.headSeq,
+              verification.headHash.hex == manifest.headHash else {
+            throw DeviceStoreError(.snapshot, """
+                the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \
+                against \(manifest.device), \(manifest.headSeq))
+                """)
+        }
+        guard try projectionsMatch.get() else {
+            throw DeviceStoreError(.snapshot, "the snapshot's projections differ from a rebuild of its journal")
+        }
+        return store
+    }
+
+    /// SQLite's `PRAGMA integrity_check` of the file at `path`.
+    private static func checkIntegrity(_ path: String) throws(DeviceStoreError) {
+        let problems: String?
+        do {
+            problems = try RestoredFile.integrityProblems(at: path)
+        } catch {
+            throw DeviceStoreError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
+        }
+        if let problems {
+            throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
+        }
+    }
+
+    /// The checks a restore runs beside the replay, and how long each took.
+    private struct OtherCoreChecks: Sendable {
+        var chain: Result<JournalVerification, DeviceStoreError>
+        var chainTime: Duration
+        var integrity: Result<Void, DeviceStoreError>
+        var integrityTime: Duration
+
+        /// Verifies the chain through `verifier`, handing each verified row to
+        /// `stream` (which is finished, whatever happens), then checks the
+        /// integrity of the file at `path`.
+        static func run(verifier: DeviceStore, path: String, handingTo stream: VerifiedEventStream) -> OtherCoreChecks {
+            let start = ContinuousClock.now
+            let chain = Result { () throws(DeviceStoreError) -> JournalVerification in
+                defer { stream.finish() }
+                return try verifier.verifyJournal { record, event in stream.append(record, event) }
+            }
+            let chainEnd = ContinuousClock.now
+            let integrity = Result { () throws(DeviceStoreError) in try checkIntegrity(path) }
+            return OtherCoreChecks(chain: chain, chainTime: start.duration(to: chainEnd),
+                                   integrity: integrity, integrityTime: chainEnd.duration(to: .now))
+        }
     }
 }

@@ -19,6 +19,12 @@ extension DeviceStore {
     /// the SHA-256 recomputed from the row, and each payload decoding to an event of
     /// the row's kind. Stops at the first bad row and names its seq.
     public func verifyJournal() throws(DeviceStoreError) -> JournalVerification {
+        try verifyJournal { _, _ in }
+    }
+
+    /// `verifyJournal()`, handing every row that passed, with its decoded
+    /// event, to `verified` in seq order (a restore replays them meanwhile).
+    func verifyJournal(_ verified: (JournalRecord, JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
         var result = JournalVerification()
         var previousEpoch = Epoch(0)
         let scan = try scanJournal { record in
@@ -57,6 +63,7 @@ extension DeviceStore {
                 result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
                 return false
             }
+            verified(record, event)
             previousEpoch = record.epoch
             result.verifiedRows += 1
             result.head = record.seq

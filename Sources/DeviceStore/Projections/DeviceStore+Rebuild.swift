@@ -21,15 +21,55 @@ extension DeviceStore {
     /// are exactly the fold of the journal. The full-text tables, which the
     /// digest does not cover, are not built (`checkFullTextIndexes` checks them).
     public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
+        try replayedDigest { fold in
+            try queue.read { sourceDB in
+                try DeviceStore.replayJournal(from: sourceDB, into: fold)
+                return try OutboxStore.durable(sourceDB)
+            }
+        }
+    }
+
+    /// `rebuiltProjectionDigest()` over the rows of `stream`, which another
+    /// thread reads, verifies and decodes meanwhile (`restore`): the journal is
+    /// read once for both checks. A stream that ends early (the verification
+    /// stopped at a bad row) gives the digest of the rows before it.
+    func rebuiltProjectionDigest(replaying stream: VerifiedEventStream) throws(DeviceStoreError) -> String {
+        defer { stream.abandon() }
+        return try replayedDigest { fold in
+            while let batch = stream.nextBatch() {
+                for row in batch {
+                    try fold.apply(row.record, row.event)
+                }
+                stream.recycle(consume batch)
+            }
+            return try read { db in try OutboxStore.durable(db) }
+        }
+    }
+
+    /// Makes fresh projections in a private in-memory database, lets `replay`
+    /// fold the journal into them and return the durable watermark, and
+    /// returns their digest. The full-text tables are not built.
+    private func replayedDigest(_ replay: (JournalFold) throws -> OutboxPosition) throws(DeviceStoreError) -> String {
         do {
-            let scratch = try DatabaseQueue()
+            // As the store's own connections: the schema declares no foreign keys.
+            var configuration = Configuration()
+            configuration.foreignKeysEnabled = false
+            configuration.prepareDatabase { db in
+                // The scratch database is thrown away: nothing needs rolling
+                // back, and Debian's SQLite (built with SECURE_DELETE) would
+                // zero every deleted row of a replay that deletes hundreds of
+                // thousands.
+                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = OFF")
+                try db.execute(sql: "PRAGMA secure_delete = OFF")
+            }
+            let scratch = try DatabaseQueue(configuration: configuration)
             return try scratch.write { scratchDB in
                 try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
                                        voteSecret: privacyKeys.voteSecret, createdAt: 0)
-                let durable = try queue.read { sourceDB in
-                    try DeviceStore.replayJournal(from: sourceDB, into: scratchDB, keys: privacyKeys, fullText: false)
-                    return try OutboxStore.durable(sourceDB)
+                for index in StoreSchema.indexesOutsideTheFold {
+                    try scratchDB.execute(sql: "DROP INDEX \(index)")
                 }
+                let durable = try replay(JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
                 return try ProjectionDigest.compute(scratchDB, after: durable)
             }
         } catch let error as DeviceStoreError {
@@ -50,7 +90,7 @@ extension DeviceStore {
             try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
             try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
             try SearchIndex.reset(db)
-            try DeviceStore.replayJournal(from: db, into: db, keys: privacyKeys)
+            try DeviceStore.replayJournal(from: db, into: JournalFold(into: db, keys: privacyKeys))
             // The cloud holds the messages up to the durable watermark, so they
             // are dropped again; the positions after it come out the same.
             try OutboxStore.prune(db, through: OutboxStore.durable(db))
@@ -86,19 +126,13 @@ extension DeviceStore {
         }
     }
 
-    /// Folds every event of the journal in `source` into the projections in
-    /// `target` (the same connection for an in-place rebuild).
-    private static func replayJournal(from source: Database, into target: Database, keys: PrivacyProjection.Keys,
-                                      fullText: Bool = true) throws {
-        let projector = Projector(db: target, maintainsFullText: fullText)
-        let privacy = PrivacyProjection(db: target, keys: keys)
+    /// Folds every event of the journal in `source` into `fold`'s projections
+    /// (on the same connection for an in-place rebuild).
+    private static func replayJournal(from source: Database, into fold: JournalFold) throws {
         var failure: (any Error)?
         let scan = try scanJournal(source, from: Seq(1)) { record in
             do {
-                let event = try record.event()
-                let prior = try privacy.before(event)
-                try projector.apply(event, payload: record.payload, seq: record.seq, time: record.time)
-                try privacy.after(event, prior: prior, epoch: record.epoch, seq: record.seq)
+                try fold.apply(record, try record.event())
                 return true
             } catch {
                 failure = error
@@ -107,6 +141,25 @@ extension DeviceStore {
         }
         if let failure { throw failure }
         if let stop = scan.stop { throw stop }
+    }
+}
+
+/// The fold of journal events into the projections of one connection: the
+/// projector, between the privacy projection's look before and after.
+struct JournalFold {
+    private let projector: Projector
+    private let privacy: PrivacyProjection
+
+    init(into target: Database, keys: PrivacyProjection.Keys, fullText: Bool = true) {
+        projector = Projector(db: target, maintainsFullText: fullText)
+        privacy = PrivacyProjection(db: target, keys: keys)
+    }
+
+    /// Folds `event`, decoded from `record`.
+    func apply(_ record: JournalRecord, _ event: JournalEvent) throws {
+        let prior = try privacy.before(event)
+        try projector.apply(event, payload: record.payload, seq: record.seq, time: record.time)
+        try privacy.after(event, prior: prior, epoch: record.epoch, seq: record.seq)
     }
 }
 

@@ -199,19 +199,25 @@ final class Projector {
             if !text.isEmpty { try ftsInsert(.insertItemText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
             return
         }
-        guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else {
-            throw DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
-        }
-        let textChanged = existing.text != text
-        if textChanged && !existing.text.isEmpty {
-            try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        let missing = DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
+        // Only the full-text index needs the old text (and the rowid); a
+        // replay that does not keep it updates by key without looking first.
+        var replaced: (rowid: Int64, text: ItemText)?
+        if maintainsFullText {
+            guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else { throw missing }
+            if existing.text != text && !existing.text.isEmpty {
+                try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+            }
+            replaced = existing
         }
         let update = try prepared(.updateItem)
         bindItemColumns(item, text: text, attributes: attributes, expires: expires, seq: seq, to: update, from: 1)
-        update.bind(11, existing.rowid)
+        update.bind(11, item.uniqueIdentifier)
+        update.bind(12, index)
         try update.execute()
-        if textChanged && !text.isEmpty {
-            try ftsInsert(.insertItemText, rowid: existing.rowid) { text.bind(to: $0, from: 2) }
+        guard update.changes > 0 else { throw missing }
+        if let replaced, replaced.text != text && !text.isEmpty {
+            try ftsInsert(.insertItemText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
         }
     }
 
@@ -229,15 +235,30 @@ final class Projector {
     }
 
     private func removeItem(index: String, identifier: String) throws {
-        guard let existing = try itemText(index: index, identifier: identifier) else { return }
-        if !existing.text.isEmpty {
-            try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        // Only the full-text index needs the old text first; a replay that
+        // does not keep it deletes by key without looking.
+        var removed: (rowid: Int64, text: ItemText)?
+        if maintainsFullText {
+            guard let existing = try itemText(index: index, identifier: identifier) else { return }
+            removed = existing
         }
         let delete = try prepared(.deleteItem)
-        delete.bind(1, existing.rowid)
+        delete.bind(1, identifier)
+        delete.bind(2, index)
         try delete.execute()
+        guard delete.changes > 0 else { return }
+        if let removed, !removed.text.isEmpty {
+            try ftsInsert(.deleteItemText, rowid: removed.rowid) { removed.text.bind(to: $0, from: 2) }
+        }
         // A strongly related activity becomes ineligible once no item of that
-        // identifier remains in any index.
+        // identifier remains in any index. Most deleted items have no related
+        // activity, and a read finds that for less than an update that
+        // changes nothing.
+        let related = try prepared(.hasRelatedActivity)
+        related.bind(1, identifier)
+        let hasRelated = try related.step()
+        related.reset()
+        guard hasRelated else { return }
         let orphan = try prepared(.orphanRelatedActivities)
         orphan.bind(1, identifier)
         orphan.bind(2, identifier)
@@ -312,33 +333,43 @@ final class Projector {
             if !text.isEmpty { try ftsInsert(.insertActivityText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
             return
         }
-        guard let existing = try activityText(key: key) else {
-            throw DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
-        }
-        let textChanged = existing.text != text
-        if textChanged && !existing.text.isEmpty {
-            try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        let missing = DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
+        // As for items: only the full-text index needs the old text first.
+        var replaced: (rowid: Int64, text: ActivityText)?
+        if maintainsFullText {
+            guard let existing = try activityText(key: key) else { throw missing }
+            if existing.text != text && !existing.text.isEmpty {
+                try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+            }
+            replaced = existing
         }
         let update = try prepared(.updateActivity)
         bindColumns(update, from: 1)
         update.bind(14, time.millisecondsSince1970)
         update.bind(15, encoded)
         update.bind(16, Int64(seq.rawValue))
-        update.bind(17, existing.rowid)
+        update.bind(17, key)
         try update.execute()
-        if textChanged && !text.isEmpty {
-            try ftsInsert(.insertActivityText, rowid: existing.rowid) { text.bind(to: $0, from: 2) }
+        guard update.changes > 0 else { throw missing }
+        if let replaced, replaced.text != text && !text.isEmpty {
+            try ftsInsert(.insertActivityText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
         }
     }
 
     private func removeActivity(key: String) throws {
-        guard let existing = try activityText(key: key) else { return }
-        if !existing.text.isEmpty {
-            try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
+        // As for items: only the full-text index needs the old text first.
+        var removed: (rowid: Int64, text: ActivityText)?
+        if maintainsFullText {
+            guard let existing = try activityText(key: key) else { return }
+            removed = existing
         }
         let delete = try prepared(.deleteActivity)
-        delete.bind(1, existing.rowid)
+        delete.bind(1, key)
         try delete.execute()
+        guard delete.changes > 0 else { return }
+        if let removed, !removed.text.isEmpty {
+            try ftsInsert(.deleteActivityText, rowid: removed.rowid) { removed.text.bind(to: $0, from: 2) }
+        }
     }
 
     // MARK: - Full-text index (external content: the old text must be given to delete)
@@ -363,7 +394,7 @@ final class Projector {
     }
 
     private enum SQL: Int, CaseIterable {
-        case loadItem, itemText, insertItem, updateItem, deleteItem, orphanRelatedActivities
+        case loadItem, itemText, insertItem, updateItem, deleteItem, hasRelatedActivity, orphanRelatedActivities
         case insertItemText, deleteItemText
         case activityText, insertActivity, updateActivity, deleteActivity
         case insertActivityText, deleteActivityText
@@ -388,10 +419,13 @@ final class Projector {
             case .updateItem:
                 """
                 UPDATE items SET domain = ?, expires = ?, title = ?, display_name = ?, content_description = ?,
-                keywords = ?, content_url = ?, ranking_hint = ?, attributes = ?, changed_seq = ? WHERE rowid = ?
+                keywords = ?, content_url = ?, ranking_hint = ?, attributes = ?, changed_seq = ?
+                WHERE item_id = ? AND index_name = ?
                 """
             case .deleteItem:
-                "DELETE FROM items WHERE rowid = ?"
+                "DELETE FROM items WHERE item_id = ? AND index_name = ?"
+            case .hasRelatedActivity:
+                "SELECT 1 FROM activities WHERE related = ? AND related_deleted = 0 LIMIT 1"
             case .orphanRelatedActivities:
                 """
                 UPDATE activities SET related_deleted = 1
@@ -422,10 +456,10 @@ final class Projector {
                 UPDATE activities SET activity_type = ?, title = ?, keywords = ?, content_description = ?,
                 webpage_url = ?, related = ?, weak_related = ?, domain = ?, persistent_id = ?, expires = ?,
                 eligible_search = ?, eligible_handoff = ?, eligible_public = ?, related_deleted = 0,
-                view_count = view_count + 1, last_seen = ?, payload = ?, changed_seq = ? WHERE rowid = ?
+                view_count = view_count + 1, last_seen = ?, payload = ?, changed_seq = ? WHERE activity_key = ?
                 """
             case .deleteActivity:
-                "DELETE FROM activities WHERE rowid = ?"
+                "DELETE FROM activities WHERE activity_key = ?"
             case .insertActivityText:
                 "INSERT INTO activities_fts (rowid, title, keywords, content_description) VALUES (?, ?, ?, ?)"
             case .deleteActivityText:

@@ -14,7 +14,18 @@ struct DirectStatement {
     private let connection: OpaquePointer?
 
     init(_ db: Database, _ sql: String) throws {
-        statement = try db.cachedStatement(sql: sql)
+        try self.init(db.cachedStatement(sql: sql), db)
+    }
+
+    /// A statement of its own, not shared through the connection's cache: for a
+    /// query that stays open while the caller may run the same SQL again (a
+    /// journal scan whose body scans the journal too).
+    init(uncached db: Database, _ sql: String) throws {
+        try self.init(db.makeStatement(sql: sql), db)
+    }
+
+    private init(_ statement: Statement, _ db: Database) {
+        self.statement = statement
         handle = statement.sqliteStatement
         connection = db.sqliteConnection
     }
@@ -89,6 +100,10 @@ struct DirectStatement {
 
     func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
+    }
+
+    func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_NULL
     }
 
     func optionalInt64(_ column: Int32) -> Int64? {

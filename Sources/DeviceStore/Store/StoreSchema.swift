@@ -124,6 +124,13 @@ enum StoreSchema {
         CREATE TABLE sync_state (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
         """
 
+    /// Indexes that serve only the write path's own lookups (domain deletions,
+    /// the expiry sweep, search by URL), never the fold's. A scratch replay
+    /// drops them: the projections' rows do not depend on indexes, and keeping
+    /// them costs every insert and delete of a million-event replay.
+    static let indexesOutsideTheFold = ["items_by_domain", "items_by_expiry", "items_by_url",
+                                        "activities_by_domain", "activities_by_expiry"]
+
     /// The projection tables, in the order `rebuildProjections()` empties them.
     static let projectionTables = ["items", "activities", "client_states", "engagement",
                                    "public_activities", "public_hashes", "public_refs", "public_votes", "outbox",

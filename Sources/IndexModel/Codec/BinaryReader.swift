@@ -118,10 +118,28 @@ public struct BinaryReader {
 
     public mutating func string() throws(CodecError) -> String {
         let start = offset
-        guard let text = String(validating: bytes[try lengthPrefixed("string length")], as: UTF8.self) else {
+        let range = try lengthPrefixed("string length")
+        guard let text = BinaryReader.validUTF8(bytes, range) else {
             throw CodecError(.invalidUTF8, at: start, "string is not valid UTF-8")
         }
         return text
+    }
+
+    /// The string `bytes[range]` spells, nil when it is not valid UTF-8.
+    ///
+    /// `String(decoding:as:)` is the standard library's fast path, but it
+    /// repairs invalid UTF-8 instead of refusing it; a repaired string's bytes
+    /// differ from the input, so comparing them refuses exactly what
+    /// `String(validating:as:)` refuses. (That one goes through an unspecialized
+    /// generic on every call, which was the largest single cost of decoding a
+    /// journal.)
+    private static func validUTF8(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
+        bytes.withUnsafeBufferPointer { buffer in
+            let input = UnsafeBufferPointer(rebasing: buffer[range])
+            var text = String(decoding: input, as: UTF8.self)
+            let unchanged = text.withUTF8 { $0.elementsEqual(input) }
+            return unchanged ? text : nil
+        }
     }
 
     public mutating func optional<T>(_ read: (inout BinaryReader) throws(CodecError) -> T) throws(CodecError) -> T? {

@@ -19,6 +19,8 @@ struct RestoreBenchmark {
         var buildSeconds = 0.0
         var snapshotSeconds = 0.0
         var restoreSeconds = 0.0
+        /// The restore's own steps, as it timed them.
+        var restorePhases: [RestorePhase] = []
         var vacuumSeconds = 0.0
         var copySeconds = 0.0
     }
@@ -83,7 +85,7 @@ struct RestoreBenchmark {
 
         progress("restore with full verification")
         let restoreStart = ContinuousClock.now
-        try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: clock))
+        result.restorePhases = try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: clock)).phases
         result.restoreSeconds = restoreStart.duration(to: .now).seconds
         for path in [store, snapshot, restored, vacuumed, copied] {
             StoreFiles.remove(path)
@@ -150,6 +152,9 @@ struct RestoreBenchCommand: AsyncParsableCommand {
                 "restoreSeconds": .double(result.restoreSeconds),
                 "vacuumIntoSeconds": .double(result.vacuumSeconds),
                 "copySeconds": .double(result.copySeconds),
+                "restorePhases": .array(result.restorePhases.map { phase in
+                    .object(["phase": .string(phase.name), "seconds": .double(phase.duration.seconds)])
+                }),
                 "meetsSnapshotTarget": .bool(meetsSnapshot),
                 "meetsRestoreTarget": .bool(meetsRestore),
             ]))
@@ -166,6 +171,8 @@ struct RestoreBenchCommand: AsyncParsableCommand {
                 ["VACUUM INTO", String(format: "%.2f", result.vacuumSeconds), "", ""],
                 ["plain copy", String(format: "%.2f", result.copySeconds), "", ""],
             ])
+            Output.line("restore phases:")
+            Output.table(result.restorePhases.map { ["  " + $0.name, String(format: "%.3f", $0.duration.seconds)] })
         }
         if check && !(meetsSnapshot && meetsRestore) {
             Output.error("restore missed a target")

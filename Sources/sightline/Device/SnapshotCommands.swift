@@ -102,6 +102,9 @@ struct RestoreCommand: ParsableCommand {
                 "snapshot": report.manifest.jsonValue,
                 "headSeq": .integer(Int64(report.head.rawValue)),
                 "epoch": .integer(Int64(report.newEpoch)),
+                "phases": .array(report.phases.map { phase in
+                    .object(["phase": .string(phase.name), "seconds": .double(phase.duration.seconds)])
+                }),
             ]
             object["replacedStoreKeptAt"] = report.replacedStoreKeptAt.map(JSONValue.string) ?? .null
             Output.json(.object(object))

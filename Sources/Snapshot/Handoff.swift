@@ -1,0 +1,88 @@
+import Foundation
+
+/// Passes elements, in order, from one producing thread to one consuming
+/// thread, holding at most `capacity` of them: two steps of a restore run on
+/// both cores this way (inflating and writing; verifying and replaying).
+///
+/// The producer calls `put` for each element and must call `finish()` when it
+/// stops, for any reason. The consumer calls `next()` until it returns nil,
+/// and `abandon()` if it stops early, so that the producer never waits for
+/// room that nobody makes: `put` then returns false and the producer stops.
+public final class Handoff<Element: Sendable>: @unchecked Sendable {
+    private let capacity: Int
+    /// Guards everything below; both sides wait on it.
+    private let condition = NSCondition()
+    /// Taken elements leave their slot at once (nil), so that the handoff
+    /// never holds the last reference to one: it would be freed on whichever
+    /// thread next clears the slots.
+    private var waiting: [Element?] = []
+    private var first = 0
+    private var finished = false
+    private var abandoned = false
+
+    public init(capacity: Int) {
+        precondition(capacity > 0, "a handoff holds at least one element")
+        self.capacity = capacity
+    }
+
+    // MARK: - Producer
+
+    /// Hands `element` over, waiting while `capacity` elements wait already.
+    /// False when the consumer has abandoned the handoff.
+    @discardableResult
+    public func put(_ element: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        while waiting.count - first >= capacity && !abandoned {
+            condition.wait()
+        }
+        guard !abandoned else { return false }
+        // Only an empty handoff can have the consumer waiting.
+        let wasEmpty = first == waiting.count
+        waiting.append(element)
+        if wasEmpty { condition.broadcast() }
+        return true
+    }
+
+    /// No more elements: the consumer gets those waiting, then nil.
+    public func finish() {
+        condition.lock()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    // MARK: - Consumer
+
+    /// The next element in order, nil once the producer has finished and
+    /// every element was taken. Waits while the producer is behind.
+    public func next() -> Element? {
+        condition.lock()
+        defer { condition.unlock() }
+        while first == waiting.count && !finished {
+            condition.wait()
+        }
+        guard first < waiting.count, let element = waiting[first] else { return nil }
+        // Only a full handoff can have the producer waiting.
+        let wasFull = waiting.count - first >= capacity
+        waiting[first] = nil
+        first += 1
+        if first == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            first = 0
+        }
+        if wasFull { condition.broadcast() }
+        return element
+    }
+
+    /// The consumer takes no more: what waits is dropped and the producer's
+    /// next `put` returns false at once.
+    public func abandon() {
+        condition.lock()
+        abandoned = true
+        waiting.removeAll()
+        first = 0
+        condition.broadcast()
+        condition.unlock()
+    }
+}
