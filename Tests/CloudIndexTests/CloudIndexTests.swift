@@ -702,6 +702,7 @@ extension DeviceRestoreTests {
         let entry = try #require(try cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.popularity.engaged == engagedBefore + 1, "the old epoch's tail came back and the new epoch went on from it")
         #expect(try device.syncStatus().pending == 0)
+    }
 
     /// Snapshot A, more engagement, snapshot B, more engagement, then the
     /// cloud is lost and restored from A, the older one: it holds exactly what
