@@ -28,7 +28,7 @@ extension DeviceStore {
     public func syncStatus() throws(DeviceStoreError) -> SyncStatus {
         try read { db in
             let acknowledged = try OutboxStore.acknowledged(db)
-            let pending = try Int.fetchOne(db, sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)",
+            let pending = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)"),
                                            arguments: [Int64(acknowledged.epoch), Int64(acknowledged.seq)]) ?? 0
             return SyncStatus(head: try OutboxStore.head(db), acknowledged: acknowledged,
                               durable: try OutboxStore.durable(db), pending: pending)
@@ -164,9 +164,9 @@ enum OutboxStore {
 
     static func setPosition(_ db: Database, _ name: String, _ position: OutboxPosition) throws {
         for (suffix, value) in [("_epoch", position.epoch), ("_seq", position.seq)] {
-            try db.execute(sql: """
+            try db.cachedStatement(sql: """
                 INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                """, arguments: [name + suffix, Int64(value)])
+                """).execute(arguments: [name + suffix, Int64(value)])
         }
     }
 
@@ -175,7 +175,7 @@ enum OutboxStore {
     static func prune(_ db: Database, through position: OutboxPosition) throws {
         let head = try head(db)
         let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
-        try db.execute(sql: "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)",
-                       arguments: [Int64(through.epoch), Int64(through.seq)])
+        try db.cachedStatement(sql: "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
+            .execute(arguments: [Int64(through.epoch), Int64(through.seq)])
     }
 }
