@@ -588,6 +588,29 @@ extension DeviceRestoreTests {
         func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] { cloud.ingest(frame).reply }
     }
 
+    /// A cloud store file at `path` (K = 2) and three devices enrolled with
+    /// it, which sync into whichever cloud the switchboard holds.
+    private func fleet(at path: String, clock: ManualClock) throws -> (Switchboard, [DeviceStore]) {
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 2))
+        try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        let stores = try (1...3).map { (seed: UInt64) in
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
+            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            return store
+        }
+        return (Switchboard(cloud), stores)
+    }
+
+    /// Two sync runs of every store (content asked for in one is answered in the next).
+    private func sync(_ stores: [DeviceStore], through switchboard: Switchboard) async throws {
+        for _ in 0..<2 {
+            for store in stores {
+                let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
+                #expect(report.failure == nil, "\(report.failure ?? "")")
+            }
+        }
+    }
+
     /// Devices sync, the cloud is snapshotted, devices go on and sync, the cloud
     /// is lost and restored from the snapshot: the devices, which kept every
     /// message the snapshot lacked, send it again and every count converges to
@@ -599,23 +622,9 @@ extension DeviceRestoreTests {
         let path = directory.appendingPathComponent("cloud.sqlite").path
         let snapshot = directory.appendingPathComponent("cloud.snap").path
         let clock = ManualClock(harnessStart)
-        var cloud: CloudIndex? = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 2))
-        try cloud!.registerApp(app, enrolmentSecret: enrolmentSecret)
-        let switchboard = Switchboard(cloud!)
-        var stores: [DeviceStore] = []
-        for seed: UInt64 in 1...3 {
-            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
-            try store.setDeviceKey(cloud!.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
-            stores.append(store)
-        }
-        func syncAll() async throws {
-            for _ in 0..<2 {
-                for store in stores {
-                    let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
-                    #expect(report.failure == nil, "\(report.failure ?? "")")
-                }
-            }
-        }
+        let (switchboard, stores) = try fleet(at: path, clock: clock)
+        var cloud: CloudIndex? = switchboard.cloud
+        func syncAll() async throws { try await sync(stores, through: switchboard) }
         try vote(stores)
         try await syncAll()
         try cloud!.snapshot(to: snapshot)
@@ -724,23 +733,9 @@ extension DeviceRestoreTests {
         let older = directory.appendingPathComponent("a.snap").path
         let newer = directory.appendingPathComponent("b.snap").path
         let clock = ManualClock(harnessStart)
-        var cloud: CloudIndex? = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 2))
-        try cloud!.registerApp(app, enrolmentSecret: enrolmentSecret)
-        let switchboard = Switchboard(cloud!)
-        var stores: [DeviceStore] = []
-        for seed: UInt64 in 1...3 {
-            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
-            try store.setDeviceKey(cloud!.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
-            stores.append(store)
-        }
-        func syncAll() async throws {
-            for _ in 0..<2 {
-                for store in stores {
-                    let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
-                    #expect(report.failure == nil, "\(report.failure ?? "")")
-                }
-            }
-        }
+        let (switchboard, stores) = try fleet(at: path, clock: clock)
+        var cloud: CloudIndex? = switchboard.cloud
+        func syncAll() async throws { try await sync(stores, through: switchboard) }
         func engageAll() throws {
             for store in stores {
                 try store.recordShown(ref: recipeURL)
