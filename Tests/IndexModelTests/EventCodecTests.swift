@@ -222,6 +222,13 @@ private let sampleEvents: [JournalEvent] = {
     }
 }
 
+@Test func anEpochAdvanceThatDoesNotGoForwardIsRefused() {
+    // Version 3, kind 15, from 5 to 5: an advance must end above where it began.
+    expectDecodeFails([3, 15, 5, 5], with: .nonCanonical, at: 2)
+    expectDecodeFails([3, 15, 5, 4], with: .nonCanonical, at: 2)
+    #expect((try? EventCodec.decode([3, 15, 5, 6])) == .epochAdvanced(from: 5, to: 6))
+}
+
 @Test func unknownTagsAreRefused() {
     // Attribute key tag 23 follows the last standard key (22) and is not assigned.
     expectDecodeFails(payload { writer in
