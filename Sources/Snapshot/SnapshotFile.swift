@@ -52,14 +52,14 @@ public enum SnapshotFile {
                     }
                     if plains.isEmpty { break }
                     let round = plains
-                    let deflated = Deflated(count: round.count)
-                    DispatchQueue.concurrentPerform(iterations: round.count) { item in
+                    let deflated = RoundSlots<[UInt8]>(count: round.count)
+                    Parallel.perform(iterations: round.count) { item in
                         deflated.set(item, Deflate.compress(round[item], level: level))
                     }
                     for (item, plain) in plains.enumerated() {
                         hasher.update(data: plain)
                         total += plain.count
-                        var sealed = deflated.get(item)
+                        var sealed = deflated.take(item)
                         if let key, let nonceBase {
                             sealed = try sealChunk(sealed, key: key, nonceBase: nonceBase, index: index)
                         }
@@ -131,8 +131,8 @@ public enum SnapshotFile {
             var index: UInt64 = 0
             do {
                 defer { try? output.close() }
-                // Chunks are read and inflated on another core while this one
-                // hashes and writes them, in order.
+                // Chunks are read and inflated on other threads, a few at a
+                // time, while this one hashes and writes them, in order.
                 let chunks = Handoff<InflatedChunk>(capacity: 4)
                 let inflating = DispatchGroup()
                 let opening = ChunkKey(key: key, nonceBase: nonceBase)
@@ -197,8 +197,9 @@ public enum SnapshotFile {
     }
 
     /// Reads the chunks of the snapshot at `path` in order, opens (with `key`)
-    /// and inflates each, and hands them over; stops at the end marker, at
-    /// the first bad chunk, or when the consumer abandons `chunks`.
+    /// and inflates them a few at a time on every core, and hands them over
+    /// in order; stops at the end marker, at the first bad chunk, or when the
+    /// consumer abandons `chunks`.
     private static func inflateChunks(of path: String, until chunksEnd: UInt64, opening: ChunkKey,
                                       into chunks: Handoff<InflatedChunk>) {
         defer { chunks.finish() }
@@ -206,39 +207,59 @@ public enum SnapshotFile {
             guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
             defer { try? input.close() }
             try input.seek(toOffset: UInt64(headerMagic.count))
+            let parallel = max(2, ProcessInfo.processInfo.activeProcessorCount)
             var index: UInt64 = 0
             var offset = UInt64(headerMagic.count)
-            while true {
-                guard offset + 4 <= chunksEnd else {
-                    throw SnapshotError(.truncated, "chunk \(index) runs past the end of the chunks")
+            var end: UInt64?
+            while end == nil {
+                var round: [[UInt8]] = []
+                while round.count < parallel {
+                    guard offset + 4 <= chunksEnd else {
+                        throw SnapshotError(.truncated, "chunk \(index + UInt64(round.count)) runs past the end of the chunks")
+                    }
+                    let length = readLE32(try input.read(upToCount: 4) ?? Data())
+                    offset += 4
+                    if length == 0 {
+                        end = offset
+                        break
+                    }
+                    guard length <= maximumSealedChunk, offset + UInt64(length) <= chunksEnd else {
+                        throw SnapshotError(.truncated, "chunk \(index + UInt64(round.count)) claims \(length) bytes, more than the file holds")
+                    }
+                    round.append([UInt8](try input.read(upToCount: Int(length)) ?? Data()))
+                    offset += UInt64(length)
                 }
-                let length = readLE32(try input.read(upToCount: 4) ?? Data())
-                offset += 4
-                if length == 0 {
-                    chunks.put(.end(offset))
-                    return
+                let stored = round
+                let opened = RoundSlots<Result<[UInt8], SnapshotError>>(count: stored.count)
+                let first = index
+                Parallel.perform(iterations: stored.count) { item in
+                    opened.set(item, Result { () throws(SnapshotError) in
+                        try openAndInflate(stored[item], opening: opening, index: first + UInt64(item))
+                    })
                 }
-                guard length <= maximumSealedChunk, offset + UInt64(length) <= chunksEnd else {
-                    throw SnapshotError(.truncated, "chunk \(index) claims \(length) bytes, more than the file holds")
+                for item in stored.indices {
+                    guard chunks.put(.plain(try opened.take(item).get())) else { return }
+                    index += 1
                 }
-                var chunk = [UInt8](try input.read(upToCount: Int(length)) ?? Data())
-                offset += UInt64(length)
-                if let key = opening.key, let nonceBase = opening.nonceBase {
-                    chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
-                }
-                let plain: [UInt8]
-                do {
-                    plain = try Deflate.decompress(chunk, limit: chunkBytes)
-                } catch {
-                    throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
-                }
-                guard chunks.put(.plain(plain)) else { return }
-                index += 1
             }
+            if let end { chunks.put(.end(end)) }
         } catch let error as SnapshotError {
             chunks.put(.failure(error))
         } catch {
             chunks.put(.failure(SnapshotError(.io, "cannot read the snapshot \(path): \(error)")))
+        }
+    }
+
+    /// Chunk `index` as stored: opened with the key when sealed, then inflated.
+    private static func openAndInflate(_ stored: [UInt8], opening: ChunkKey, index: UInt64) throws(SnapshotError) -> [UInt8] {
+        var chunk = stored
+        if let key = opening.key, let nonceBase = opening.nonceBase {
+            chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
+        }
+        do {
+            return try Deflate.decompress(chunk, limit: chunkBytes)
+        } catch {
+            throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
         }
     }
 
@@ -363,25 +384,29 @@ public enum SnapshotFile {
     }
 }
 
-/// The deflated chunks of one round, filled from several threads.
-private final class Deflated: @unchecked Sendable {
-    private var chunks: [[UInt8]]
+/// The chunks of one round (deflated when writing, opened and inflated when
+/// reading), filled from several threads and taken in order.
+private final class RoundSlots<Value>: @unchecked Sendable {
+    private var slots: [Value?]
     private let lock = NSLock()
 
     init(count: Int) {
-        chunks = Array(repeating: [], count: count)
+        slots = Array(repeating: nil, count: count)
     }
 
-    func set(_ index: Int, _ chunk: [UInt8]) {
+    func set(_ index: Int, _ value: Value) {
         lock.lock()
-        chunks[index] = chunk
+        slots[index] = value
         lock.unlock()
     }
 
-    func get(_ index: Int) -> [UInt8] {
+    /// The value at `index`, which every iteration of the round sets.
+    func take(_ index: Int) -> Value {
         lock.lock()
         defer { lock.unlock() }
-        return chunks[index]
+        guard let value = slots[index] else { preconditionFailure("slot \(index) of a round was never set") }
+        slots[index] = nil
+        return value
     }
 }
 

@@ -1,0 +1,82 @@
+import Crypto
+import Foundation
+import IndexModel
+import Snapshot
+import Testing
+
+/// The snapshot container over content of several chunks: a restore reads
+/// and inflates chunks a few at a time on several threads, and must still
+/// write them back in order and name the first bad one.
+@Suite struct SnapshotFileTests {
+    private let testManifest: JSONObject = ["format": .string("sightline-snapshot"), "version": .integer(1), "kind": .string("test")]
+
+    /// Three and a half chunks of text that deflates, from a fixed seed.
+    private func content() -> Data {
+        let words = ["sunrise", "harbour", "recipe", "potato", "window", "paris", "crisp", "engage"].map { Array($0.utf8) }
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(SnapshotFile.chunkBytes * 7 / 2 + 16)
+        while bytes.count < SnapshotFile.chunkBytes * 7 / 2 {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            bytes += words[Int(state % UInt64(words.count))]
+            bytes.append(state & 0x100 == 0 ? UInt8(ascii: " ") : UInt8(ascii: "\n"))
+        }
+        return Data(bytes)
+    }
+
+    /// Where each chunk's stored bytes begin, read from the length prefixes.
+    private func chunkOffsets(_ snapshot: [UInt8]) -> [Int] {
+        var offsets: [Int] = []
+        var offset = SnapshotFile.headerMagic.count
+        while true {
+            let length = Int(snapshot[offset]) | Int(snapshot[offset + 1]) << 8 | Int(snapshot[offset + 2]) << 16
+                | Int(snapshot[offset + 3]) << 24
+            offset += 4
+            if length == 0 { return offsets }
+            offsets.append(offset)
+            offset += length
+        }
+    }
+
+    @Test func contentOfSeveralChunksComesBackByteForByte() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("content").path
+        let original = content()
+        try original.write(to: URL(fileURLWithPath: source))
+        for key in [nil, SymmetricKey(size: .bits256)] {
+            let snapshot = directory.appendingPathComponent("content.snap").path
+            let extracted = directory.appendingPathComponent("extracted").path
+            try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: key)
+            let manifest = try SnapshotFile.extract(snapshot, to: extracted, key: key)
+            #expect(manifest["chunks"] == .integer(4))
+            #expect(FileManager.default.contents(atPath: extracted) == original)
+            try FileManager.default.removeItem(atPath: extracted)
+        }
+    }
+
+    @Test func aBadChunkAfterGoodOnesIsNamedAndNothingIsLeftBehind() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("content").path
+        try content().write(to: URL(fileURLWithPath: source))
+        let key = SymmetricKey(size: .bits256)
+        let snapshot = directory.appendingPathComponent("content.snap").path
+        try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: key)
+        var raw = [UInt8](try #require(FileManager.default.contents(atPath: snapshot)))
+        let offsets = chunkOffsets(raw)
+        #expect(offsets.count == 4)
+        raw[offsets[2] + 100] ^= 0x20
+        let damaged = directory.appendingPathComponent("damaged.snap").path
+        try Data(raw).write(to: URL(fileURLWithPath: damaged))
+        let extracted = directory.appendingPathComponent("extracted").path
+        let error = try #require(throws: SnapshotError.self) {
+            try SnapshotFile.extract(damaged, to: extracted, key: key)
+        }
+        #expect(error.code == .wrongKey)
+        #expect(error.message.contains("chunk 2 "), "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: extracted))
+    }
+}
