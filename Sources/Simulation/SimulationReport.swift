@@ -22,11 +22,16 @@ public enum RecoveryPath: String, CaseIterable, Hashable, Sendable, Comparable {
     /// A device whose clock ran back past an earlier restore moved its epoch
     /// above the one the cloud had begun for it.
     case epochAdvance
+    /// A cloud restored from a backup older than its latest asked for messages
+    /// a device had dropped, and the device made them again from its journal.
+    case recoveryFromJournal
 
     /// Whether a campaign fails when no run reached the path. An epoch
     /// advance needs a restore, a clock jump back past it and a second
-    /// restore, which small runs seldom combine; the regression seeds reach it.
-    public var isGated: Bool { self != .epochAdvance }
+    /// restore; a recovery from the journal, a cloud restored from its
+    /// older backup after a device dropped what only the later one held.
+    /// Small runs seldom combine those; the regression seeds reach both.
+    public var isGated: Bool { self != .epochAdvance && self != .recoveryFromJournal }
 
     public static func < (lhs: RecoveryPath, rhs: RecoveryPath) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

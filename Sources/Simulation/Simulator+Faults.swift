@@ -110,6 +110,9 @@ extension Simulator {
         device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
         device.location = .file(path)
         if case .file(let old) = replaced { StoreFiles.remove(old) }
+        // What the device was told was durable may be gone from a cloud
+        // restored from an older backup; the restored journal has it or not.
+        capDurableSeen(device, atMost: try cloudHolds(device).merging(device.store.impliedOutboxHeads(), uniquingKeysWith: max))
         // A backup of the current epoch: the restored device resends its
         // messages, so the cloud must end up with them. A backup of an epoch
         // the device had already left by an earlier restore: its tail beyond
@@ -155,13 +158,21 @@ extension Simulator {
     }
 
     func bringCloudUp(restore: Bool) throws {
-        if restore, let latest = cloudSnapshots.last {
+        if restore, !cloudSnapshots.isEmpty {
+            // Mostly the latest backup; a third of the time the one before,
+            // whose messages the devices may have dropped since (they make
+            // them again from their journals). Backups newer than the one
+            // restored are of a history the cloud no longer has: let go.
+            let chosen = cloudSnapshots.count > 1 && faultRandom.chance(1.0 / 3) ? cloudSnapshots.count - 2 : cloudSnapshots.count - 1
+            let snapshot = cloudSnapshots[chosen]
             do {
-                try CloudIndex.restore(snapshot: latest, to: cloudPath, force: true,
+                try CloudIndex.restore(snapshot: snapshot, to: cloudPath, force: true,
                                        options: CloudOptions(clock: world, random: cloudRandom, durability: .normal))
             } catch {
-                throw SimulationError("the cloud could not be restored from \(latest): \(error)")
+                throw SimulationError("the cloud could not be restored from \(snapshot): \(error)")
             }
+            for newer in cloudSnapshots[(chosen + 1)...] { StoreFiles.remove(newer) }
+            cloudSnapshots.removeSubrange((chosen + 1)...)
             for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             where name.hasPrefix("cloud.sqlite.replaced-") {
                 StoreFiles.remove(directory + "/" + name)
@@ -170,11 +181,15 @@ extension Simulator {
         let cloud = try openCloud()
         self.cloud = cloud
         if restore {
-            // What the restored cloud lacks and a device no longer holds (a
-            // wipe took it) is lost with both copies: no longer owed.
+            // What the restored cloud lacks, a device sends again from its
+            // outbox or makes again from its journal; what neither the cloud
+            // nor the device's journal has (a wipe took it) is lost with both
+            // copies: no longer owed.
             for device in devices {
-                let lost = try device.mustHold.filter { try device.store.retainedRecord(at: $0.value) == nil }.keys
-                try owe(device, atMost: cloud.heldEpochs(device: device.name), in: Array(lost))
+                let holds = try cloud.heldEpochs(device: device.name).merging(device.store.impliedOutboxHeads(),
+                                                                              uniquingKeysWith: max)
+                try owe(device, atMost: holds)
+                capDurableSeen(device, atMost: holds)
             }
         }
     }
@@ -189,6 +204,16 @@ extension Simulator {
         }
     }
 
+    /// Lowers the durable watermarks `device` was told to at most `holds`
+    /// per epoch. A durable message is in the cloud's latest backup; once the
+    /// cloud is restored from an older one, only the cloud or the device's
+    /// journal can still have it, and what neither has is lost with both.
+    func capDurableSeen(_ device: SimDevice, atMost holds: [UInt64: UInt64]) {
+        for (epoch, seen) in device.durableSeen where seen > (holds[epoch] ?? 0) {
+            device.durableSeen[epoch] = holds[epoch] ?? 0
+        }
+    }
+
     /// What the cloud holds of `device` now, per epoch, read from its store
     /// even while it is down (its file is intact until a restore replaces it).
     func cloudHolds(_ device: SimDevice) throws -> [UInt64: UInt64] {
@@ -198,10 +223,12 @@ extension Simulator {
 
     func takeCloudSnapshot() throws {
         guard let cloud else { return }
-        let path = directory + "/cloud-\(cloudSnapshots.count).slsnap"
+        cloudSnapshotsTaken += 1
+        let path = directory + "/cloud-\(cloudSnapshotsTaken).slsnap"
         try cloud.snapshot(to: path)
         cloudSnapshots.append(path)
-        if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots[cloudSnapshots.count - 3]) }
+        // The two latest are kept.
+        if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots.removeFirst()) }
     }
 
     /// A hostile device: a frame signed with a made-up key in an honest

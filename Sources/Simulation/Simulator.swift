@@ -66,7 +66,9 @@ public final class Simulator {
     let cloudPath: String
     var cloud: CloudIndex?
     var cloudIncarnation = 0
+    /// The cloud's kept backups, oldest first.
     var cloudSnapshots: [String] = []
+    var cloudSnapshotsTaken = 0
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
@@ -280,10 +282,13 @@ public final class Simulator {
             guard device.inFlight == request, var session = device.session else { return }
             device.inFlight = nil
             let before = session.uploader.acknowledged
+            let durableBefore = session.uploader.durable
             let requestsBefore = session.report.contentRequests
             let advancesBefore = session.report.epochAdvances
+            let recoveredBefore = session.report.messagesRecovered
             let now = device.clock.now()
             try session.received(bytes, store: device.store, now: now)
+            if session.report.messagesRecovered > recoveredBefore { counters.mark(.recoveryFromJournal) }
             if session.report.contentRequests > requestsBefore {
                 // Journaling the requests was a write of its own, with its expiry sweep.
                 device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
@@ -298,8 +303,13 @@ public final class Simulator {
                     """)
             }
             if drill != nil { try drillCaughtUp() }
-            device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
-                                                                     session.uploader.durable.seq)
+            // Only an ack that moves the watermark tells the device anything:
+            // a restored store starts from the watermark of its backup, which
+            // a cloud restored from an older backup may no longer hold.
+            if session.uploader.durable > durableBefore {
+                device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
+                                                                         session.uploader.durable.seq)
+            }
             device.session = session
             try drive(device)
         case .timeout(let number, let request):

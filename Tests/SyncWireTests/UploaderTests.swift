@@ -128,6 +128,23 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         #expect(resent.first == OutboxPosition(epoch: 1, seq: 3))
     }
 
+
+    /// A cloud that asks for a position below the durable watermark was
+    /// restored from an older backup: it has not backed up more than it
+    /// holds, so the watermark comes down and the device keeps what it resends.
+    @Test func aGapBelowTheDurableWatermarkLowersIt() throws {
+        var uploader = makeUploader()
+        let first = uploader.nextFrame(now: t0, pending: outbox(8))
+        #expect(first != nil)
+        let acked = uploader.receive(ack(8, durable: 6), now: t0)
+        #expect(acked.contains(.durable(through: OutboxPosition(epoch: 1, seq: 6))))
+        let second = uploader.nextFrame(now: t0, pending: outbox(2, from: 9))
+        #expect(second != nil)
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
+        _ = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 3))
+        #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 3))
+    }
     @Test func aPermanentRejectionStopsTheUploader() throws {
         for code in [WireError.Code.badSignature, .equivocation, .tooLarge, .malformed, .refused] {
             var uploader = makeUploader()

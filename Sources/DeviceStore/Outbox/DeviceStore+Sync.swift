@@ -55,21 +55,28 @@ extension DeviceStore {
     /// requests are journaled first (so the answer is in the outbox before the
     /// cursor moves), then the cursor and durable watermark are stored. When
     /// the store moved its epoch (`advanceEpoch`), the effects end with
-    /// `.epochAdvanced`.
+    /// `.epochAdvanced`; when it made dropped messages again from its journal
+    /// (`recoverDroppedMessages`), with `.recoveredFromJournal`.
     @discardableResult
     public func receive(_ reply: [UInt8], into uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> [UploadEffect] {
         var effects = uploader.receive(reply, now: now)
-        if let advance = try apply(effects, uploader: uploader) {
+        let outcome = try apply(effects, uploader: uploader)
+        if let advance = outcome.advance {
             effects.append(.epochAdvanced(from: advance.from, to: advance.to))
+        }
+        if outcome.recovered > 0 {
+            effects.append(.recoveredFromJournal(count: outcome.recovered))
         }
         return effects
     }
 
-    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError)
+        -> (advance: (from: UInt64, to: UInt64)?, recovered: Int) {
         for case .contentRequested(let hashes) in effects {
             try recordContentRequests(hashes)
         }
         var advance: (from: UInt64, to: UInt64)?
+        var recovered = 0
         for effect in effects {
             switch effect {
             case .accepted:
@@ -80,15 +87,60 @@ extension DeviceStore {
                 // failed to confirm, or past the tail of an epoch the cloud
                 // ended (lost with an earlier wipe), which would otherwise be
                 // offered again on every sync. A cloud that holds less than the
-                // cursor is handled by the uploader's rewind alone.
-                advance = try take(position, durable: min(uploader.durable, position)) ?? advance
+                // cursor is handled by the uploader's rewind, and by putting
+                // back what the outbox dropped since (`recoverDroppedMessages`).
+                if let moved = try take(position, durable: min(uploader.durable, position)) {
+                    advance = moved
+                } else {
+                    recovered += try recoverDroppedMessages(after: position)
+                }
             case .epochTaken(let cloudHead, _):
                 advance = try advanceEpoch(past: cloudHead) ?? advance
             default:
                 break
             }
         }
-        return advance
+        return (advance, recovered)
+    }
+
+    /// After a rewind to `position` below the durable watermark (the cloud
+    /// holds less than its backup once held: it was restored from an older
+    /// backup), the watermark comes back to `position`, and the messages the
+    /// outbox dropped after it are made again from the journal, under their
+    /// original positions, up to the first one it still holds. Returns how
+    /// many came back.
+    ///
+    /// The outbox drops a message once the cloud's latest backup holds it.
+    /// The journal still has every event, and the fold numbers the messages
+    /// it implies the same way every time (`rebuildProjections` relies on
+    /// that too), so the cloud gets the very messages it lost and its counts
+    /// converge exactly. Without this, the first message the outbox still
+    /// holds may even seem to follow `position` (the first of a later epoch)
+    /// and sending on would end `position`'s epoch short. Messages the
+    /// journal lacks as well (lost with a wipe of this device) cannot come
+    /// back.
+    func recoverDroppedMessages(after position: OutboxPosition) throws(DeviceStoreError) -> Int {
+        // Only messages at or before the durable watermark are ever dropped.
+        let durable = try read { db in try OutboxStore.durable(db) }
+        guard position < durable else { return 0 }
+        let missing = try pendingOutbox(after: position, limit: 1).first.map { next throws(DeviceStoreError) in
+            try replayedOutbox(after: position, before: next.position)
+        } ?? []
+        try write { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT OR IGNORE INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)
+                """)
+            for message in missing {
+                try insert.execute(arguments: [Int64(message.position.epoch), Int64(message.position.seq), message.journalSeq,
+                                               Data(message.message)])
+            }
+            // What comes after `position` must not be dropped again before
+            // the cloud's backup holds it once more.
+            if try OutboxStore.durable(db) > position {
+                try OutboxStore.setPosition(db, "durable", position)
+            }
+        }
+        return missing.count
     }
 
     /// The cloud holds this device through `position`. Normally that is stored
@@ -168,6 +220,9 @@ public struct SyncReport: Hashable, Sendable {
     /// Times the store moved its epoch above one the cloud holds
     /// (`DeviceStore.advanceEpoch`).
     public var epochAdvances = 0
+    /// Dropped messages made again from the journal for a cloud restored
+    /// from an older backup (`DeviceStore.recoverDroppedMessages`).
+    public var messagesRecovered = 0
     /// Why the run stopped early, when it did.
     public var failure: String?
     public var status: SyncStatus?
@@ -263,6 +318,8 @@ public struct SyncSession: Sendable {
                 report.rewinds += 1
             case .epochAdvanced:
                 report.epochAdvances += 1
+            case .recoveredFromJournal(let count):
+                report.messagesRecovered += count
             case .stopped(let error):
                 report.failure = error.description
             case .durable, .retryScheduled:

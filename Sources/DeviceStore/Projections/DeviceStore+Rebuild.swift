@@ -55,6 +55,45 @@ extension DeviceStore {
     /// fold the journal into them and return the durable watermark, and
     /// returns their digest. The full-text tables are not built.
     private func replayedDigest(_ replay: (JournalFold) throws -> OutboxPosition) throws(DeviceStoreError) -> String {
+        try inScratchProjections { scratchDB, fold in
+            try ProjectionDigest.compute(scratchDB, after: try replay(fold))
+        }
+    }
+
+    /// The outbox this store's journal implies (nothing pruned) after
+    /// `position` and before `end`: the messages a store dropped once the
+    /// cloud's backup held them come back under their original positions,
+    /// since the fold numbers them the same way every time.
+    func replayedOutbox(after position: OutboxPosition, before end: OutboxPosition) throws(DeviceStoreError)
+        -> [(position: OutboxPosition, journalSeq: Int64, message: [UInt8])] {
+        try inScratchProjections { scratchDB, fold in
+            try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: fold) }
+            return try Row.fetchAll(scratchDB, sql: """
+                SELECT epoch, seq, journal_seq, message FROM outbox
+                WHERE (epoch, seq) > (?, ?) AND (epoch, seq) < (?, ?) ORDER BY epoch, seq
+                """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(end.epoch), Int64(end.seq)]).map { row in
+                (OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64)), row[2] as Int64, [UInt8](row[3] as Data))
+            }
+        }
+    }
+
+    /// The last outbox seq of each epoch that this store's journal implies:
+    /// how far it can send each epoch, from its outbox or, for what the
+    /// outbox dropped, made again from the journal (`recoverDroppedMessages`).
+    public func impliedOutboxHeads() throws(DeviceStoreError) -> [UInt64: UInt64] {
+        try inScratchProjections { scratchDB, fold in
+            try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: fold) }
+            var heads: [UInt64: UInt64] = [:]
+            for row in try Row.fetchAll(scratchDB, sql: "SELECT epoch, max(seq) FROM outbox GROUP BY epoch") {
+                heads[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)
+            }
+            return heads
+        }
+    }
+
+    /// Runs `work` with fresh, empty projections in a private in-memory
+    /// database and a fold into them that does not build the full-text tables.
+    private func inScratchProjections<T>(_ work: (Database, JournalFold) throws -> T) throws(DeviceStoreError) -> T {
         do {
             // As the store's own connections: the schema declares no foreign keys.
             var configuration = Configuration()
@@ -74,8 +113,7 @@ extension DeviceStore {
                 for index in StoreSchema.indexesOutsideTheFold {
                     try scratchDB.execute(sql: "DROP INDEX \(index)")
                 }
-                let durable = try replay(JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
-                return try ProjectionDigest.compute(scratchDB, after: durable)
+                return try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
             }
         } catch let error as DeviceStoreError {
             throw error

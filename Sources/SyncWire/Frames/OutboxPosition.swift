@@ -19,6 +19,13 @@ public struct OutboxPosition: Hashable, Sendable, Comparable, CustomStringConver
         (lhs.epoch, lhs.seq) < (rhs.epoch, rhs.seq)
     }
 
+    /// Whether this is the position right after `previous`: the next seq in
+    /// the same epoch, or the first seq of a later epoch.
+    public func follows(_ previous: OutboxPosition) -> Bool {
+        if epoch == previous.epoch { return seq == previous.seq + 1 }
+        return epoch > previous.epoch && seq == 1
+    }
+
     public var description: String { "\(epoch):\(seq)" }
 }
 

@@ -94,7 +94,7 @@ public struct Uploader: Sendable {
             return frame
         case .ready:
             guard let first = pending.first else { return nil }
-            guard follows(first.position) else {
+            guard first.position.follows(acknowledged) else {
                 state = .stopped(WireError(.gap, """
                     the cloud needs messages after \(acknowledged) but the outbox continues at \(first.position): \
                     the messages between were already dropped
@@ -132,13 +132,6 @@ public struct Uploader: Sendable {
         attempts = 1
         state = .awaitingReply(frame)
         return frame
-    }
-
-    /// Whether `position` is the next one after `acknowledged`: the next seq in
-    /// the same epoch, or the first seq of a later epoch.
-    private func follows(_ position: OutboxPosition) -> Bool {
-        if position.epoch == acknowledged.epoch { return position.seq == acknowledged.seq + 1 }
-        return position.epoch > acknowledged.epoch && position.seq == 1
     }
 
     /// Takes the cloud's reply to the frame in flight.
@@ -200,6 +193,10 @@ public struct Uploader: Sendable {
             return [.stopped(rejection.error)]
         }
         acknowledged = OutboxPosition(epoch: expected.epoch, seq: expected.seq - 1)
+        // A cloud that holds less than before (restored from a backup) has
+        // backed up no more than it holds: what comes after must not be
+        // dropped before it is sent again.
+        durable = min(durable, acknowledged)
         state = .ready
         attempts = 0
         return [made(acknowledged)]
@@ -230,6 +227,11 @@ public enum UploadEffect: Hashable, Sendable {
     case contentRequested([PublicHash])
     /// The cloud expects an earlier (or later) position; sending resumes after `to`.
     case rewound(to: OutboxPosition, reason: String)
+    /// The outbox had dropped messages after a rewind's position (the cloud
+    /// was restored from a backup older than the one that let them go); the
+    /// device made `count` of them again from its journal (added by
+    /// `DeviceStore.receive`).
+    case recoveredFromJournal(count: Int)
     /// The cloud holds another history under the frame's epoch, which an
     /// earlier incarnation of the device used: the device moves its epoch
     /// above `cloudHead`, the newest position the cloud holds of it.
