@@ -24,7 +24,7 @@ struct RankedSearch {
         case automatic
         /// The threshold algorithm over the impact-ordered streams.
         case threshold
-        /// Every document with all the words, from FTS5, then the best.
+        /// Every document with all the words, from the complete block layers, then the best.
         case intersection
         /// Only the high-impact layer; fails when that cannot decide.
         case highLayer
@@ -50,8 +50,7 @@ struct RankedSearch {
         case .threshold, .highLayer: false
         case .intersection: true
         }
-        if streams.count > 1, intersect {
-            var all = try intersection(db, weights: weights)
+        if streams.count > 1, intersect, var all = try intersection(db, streams, weights: weights) {
             while let best = all.peek {
                 all.pop()
                 if try assembler.settle(doc: best.doc, score: best.score) { break }
@@ -120,46 +119,27 @@ struct RankedSearch {
         for stream in streams { expected *= 0.3 * min(Double(try stream.documentFrequency()), total) / total }
         guard expected >= Double(2 * limit) else { return nil }
         let lowCeiling = SearchIndex.highImpact * (try SearchIndex.maximumMultiplier(db))
-        // Each word's high-layer entries in document order, one per document
-        // (its best key): one range read over the words it matches.
-        let read = try DirectStatement(db, "SELECT block, entries FROM search_high WHERE term >= ? AND term < ?")
-        var lists: [[(doc: Int64, key: Double)]] = []
-        for word in words {
-            var entries: [(doc: Int64, key: Double)] = []
-            read.bind(1, word.text)
-            read.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
-            while try read.step() {
-                let block = read.int64(0)
-                read.withBlob(1) { SearchIndex.decodeHigh($0, block: block, into: &entries) }
-                guard entries.count <= RankedSearch.highLayerEntries else {
-                    read.reset()
-                    return nil
-                }
-            }
-            read.reset()
-            // Blocks of several words interleave: order by document, best key first.
-            entries.sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
-            var unique: [(doc: Int64, key: Double)] = []
-            unique.reserveCapacity(entries.count)
-            for entry in entries where entry.doc != unique.last?.doc { unique.append(entry) }
-            lists.append(unique)
-        }
+        guard let lists = try blockLists(db, from: ["search_high"], atMost: RankedSearch.highLayerEntries)?.map({ $0.decoded() })
+        else { return nil }
         // Merge the lists: a document in all of them has its exact score; one in
         // some has a bound.
         var exactScores: [(score: Double, doc: Int64)] = []
         var partial: [(upper: Double, doc: Int64)] = []
         var positions = [Int](repeating: 0, count: lists.count)
+        let counts = lists.map(\.count)
+        // Indexed, not `for (index, list) in lists.enumerated()`, which
+        // copied (retained and released) each list for every document.
         while true {
             var doc = Int64.max
-            for (index, list) in lists.enumerated() where positions[index] < list.count {
-                doc = min(doc, list[positions[index]].doc)
+            for index in lists.indices where positions[index] < counts[index] {
+                doc = min(doc, lists[index][positions[index]].doc)
             }
             guard doc != .max else { break }
             var score = 0.0
             var complete = true
-            for (index, list) in lists.enumerated() {
-                if positions[index] < list.count, list[positions[index]].doc == doc {
-                    score += weights[index] * list[positions[index]].key
+            for index in lists.indices {
+                if positions[index] < counts[index], lists[index][positions[index]].doc == doc {
+                    score += weights[index] * lists[index][positions[index]].key
                     positions[index] += 1
                 } else {
                     score += weights[index] * lowCeiling
@@ -224,61 +204,125 @@ struct RankedSearch {
         }
     }
 
-    /// Whether finding every document that has all the words, through the
-    /// full-text index's document-ordered lists, is cheaper than the threshold
-    /// algorithm. When few documents have all the words, the threshold algorithm
-    /// reads one stream to its end, a lookup per posting; FTS5 merges the lists in
-    /// C for a few hundredths of that per posting. When many do, the threshold
-    /// algorithm stops after a few hundred postings.
+    /// Each word's entries in `tables` (block layers), as stored: one range
+    /// read per table over the vocabulary words it matches. Nil when a word
+    /// brings more than `cap`.
+    private func blockLists(_ db: Database, from tables: [String], atMost cap: Int) throws -> [BlockList]? {
+        var lists: [BlockList] = []
+        for word in words {
+            guard let list = try blockList(db, word, from: tables, atMost: cap) else { return nil }
+            lists.append(list)
+        }
+        return lists
+    }
+
+    /// `word`'s entries in `tables`, or nil when there are more than `cap`.
+    private func blockList(_ db: Database, _ word: SearchWord, from tables: [String], atMost cap: Int) throws -> BlockList? {
+        let list = BlockList()
+        for table in tables {
+            let read = try DirectStatement(db, "SELECT block, entries FROM \(table) WHERE term >= ? AND term < ?")
+            defer { read.reset() }
+            read.bind(1, word.text)
+            read.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
+            while try read.step() {
+                list.add(block: read.int64(0), entries: read.blob(1))
+                guard list.count <= cap else { return nil }
+            }
+        }
+        return list
+    }
+
+    /// Whether finding every document that has all the words, by merging their
+    /// complete document-ordered lists (`search_high` and `search_low`), is
+    /// cheaper than the threshold algorithm. When few documents have all the
+    /// words, the threshold algorithm reads one stream to its end, a lookup per
+    /// posting; the intersection decodes the rarest word's entries and finds
+    /// each in the other words' blocks for a few hundredths of that, and the
+    /// entries carry the keys, so nothing is looked up. When many documents
+    /// have all the words, the threshold algorithm stops after a few hundred
+    /// postings.
     private func prefersIntersection(_ db: Database, _ streams: [WordStream]) throws -> Bool {
         let total = Double(max(try SearchIndex.documentCount(db), 1))
         let frequencies = try streams.map { min(Double(try $0.documentFrequency()), total) }.sorted()
         guard let rarest = frequencies.first, rarest > 0 else { return false }
         // What the threshold algorithm scores, if the words are independent: when
         // enough documents have every word at high impact, about `limit` matches'
-        // worth from the rarest stream; otherwise it must read past every
-        // high-impact posting of a stream, about a third of it per stream.
+        // worth from the rarest stream; otherwise it reads every stream in turns
+        // until the rarest one ends (at 1,000,000 items, "droodo weapleagrot",
+        // a word in most documents beside a rare one, read about 1,000
+        // postings and took 22 ms that way).
         let jointRate = frequencies.dropFirst().reduce(1.0) { $0 * $1 / total }
         let highMatches = frequencies.reduce(total) { $0 * 0.3 * $1 / total }
         let thresholdReads = highMatches >= Double(4 * limit)
             ? min(rarest, Double(limit) / max(jointRate, 1e-9))
-            : min(rarest, 0.3 * rarest * Double(frequencies.count))
+            : rarest * Double(frequencies.count)
         let thresholdCost = thresholdReads * RankedSearch.lookupCost
-        // FTS5 merges every posting and each match is scored.
-        let intersectionCost = frequencies.reduce(0, +) * RankedSearch.mergeCost + rarest * jointRate * RankedSearch.lookupCost
+        // The intersection decodes the rarest word's entries, looks for each in
+        // the other words' blocks, and copies those blocks out of SQLite.
+        let intersectionCost = frequencies.allSatisfy({ $0 <= Double(RankedSearch.intersectionEntries) })
+            ? rarest * (RankedSearch.entryCost + Double(frequencies.count - 1) * RankedSearch.probeCost)
+                + frequencies.dropFirst().reduce(0, +) * RankedSearch.copyCost
+            : .infinity
         return intersectionCost < thresholdCost
     }
 
     /// The most high-layer entries one typed word may bring; beyond it the
     /// other strategies are cheaper.
     private static let highLayerEntries = 400_000
+    /// The most entries one typed word may bring to an intersection (10 bytes
+    /// each, copied but not decoded unless it is the rarest word).
+    private static let intersectionEntries = 2_000_000
 
     /// Relative costs, measured with `bench query`: a `search_docs` lookup and
-    /// scoring per posting, and FTS5's merge per posting.
+    /// scoring per posting; decoding a block layer's entry, looking for one
+    /// document in a word's blocks, and reading an entry out of SQLite.
     private static let lookupCost = 1.0
-    private static let mergeCost = 0.03
+    private static let entryCost = 0.015
+    private static let probeCost = 0.03
+    private static let copyCost = 0.001
 
-    /// Every document that has all the words, scored: FTS5 finds the candidates
-    /// (its tokenizer splits and folds text as `SearchText` does), and each is
-    /// checked and scored from its `search_docs` row.
-    private func intersection(_ db: Database, weights: [Double]) throws -> ScoreHeap {
-        let match = words.map { "\"\($0.text)\"" + ($0.isPrefix ? "*" : "") }.joined(separator: " ")
-        let statement = try DirectStatement(db, """
-            SELECT d.doc, d.multiplier, d.terms FROM items_fts f JOIN items i ON i.rowid = f.rowid
-            JOIN search_docs d ON d.identifier = i.item_id AND d.index_name = i.index_name AND d.kind = 0
-            WHERE items_fts MATCH ?1
-            UNION ALL
-            SELECT d.doc, d.multiplier, d.terms FROM activities_fts f JOIN activities a ON a.rowid = f.rowid
-            JOIN search_docs d ON d.identifier = a.activity_key AND d.index_name = '' AND d.kind = 1
-            WHERE activities_fts MATCH ?1
-            """)
-        defer { statement.reset() }
-        statement.bind(1, match)
+    /// Every document that has all the words, with its exact score, from the
+    /// words' complete lists (`search_high` and `search_low`): the rarest is
+    /// decoded and walked in document order, and each of its documents is
+    /// looked for in the others' blocks by binary search, so that a rare word
+    /// beside a common one decodes only the rare one's entries. A whole word
+    /// far more common than the rarest is not read whole: only the blocks
+    /// the rarest word's documents fall in, one point read each. The entries
+    /// carry the keys, so no document is looked up. Nil when a word brings
+    /// more than `intersectionEntries` entries.
+    private func intersection(_ db: Database, _ streams: [WordStream], weights: [Double]) throws -> ScoreHeap? {
+        let tables = ["search_high", "search_low"]
+        let frequencies = try streams.map { try $0.documentFrequency() }
+        guard let shortest = frequencies.indices.min(by: { frequencies[$0] < frequencies[$1] }),
+              let walked = try blockList(db, words[shortest], from: tables, atMost: RankedSearch.intersectionEntries)
+        else { return nil }
+        let entries = walked.decoded()
+        var lists: [BlockList] = []
+        for (index, word) in words.enumerated() {
+            if index == shortest {
+                lists.append(walked)
+            } else if !word.isPrefix && frequencies[index] > 16 * Int64(entries.count) {
+                lists.append(try BlockList(db, pointReadsOf: word.text, from: tables))
+            } else {
+                guard let list = try blockList(db, word, from: tables, atMost: RankedSearch.intersectionEntries) else { return nil }
+                lists.append(list)
+            }
+        }
         var heap = ScoreHeap()
-        var matcher = SearchDocument.Matcher(words)
-        while try statement.step() {
-            guard let score = matcher.score(statement, multiplier: 1, terms: 2, weights: weights) else { continue }
-            heap.push(score: score, doc: statement.int64(0))
+        var keys = [Double](repeating: 0, count: lists.count)
+        documents: for entry in entries {
+            for index in lists.indices {
+                if index == shortest {
+                    keys[index] = entry.key
+                } else {
+                    guard let key = try lists[index].bestKey(of: entry.doc) else { continue documents }
+                    keys[index] = key
+                }
+            }
+            // Summed in word order, as `SearchDocument.Matcher` does.
+            var score = 0.0
+            for index in lists.indices { score += weights[index] * keys[index] }
+            heap.push(score: score, doc: entry.doc)
         }
         return heap
     }
@@ -293,6 +337,82 @@ struct RankedSearch {
             let df = min(Double(try stream.documentFrequency()), total)
             return log(1 + (total - df + 0.5) / (df + 0.5))
         }
+    }
+}
+
+// MARK: - Block lists
+
+/// One typed word's entries in the block layers, as stored: for each block,
+/// the entry blobs of the vocabulary words it matches (one per word and
+/// table), each in document order (`SearchIndex.decodeHigh`). Filled by range
+/// reads, or, for a whole word, one block at a time when it is first needed.
+private final class BlockList {
+    private var blocks: [Int64: [[UInt8]]] = [:]
+    /// Entries in all the blobs read (a document under several words counts for each).
+    private(set) var count = 0
+    /// For a list read block by block: one point read per table.
+    private let pointReads: [DirectStatement]
+
+    init() {
+        pointReads = []
+    }
+
+    /// A list of the whole word `term` that reads a block of `tables` only
+    /// when `bestKey` first needs it.
+    init(_ db: Database, pointReadsOf term: String, from tables: [String]) throws {
+        pointReads = try tables.map { table in
+            let statement = try DirectStatement(db, "SELECT entries FROM \(table) WHERE term = ? AND block = ?")
+            statement.bind(1, term)
+            return statement
+        }
+    }
+
+    func add(block: Int64, entries: [UInt8]) {
+        blocks[block, default: []].append(entries)
+        count += entries.count / SearchIndex.entryBytes
+    }
+
+    /// Every document once, in document order, with its best key.
+    func decoded() -> [(doc: Int64, key: Double)] {
+        var entries: [(doc: Int64, key: Double)] = []
+        entries.reserveCapacity(count)
+        for block in blocks.keys.sorted() {
+            guard let blobs = blocks[block] else { continue }
+            let start = entries.count
+            for blob in blobs {
+                blob.withUnsafeBytes { SearchIndex.decodeHigh($0, block: block, into: &entries) }
+            }
+            // Several blobs in a block: order the block by document, best key first.
+            if blobs.count > 1 {
+                entries[start...].sort { $0.doc != $1.doc ? $0.doc < $1.doc : $0.key > $1.key }
+            }
+        }
+        var unique: [(doc: Int64, key: Double)] = []
+        unique.reserveCapacity(entries.count)
+        for entry in entries where entry.doc != unique.last?.doc { unique.append(entry) }
+        return unique
+    }
+
+    /// The best key of `doc` among the entries, or nil when it has none: a
+    /// binary search in each blob of its block.
+    func bestKey(of doc: Int64) throws -> Double? {
+        let block = doc >> SearchIndex.blockShift
+        if !pointReads.isEmpty, blocks[block] == nil {
+            var blobs: [[UInt8]] = []
+            for read in pointReads {
+                read.bind(2, block)
+                if try read.step() { blobs.append(read.blob(0)) }
+                read.reset()
+            }
+            blocks[block] = blobs
+        }
+        guard let blobs = blocks[block] else { return nil }
+        let offset = UInt16(doc & ((1 << SearchIndex.blockShift) - 1))
+        var best: Double?
+        for blob in blobs {
+            if let key = SearchIndex.key(of: offset, in: blob), key > (best ?? -.infinity) { best = key }
+        }
+        return best
     }
 }
 

@@ -24,19 +24,21 @@ import IndexModel
 /// - `search_refs(ref, doc)`: which documents an engagement reference affects;
 /// - `search_high(term, block, entries)`: the postings of impact at least
 ///   `highImpact`, in document order, a block of 1,024 document numbers per row;
+/// - `search_low(term, block, entries)`: the other postings, the same way, so
+///   that the two together hold every word's documents in document order;
 /// - `search_heads(prefix, rank, term)`: each word under its first one and first two
 ///   characters, with `rank = -max_key`, so that a search for a short prefix opens
 ///   the words it starts best first without reading all of them.
 enum SearchIndex {
     static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs", "search_heads",
-                         "search_high"]
+                         "search_high", "search_low"]
 
     /// Postings of at least this impact (a word in a title, display name or
     /// keywords; a description alone stays below it) are also kept in
     /// `search_high`, in document order.
     static let highImpact = 3.0
 
-    /// `search_high` groups a word's documents by `doc >> blockShift`.
+    /// `search_high` and `search_low` group a word's documents by `doc >> blockShift`.
     static let blockShift: Int64 = 10
 
     /// The largest multiplier any document was indexed with (never lowered).
@@ -44,18 +46,39 @@ enum SearchIndex {
         try Double.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'max_multiplier'") ?? 0
     }
 
-    /// `search_high.entries`: for each document of the block, in document order,
+    /// `search_high.entries` and `search_low.entries`: for each document of the block, in document order,
     /// its offset in the block (UInt16) and its key (IEEE 754 double), little-endian.
     static func decodeHigh(_ bytes: UnsafeRawBufferPointer, block: Int64, into entries: inout [(doc: Int64, key: Double)]) {
-        var offset = 0
-        while offset + 10 <= bytes.count {
-            let low = Int64(bytes[offset]) | Int64(bytes[offset + 1]) << 8
-            var pattern: UInt64 = 0
-            for index in 0..<8 { pattern |= UInt64(bytes[offset + 2 + index]) << (8 * UInt64(index)) }
-            entries.append((block << blockShift | low, Double(bitPattern: pattern)))
-            offset += 10
+        let base = block << blockShift
+        for index in 0..<bytes.count / entryBytes {
+            let offset = index * entryBytes
+            let low = Int64(UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+            let pattern = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt64.self))
+            entries.append((base | low, Double(bitPattern: pattern)))
         }
     }
+
+    /// The key of the document at `offset` in its block, from one blob of
+    /// entries (in document order), or nil when the blob lacks it.
+    static func key(of offset: UInt16, in blob: [UInt8]) -> Double? {
+        blob.withUnsafeBytes { bytes in
+            var low = 0
+            var high = bytes.count / entryBytes
+            while low < high {
+                let middle = (low + high) / 2
+                let found = UInt16(littleEndian: bytes.loadUnaligned(fromByteOffset: middle * entryBytes, as: UInt16.self))
+                if found == offset {
+                    let pattern = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: middle * entryBytes + 2, as: UInt64.self))
+                    return Double(bitPattern: pattern)
+                }
+                if found < offset { low = middle + 1 } else { high = middle }
+            }
+            return nil
+        }
+    }
+
+    /// Bytes of one entry: the offset in the block and the key.
+    static let entryBytes = 10
 
     static func encodeHigh(_ entries: [(doc: Int64, key: Double)]) -> [UInt8] {
         var bytes: [UInt8] = []
@@ -106,6 +129,9 @@ enum SearchIndex {
         CREATE TABLE IF NOT EXISTS search_high (
             term TEXT NOT NULL, block INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY (term, block)
         ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS search_low (
+            term TEXT NOT NULL, block INTEGER NOT NULL, entries BLOB NOT NULL, PRIMARY KEY (term, block)
+        ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS search_heads (
             prefix TEXT NOT NULL, rank REAL NOT NULL, term TEXT NOT NULL, PRIMARY KEY (prefix, rank, term)
         ) WITHOUT ROWID;
@@ -124,7 +150,7 @@ enum SearchIndex {
 
     /// The layout of these tables. An index of another layout (built by another
     /// version of Sightline) counts as never built, and the next refresh replaces it.
-    static let layout: Int64 = 3
+    static let layout: Int64 = 4
 
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
@@ -196,7 +222,7 @@ extension SearchIndex {
         var doc: Int64
     }
 
-    /// One row of `search_high`: a word (by its number in the fold) and a block.
+    /// One row of `search_high` or `search_low`: a word (by its number in the fold) and a block.
     private struct BlockKey: Hashable {
         var term: Int
         var block: Int64
@@ -344,8 +370,9 @@ extension SearchIndex {
             var removals: [Posting] = []
             var additions: [Posting] = []
             var dfDelta: [Int: Int] = [:]
-            // search_high changes by (term, block): documents to drop, entries to add.
+            // search_high and search_low changes by (term, block): documents to drop, entries to add.
             var highChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
+            var lowChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
             var maxKey: [Int: Double] = [:]
 
             let findDoc = try DirectStatement(db, """
@@ -379,9 +406,11 @@ extension SearchIndex {
                         let id = termID(term.text)
                         removals.append(Posting(term: id, rank: -(term.impact * old.multiplier), doc: old.doc))
                         dfDelta[id, default: 0] -= 1
+                        let block = BlockKey(term: id, block: old.doc >> SearchIndex.blockShift)
                         if term.impact >= SearchIndex.highImpact {
-                            highChanges[BlockKey(term: id, block: old.doc >> SearchIndex.blockShift), default: ([], [])]
-                                .drop.insert(old.doc)
+                            highChanges[block, default: ([], [])].drop.insert(old.doc)
+                        } else {
+                            lowChanges[block, default: ([], [])].drop.insert(old.doc)
                         }
                     }
                     deleteRefs.bind(1, old.doc)
@@ -416,9 +445,11 @@ extension SearchIndex {
                     additions.append(Posting(term: id, rank: -key, doc: doc))
                     dfDelta[id, default: 0] += 1
                     maxKey[id] = max(maxKey[id] ?? key, key)
+                    let block = BlockKey(term: id, block: doc >> SearchIndex.blockShift)
                     if term.impact >= SearchIndex.highImpact {
-                        highChanges[BlockKey(term: id, block: doc >> SearchIndex.blockShift), default: ([], [])]
-                            .add.append((doc, key))
+                        highChanges[block, default: ([], [])].add.append((doc, key))
+                    } else {
+                        lowChanges[block, default: ([], [])].add.append((doc, key))
                     }
                 }
                 maximumMultiplier = max(maximumMultiplier, new.multiplier)
@@ -442,7 +473,8 @@ extension SearchIndex {
             additions.sort(by: ordered)
             try write(removals, words: words, "DELETE FROM search_postings WHERE term = ? AND rank = ? AND doc = ?")
             try write(additions, words: words, "INSERT INTO search_postings (term, rank, doc) VALUES (?, ?, ?)")
-            try writeHighLayer(highChanges, words: words, position: position)
+            try writeBlocks(highChanges, into: "search_high", words: words, position: position)
+            try writeBlocks(lowChanges, into: "search_low", words: words, position: position)
             try writeVocabulary(order.map { words[$0] }, dfDelta: order.map { dfDelta[$0] ?? 0 }, maxKey: order.map { maxKey[$0] })
         }
 
@@ -457,13 +489,14 @@ extension SearchIndex {
             }
         }
 
-        /// Rewrites each changed `search_high` block: its entries without the
-        /// documents that left, with those that arrived, in document order.
-        private func writeHighLayer(_ changes: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])],
-                                    words: [String], position: [Int]) throws {
-            let readBlock = try DirectStatement(db, "SELECT entries FROM search_high WHERE term = ? AND block = ?")
-            let writeBlock = try DirectStatement(db, "INSERT OR REPLACE INTO search_high (term, block, entries) VALUES (?, ?, ?)")
-            let deleteBlock = try DirectStatement(db, "DELETE FROM search_high WHERE term = ? AND block = ?")
+        /// Rewrites each changed block of `table` (`search_high` or
+        /// `search_low`): its entries without the documents that left, with
+        /// those that arrived, in document order.
+        private func writeBlocks(_ changes: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])], into table: String,
+                                 words: [String], position: [Int]) throws {
+            let readBlock = try DirectStatement(db, "SELECT entries FROM \(table) WHERE term = ? AND block = ?")
+            let writeBlock = try DirectStatement(db, "INSERT OR REPLACE INTO \(table) (term, block, entries) VALUES (?, ?, ?)")
+            let deleteBlock = try DirectStatement(db, "DELETE FROM \(table) WHERE term = ? AND block = ?")
             let blocks = changes.keys.sorted { left, right in
                 left.term != right.term ? position[left.term] < position[right.term] : left.block < right.block
             }
