@@ -267,8 +267,9 @@ struct RankedSearch {
     }
 
     /// The most high-layer entries one typed word may bring; beyond it the
-    /// other strategies are cheaper.
-    private static let highLayerEntries = 400_000
+    /// other strategies are cheaper. At 1,000,000 items, "droodo" (in 79% of
+    /// them) brings 236,000, and "droodo droodo" took 19.7 ms in the layer.
+    private static let highLayerEntries = 150_000
     /// The most entries one typed word may bring to an intersection (10 bytes
     /// each, copied but not decoded unless it is the rarest word).
     private static let intersectionEntries = 2_000_000
