@@ -141,15 +141,7 @@ extension CloudIndex {
     }
 
     private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {
-        let problems: String?
-        do {
-            problems = try RestoredFile.integrityProblems(at: path)
-        } catch {
-            throw CloudError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
-        }
-        if let problems {
-            throw CloudError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
-        }
+        if let failure = RestoredFile.integrityFailure(at: path) { throw CloudError(.snapshot, failure) }
         var storeOptions = options
         storeOptions.readOnly = false
         storeOptions.threshold = nil

@@ -3,11 +3,27 @@ import GRDB
 /// The SQLite steps a restore takes on the file it has just extracted.
 public enum RestoredFile {
     /// What `PRAGMA integrity_check` reports, or nil when the file is sound.
-    public static func integrityProblems(at path: String) throws -> String? {
+    private static func integrityProblems(at path: String) throws -> String? {
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
         let report = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
         return report == ["ok"] ? nil : report.prefix(3).joined(separator: "; ")
+    }
+
+    /// Why the restored file at `path` is not a sound database, in words
+    /// (device and cloud restores say it the same way), or nil when it is.
+    public static func integrityFailure(at path: String) -> String? {
+        do {
+            guard let problems = try integrityProblems(at: path) else { return nil }
+            return "the snapshot's database fails SQLite's integrity check: \(problems)"
+        } catch let error as DatabaseError {
+            return """
+                the snapshot's content is not a readable SQLite database: \
+                SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")
+                """
+        } catch {
+            return "the snapshot's content is not a readable SQLite database: \(error)"
+        }
     }
 
     /// Folds the WAL into the file and leaves WAL mode, then closes `queue`, so

@@ -7,6 +7,13 @@ import IndexModel
 import SyncWire
 import Testing
 
+/// A new directory under the system's temporary one, for a test to remove.
+private func temporaryDirectory(_ prefix: String) throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
 private func recipeHash(url: String = recipeURL) -> PublicHash {
     PublicHash.of(app: app, content: PublicContent(publicRecipe(url: url))!)!
 }
@@ -73,8 +80,7 @@ private func vote(_ stores: [DeviceStore]) throws {
     /// A cloud store of format version 1 (before the offered-at columns) is
     /// brought to the current version when opened for writing, and ingests.
     @Test func aVersionOneCloudStoreIsMigratedOnOpen() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-migrate-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-migrate")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         do {
@@ -264,8 +270,7 @@ private func vote(_ stores: [DeviceStore]) throws {
     }
 
     @Test func anAlteredLogRowIsFoundByVerification() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-cloud")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         do {
@@ -373,8 +378,7 @@ private func vote(_ stores: [DeviceStore]) throws {
 
     @Test func privateDataNeverCrossesTheWireNorReachesTheCloudStore() throws {
         let canary = "CANARY-93e1f0"
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-canary-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-canary")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         do {
@@ -458,8 +462,7 @@ private func vote(_ stores: [DeviceStore]) throws {
     /// engagement it was sent once, none twice, and the restored device's
     /// resent messages are taken as duplicates.
     @Test func aRestoredDeviceResendsWhatTheCloudLackedAndNothingCountsTwice() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-restore-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-restore")
         defer { try? FileManager.default.removeItem(at: directory) }
         let harness = try SyncHarness(threshold: 1)
         let path = directory.appendingPathComponent("device.sqlite").path
@@ -496,8 +499,7 @@ extension DeviceRestoreTests {
     /// cloud: the scratch directory (for the caller to remove), the harness,
     /// the store's path and the snapshot's.
     private func votedAndBackedUp(seed: UInt64) throws -> (URL, SyncHarness, String, String) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-epochs-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-epochs")
         let harness = try SyncHarness(threshold: 1)
         let path = directory.appendingPathComponent("device.sqlite").path
         let snapshot = directory.appendingPathComponent("device.snap").path
@@ -616,8 +618,7 @@ extension DeviceRestoreTests {
     /// message the snapshot lacked, send it again and every count converges to
     /// exactly what it was.
     @Test func afterACloudRestoreDevicesResendAndTheCountsConverge() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-restore-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-cloud-restore")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         let snapshot = directory.appendingPathComponent("cloud.snap").path
@@ -658,8 +659,7 @@ extension DeviceRestoreTests {
     /// The new epoch's first frame names where the previous one ended, so the
     /// cloud asks for the tail first instead of ending that epoch short.
     @Test func aNewEpochDoesNotEndThePreviousOneShortAtARestoredCloud() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-follows-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-follows")
         defer { try? FileManager.default.removeItem(at: directory) }
         let cloudPath = directory.appendingPathComponent("cloud.sqlite").path
         let cloudSnapshot = directory.appendingPathComponent("cloud.snap").path
@@ -715,19 +715,14 @@ extension DeviceRestoreTests {
 
     /// Snapshot A, more engagement, snapshot B, more engagement, then the
     /// cloud is lost and restored from A, the older one: it holds exactly what
-    /// A held, not B's nor the latest state. The devices should then send again
-    /// everything after A, and the counts converge to what they were before the
-    /// loss: A's counts plus all that happened since A.
-    ///
-    /// Known issue: they cannot. B's acks moved each device's backed-up
-    /// watermark to what B holds, so the devices dropped the messages between
-    /// A and B; the uploader stops at the gap ("the messages between were
-    /// already dropped") and the counts stay at A's. The backed-up watermark
-    /// follows the latest snapshot only, so only the latest snapshot can be
-    /// brought up to date.
+    /// A held, not B's nor the latest state. The devices send again everything
+    /// after A, and the counts converge to what they were before the loss: A's
+    /// counts plus all that happened since A. B's acks had moved each device's
+    /// backed-up watermark to what B holds, so the devices had dropped the
+    /// messages between A and B: they make them again from their journals
+    /// (`DeviceStore.recoverDroppedMessages`).
     @Test func restoringACloudSnapshotOlderThanTheLatestHoldsWhatItHeldAndDevicesResendTheRest() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-older-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-cloud-older")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         let older = directory.appendingPathComponent("a.snap").path
@@ -785,8 +780,7 @@ extension DeviceRestoreTests {
     }
 
     @Test func aBadCloudSnapshotIsRefusedAndTheStoreIsUntouched() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cloud-bad-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try temporaryDirectory("sightline-cloud-bad")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
         let snapshot = directory.appendingPathComponent("cloud.snap").path

@@ -327,15 +327,7 @@ extension DeviceStore {
 
     /// SQLite's `PRAGMA integrity_check` of the file at `path`.
     private static func checkIntegrity(_ path: String) throws(DeviceStoreError) {
-        let problems: String?
-        do {
-            problems = try RestoredFile.integrityProblems(at: path)
-        } catch {
-            throw DeviceStoreError(.snapshot, "the snapshot's content is not a readable SQLite database: \(describe(error))")
-        }
-        if let problems {
-            throw DeviceStoreError(.snapshot, "the snapshot's database fails SQLite's integrity check: \(problems)")
-        }
+        if let failure = RestoredFile.integrityFailure(at: path) { throw DeviceStoreError(.snapshot, failure) }
     }
 
     /// The checks a restore runs beside the replay, each on a thread of its
