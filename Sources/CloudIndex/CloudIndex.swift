@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexModel
 import SyncWire
 
@@ -159,10 +160,7 @@ public final class CloudIndex: CloudStore {
     public var now: Timestamp { clock.now() }
 
     static func describe(_ error: any Error) -> String {
-        if let error = error as? DatabaseError {
-            return "SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")"
-        }
-        return String(describing: error)
+        SQLiteErrorText.describe(error)
     }
 
     func write<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {

@@ -16,13 +16,8 @@ public enum RestoredFile {
         do {
             guard let problems = try integrityProblems(at: path) else { return nil }
             return "the snapshot's database fails SQLite's integrity check: \(problems)"
-        } catch let error as DatabaseError {
-            return """
-                the snapshot's content is not a readable SQLite database: \
-                SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")
-                """
         } catch {
-            return "the snapshot's content is not a readable SQLite database: \(error)"
+            return "the snapshot's content is not a readable SQLite database: \(SQLiteErrorText.describe(error))"
         }
     }
 

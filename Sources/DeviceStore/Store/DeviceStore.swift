@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexModel
 import IndexQuery
 import Snapshot
@@ -233,10 +234,7 @@ public final class DeviceStore: Sendable {
     }
 
     static func describe(_ error: any Error) -> String {
-        if let error = error as? DatabaseError {
-            return "SQLite error \(error.resultCode.primaryResultCode.rawValue): \(error.message ?? "unknown")"
-        }
-        return String(describing: error)
+        SQLiteErrorText.describe(error)
     }
 
     // MARK: - Transactions
