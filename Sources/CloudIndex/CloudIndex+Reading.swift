@@ -79,7 +79,7 @@ extension CloudIndex {
 
     public func stats() throws(CloudError) -> CloudStats {
         try read { db in
-            func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql) ?? 0 }
+            func count(_ sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }
             var stats = CloudStats()
             stats.apps = try count("SELECT count(*) FROM apps")
             stats.devices = try count("SELECT count(*) FROM devices")

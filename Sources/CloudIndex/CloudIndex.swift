@@ -165,7 +165,7 @@ public final class CloudIndex: CloudStore {
 
     func write<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.write(body)
+            return try queue.cachedWrite(body)
         } catch let error as CloudError {
             throw error
         } catch {
@@ -175,7 +175,7 @@ public final class CloudIndex: CloudStore {
 
     func read<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.read(body)
+            return try queue.snapshotRead(body)
         } catch let error as CloudError {
             throw error
         } catch {

@@ -169,10 +169,10 @@ extension CloudIndex {
             let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
                                                  digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
             try fold.apply(messages[Int(from - first)...], device: device, app: app, logSeq: seq)
-            try target.execute(sql: """
+            try target.cachedStatement(sql: """
                 INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
                 ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
-                """, arguments: [device, row[2] as Int64, row[4] as Int64])
+                """).execute(arguments: [device, row[2] as Int64, row[4] as Int64])
         }
     }
 

@@ -28,9 +28,9 @@ final class JournalAppender {
             INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
             """)
-        let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+        let epochValue = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1
         epoch = Epoch(UInt64(epochValue))
-        if let row = try Row.fetchOne(db, sql: "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1") {
+        if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")) {
             let seq: Int64 = row[0]
             let call: Int64 = row[1]
             let hash: Data = row[2]

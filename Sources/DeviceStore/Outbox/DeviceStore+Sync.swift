@@ -8,7 +8,7 @@ extension DeviceStore {
     /// every frame and is kept in `sync_state`, so a backup carries it.
     public func deviceKey() throws(DeviceStoreError) -> [UInt8]? {
         try read { db in
-            try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'").map { [UInt8]($0) }
+            try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = 'device_key'")).map { [UInt8]($0) }
         }
     }
 

@@ -244,7 +244,7 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
-            return try queue.write(body)
+            return try queue.cachedWrite(body)
         } catch let error as DeviceStoreError {
             throw error
         } catch let error as OperationError {
@@ -256,7 +256,7 @@ public final class DeviceStore: Sendable {
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            return try queue.read(body)
+            return try queue.snapshotRead(body)
         } catch let error as DeviceStoreError {
             throw error
         } catch {

@@ -43,7 +43,7 @@ enum SearchIndex {
 
     /// The largest multiplier any document was indexed with (never lowered).
     static func maximumMultiplier(_ db: Database) throws -> Double {
-        try Double.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'max_multiplier'") ?? 0
+        try Double.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'max_multiplier'")) ?? 0
     }
 
     /// `search_high.entries` and `search_low.entries`: for each document of the block, in document order,
@@ -155,16 +155,18 @@ enum SearchIndex {
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
         guard try exists(db) else { return nil }
-        guard try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'layout'") == layout else { return nil }
-        return try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'indexed_through'")
+        guard try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'layout'")) == layout else {
+            return nil
+        }
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'indexed_through'"))
     }
 
     static func journalHead(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT max(seq) FROM event_journal") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(seq) FROM event_journal")) ?? 0
     }
 
     static func documentCount(_ db: Database) throws -> Int64 {
-        try Int64.fetchOne(db, sql: "SELECT value FROM search_meta WHERE key = 'documents'") ?? 0
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'documents'")) ?? 0
     }
 
     /// Forgets the index; the next search builds it again from the projections.
@@ -176,10 +178,14 @@ enum SearchIndex {
     /// Brings the index up to the journal head, in the caller's transaction.
     @discardableResult
     static func refresh(_ db: Database) throws -> Refresh {
-        try db.execute(sql: ddl)
         let head = try journalHead(db)
         let through = try indexedThrough(db)
         if through == head { return Refresh(fullBuild: false, documentsWritten: 0, indexedThrough: head) }
+        // An index of this layout has all its tables. The DDL runs only when
+        // there is none: GRDB forgets every cached statement of the connection
+        // after a schema statement, even `CREATE TABLE IF NOT EXISTS` that
+        // creates nothing, and a search refreshes the index each time.
+        if through == nil { try db.execute(sql: ddl) }
 
         var builder = Builder(db: db)
         let documents = try documentCount(db)
@@ -193,12 +199,12 @@ enum SearchIndex {
             try builder.loadEverything()
         }
         try builder.apply()
-        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('layout', ?)", arguments: [layout])
         let maximum = max(full ? 0 : try maximumMultiplier(db), builder.maximumMultiplier)
-        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('max_multiplier', ?)", arguments: [maximum])
-        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('indexed_through', ?)", arguments: [head])
-        try db.execute(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES ('documents', ?)",
-                       arguments: [(full ? 0 : documents) + builder.documentDelta])
+        let setMeta = try db.cachedStatement(sql: "INSERT OR REPLACE INTO search_meta (key, value) VALUES (?, ?)")
+        try setMeta.execute(arguments: ["layout", layout])
+        try setMeta.execute(arguments: ["max_multiplier", maximum])
+        try setMeta.execute(arguments: ["indexed_through", head])
+        try setMeta.execute(arguments: ["documents", (full ? 0 : documents) + builder.documentDelta])
         return Refresh(fullBuild: full, documentsWritten: builder.documentsWritten, indexedThrough: head)
     }
 }
