@@ -12,7 +12,7 @@ public enum RowDigest {
         for (table, query) in queries.enumerated() {
             var writer = BinaryWriter(capacity: 4096)
             writer.uvarint(UInt64(table))
-            let rows = try Row.fetchCursor(db, sql: query.sql, arguments: query.arguments)
+            let rows = try Row.fetchCursor(db.cachedStatement(sql: query.sql), arguments: query.arguments)
             while let row = try rows.next() {
                 for value in row.databaseValues {
                     switch value.storage {

@@ -201,7 +201,7 @@ public final class Simulator {
             queue.schedule(.userAction(device.number), at: now + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
             queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
             if plan.deviceRestores > 0 {
-                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000))
+                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing)
             }
         }
         queue.schedule(.chaos, at: now + 1_000)
@@ -247,6 +247,13 @@ public final class Simulator {
     }
 
     static let meanCallGap = 3_000.0
+    /// Beyond this many devices, each backs up proportionally less often, so
+    /// that a run takes about as many backups as one of this size. Restores
+    /// are capped at one a second whatever the device count, so more backups
+    /// would only be written and never restored; a backup is a verified
+    /// snapshot file, the costliest thing a device does.
+    static let fullBackupDevices = 500
+    var backupSpacing: Int64 { Int64(max(1, devices.count / Simulator.fullBackupDevices)) }
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
@@ -334,7 +341,7 @@ public final class Simulator {
         case .deviceBackup(let number):
             if case .faults = phase {
                 try takeBackup(devices[number])
-                queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000))
+                queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000) * backupSpacing)
             }
         case .hostile:
             if case .faults = phase {

@@ -92,28 +92,13 @@ extension DeviceStore {
     }
 
     /// Runs `work` with fresh, empty projections in a private in-memory
-    /// database and a fold into them that does not build the full-text tables.
+    /// database (`ScratchProjections`) and a fold into them that does not build
+    /// the full-text tables.
     private func inScratchProjections<T>(_ work: (Database, JournalFold) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            // As the store's own connections: the schema declares no foreign keys.
-            var configuration = Configuration()
-            configuration.foreignKeysEnabled = false
-            configuration.prepareDatabase { db in
-                // The scratch database is thrown away: nothing needs rolling
-                // back, and Debian's SQLite (built with SECURE_DELETE) would
-                // zero every deleted row of a replay that deletes hundreds of
-                // thousands.
-                _ = try String.fetchOne(db, sql: "PRAGMA journal_mode = OFF")
-                try db.execute(sql: "PRAGMA secure_delete = OFF")
-            }
-            let scratch = try DatabaseQueue(configuration: configuration)
-            return try scratch.write { scratchDB in
-                try StoreSchema.create(scratchDB, deviceID: deviceID.rawValue, app: privacyKeys.app,
-                                       voteSecret: privacyKeys.voteSecret, createdAt: 0)
-                for index in StoreSchema.indexesOutsideTheFold {
-                    try scratchDB.execute(sql: "DROP INDEX \(index)")
-                }
-                return try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
+            return try ScratchProjections.shared.with(deviceID: deviceID.rawValue, app: privacyKeys.app,
+                                                      voteSecret: privacyKeys.voteSecret) { scratchDB in
+                try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
             }
         } catch let error as DeviceStoreError {
             throw error

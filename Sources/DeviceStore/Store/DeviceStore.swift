@@ -61,6 +61,8 @@ public final class DeviceStore: Sendable {
 
     /// How much of a store file SQLite maps into memory.
     static let mapBytes = 1 << 30
+    /// The page size of in-memory stores.
+    static let memoryPageBytes = 1024
 
     public init(at location: StoreLocation, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) {
         self.location = location
@@ -82,6 +84,13 @@ public final class DeviceStore: Sendable {
             // Pages are read straight from the OS's page cache instead of
             // copied by a pread each into SQLite's own (2 MiB by default).
             configuration.prepareDatabase { db in _ = try Int.fetchOne(db, sql: "PRAGMA mmap_size = \(DeviceStore.mapBytes)") }
+        }
+        if case .memory = location {
+            // An in-memory store's pages are its memory, and each table and
+            // index takes at least one: with forty of them, 4 KiB pages cost a
+            // small store 160 KiB before it holds anything. The simulator
+            // keeps thousands of such stores.
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = \(DeviceStore.memoryPageBytes)") }
         }
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"

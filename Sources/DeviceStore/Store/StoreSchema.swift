@@ -137,12 +137,20 @@ enum StoreSchema {
                                    "reindex_requests"]
 
     static func create(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
+        try createTables(db)
+        try insertMeta(db, deviceID: deviceID, app: app, voteSecret: voteSecret, createdAt: createdAt)
+    }
+
+    static func createTables(_ db: Database) throws {
         try db.execute(sql: """
             CREATE TABLE store_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
             """)
         try db.execute(sql: journalDDL)
         try db.execute(sql: projectionDDL)
         try db.execute(sql: syncDDL)
+    }
+
+    static func insertMeta(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
         let meta: [(String, any DatabaseValueConvertible)] = [
             ("application", application),
             ("format_version", formatVersion),
@@ -153,7 +161,7 @@ enum StoreSchema {
             ("vote_secret", Data(voteSecret)),
         ]
         for (key, value) in meta {
-            try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)", arguments: [key, value])
+            try db.cachedStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)").execute(arguments: [key, value])
         }
     }
 }
