@@ -113,6 +113,34 @@ import Testing
         #expect(try photos.fetchLastClientState() == [2])
     }
 
+    /// Calls performed together commit together: a mismatch in the second
+    /// rolls back what the first had already journaled and projected, and the
+    /// store goes on taking calls.
+    @Test func aGroupOfCallsWhoseSecondFailsCommitsNeitherAndTheStoreGoesOn() throws {
+        let store = try makeStore()
+        try store.index(named: "photos").indexSearchableItems([item("1", title: "One")])
+        let head = try store.journalHead()
+        let digest = try store.projectionDigest()
+        #expect {
+            try store.performAll([
+                .index(index: "photos", items: [item("2", title: "Two")]),
+                .batch(IndexBatch(index: "photos", operations: [.delete(index: "photos", identifiers: ["1"])],
+                                  clientState: [2], condition: .expecting([7]))),
+            ])
+        } throws: { error in
+            (error as? DeviceStoreError)?.code == .clientStateMismatch
+        }
+        #expect(try store.journalHead().seq == head.seq && store.journalHead().hash == head.hash)
+        #expect(try store.projectionDigest() == digest)
+        #expect(try store.identifiers(in: "photos") == ["1"])
+        #expect(try store.search("two").isEmpty)
+
+        try store.index(named: "photos").indexSearchableItems([item("3", title: "Three")])
+        #expect(try store.identifiers(in: "photos") == ["1", "3"])
+        #expect(try store.search("three").map(\.members) == [[.item(index: "photos", identifier: "3")]])
+        #expect(try store.projectionDigest() == (try store.rebuiltProjectionDigest()))
+    }
+
     @Test func fetchLastClientStateIsNilBeforeAnyBatchAndPerIndex() throws {
         let store = try makeStore()
         #expect(try store.index(named: "photos").fetchLastClientState() == nil)
