@@ -300,6 +300,33 @@ extension SearchDocument {
         }
     }
 
+    /// The intersection reads a common whole word either block by block where
+    /// the rarest word's documents fall, or whole; both must find what the
+    /// threshold algorithm finds. 5,000 documents make five blocks of 1,024.
+    @Test func intersectionsReadingACommonWordByBlockOrWholeAgreeWithTheThresholdAlgorithm() throws {
+        let store = try makeStore()
+        var items: [SearchableItem] = []
+        for number in 0..<5_000 {
+            var words = ["common", "filler\(number % 7)"]
+            // "clustered" in five documents of the first block; "spread" in one
+            // document of each block.
+            if number < 5 { words.append("clustered") }
+            if number % 1_024 == 3 { words.append("spread") }
+            items.append(item("\(number)", title: words.joined(separator: " ")))
+        }
+        try store.index(named: "t").indexSearchableItems(items)
+        #expect(RankedSearch.pointReadsPayOff(touchedBlocks: 1, documentFrequency: 5_000, blocks: 5))
+        #expect(!RankedSearch.pointReadsPayOff(touchedBlocks: 5, documentFrequency: 5_000, blocks: 5))
+        // With a trailing space "common" is a whole word; without, a prefix,
+        // which is always read whole.
+        for text in ["clustered common ", "spread common ", "clustered comm", "spread comm"] {
+            let threshold = try store.search(text, limit: 10, strategy: .threshold)
+            let intersection = try store.search(text, limit: 10, strategy: .intersection)
+            #expect(threshold.map(\.members) == intersection.map(\.members), "\(text)")
+            #expect(threshold.count == 5, "\(text)")
+        }
+    }
+
     @Test func wordsAreFoldedTheSameWayOnBothSides() {
         #expect(SearchText.words(in: "Café au LAIT, n°5") == ["cafe", "au", "lait", "n", "5"])
         #expect(SearchText.words(in: "Haleakalā-Sunrise") == ["haleakala", "sunrise"])
