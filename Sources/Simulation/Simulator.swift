@@ -250,7 +250,7 @@ public final class Simulator {
     /// Beyond this many devices, each backs up proportionally less often, so
     /// that a run takes about as many backups as one of this size. Restores
     /// are capped at one a second whatever the device count, so more backups
-    /// would only be written and never restored; a backup is a verified
+    /// would only be written and never restored; a backup writes a whole
     /// snapshot file, the costliest thing a device does.
     static let fullBackupDevices = 500
     var backupSpacing: Int64 { Int64(max(1, devices.count / Simulator.fullBackupDevices)) }
