@@ -105,7 +105,7 @@ public final class CloudIndex: CloudStore {
         let readOnly = options.readOnly
         do {
             let opened: (threshold: Int, secret: [UInt8], changed: Bool) = try readOnly
-                ? queue.read { db in let meta = try CloudIndex.checkMeta(db); return (meta.threshold, meta.secret, false) }
+                ? queue.snapshotRead { db in let meta = try CloudIndex.checkMeta(db); return (meta.threshold, meta.secret, false) }
                 : queue.write { db in
                     if try !db.tableExists("cloud_meta") {
                         guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else {

@@ -129,7 +129,7 @@ extension CloudIndex {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
                 try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: voterSecret, createdAt: 0)
-                try queue.read { source in try replayLog(from: source, into: scratchDB) }
+                try queue.snapshotRead { source in try replayLog(from: source, into: scratchDB) }
                 return try CloudIndex.digest(scratchDB)
             }
         } catch let error as CloudError {

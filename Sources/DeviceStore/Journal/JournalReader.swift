@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 
 /// Reads journal rows in seq order, as much of them as can be read.
 ///
@@ -21,7 +22,7 @@ extension DeviceStore {
     public func scanJournal(from start: Seq = Seq(1), _ body: (JournalRecord) throws -> Bool) throws(DeviceStoreError) -> JournalScan {
         var scan: JournalScan?
         do {
-            try queue.read { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
+            try queue.snapshotRead { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
         } catch let error as DeviceStoreError {
             throw error
         } catch {

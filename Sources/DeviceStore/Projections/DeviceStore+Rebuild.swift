@@ -21,11 +21,15 @@ extension DeviceStore {
     /// are exactly the fold of the journal. The full-text tables, which the
     /// digest does not cover, are not built (`checkFullTextIndexes` checks them).
     public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
-        try replayedDigest { fold in
-            try queue.read { sourceDB in
-                try DeviceStore.replayJournal(from: sourceDB, into: fold)
-                return try OutboxStore.durable(sourceDB)
-            }
+        try replayedDigest { fold in try replayWholeJournal(into: fold) }
+    }
+
+    /// Folds this store's whole journal into `fold` and returns the store's
+    /// durable watermark, read in the same transaction.
+    private func replayWholeJournal(into fold: JournalFold) throws -> OutboxPosition {
+        try queue.snapshotRead { sourceDB in
+            try DeviceStore.replayJournal(from: sourceDB, into: fold)
+            return try OutboxStore.durable(sourceDB)
         }
     }
 
@@ -67,7 +71,7 @@ extension DeviceStore {
     func replayedOutbox(after position: OutboxPosition, before end: OutboxPosition) throws(DeviceStoreError)
         -> [(position: OutboxPosition, journalSeq: Int64, message: [UInt8])] {
         try inScratchProjections { scratchDB, fold in
-            try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: fold) }
+            _ = try replayWholeJournal(into: fold)
             return try Row.fetchAll(scratchDB, sql: """
                 SELECT epoch, seq, journal_seq, message FROM outbox
                 WHERE (epoch, seq) > (?, ?) AND (epoch, seq) < (?, ?) ORDER BY epoch, seq
@@ -82,7 +86,7 @@ extension DeviceStore {
     /// outbox dropped, made again from the journal (`recoverDroppedMessages`).
     public func impliedOutboxHeads() throws(DeviceStoreError) -> [UInt64: UInt64] {
         try inScratchProjections { scratchDB, fold in
-            try queue.read { sourceDB in try DeviceStore.replayJournal(from: sourceDB, into: fold) }
+            _ = try replayWholeJournal(into: fold)
             var heads: [UInt64: UInt64] = [:]
             for row in try Row.fetchAll(scratchDB, sql: "SELECT epoch, max(seq) FROM outbox GROUP BY epoch") {
                 heads[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)

@@ -127,7 +127,7 @@ public final class DeviceStore: Sendable {
         do {
             let meta: StoreMeta
             if options.readOnly {
-                meta = try queue.read { db in try DeviceStore.checkMeta(db) }
+                meta = try queue.snapshotRead { db in try DeviceStore.checkMeta(db) }
             } else {
                 meta = try queue.write { db in
                     if try db.tableExists("store_meta") {
