@@ -131,20 +131,25 @@ public enum SnapshotFile {
             var index: UInt64 = 0
             do {
                 defer { try? output.close() }
-                // Chunks are read and inflated on other threads, a few at a
-                // time, while this one hashes and writes them, in order.
-                let chunks = Handoff<InflatedChunk>(capacity: 4)
-                let inflating = DispatchGroup()
+                // One thread reads the chunks and hands chunk k to worker k mod n,
+                // which opens and inflates it, while this one hashes and writes
+                // them in order. The workers never wait for each other (in rounds,
+                // each waited for the slower of the round).
+                let workers = max(2, ProcessInfo.processInfo.activeProcessorCount)
+                let stored = (0..<workers).map { _ in Handoff<StoredChunk>(capacity: 2) }
+                let inflated = (0..<workers).map { _ in Handoff<InflatedChunk>(capacity: 2) }
                 let opening = ChunkKey(key: key, nonceBase: nonceBase)
-                DispatchQueue.global().async(group: inflating) {
-                    inflateChunks(of: path, until: layout.chunksEnd, opening: opening, into: chunks)
+                let running = DispatchGroup()
+                onThread(running) { readChunks(of: path, until: layout.chunksEnd, into: stored) }
+                for worker in 0..<workers {
+                    onThread(running) { inflateChunks(from: stored[worker], into: inflated[worker], opening: opening) }
                 }
                 defer {
-                    chunks.abandon()
-                    inflating.wait()
+                    for handoff in inflated { handoff.abandon() }
+                    running.wait()
                 }
                 var end: UInt64?
-                reading: while let chunk = chunks.next() {
+                reading: while let chunk = inflated[Int(index % UInt64(workers))].next() {
                     switch chunk {
                     case .plain(let plain):
                         hasher.update(data: plain)
@@ -188,65 +193,96 @@ public enum SnapshotFile {
         let nonceBase: [UInt8]?
     }
 
-    /// What the inflating thread hands over: a chunk's content, the end of
-    /// the chunks (the offset just after the end marker), or why it stopped.
+    /// What the reading thread hands a worker: a chunk as stored (with its
+    /// number), the end of the chunks (the offset just after the end
+    /// marker), or why reading stopped.
+    private enum StoredChunk: Sendable {
+        case chunk(UInt64, [UInt8])
+        case end(UInt64)
+        case failure(SnapshotError)
+    }
+
+    /// What a worker hands over: a chunk's content, or the reader's end or
+    /// failure passed on in its turn.
     private enum InflatedChunk: Sendable {
         case plain([UInt8])
         case end(UInt64)
         case failure(SnapshotError)
     }
 
-    /// Reads the chunks of the snapshot at `path` in order, opens (with `key`)
-    /// and inflates them a few at a time on every core, and hands them over
-    /// in order; stops at the end marker, at the first bad chunk, or when the
-    /// consumer abandons `chunks`.
-    private static func inflateChunks(of path: String, until chunksEnd: UInt64, opening: ChunkKey,
-                                      into chunks: Handoff<InflatedChunk>) {
-        defer { chunks.finish() }
+    /// Runs `body` on a thread of its own, in `group`. Not dispatch's pool: a
+    /// restore runs on Swift's cooperative pool, which on Linux is dispatch's,
+    /// already as wide as the machine.
+    private static func onThread(_ group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread.detachNewThread {
+            body()
+            group.leave()
+        }
+    }
+
+    /// Reads the chunks of the snapshot at `path` in order and hands chunk k
+    /// to `workers[k mod n]`; then the end marker, or the first problem, in
+    /// the next turn. Stops when a worker gives up (the extraction stopped).
+    private static func readChunks(of path: String, until chunksEnd: UInt64, into workers: [Handoff<StoredChunk>]) {
+        defer { for worker in workers { worker.finish() } }
+        var index: UInt64 = 0
+        func handOver(_ item: StoredChunk) -> Bool {
+            workers[Int(index % UInt64(workers.count))].put(item)
+        }
         do {
             guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
             defer { try? input.close() }
             try input.seek(toOffset: UInt64(headerMagic.count))
-            let parallel = max(2, ProcessInfo.processInfo.activeProcessorCount)
-            var index: UInt64 = 0
             var offset = UInt64(headerMagic.count)
-            var end: UInt64?
-            while end == nil {
-                var round: [[UInt8]] = []
-                while round.count < parallel {
-                    guard offset + 4 <= chunksEnd else {
-                        throw SnapshotError(.truncated, "chunk \(index + UInt64(round.count)) runs past the end of the chunks")
-                    }
-                    let length = readLE32(try input.read(upToCount: 4) ?? Data())
-                    offset += 4
-                    if length == 0 {
-                        end = offset
-                        break
-                    }
-                    guard length <= maximumSealedChunk, offset + UInt64(length) <= chunksEnd else {
-                        throw SnapshotError(.truncated, "chunk \(index + UInt64(round.count)) claims \(length) bytes, more than the file holds")
-                    }
-                    round.append([UInt8](try input.read(upToCount: Int(length)) ?? Data()))
-                    offset += UInt64(length)
+            while true {
+                guard offset + 4 <= chunksEnd else {
+                    throw SnapshotError(.truncated, "chunk \(index) runs past the end of the chunks")
                 }
-                let stored = round
-                let opened = RoundSlots<Result<[UInt8], SnapshotError>>(count: stored.count)
-                let first = index
-                Parallel.perform(iterations: stored.count) { item in
-                    opened.set(item, Result { () throws(SnapshotError) in
-                        try openAndInflate(stored[item], opening: opening, index: first + UInt64(item))
-                    })
+                let length = readLE32(try input.read(upToCount: 4) ?? Data())
+                offset += 4
+                if length == 0 {
+                    _ = handOver(.end(offset))
+                    return
                 }
-                for item in stored.indices {
-                    guard chunks.put(.plain(try opened.take(item).get())) else { return }
-                    index += 1
+                guard length <= maximumSealedChunk, offset + UInt64(length) <= chunksEnd else {
+                    throw SnapshotError(.truncated, "chunk \(index) claims \(length) bytes, more than the file holds")
                 }
+                let bytes = [UInt8](try input.read(upToCount: Int(length)) ?? Data())
+                offset += UInt64(length)
+                guard handOver(.chunk(index, bytes)) else { return }
+                index += 1
             }
-            if let end { chunks.put(.end(end)) }
         } catch let error as SnapshotError {
-            chunks.put(.failure(error))
+            _ = handOver(.failure(error))
         } catch {
-            chunks.put(.failure(SnapshotError(.io, "cannot read the snapshot \(path): \(error)")))
+            _ = handOver(.failure(SnapshotError(.io, "cannot read the snapshot \(path): \(error)")))
+        }
+    }
+
+    /// One worker: opens (with the key) and inflates each chunk it is given,
+    /// in order, passing the end or a failure on as it comes.
+    private static func inflateChunks(from stored: Handoff<StoredChunk>, into inflated: Handoff<InflatedChunk>,
+                                      opening: ChunkKey) {
+        defer { inflated.finish() }
+        while let item = stored.next() {
+            let result: InflatedChunk
+            switch item {
+            case .chunk(let index, let bytes):
+                do throws(SnapshotError) {
+                    result = .plain(try openAndInflate(bytes, opening: opening, index: index))
+                } catch {
+                    result = .failure(error)
+                }
+            case .end(let offset):
+                result = .end(offset)
+            case .failure(let error):
+                result = .failure(error)
+            }
+            guard inflated.put(result) else {
+                stored.abandon()
+                return
+            }
         }
     }
 

@@ -38,43 +38,52 @@ public enum Deflate {
         let status = inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw .corrupt("inflateInit2 failed (\(status))") }
         defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        var finished = false
-        let result: DeflateError? = input.withUnsafeBufferPointer { source in
+        // zlib writes straight into the result: callers know about how much
+        // comes out (the limit is a frame's declared length, a snapshot's
+        // chunk size), so it starts that large, with one byte more to see a
+        // stream that goes past the limit, and doubles if it must.
+        var output = [UInt8](repeating: 0, count: min(limit, Deflate.firstOutputBytes) + 1)
+        var produced = 0
+        let failure: DeflateError? = input.withUnsafeBufferPointer { source in
             stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
             stream.avail_in = uInt(source.count)
-            while !finished {
-                let code: Int32 = chunk.withUnsafeMutableBufferPointer { target in
-                    stream.next_out = target.baseAddress
-                    stream.avail_out = uInt(target.count)
-                    return inflate(&stream, Z_NO_FLUSH)
+            while true {
+                if produced == output.count {
+                    guard produced <= limit else { return .tooLarge(limit: limit) }
+                    output.append(contentsOf: repeatElement(0, count: min(limit + 1, 2 * output.count) - output.count))
                 }
-                let produced = chunk.count - Int(stream.avail_out)
-                if output.count + produced > limit {
-                    return .tooLarge(limit: limit)
+                let code: Int32 = output.withUnsafeMutableBufferPointer { target in
+                    let room = min(target.count - produced, Int(UInt32.max))
+                    stream.next_out = target.baseAddress! + produced
+                    stream.avail_out = uInt(room)
+                    let code = inflate(&stream, Z_NO_FLUSH)
+                    produced += room - Int(stream.avail_out)
+                    return code
                 }
-                output.append(contentsOf: chunk[..<produced])
+                if produced > limit { return .tooLarge(limit: limit) }
                 switch code {
                 case Z_STREAM_END:
-                    finished = true
+                    return stream.avail_in == 0 ? nil : .corrupt("\(stream.avail_in) bytes follow the end of the deflate stream")
                 case Z_OK:
                     continue
                 case Z_BUF_ERROR where stream.avail_in == 0:
                     return .corrupt("the deflate stream is truncated")
+                case Z_BUF_ERROR where produced == output.count:
+                    // No room left: the next turn grows the output or refuses it.
+                    continue
                 default:
                     let reason = stream.msg.map { String(cString: $0) } ?? "zlib error \(code)"
                     return .corrupt("invalid deflate data: \(reason)")
                 }
             }
-            if stream.avail_in != 0 {
-                return .corrupt("\(stream.avail_in) bytes follow the end of the deflate stream")
-            }
-            return nil
         }
-        if let result { throw result }
+        if let failure { throw failure }
+        output.removeSubrange(produced...)
         return output
     }
+
+    /// The most a decompression sets aside before it sees how much comes out.
+    static let firstOutputBytes = 16 << 20
 }
 
 public enum DeflateError: Error, Hashable, Sendable, CustomStringConvertible {

@@ -1,0 +1,64 @@
+import Testing
+@testable import SyncWire
+
+/// Bytes that compress somewhat but not trivially: a repeating ramp with noise.
+private func sample(_ count: Int) -> [UInt8] {
+    var state: UInt32 = 12345
+    return (0..<count).map { index in
+        state = state &* 1_103_515_245 &+ 12345
+        return index % 7 == 0 ? UInt8(truncatingIfNeeded: state >> 16) : UInt8(truncatingIfNeeded: index)
+    }
+}
+
+@Suite struct DeflateTests {
+    @Test(arguments: [0, 1, 1000, 65_536, 300_001])
+    func inflatingGivesBackWhatWasDeflatedWhenTheLimitIsExact(size: Int) throws {
+        let plain = sample(size)
+        #expect(try Deflate.decompress(Deflate.compress(plain), limit: size) == plain)
+        #expect(try Deflate.decompress(Deflate.compress(plain), limit: size + 10_000) == plain)
+    }
+
+    @Test func outputBeyondTheFirstAllocationGrowsUntilTheLimit() throws {
+        // Past the first allocation, the output doubles; zeros keep the
+        // compressed form small.
+        let size = Deflate.firstOutputBytes * 2 + 12_345
+        let plain = [UInt8](repeating: 0, count: size)
+        let compressed = Deflate.compress(plain, level: 1)
+        #expect(try Deflate.decompress(compressed, limit: size) == plain)
+        let error = try #require(throws: DeflateError.self) {
+            try Deflate.decompress(compressed, limit: size - 1)
+        }
+        #expect(error == .tooLarge(limit: size - 1))
+    }
+
+    @Test func oneByteOverTheLimitIsRefused() throws {
+        let plain = sample(5000)
+        let error = try #require(throws: DeflateError.self) {
+            try Deflate.decompress(Deflate.compress(plain), limit: 4999)
+        }
+        #expect(error == .tooLarge(limit: 4999))
+    }
+
+    @Test func aTruncatedStreamIsCorrupt() throws {
+        let compressed = Deflate.compress(sample(50_000))
+        let error = try #require(throws: DeflateError.self) {
+            try Deflate.decompress(Array(compressed.dropLast(10)), limit: 50_000)
+        }
+        #expect(error.description.contains("truncated"))
+    }
+
+    @Test func bytesAfterTheEndOfTheStreamAreCorrupt() throws {
+        let compressed = Deflate.compress(sample(2000)) + [1, 2, 3]
+        let error = try #require(throws: DeflateError.self) {
+            try Deflate.decompress(compressed, limit: 2000)
+        }
+        #expect(error == .corrupt("3 bytes follow the end of the deflate stream"))
+    }
+
+    @Test func bytesThatAreNotDeflateAreCorrupt() throws {
+        let error = try #require(throws: DeflateError.self) {
+            try Deflate.decompress([0xFF, 0xFF, 0xFF, 0xFF, 0xFF], limit: 100)
+        }
+        #expect(error.description.hasPrefix("invalid deflate data"))
+    }
+}
