@@ -16,8 +16,12 @@ import Synchronization
 /// memory there, and the verifier faulted in fresh pages for every batch
 /// (both threads ran at half speed).
 final class VerifiedEventStream: Sendable {
+    /// What the replay needs of a verified row: not its hashes.
     struct Row: Sendable {
-        let record: JournalRecord
+        let epoch: Epoch
+        let seq: Seq
+        let time: Timestamp
+        let payload: [UInt8]
         let event: JournalEvent
     }
 
@@ -37,7 +41,7 @@ final class VerifiedEventStream: Sendable {
     // MARK: - Verifying thread
 
     func append(_ record: JournalRecord, _ event: JournalEvent) {
-        filling.append(Row(record: record, event: event))
+        filling.append(Row(epoch: record.epoch, seq: record.seq, time: record.time, payload: record.payload, event: event))
         if filling.count == batchSize { handOver() }
     }
 

@@ -46,7 +46,8 @@ extension DeviceStore {
                 // tenth of the replay).
                 try batch.withUnsafeBufferPointer { rows in
                     for index in rows.indices {
-                        try fold.apply(rows[index].record, rows[index].event)
+                        try fold.apply(rows[index].event, payload: rows[index].payload, epoch: rows[index].epoch,
+                                       seq: rows[index].seq, time: rows[index].time)
                     }
                 }
                 stream.recycle(consume batch)
@@ -189,9 +190,14 @@ struct JournalFold {
 
     /// Folds `event`, decoded from `record`.
     func apply(_ record: JournalRecord, _ event: JournalEvent) throws {
+        try apply(event, payload: record.payload, epoch: record.epoch, seq: record.seq, time: record.time)
+    }
+
+    /// Folds `event`, decoded from `payload`, journaled at `epoch`/`seq` and `time`.
+    func apply(_ event: JournalEvent, payload: [UInt8], epoch: Epoch, seq: Seq, time: Timestamp) throws {
         let prior = try privacy.before(event)
-        try projector.apply(event, payload: record.payload, seq: record.seq, time: record.time)
-        try privacy.after(event, prior: prior, epoch: record.epoch, seq: record.seq)
+        try projector.apply(event, payload: payload, seq: seq, time: time)
+        try privacy.after(event, prior: prior, epoch: epoch, seq: seq)
     }
 }
 

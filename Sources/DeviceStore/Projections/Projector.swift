@@ -199,12 +199,14 @@ final class Projector {
             if !text.isEmpty { try ftsInsert(.insertItemText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
             return
         }
-        let missing = DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
+        func missing() -> DeviceStoreError {
+            DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
+        }
         // Only the full-text index needs the old text (and the rowid); a
         // replay that does not keep it updates by key without looking first.
         var replaced: (rowid: Int64, text: ItemText)?
         if maintainsFullText {
-            guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else { throw missing }
+            guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else { throw missing() }
             if existing.text != text && !existing.text.isEmpty {
                 try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
             }
@@ -215,7 +217,7 @@ final class Projector {
         update.bind(11, item.uniqueIdentifier)
         update.bind(12, index)
         try update.execute()
-        guard update.changes > 0 else { throw missing }
+        guard update.changes > 0 else { throw missing() }
         if let replaced, replaced.text != text && !text.isEmpty {
             try ftsInsert(.insertItemText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
         }
@@ -333,11 +335,13 @@ final class Projector {
             if !text.isEmpty { try ftsInsert(.insertActivityText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
             return
         }
-        let missing = DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
+        func missing() -> DeviceStoreError {
+            DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
+        }
         // As for items: only the full-text index needs the old text first.
         var replaced: (rowid: Int64, text: ActivityText)?
         if maintainsFullText {
-            guard let existing = try activityText(key: key) else { throw missing }
+            guard let existing = try activityText(key: key) else { throw missing() }
             if existing.text != text && !existing.text.isEmpty {
                 try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
             }
@@ -350,7 +354,7 @@ final class Projector {
         update.bind(16, Int64(seq.rawValue))
         update.bind(17, key)
         try update.execute()
-        guard update.changes > 0 else { throw missing }
+        guard update.changes > 0 else { throw missing() }
         if let replaced, replaced.text != text && !text.isEmpty {
             try ftsInsert(.insertActivityText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
         }

@@ -68,6 +68,7 @@ struct RestoreBenchmark {
         result.events = Int(try device.journalHead().seq.rawValue)
 
         progress("snapshot")
+        flushDirtyPages()
         let snapshotStart = ContinuousClock.now
         try device.snapshot(to: snapshot)
         result.snapshotSeconds = snapshotStart.duration(to: .now).seconds
@@ -75,15 +76,18 @@ struct RestoreBenchmark {
 
         progress("VACUUM INTO and a plain copy")
         let queue = try DatabaseQueue(path: store)
+        flushDirtyPages()
         let vacuumStart = ContinuousClock.now
         try queue.writeWithoutTransaction { db in try db.execute(sql: "VACUUM INTO ?", arguments: [vacuumed]) }
         result.vacuumSeconds = vacuumStart.duration(to: .now).seconds
         try queue.close()
+        flushDirtyPages()
         let copyStart = ContinuousClock.now
         try FileManager.default.copyItem(atPath: store, toPath: copied)
         result.copySeconds = copyStart.duration(to: .now).seconds
 
         progress("restore with full verification")
+        flushDirtyPages()
         let restoreStart = ContinuousClock.now
         result.restorePhases = try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: clock)).phases
         result.restoreSeconds = restoreStart.duration(to: .now).seconds
@@ -91,6 +95,14 @@ struct RestoreBenchmark {
             StoreFiles.remove(path)
         }
         return result
+    }
+
+    /// Writes every dirty page of the system to disk, so that a timed step
+    /// does not share the disk with the writeback of the files the steps
+    /// before it wrote (over 500 MiB by the restore, which made its own
+    /// fsync wait behind them: extraction took 0.68 s instead of 0.45 s).
+    private func flushDirtyPages() {
+        sync()
     }
 
     private func fileSize(_ path: String) -> Int {
