@@ -82,7 +82,7 @@ extension SearchDocument {
         var decidedByHighLayer = 0
         for query in queries {
             let expected = corpus.bestFirst(SearchText.search(query, limit: 16), limit: 10)
-            for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection, .highLayer] {
+            for strategy in [RankedSearch.Strategy.automatic, .threshold, .intersection, .rarestLookedUp, .highLayer] {
                 let results: [SearchResult]
                 if strategy == .highLayer {
                     guard let answered = try? store.search(query, limit: 10, strategy: strategy) else { continue }
@@ -295,14 +295,16 @@ extension SearchDocument {
             #expect(SearchText.search(text, limit: 16).count == 2)
             let threshold = try store.search(text, limit: 10, strategy: .threshold)
             let intersection = try store.search(text, limit: 10, strategy: .intersection)
+            let lookedUp = try store.search(text, limit: 10, strategy: .rarestLookedUp)
             #expect(threshold.map(\.members) == intersection.map(\.members), "\(text)")
+            #expect(threshold.map(\.members) == lookedUp.map(\.members), "\(text)")
             #expect(!threshold.isEmpty, "\(text)")
         }
     }
 
     /// The intersection reads a common whole word either block by block where
-    /// the rarest word's documents fall, or whole; both must find what the
-    /// threshold algorithm finds. 5,000 documents make five blocks of 1,024.
+    /// the rarest word's documents fall, or whole, or looks each of the rarest
+    /// word's documents up; each must find what the threshold algorithm finds. 5,000 documents make five blocks of 1,024.
     @Test func intersectionsReadingACommonWordByBlockOrWholeAgreeWithTheThresholdAlgorithm() throws {
         let store = try makeStore()
         var items: [SearchableItem] = []
@@ -322,7 +324,11 @@ extension SearchDocument {
         for text in ["clustered common ", "spread common ", "clustered comm", "spread comm"] {
             let threshold = try store.search(text, limit: 10, strategy: .threshold)
             let intersection = try store.search(text, limit: 10, strategy: .intersection)
+            let lookedUp = try store.search(text, limit: 10, strategy: .rarestLookedUp)
+            let automatic = try store.search(text, limit: 10, strategy: .automatic)
             #expect(threshold.map(\.members) == intersection.map(\.members), "\(text)")
+            #expect(threshold.map(\.members) == lookedUp.map(\.members), "\(text)")
+            #expect(threshold.map(\.members) == automatic.map(\.members), "\(text)")
             #expect(threshold.count == 5, "\(text)")
         }
     }
