@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import IndexModel
 import Snapshot
+import SyncWire
 import Testing
 
 /// The snapshot container over content of several chunks: a restore reads
@@ -77,6 +78,35 @@ import Testing
         }
         #expect(error.code == .wrongKey)
         #expect(error.message.contains("chunk 2 "), "\(error.message)")
+        #expect(!FileManager.default.fileExists(atPath: extracted))
+    }
+
+    @Test func aShortChunkBeforeTheLastIsRefused() throws {
+        // Chunks are written at k × chunkBytes as they are inflated, so a
+        // chunk shorter than that before the last would leave a hole.
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("content").path
+        let original = [UInt8](content())
+        try Data(original).write(to: URL(fileURLWithPath: source))
+        let snapshot = directory.appendingPathComponent("content.snap").path
+        try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: nil)
+        let raw = [UInt8](try #require(FileManager.default.contents(atPath: snapshot)))
+        let offsets = chunkOffsets(raw)
+        #expect(offsets.count == 4)
+        func le32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(value).littleEndian) { Array($0) } }
+        // Chunk 1 holds 1,000 bytes instead of 4 MiB; the other chunks, the
+        // end marker and the manifest stay as they were.
+        let short = Deflate.compress(Array(original[SnapshotFile.chunkBytes..<(SnapshotFile.chunkBytes + 1000)]), level: 1)
+        let damaged = Array(raw[..<(offsets[1] - 4)]) + le32(short.count) + short + Array(raw[(offsets[2] - 4)...])
+        let damagedPath = directory.appendingPathComponent("damaged.snap").path
+        try Data(damaged).write(to: URL(fileURLWithPath: damagedPath))
+        let extracted = directory.appendingPathComponent("extracted").path
+        let error = try #require(throws: SnapshotError.self) {
+            try SnapshotFile.extract(damagedPath, to: extracted, key: nil)
+        }
+        #expect(error.code == .malformed)
+        #expect(error.message == "chunk 1 holds fewer than \(SnapshotFile.chunkBytes) bytes and is not the last")
         #expect(!FileManager.default.fileExists(atPath: extracted))
     }
 }
