@@ -21,6 +21,16 @@ extension DatabaseQueue {
         }
     }
 
+    /// Copies this database into `destination` with SQLite's backup API,
+    /// from a snapshot read. GRDB's `backup(to:)` reads through its `read`,
+    /// whose `PRAGMA query_only` made the store compile every statement again
+    /// after each backup.
+    public func backupFromSnapshot(to destination: DatabaseQueue) throws {
+        try destination.writeWithoutTransaction { destinationDB in
+            try snapshotRead { db in try db.backup(to: destinationDB) }
+        }
+    }
+
     /// Runs `body` in an immediate transaction and commits it, or rolls it
     /// back when `body` throws.
     public func cachedWrite<T>(_ body: (Database) throws -> T) throws -> T {

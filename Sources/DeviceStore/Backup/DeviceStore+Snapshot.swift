@@ -108,7 +108,7 @@ extension DeviceStore {
             var configuration = Configuration()
             configuration.journalMode = .default
             let destination = try DatabaseQueue(path: copy, configuration: configuration)
-            try queue.backup(to: destination)
+            try queue.backupFromSnapshot(to: destination)
             manifest = try destination.read { db in try DeviceStore.manifest(db, createdAt: clock.now()) }
             try destination.close()
         } catch let error as DeviceStoreError {

@@ -147,7 +147,7 @@ extension DeviceStore {
         do {
             if isReadOnly {
                 let copy = try DatabaseQueue()
-                try queue.backup(to: copy)
+                try queue.backupFromSnapshot(to: copy)
                 try copy.inDatabase(check)
             } else {
                 try queue.inDatabase(check)
