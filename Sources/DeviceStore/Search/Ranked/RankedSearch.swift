@@ -295,8 +295,10 @@ struct RankedSearch {
     /// beside a common one decodes only the rare one's entries. A whole word
     /// far more common than the rarest is not read whole: only the blocks
     /// the rarest word's documents fall in, one point read each. The entries
-    /// carry the keys, so no document is looked up. Nil when a word brings
-    /// more than `intersectionEntries` entries.
+    /// carry the keys, so no document is looked up, unless looking up each
+    /// of the rarest word's documents costs less than reading the other words
+    /// (`lookupsPayOff`). Nil when a word brings more than
+    /// `intersectionEntries` entries.
     private func intersection(_ db: Database, _ streams: [WordStream], weights: [Double]) throws -> ScoreHeap? {
         let tables = ["search_high", "search_low"]
         let frequencies = try streams.map { try $0.documentFrequency() }
@@ -355,8 +357,8 @@ struct RankedSearch {
     /// Whether looking up each of the rarest word's `documents` in
     /// `search_docs` is cheaper than reading the other words' entries. A rare
     /// word beside a prefix that starts many words ("woutujous thou": 124
-    /// documents against the 58,864 entries of "thou…") read the prefix's
-    /// rows in 6.8 ms and looks its 124 documents up in 0.7 ms.
+    /// documents against the 58,864 entries of "thou…") took 7.5 ms reading
+    /// the prefix's rows, and 0.7 ms looking the 124 documents up.
     private func lookupsPayOff(_ db: Database, _ streams: [WordStream], _ frequencies: [Int64], rarest: Int,
                                documents: Int, touchedBlocks: Int, blocks: Double) throws -> Bool {
         let lookups = Double(documents) * RankedSearch.documentLookupMicroseconds
