@@ -186,6 +186,24 @@ private func hash(of activity: UserActivity, app: String = StoreOptions.defaultA
         #expect(try store.syncStatus() == status, "a refused ack changes nothing")
     }
 
+    @Test func theSyncStatusOfAnInMemoryStoreFollowsEveryWrite() throws {
+        // An in-memory store keeps its last answer until the next write.
+        let store = try makeStore()
+        try store.record(publicRecipe())
+        #expect(try store.syncStatus().head == .start)
+        #expect(try store.syncStatus().pending == 0)
+        try store.recordEngaged(ref: recipeURL)
+        #expect(try store.syncStatus().head == OutboxPosition(epoch: 1, seq: 2))
+        #expect(try store.syncStatus().pending == 2)
+        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: 1, seq: 2),
+                                        durableThrough: OutboxPosition(epoch: 1, seq: 2))
+        let acknowledged = try store.syncStatus()
+        #expect(acknowledged.acknowledged == OutboxPosition(epoch: 1, seq: 2) && acknowledged.pending == 0)
+        try store.perform(.deleteActivities(identifiers: ["r1"]))
+        #expect(try store.syncStatus().head == OutboxPosition(epoch: 1, seq: 3), "the withdrawal")
+        #expect(try store.syncStatus().pending == 1)
+    }
+
     @Test func twoDevicesVoteForTheSameHashWithDifferentTokens() throws {
         let first = try makeStore(seed: 1)
         let second = try makeStore(seed: 2)

@@ -4,6 +4,7 @@ import SQLiteSupport
 import IndexModel
 import IndexQuery
 import Snapshot
+import Synchronization
 
 /// Where a device store lives.
 public enum StoreLocation: Hashable, Sendable {
@@ -58,6 +59,10 @@ public final class DeviceStore: Sendable {
     let queue: DatabaseQueue
     let clock: any StoreClock
     let privacyKeys: PrivacyProjection.Keys
+
+    /// `syncStatus()`'s last answer, for an in-memory store (no other
+    /// connection can change it): every write clears it, on the store's queue.
+    let cachedStatus = Mutex<SyncStatus?>(nil)
 
     /// How much of a store file SQLite maps into memory: as much as it will
     /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
@@ -257,7 +262,10 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
-            return try queue.cachedWrite(body)
+            return try queue.cachedWrite { db in
+                cachedStatus.withLock { $0 = nil }
+                return try body(db)
+            }
         } catch let error as DeviceStoreError {
             throw error
         } catch let error as OperationError {
