@@ -58,27 +58,40 @@ import Testing
         }
     }
 
-    @Test func aBadChunkAfterGoodOnesIsNamedAndNothingIsLeftBehind() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+    /// The content, and a snapshot of it in `directory`, as bytes.
+    private func snapshotOfContent(in directory: URL, key: SymmetricKey?) throws -> (content: [UInt8], snapshot: [UInt8]) {
         let source = directory.appendingPathComponent("content").path
-        try content().write(to: URL(fileURLWithPath: source))
-        let key = SymmetricKey(size: .bits256)
+        let original = [UInt8](content())
+        try Data(original).write(to: URL(fileURLWithPath: source))
         let snapshot = directory.appendingPathComponent("content.snap").path
         try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: key)
-        var raw = [UInt8](try #require(FileManager.default.contents(atPath: snapshot)))
-        let offsets = chunkOffsets(raw)
-        #expect(offsets.count == 4)
-        raw[offsets[2] + 100] ^= 0x20
+        return (original, [UInt8](try #require(FileManager.default.contents(atPath: snapshot))))
+    }
+
+    /// Why extracting `altered` (a snapshot's bytes, changed) fails; checks
+    /// that nothing is left where it would have been extracted.
+    private func refusal(of altered: [UInt8], in directory: URL, key: SymmetricKey?) throws -> SnapshotError {
         let damaged = directory.appendingPathComponent("damaged.snap").path
-        try Data(raw).write(to: URL(fileURLWithPath: damaged))
+        try Data(altered).write(to: URL(fileURLWithPath: damaged))
         let extracted = directory.appendingPathComponent("extracted").path
         let error = try #require(throws: SnapshotError.self) {
             try SnapshotFile.extract(damaged, to: extracted, key: key)
         }
+        #expect(!FileManager.default.fileExists(atPath: extracted))
+        return error
+    }
+
+    @Test func aBadChunkAfterGoodOnesIsNamedAndNothingIsLeftBehind() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = SymmetricKey(size: .bits256)
+        var raw = try snapshotOfContent(in: directory, key: key).snapshot
+        let offsets = chunkOffsets(raw)
+        #expect(offsets.count == 4)
+        raw[offsets[2] + 100] ^= 0x20
+        let error = try refusal(of: raw, in: directory, key: key)
         #expect(error.code == .wrongKey)
         #expect(error.message.contains("chunk 2 "), "\(error.message)")
-        #expect(!FileManager.default.fileExists(atPath: extracted))
     }
 
     @Test func aShortChunkBeforeTheLastIsRefused() throws {
@@ -86,27 +99,16 @@ import Testing
         // chunk shorter than that before the last would leave a hole.
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let source = directory.appendingPathComponent("content").path
-        let original = [UInt8](content())
-        try Data(original).write(to: URL(fileURLWithPath: source))
-        let snapshot = directory.appendingPathComponent("content.snap").path
-        try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: nil)
-        let raw = [UInt8](try #require(FileManager.default.contents(atPath: snapshot)))
+        let (original, raw) = try snapshotOfContent(in: directory, key: nil)
         let offsets = chunkOffsets(raw)
         #expect(offsets.count == 4)
         func le32(_ value: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(value).littleEndian) { Array($0) } }
         // Chunk 1 holds 1,000 bytes instead of 4 MiB; the other chunks, the
         // end marker and the manifest stay as they were.
         let short = Deflate.compress(Array(original[SnapshotFile.chunkBytes..<(SnapshotFile.chunkBytes + 1000)]), level: 1)
-        let damaged = Array(raw[..<(offsets[1] - 4)]) + le32(short.count) + short + Array(raw[(offsets[2] - 4)...])
-        let damagedPath = directory.appendingPathComponent("damaged.snap").path
-        try Data(damaged).write(to: URL(fileURLWithPath: damagedPath))
-        let extracted = directory.appendingPathComponent("extracted").path
-        let error = try #require(throws: SnapshotError.self) {
-            try SnapshotFile.extract(damagedPath, to: extracted, key: nil)
-        }
+        let altered = Array(raw[..<(offsets[1] - 4)]) + le32(short.count) + short + Array(raw[(offsets[2] - 4)...])
+        let error = try refusal(of: altered, in: directory, key: nil)
         #expect(error.code == .malformed)
         #expect(error.message == "chunk 1 holds fewer than \(SnapshotFile.chunkBytes) bytes and is not the last")
-        #expect(!FileManager.default.fileExists(atPath: extracted))
     }
 }
