@@ -312,7 +312,7 @@ struct RankedSearch {
             touchedBlocks += 1
             lastBlock = entry.doc >> SearchIndex.blockShift
         }
-        let blocks = Double(try SearchIndex.documentCount(db) >> SearchIndex.blockShift + 1)
+        let blocks = Double(try SearchIndex.blockCount(db))
         let lookUp = switch strategy {
         case .rarestLookedUp: true
         case .intersection: false
@@ -364,7 +364,7 @@ struct RankedSearch {
         let lookups = Double(documents) * RankedSearch.documentLookupMicroseconds
         var reads = 0.0
         for (index, word) in words.enumerated() where index != rarest {
-            let rows = word.isPrefix ? try streams[index].blockRows(blocks: blocks) : min(Double(frequencies[index]), 2 * blocks)
+            let rows = word.isPrefix ? try streams[index].blockRows() : min(Double(frequencies[index]), 2 * blocks)
             var cost = rows * RankedSearch.rangeRowMicroseconds + Double(frequencies[index]) * RankedSearch.entryCopyMicroseconds
             if !word.isPrefix { cost = min(cost, Double(touchedBlocks) * 2 * RankedSearch.pointReadMicroseconds) }
             reads += cost
@@ -529,7 +529,7 @@ private final class WordStream {
     func documentFrequency() throws -> Int64 { try vocabulary.documentFrequency() }
 
     /// About how many rows of the block layers hold this stream's words.
-    func blockRows(blocks: Double) throws -> Double { try vocabulary.blockRows(blocks: blocks) }
+    func blockRows() throws -> Double { try vocabulary.blockRows() }
 
 
     /// No unread posting of this stream has a higher key; nil when the stream is
@@ -573,7 +573,11 @@ private final class Vocabulary {
     private var position = 0
     private var lazy: Bool
     private var exhausted = false
-    private var knownFrequency: Int64?
+    /// Each matched word's document count, when all were read (not lazy).
+    private var wordFrequencies: [Int64] = []
+    /// For a lazy word: the summed document counts of the words it matches,
+    /// and their estimated rows in the block layers (`blockRows`), read once.
+    private var frequencies: (documents: Int64, blockRows: Double)?
 
     init(db: Database, word: SearchWord) throws {
         self.db = db
@@ -585,13 +589,11 @@ private final class Vocabulary {
         statement.bind(1, word.text)
         // A whole word's range holds only itself: the next string after it.
         statement.bind(2, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
-        var df: Int64 = 0
         while try statement.step() {
             terms.append((statement.text(0) ?? "", statement.double(1)))
-            df += statement.int64(2)
+            wordFrequencies.append(statement.int64(2))
         }
         terms.sort { $0.maxKey > $1.maxKey }
-        knownFrequency = df
         exhausted = true
     }
 
@@ -627,24 +629,34 @@ private final class Vocabulary {
     /// About how many rows of `search_high` and `search_low` hold the words
     /// this one matches: a word in fewer documents than there are blocks has
     /// about one row per document; a common one, one per block and table.
-    func blockRows(blocks: Double) throws -> Double {
-        let statement = try DirectStatement(db, "SELECT total(min(df, ?)) FROM search_terms WHERE term >= ? AND term < ?")
-        defer { statement.reset() }
-        statement.bind(1, 2 * blocks)
-        statement.bind(2, word.text)
-        statement.bind(3, word.text + (word.isPrefix ? "\u{10FFFF}" : "\u{0}"))
-        return try statement.step() ? statement.double(0) : 0
+    func blockRows() throws -> Double {
+        if !lazy {
+            let rowsPerWord = try Vocabulary.rowsPerWord(db)
+            return wordFrequencies.reduce(0) { $0 + min(Double($1), rowsPerWord) }
+        }
+        return try readFrequencies().blockRows
     }
 
     func documentFrequency() throws -> Int64 {
-        if let knownFrequency { return knownFrequency }
-        let statement = try DirectStatement(db, "SELECT total(df) FROM search_terms WHERE term >= ? AND term < ?")
+        lazy ? try readFrequencies().documents : wordFrequencies.reduce(0, +)
+    }
+
+    /// The most rows one word can have in the block layers: one per block and table.
+    private static func rowsPerWord(_ db: Database) throws -> Double {
+        2 * Double(try SearchIndex.blockCount(db))
+    }
+
+    /// For a lazy word: both sums, from one range read of the vocabulary.
+    private func readFrequencies() throws -> (documents: Int64, blockRows: Double) {
+        if let frequencies { return frequencies }
+        let statement = try DirectStatement(db, "SELECT total(df), total(min(df, ?)) FROM search_terms WHERE term >= ? AND term < ?")
         defer { statement.reset() }
-        statement.bind(1, word.text)
-        statement.bind(2, word.text + "\u{10FFFF}")
-        let df = try statement.step() ? Int64(statement.double(0)) : 0
-        knownFrequency = df
-        return df
+        statement.bind(1, try Vocabulary.rowsPerWord(db))
+        statement.bind(2, word.text)
+        statement.bind(3, word.text + "\u{10FFFF}")
+        let read = try statement.step() ? (Int64(statement.double(0)), statement.double(1)) : (0, 0)
+        frequencies = read
+        return read
     }
 }
 

@@ -165,6 +165,11 @@ enum SearchIndex {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT max(seq) FROM event_journal")) ?? 0
     }
 
+    /// Blocks of document numbers in `search_high` and `search_low`.
+    static func blockCount(_ db: Database) throws -> Int64 {
+        try documentCount(db) >> blockShift + 1
+    }
+
     static func documentCount(_ db: Database) throws -> Int64 {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'documents'")) ?? 0
     }
