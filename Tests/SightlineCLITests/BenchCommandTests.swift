@@ -72,15 +72,16 @@ import Testing
         #expect(bad.stderr.contains("--items must be between 1000 and 5000000 (got 5)"))
     }
 
-    /// `--keep` leaves the store in `--dir` and the next run reuses it, asking the
-    /// same queries without building anything.
+    /// `--keep` leaves the store and naive FTS5's table in `--dir` and the next
+    /// run reuses them, asking the same queries without building anything.
     @Test func queryKeepsItsStoreAndReusesIt() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let arguments = ["bench", "query", "--items", "1000", "--queries", "10", "--json", "--keep", "--dir", directory.path]
         let first = try CLIRunner.run(arguments)
         #expect(first.status == 0, "stderr: \(first.stderr)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).contains("query-1000-seed1.sqlite"))
+        let kept = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+        #expect(kept.contains("query-1000-seed1.sqlite") && kept.contains("query-1000-seed1-fts5.sqlite"), "\(kept)")
         let second = try CLIRunner.run(arguments)
         #expect(second.status == 0, "stderr: \(second.stderr)")
         let examples = { (text: String) in try JSONReader.parse(text)["kinds"]?.array?.map { $0["examples"] } }

@@ -15,7 +15,10 @@ import Snapshot
 ///   merging of items with activities included.
 /// - naive: `SELECT rowid, bm25(items_fts, …) FROM items_fts WHERE items_fts MATCH ?
 ///   ORDER BY 2 LIMIT 20` through the raw C API, with the same MATCH expression
-///   (whole words, the last a prefix) on the same file: it scores every match.
+///   (whole words, the last a prefix): it scores every match. The store keeps no
+///   FTS5 table (Journal/FORMAT.md), so the baseline's is a plain one in a file
+///   of its own beside the store, filled once from the store's item rows with
+///   the same tokenizer and rowids.
 struct QueryBenchmark {
     let items: Int
     let queriesPerKind: Int
@@ -70,15 +73,45 @@ struct QueryBenchmark {
         var meetsTarget: Bool { worstP99 <= targetMilliseconds }
     }
 
+    /// Naive FTS5's database: a plain FTS5 table with the store's text columns,
+    /// tokenizer and rowids, filled from the store's `items` rows.
+    static func fillBaseline(at baselinePath: String, from storePath: String) throws {
+        let creating = baselinePath + ".creating"
+        StoreFiles.remove(creating)
+        do {
+            let database = try RawSQLite(path: creating)
+            try database.execute("""
+                PRAGMA journal_mode = OFF;
+                PRAGMA synchronous = OFF;
+                ATTACH '\(storePath.replacingOccurrences(of: "'", with: "''"))' AS store;
+                CREATE VIRTUAL TABLE main.items_fts USING fts5 (
+                    title, display_name, content_description, keywords, tokenize = 'unicode61 remove_diacritics 2');
+                BEGIN;
+                INSERT INTO main.items_fts (rowid, title, display_name, content_description, keywords)
+                    SELECT rowid, title, display_name, content_description, keywords FROM store.items;
+                COMMIT;
+                DETACH store;
+                """)
+        }
+        guard rename(creating, baselinePath) == 0 else {
+            throw RawSQLiteError(message: "cannot rename \(creating) to \(baselinePath) (errno \(errno))")
+        }
+    }
+
     func run(progress: (String) -> Void) throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("query-\(items)-seed\(seed).sqlite").path
+        let baselinePath = directory.appendingPathComponent("query-\(items)-seed\(seed)-fts5.sqlite").path
         let reuse = keep && FileManager.default.fileExists(atPath: path)
         if !reuse {
             StoreFiles.remove(path)
+            StoreFiles.remove(baselinePath)
         }
         defer {
-            if !keep { StoreFiles.remove(path) }
+            if !keep {
+                StoreFiles.remove(path)
+                StoreFiles.remove(baselinePath)
+            }
         }
 
         let start = ISO8601.parse("2026-11-22T00:00:00Z")!
@@ -107,7 +140,11 @@ struct QueryBenchmark {
         let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.int64Value ?? 0
 
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(start), readOnly: true))
-        let raw = try RawSQLite(path: path)
+        if !FileManager.default.fileExists(atPath: baselinePath) {
+            progress("filling naive FTS5's table")
+            try QueryBenchmark.fillBaseline(at: baselinePath, from: path)
+        }
+        let raw = try RawSQLite(path: baselinePath)
         let naive = try raw.prepare("""
             SELECT rowid, bm25(items_fts, 10.0, 8.0, 1.0, 4.0) FROM items_fts WHERE items_fts MATCH ? ORDER BY 2 LIMIT \(QueryBenchmark.limit)
             """)
