@@ -50,4 +50,75 @@ import Testing
         try second.index(named: "photos").indexSearchableItems([item("2")])
         #expect(try second.verifyJournal().isValid)
     }
+
+    /// A store as format version 2 left it: the same tables plus the two FTS5
+    /// tables over the items' and activities' text, filled.
+    private func versionTwoStore() throws -> (path: String, head: ChainHash) {
+        let path = try temporaryDirectory().appendingPathComponent("v2.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 7)))
+        try store.index(named: "notes").indexSearchableItems([item("1", title: "private lunch plans"), item("2", title: "walk")])
+        let head = try store.journalHead().hash
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                CREATE VIRTUAL TABLE items_fts USING fts5 (
+                    title, display_name, content_description, keywords,
+                    content = 'items', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2');
+                CREATE VIRTUAL TABLE activities_fts USING fts5 (
+                    title, keywords, content_description,
+                    content = 'activities', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2');
+                INSERT INTO items_fts (items_fts) VALUES ('rebuild');
+                UPDATE store_meta SET value = 2 WHERE key = 'format_version';
+                """)
+        }
+        return (path, head)
+    }
+
+    private func tablesAndVersion(_ path: String) throws -> (fullText: [String], version: Int?) {
+        try DatabaseQueue(path: path).read { db in
+            (try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE name LIKE '%fts%' ORDER BY name"),
+             try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'"))
+        }
+    }
+
+    @Test func aWritableOpenOfAVersionTwoStoreDropsItsFullTextTables() throws {
+        let (path, head) = try versionTwoStore()
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 8)))
+        let after = try tablesAndVersion(path)
+        #expect(after.fullText.isEmpty)
+        #expect(after.version == 3)
+        #expect(try store.journalHead().hash == head)
+        #expect(try store.resultTitles("lunch") == ["private lunch plans"])
+        try store.index(named: "notes").indexSearchableItems([item("3", title: "lunch again")])
+        #expect(try store.verifyJournal().isValid)
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+    }
+
+    @Test func aReadOnlyOpenOfAVersionTwoStoreReadsItAndChangesNothing() throws {
+        let (path, head) = try versionTwoStore()
+        let before = try tablesAndVersion(path)
+        #expect(before.fullText.contains("items_fts") && before.version == 2)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true))
+        #expect(try store.journalHead().hash == head)
+        #expect(try store.verifyJournal().isValid)
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+        let after = try tablesAndVersion(path)
+        #expect(after.fullText == before.fullText && after.version == 2)
+    }
+
+    @Test func aStoreOfAnUnknownFormatVersionIsRefusedNamingTheVersionsRead() throws {
+        let path = try temporaryDirectory().appendingPathComponent("v9.sqlite").path
+        _ = try DeviceStore(at: .file(path))
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE store_meta SET value = 9 WHERE key = 'format_version'")
+        }
+        for readOnly in [true, false] {
+            #expect {
+                _ = try DeviceStore(at: .file(path), options: StoreOptions(readOnly: readOnly))
+            } throws: { error in
+                guard let error = error as? DeviceStoreError else { return false }
+                return error.code == .notADeviceStore && error.message.contains("format version 9")
+                    && error.message.contains("versions 2 to 3")
+            }
+        }
+    }
 }

@@ -18,8 +18,7 @@ extension DeviceStore {
     /// Replays the journal into fresh projections in a private in-memory database
     /// and returns their digest. The store is not modified, so this works on
     /// read-only stores too. Equal to `projectionDigest()` when the projections
-    /// are exactly the fold of the journal. The full-text tables, which the
-    /// digest does not cover, are not built (`checkFullTextIndexes` checks them).
+    /// are exactly the fold of the journal.
     public func rebuiltProjectionDigest() throws(DeviceStoreError) -> String {
         try replayedDigest { fold in try replayWholeJournal(into: fold) }
     }
@@ -58,7 +57,7 @@ extension DeviceStore {
 
     /// Makes fresh projections in a private in-memory database, lets `replay`
     /// fold the journal into them and return the durable watermark, and
-    /// returns their digest. The full-text tables are not built.
+    /// returns their digest.
     private func replayedDigest(_ replay: (JournalFold) throws -> OutboxPosition) throws(DeviceStoreError) -> String {
         try inScratchProjections { scratchDB, fold in
             try ProjectionDigest.compute(scratchDB, after: try replay(fold))
@@ -97,13 +96,12 @@ extension DeviceStore {
     }
 
     /// Runs `work` with fresh, empty projections in a private in-memory
-    /// database (`ScratchProjections`) and a fold into them that does not build
-    /// the full-text tables.
+    /// database (`ScratchProjections`).
     private func inScratchProjections<T>(_ work: (Database, JournalFold) throws -> T) throws(DeviceStoreError) -> T {
         do {
             return try ScratchProjections.shared.with(deviceID: deviceID.rawValue, app: privacyKeys.app,
                                                       voteSecret: privacyKeys.voteSecret) { scratchDB in
-                try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys, fullText: false))
+                try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys))
             }
         } catch let error as DeviceStoreError {
             throw error
@@ -120,42 +118,11 @@ extension DeviceStore {
             for table in StoreSchema.projectionTables {
                 try db.execute(sql: "DELETE FROM \(table)")
             }
-            try db.execute(sql: "INSERT INTO items_fts (items_fts) VALUES ('delete-all')")
-            try db.execute(sql: "INSERT INTO activities_fts (activities_fts) VALUES ('delete-all')")
             try SearchIndex.reset(db)
             try DeviceStore.replayJournal(from: db, into: JournalFold(into: db, keys: privacyKeys))
             // The cloud holds the messages up to the durable watermark, so they
             // are dropped again; the positions after it come out the same.
             try OutboxStore.prune(db, through: OutboxStore.durable(db))
-        }
-    }
-
-    /// Checks that the full-text indexes agree with the tables they index.
-    ///
-    /// SQLite runs this check as an INSERT, which a read-only connection refuses,
-    /// so a read-only store is first copied into memory with the backup API.
-    public func checkFullTextIndexes() throws(DeviceStoreError) {
-        func check(_ db: Database) throws {
-            for table in ["items_fts", "activities_fts"] {
-                do {
-                    try db.execute(sql: "INSERT INTO \(table) (\(table), rank) VALUES ('integrity-check', 1)")
-                } catch {
-                    throw DeviceStoreError(.corruptJournal, "the full-text index \(table) disagrees with its table: \(DeviceStore.describe(error))")
-                }
-            }
-        }
-        do {
-            if isReadOnly {
-                let copy = try DatabaseQueue()
-                try queue.backupFromSnapshot(to: copy)
-                try copy.inDatabase(check)
-            } else {
-                try queue.inDatabase(check)
-            }
-        } catch let error as DeviceStoreError {
-            throw error
-        } catch {
-            throw DeviceStoreError(.database, "cannot check the full-text indexes: \(DeviceStore.describe(error))")
         }
     }
 
@@ -183,8 +150,8 @@ struct JournalFold {
     private let projector: Projector
     private let privacy: PrivacyProjection
 
-    init(into target: Database, keys: PrivacyProjection.Keys, fullText: Bool = true) {
-        projector = Projector(db: target, maintainsFullText: fullText)
+    init(into target: Database, keys: PrivacyProjection.Keys) {
+        projector = Projector(db: target)
         privacy = PrivacyProjection(db: target, keys: keys)
     }
 

@@ -25,14 +25,8 @@ final class Projector {
         case known(Int64?)
     }
 
-    /// Whether the full-text tables are kept. A replay whose only purpose is
-    /// the projection digest (which does not cover them) skips them: they cost
-    /// more than everything else of the fold.
-    private let maintainsFullText: Bool
-
-    init(db: Database, maintainsFullText: Bool = true) {
+    init(db: Database) {
         self.db = db
-        self.maintainsFullText = maintainsFullText
     }
 
     /// `payload` is the event's encoding when the caller has it (the journal
@@ -130,8 +124,8 @@ final class Projector {
 
     // MARK: - Items
 
-    /// The text columns the full-text index covers, as stored in `items`.
-    struct ItemText: Equatable {
+    /// The text columns of `items`, which the ranked search index reads.
+    struct ItemText {
         var title: String?
         var displayName: String?
         var contentDescription: String?
@@ -144,14 +138,6 @@ final class Projector {
             keywords = attributes.keywords.map { $0.joined(separator: "\n") }
         }
 
-        init(_ statement: DirectStatement, from column: Int32) {
-            title = statement.text(column)
-            displayName = statement.text(column + 1)
-            contentDescription = statement.text(column + 2)
-            keywords = statement.text(column + 3)
-        }
-
-        var isEmpty: Bool { title == nil && displayName == nil && contentDescription == nil && keywords == nil }
 
         func bind(to statement: DirectStatement, from index: Int32) {
             statement.bind(index, title)
@@ -172,54 +158,26 @@ final class Projector {
                               expirationDate: statement.optionalInt64(1).map { Timestamp(millisecondsSince1970: $0) })
     }
 
-    /// The rowid and full-text columns of a current item.
-    private func itemText(index: String, identifier: String) throws -> (rowid: Int64, text: ItemText)? {
-        let statement = try prepared(.itemText)
-        defer { statement.reset() }
-        statement.bind(1, identifier)
-        statement.bind(2, index)
-        guard try statement.step() else { return nil }
-        return (statement.int64(0), ItemText(statement, from: 1))
-    }
-
     /// `attributes` is the item's encoded attribute set.
     private func upsertItem(_ item: SearchableItem, attributes: ArraySlice<UInt8>, index: String, seq: Seq) throws {
         let text = ItemText(item.attributes)
         let expires = item.expirationDate?.millisecondsSince1970
         noteExpiry(expires)
         // Most indexed items are new: try the insert first, and fall back to
-        // an update (which must take the old text out of the full-text index)
-        // when the identifier is already in this index.
+        // an update when the identifier is already in this index.
         let insert = try prepared(.insertItem)
         insert.bind(1, item.uniqueIdentifier)
         insert.bind(2, index)
         bindItemColumns(item, text: text, attributes: attributes, expires: expires, seq: seq, to: insert, from: 3)
         try insert.execute()
-        if insert.changes > 0 {
-            if !text.isEmpty { try ftsInsert(.insertItemText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
-            return
-        }
-        func missing() -> DeviceStoreError {
-            DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
-        }
-        // Only the full-text index needs the old text (and the rowid); a
-        // replay that does not keep it updates by key without looking first.
-        var replaced: (rowid: Int64, text: ItemText)?
-        if maintainsFullText {
-            guard let existing = try itemText(index: index, identifier: item.uniqueIdentifier) else { throw missing() }
-            if existing.text != text && !existing.text.isEmpty {
-                try ftsInsert(.deleteItemText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
-            }
-            replaced = existing
-        }
+        if insert.changes > 0 { return }
         let update = try prepared(.updateItem)
         bindItemColumns(item, text: text, attributes: attributes, expires: expires, seq: seq, to: update, from: 1)
         update.bind(11, item.uniqueIdentifier)
         update.bind(12, index)
         try update.execute()
-        guard update.changes > 0 else { throw missing() }
-        if let replaced, replaced.text != text && !text.isEmpty {
-            try ftsInsert(.insertItemText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
+        guard update.changes > 0 else {
+            throw DeviceStoreError(.database, "item \(index)/\(item.uniqueIdentifier) was neither inserted nor found")
         }
     }
 
@@ -237,21 +195,11 @@ final class Projector {
     }
 
     private func removeItem(index: String, identifier: String) throws {
-        // Only the full-text index needs the old text first; a replay that
-        // does not keep it deletes by key without looking.
-        var removed: (rowid: Int64, text: ItemText)?
-        if maintainsFullText {
-            guard let existing = try itemText(index: index, identifier: identifier) else { return }
-            removed = existing
-        }
         let delete = try prepared(.deleteItem)
         delete.bind(1, identifier)
         delete.bind(2, index)
         try delete.execute()
         guard delete.changes > 0 else { return }
-        if let removed, !removed.text.isEmpty {
-            try ftsInsert(.deleteItemText, rowid: removed.rowid) { removed.text.bind(to: $0, from: 2) }
-        }
         // A strongly related activity becomes ineligible once no item of that
         // identifier remains in any index. Most deleted items have no related
         // activity, and a read finds that for less than an update that
@@ -269,7 +217,8 @@ final class Projector {
 
     // MARK: - Activities
 
-    struct ActivityText: Equatable {
+    /// The text columns of `activities`, which the ranked search index reads.
+    struct ActivityText {
         var title: String?
         var keywords: String?
         var contentDescription: String?
@@ -281,27 +230,12 @@ final class Projector {
             contentDescription = activity.attributes.contentDescription
         }
 
-        init(_ statement: DirectStatement, from column: Int32) {
-            title = statement.text(column)
-            keywords = statement.text(column + 1)
-            contentDescription = statement.text(column + 2)
-        }
-
-        var isEmpty: Bool { title == nil && keywords == nil && contentDescription == nil }
 
         func bind(to statement: DirectStatement, from index: Int32) {
             statement.bind(index, title)
             statement.bind(index + 1, keywords)
             statement.bind(index + 2, contentDescription)
         }
-    }
-
-    private func activityText(key: String) throws -> (rowid: Int64, text: ActivityText)? {
-        let statement = try prepared(.activityText)
-        defer { statement.reset() }
-        statement.bind(1, key)
-        guard try statement.step() else { return nil }
-        return (statement.int64(0), ActivityText(statement, from: 1))
     }
 
     private func recordActivity(_ activity: UserActivity, encoded: [UInt8], seq: Seq, time: Timestamp) throws {
@@ -331,22 +265,7 @@ final class Projector {
         insert.bind(17, encoded)
         insert.bind(18, Int64(seq.rawValue))
         try insert.execute()
-        if insert.changes > 0 {
-            if !text.isEmpty { try ftsInsert(.insertActivityText, rowid: insert.lastInsertedRowID) { text.bind(to: $0, from: 2) } }
-            return
-        }
-        func missing() -> DeviceStoreError {
-            DeviceStoreError(.database, "activity \(key) was neither inserted nor found")
-        }
-        // As for items: only the full-text index needs the old text first.
-        var replaced: (rowid: Int64, text: ActivityText)?
-        if maintainsFullText {
-            guard let existing = try activityText(key: key) else { throw missing() }
-            if existing.text != text && !existing.text.isEmpty {
-                try ftsInsert(.deleteActivityText, rowid: existing.rowid) { existing.text.bind(to: $0, from: 2) }
-            }
-            replaced = existing
-        }
+        if insert.changes > 0 { return }
         let update = try prepared(.updateActivity)
         bindColumns(update, from: 1)
         update.bind(14, time.millisecondsSince1970)
@@ -354,38 +273,13 @@ final class Projector {
         update.bind(16, Int64(seq.rawValue))
         update.bind(17, key)
         try update.execute()
-        guard update.changes > 0 else { throw missing() }
-        if let replaced, replaced.text != text && !text.isEmpty {
-            try ftsInsert(.insertActivityText, rowid: replaced.rowid) { text.bind(to: $0, from: 2) }
-        }
+        guard update.changes > 0 else { throw DeviceStoreError(.database, "activity \(key) was neither inserted nor found") }
     }
 
     private func removeActivity(key: String) throws {
-        // As for items: only the full-text index needs the old text first.
-        var removed: (rowid: Int64, text: ActivityText)?
-        if maintainsFullText {
-            guard let existing = try activityText(key: key) else { return }
-            removed = existing
-        }
         let delete = try prepared(.deleteActivity)
         delete.bind(1, key)
         try delete.execute()
-        guard delete.changes > 0 else { return }
-        if let removed, !removed.text.isEmpty {
-            try ftsInsert(.deleteActivityText, rowid: removed.rowid) { removed.text.bind(to: $0, from: 2) }
-        }
-    }
-
-    // MARK: - Full-text index (external content: the old text must be given to delete)
-
-    /// Runs an insert into a full-text table (or its 'delete' command) for
-    /// `rowid`, with the text columns bound by `bindText` from parameter 2.
-    private func ftsInsert(_ sql: SQL, rowid: Int64, bindText: (DirectStatement) -> Void) throws {
-        guard maintainsFullText else { return }
-        let statement = try prepared(sql)
-        statement.bind(1, rowid)
-        bindText(statement)
-        try statement.execute()
     }
 
     // MARK: - Statements
@@ -398,10 +292,8 @@ final class Projector {
     }
 
     private enum SQL: Int, CaseIterable {
-        case loadItem, itemText, insertItem, updateItem, deleteItem, hasRelatedActivity, orphanRelatedActivities
-        case insertItemText, deleteItemText
-        case activityText, insertActivity, updateActivity, deleteActivity
-        case insertActivityText, deleteActivityText
+        case loadItem, insertItem, updateItem, deleteItem, hasRelatedActivity, orphanRelatedActivities
+        case insertActivity, updateActivity, deleteActivity
         case upsertClientState, countShown, countEngaged, earliestExpiry
         case insertReindexRequest, acknowledgeReindex
 
@@ -409,11 +301,6 @@ final class Projector {
             switch self {
             case .loadItem:
                 "SELECT domain, expires, attributes FROM items WHERE item_id = ? AND index_name = ?"
-            case .itemText:
-                """
-                SELECT rowid, title, display_name, content_description, keywords FROM items
-                WHERE item_id = ? AND index_name = ?
-                """
             case .insertItem:
                 """
                 INSERT INTO items (item_id, index_name, domain, expires, title, display_name, content_description,
@@ -435,18 +322,6 @@ final class Projector {
                 UPDATE activities SET related_deleted = 1
                 WHERE related = ? AND related_deleted = 0 AND NOT EXISTS (SELECT 1 FROM items WHERE item_id = ?)
                 """
-            case .insertItemText:
-                """
-                INSERT INTO items_fts (rowid, title, display_name, content_description, keywords)
-                VALUES (?, ?, ?, ?, ?)
-                """
-            case .deleteItemText:
-                """
-                INSERT INTO items_fts (items_fts, rowid, title, display_name, content_description, keywords)
-                VALUES ('delete', ?, ?, ?, ?, ?)
-                """
-            case .activityText:
-                "SELECT rowid, title, keywords, content_description FROM activities WHERE activity_key = ?"
             case .insertActivity:
                 """
                 INSERT INTO activities (activity_type, title, keywords, content_description, webpage_url, related,
@@ -464,13 +339,6 @@ final class Projector {
                 """
             case .deleteActivity:
                 "DELETE FROM activities WHERE activity_key = ?"
-            case .insertActivityText:
-                "INSERT INTO activities_fts (rowid, title, keywords, content_description) VALUES (?, ?, ?, ?)"
-            case .deleteActivityText:
-                """
-                INSERT INTO activities_fts (activities_fts, rowid, title, keywords, content_description)
-                VALUES ('delete', ?, ?, ?, ?)
-                """
             case .upsertClientState:
                 """
                 INSERT INTO client_states (index_name, state, changed_seq) VALUES (?, ?, ?)

@@ -62,9 +62,6 @@ final class ScratchProjections: @unchecked Sendable {
             for index in StoreSchema.indexesOutsideTheFold {
                 try db.execute(sql: "DROP INDEX \(index)")
             }
-            // The full-text tables stay empty (the fold into scratch databases
-            // does not build them), and their shadow tables hold their
-            // configuration.
             return try String.fetchAll(db, sql: "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table'")
                 .filter { !$0.hasPrefix("sqlite_") }
         }

@@ -140,7 +140,7 @@ public final class DeviceStore: Sendable {
             } else {
                 meta = try queue.write { db in
                     if try db.tableExists("store_meta") {
-                        return try DeviceStore.checkMeta(db)
+                        return try DeviceStore.checkMeta(db, migrating: true)
                     }
                     if try !db.tableExists("event_journal"), try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
                         let identifier = DeviceStore.makeDeviceID(random)
@@ -210,7 +210,9 @@ public final class DeviceStore: Sendable {
         let keys: PrivacyProjection.Keys
     }
 
-    private static func checkMeta(_ db: Database) throws -> StoreMeta {
+    /// Reads the store's identity. `migrating` (a writable open, inside its
+    /// write transaction) brings an older format version to this build's.
+    private static func checkMeta(_ db: Database, migrating: Bool = false) throws -> StoreMeta {
         guard try db.tableExists("store_meta") else {
             throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (no store_meta table)")
         }
@@ -219,8 +221,13 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (application is \(application ?? "missing"))")
         }
         let version = try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'") ?? 0
-        guard version == StoreSchema.formatVersion else {
-            throw DeviceStoreError(.notADeviceStore, "store format version \(version) is not supported (this build reads version \(StoreSchema.formatVersion))")
+        let readable = StoreSchema.readableVersions
+        guard readable.contains(version) else {
+            throw DeviceStoreError(.notADeviceStore,
+                                   "store format version \(version) is not supported (this build reads versions \(readable.lowerBound) to \(readable.upperBound))")
+        }
+        if migrating && version < StoreSchema.formatVersion {
+            try StoreSchema.migrate(db, from: version)
         }
         guard let identifier = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
             throw DeviceStoreError(.notADeviceStore, "the store has no device_id")

@@ -1,12 +1,18 @@
 import Foundation
 import GRDB
 
-/// The SQLite schema of a device store, version 2. `Journal/FORMAT.md` documents
+/// The SQLite schema of a device store, version 3. `Journal/FORMAT.md` documents
 /// every table; the event journal is the source of truth and every other table is
 /// a projection that `rebuildProjections()` can make again from it.
 enum StoreSchema {
     /// Version 2 added the outbox (the privacy projection) and the sync state.
-    static let formatVersion = 2
+    /// Version 3 dropped the FTS5 tables `items_fts` and `activities_fts`: the
+    /// ranked search index (`search_*`) answers every text search, and the FTS5
+    /// tables were written on every call and never read.
+    static let formatVersion = 3
+    /// The versions this build opens. A writable open brings an older one to
+    /// `formatVersion` (`migrate`); a read-only open reads it as it is.
+    static let readableVersions = 2...formatVersion
     static let application = "sightline-device-store"
 
     static let journalDDL = """
@@ -42,10 +48,6 @@ enum StoreSchema {
         CREATE INDEX items_by_domain ON items (index_name, domain);
         CREATE INDEX items_by_expiry ON items (expires) WHERE expires IS NOT NULL;
         CREATE INDEX items_by_url ON items (content_url) WHERE content_url IS NOT NULL;
-        CREATE VIRTUAL TABLE items_fts USING fts5 (
-            title, display_name, content_description, keywords,
-            content = 'items', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2'
-        );
         CREATE TABLE activities (
             rowid INTEGER PRIMARY KEY,
             activity_key TEXT NOT NULL UNIQUE,
@@ -72,10 +74,6 @@ enum StoreSchema {
         CREATE INDEX activities_by_related ON activities (related) WHERE related IS NOT NULL;
         CREATE INDEX activities_by_domain ON activities (domain) WHERE domain IS NOT NULL;
         CREATE INDEX activities_by_expiry ON activities (expires) WHERE expires IS NOT NULL;
-        CREATE VIRTUAL TABLE activities_fts USING fts5 (
-            title, keywords, content_description,
-            content = 'activities', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2'
-        );
         CREATE TABLE client_states (
             index_name TEXT PRIMARY KEY,
             state BLOB NOT NULL,
@@ -135,6 +133,17 @@ enum StoreSchema {
     static let projectionTables = ["items", "activities", "client_states", "engagement",
                                    "public_activities", "public_hashes", "public_refs", "public_votes", "outbox",
                                    "reindex_requests"]
+
+    /// Brings a store of an older readable version to this one, in the
+    /// caller's write transaction.
+    static func migrate(_ db: Database, from version: Int) throws {
+        if version < 3 {
+            // Dropped with secure_delete on (Debian's default), so their copies
+            // of the private text are zeroed, not left in free pages.
+            try db.execute(sql: "DROP TABLE IF EXISTS items_fts; DROP TABLE IF EXISTS activities_fts")
+        }
+        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+    }
 
     static func create(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
         try createTables(db)

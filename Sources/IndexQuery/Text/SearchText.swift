@@ -65,8 +65,8 @@ public enum SearchText {
         for character in text {
             if character.isLetter || character.isNumber {
                 // Lowercasing and removing diacritics, as FTS5's unicode61
-                // tokenizer does, and not full case folding (ß stays ß), so that
-                // the FTS5 intersection finds what the posting lists find.
+                // tokenizer does, and not full case folding (ß stays ß). The
+                // search index and the query split text with this one function.
                 current += String(character).lowercased().folding(options: [.diacriticInsensitive], locale: nil)
             } else {
                 finish()

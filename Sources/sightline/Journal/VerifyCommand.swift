@@ -9,7 +9,7 @@ struct VerifyCommand: ParsableCommand {
         discussion: """
             Checks every row: seqs dense from 1, the SHA-256 chain, each payload decodes. \
             Then replays the journal into a scratch database and compares the projection \
-            digest with the store's, and checks the full-text indexes. Exit status 1 names \
+            digest with the store's. Exit status 1 names \
             the first bad seq. On a cloud store it verifies the cloud log (chain, digests, \
             message counts) and that the cloud projections equal a replay of it.
             """
@@ -41,8 +41,6 @@ struct VerifyCommand: ParsableCommand {
                 digests = (stored, rebuilt)
                 if stored != rebuilt {
                     projectionProblem = "the projections differ from a rebuild of the journal (digest \(stored.prefix(16)) != \(rebuilt.prefix(16)))"
-                } else {
-                    try device.checkFullTextIndexes()
                 }
             } catch {
                 projectionProblem = error.message
