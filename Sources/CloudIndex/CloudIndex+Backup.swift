@@ -55,8 +55,7 @@ extension CloudIndex {
         let held: [(device: String, epoch: Int64, seq: Int64)]
         do {
             let destination = try DatabaseQueue(path: copy)
-            try queue.backupFromSnapshot(to: destination)
-            (manifest, held) = try destination.read { db in
+            (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
                 let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
                 let held = try Row.fetchAll(db, sql: """
                     SELECT device, epoch, last_seq FROM device_epochs e

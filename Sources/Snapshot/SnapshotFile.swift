@@ -13,6 +13,9 @@ public enum SnapshotFile {
     public static let headerMagic: [UInt8] = Array("SLSNAP".utf8) + [0, 1]
     public static let trailerMagic: [UInt8] = Array("SLSNEND1".utf8)
     public static let chunkBytes = 4 * 1024 * 1024
+    /// Read once: Foundation reads the cgroup's CPU quota and cpuset files
+    /// each time it is asked, 4% of each small snapshot the simulator takes.
+    static let processors = ProcessInfo.processInfo.activeProcessorCount
     /// A sealed chunk is at most its deflate bound plus the GCM tag.
     static let maximumSealedChunk = chunkBytes + chunkBytes / 100 + 4096
     static let maximumManifestBytes = 16 * 1024 * 1024
@@ -42,7 +45,7 @@ public enum SnapshotFile {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
                 // Chunks are deflated a few at a time on every core, and written in order.
-                let parallel = max(2, ProcessInfo.processInfo.activeProcessorCount * 2)
+                let parallel = max(2, processors * 2)
                 while true {
                     var plains: [[UInt8]] = []
                     while plains.count < parallel {
@@ -138,7 +141,7 @@ public enum SnapshotFile {
                 // other (in rounds, each waited for the slower of the round), and
                 // the writes, which were half of this thread's time, are shared.
                 let file = ChunkFile(descriptor: output.fileDescriptor)
-                let workers = max(2, ProcessInfo.processInfo.activeProcessorCount)
+                let workers = max(2, processors)
                 let stored = (0..<workers).map { _ in Handoff<StoredChunk>(capacity: 2) }
                 let inflated = (0..<workers).map { _ in Handoff<InflatedChunk>(capacity: 2) }
                 let opening = ChunkKey(key: key, nonceBase: nonceBase)

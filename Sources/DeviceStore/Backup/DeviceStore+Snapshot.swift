@@ -108,8 +108,8 @@ extension DeviceStore {
             var configuration = Configuration()
             configuration.journalMode = .default
             let destination = try DatabaseQueue(path: copy, configuration: configuration)
-            try queue.backupFromSnapshot(to: destination)
-            manifest = try destination.read { db in try DeviceStore.manifest(db, createdAt: clock.now()) }
+            let createdAt = clock.now()
+            manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
             try destination.close()
         } catch let error as DeviceStoreError {
             throw error
