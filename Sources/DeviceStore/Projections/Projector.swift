@@ -138,7 +138,6 @@ final class Projector {
             keywords = attributes.keywords.map { $0.joined(separator: "\n") }
         }
 
-
         func bind(to statement: DirectStatement, from index: Int32) {
             statement.bind(index, title)
             statement.bind(index + 1, displayName)
@@ -229,7 +228,6 @@ final class Projector {
             keywords = allKeywords.isEmpty ? nil : allKeywords.joined(separator: "\n")
             contentDescription = activity.attributes.contentDescription
         }
-
 
         func bind(to statement: DirectStatement, from index: Int32) {
             statement.bind(index, title)
