@@ -41,8 +41,11 @@ public enum Deflate {
         // zlib writes straight into the result: callers know about how much
         // comes out (the limit is a frame's declared length, a snapshot's
         // chunk size), so it starts that large, with one byte more to see a
-        // stream that goes past the limit, and doubles if it must.
-        var output = [UInt8](repeating: 0, count: min(limit, Deflate.firstOutputBytes) + 1)
+        // stream that goes past the limit, and doubles if it must. Deflate
+        // expands at most about 1,032 times, so a short input that declares
+        // a large length gets no more than it could fill.
+        let firstBytes = min(limit, Deflate.firstOutputBytes, input.count * Deflate.maximumExpansion + 64)
+        var output = [UInt8](repeating: 0, count: firstBytes + 1)
         var produced = 0
         let failure: DeflateError? = input.withUnsafeBufferPointer { source in
             stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
@@ -84,6 +87,9 @@ public enum Deflate {
 
     /// The most a decompression sets aside before it sees how much comes out.
     static let firstOutputBytes = 16 << 20
+    /// Deflate's largest ratio of output to input: a 258-byte match per
+    /// two bits of a fixed-Huffman block is 1,032 bytes a byte.
+    static let maximumExpansion = 1_032
 }
 
 public enum DeflateError: Error, Hashable, Sendable, CustomStringConvertible {
