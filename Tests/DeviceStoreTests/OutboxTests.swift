@@ -204,6 +204,36 @@ private func hash(of activity: UserActivity, app: String = StoreOptions.defaultA
         #expect(try store.syncStatus().pending == 1)
     }
 
+    /// Calls that send nothing keep an in-memory store's cached status; every
+    /// call that sends (a vote, a signal, a withdrawal by expiry) must drop it.
+    @Test func theCachedSyncStatusAgreesWithTheOutboxAfterEveryKindOfCall() throws {
+        let store = try makeStore()
+        let at = { (seconds: Int64) in Timestamp(millisecondsSince1970: testStart.millisecondsSince1970 + seconds * 1000) }
+        func expectAgreement(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let status = try store.syncStatus()
+            let entries = try store.outboxEntries()
+            #expect(status.head == entries.last?.position ?? .start, "head after \(step)", sourceLocation: sourceLocation)
+            #expect(status.pending == entries.filter { $0.position > status.acknowledged }.count,
+                    "pending after \(step)", sourceLocation: sourceLocation)
+        }
+        let calls: [(String, AppOperation)] = [
+            ("a public activity", .activity(publicRecipe(expires: at(60)))),
+            ("an engagement", .engage(ref: recipeURL)),
+            ("an item", .index(index: "notes", items: [item("n1", title: "Diary")])),
+            ("an impression", .shown(ref: recipeURL)),
+            ("a private engagement", .engage(ref: "n1")),
+            ("the clock passing the expiry", .advanceClock(to: at(61))),
+            ("the activity again", .activity(publicRecipe(id: "r2"))),
+            ("a second vote", .engage(ref: recipeURL)),
+        ]
+        try expectAgreement("opening")
+        for (step, call) in calls {
+            try store.perform(call)
+            try expectAgreement(step)
+        }
+        #expect(try kinds(store) == ["vote", "signal(0,0,1)", "signal(0,1,0)", "withdraw", "vote", "signal(0,0,1)"])
+    }
+
     @Test func twoDevicesVoteForTheSameHashWithDifferentTokens() throws {
         let first = try makeStore(seed: 1)
         let second = try makeStore(seed: 2)

@@ -19,33 +19,51 @@ final class JournalAppender {
     private let insert: DirectStatement
 
     /// Reads the journal head in `db`, which must be inside a write transaction.
-    init(db: Database, time: Timestamp, keys: PrivacyProjection.Keys) throws {
+    /// `statements` are the connection's kept write statements, or new ones
+    /// for a one-off append.
+    init(db: Database, time: Timestamp, keys: PrivacyProjection.Keys,
+         statements: WriteStatements = WriteStatements()) throws {
         self.db = db
         self.time = time
-        projector = Projector(db: db)
-        privacy = PrivacyProjection(db: db, keys: keys)
-        insert = try DirectStatement(db, """
-            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-            """)
-        let epochValue = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1
-        epoch = Epoch(UInt64(epochValue))
-        if let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")) {
-            let seq: Int64 = row[0]
-            let call: Int64 = row[1]
-            let hash: Data = row[2]
+        projector = Projector(db: db, statements: statements.projector)
+        privacy = PrivacyProjection(db: db, keys: keys, statements: statements.privacy)
+        let journal = statements.journal
+        insert = try journal.statement(Statements.insert.rawValue) {
+            try DirectStatement(db, """
+                INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+        }
+        let readEpoch = try journal.statement(Statements.epoch.rawValue) {
+            try DirectStatement(db, "SELECT value FROM store_meta WHERE key = 'epoch'")
+        }
+        defer { readEpoch.reset() }
+        epoch = Epoch(UInt64(try readEpoch.step() ? readEpoch.int64(0) : 1))
+        let readHead = try journal.statement(Statements.head.rawValue) {
+            try DirectStatement(db, "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
+        }
+        defer { readHead.reset() }
+        if try readHead.step() {
+            let seq = readHead.int64(0)
             head = Seq(UInt64(seq))
-            guard let chainHash = ChainHash([UInt8](hash)) else {
+            let hash = readHead.blob(2)
+            guard let chainHash = ChainHash(hash) else {
                 throw DeviceStoreError(.corruptJournal, "seq \(seq): stored hash is \(hash.count) bytes, not 32", seq: head)
             }
             headHash = chainHash
-            self.call = CallID(UInt64(call)).next
+            call = CallID(UInt64(readHead.int64(1))).next
         } else {
             head = .none
             headHash = .genesis
-            self.call = CallID(1)
+            call = CallID(1)
         }
     }
+
+    private enum Statements: Int, CaseIterable {
+        case insert, epoch, head
+    }
+
+    static var statementCount: Int { Statements.allCases.count }
 
     @discardableResult
     func append(_ event: JournalEvent) throws -> Seq {
@@ -83,4 +101,7 @@ final class JournalAppender {
     }
 
     var projections: Projector { projector }
+
+    /// Whether the events appended so far wrote the outbox.
+    var changedOutbox: Bool { privacy.changedOutbox }
 }

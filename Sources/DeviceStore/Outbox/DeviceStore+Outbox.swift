@@ -100,7 +100,7 @@ extension DeviceStore {
         let now = clock.now()
         let keys = privacyKeys
         return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: keys)
+            let appender = try JournalAppender(db: db, time: now, keys: keys, statements: writeStatements)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
             try appender.append(.publicContentRequested(hashes: requested))

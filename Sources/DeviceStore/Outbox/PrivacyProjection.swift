@@ -60,11 +60,15 @@ final class PrivacyProjection {
     private let db: Database
     private let keys: Keys
     private var head: OutboxPosition?
-    private var statements: [DirectStatement?] = Array(repeating: nil, count: SQL.allCases.count)
+    /// Whether this fold wrote the outbox (a message, or an epoch moved).
+    private(set) var changedOutbox = false
+    private let statements: StatementSlots
 
-    init(db: Database, keys: Keys) {
+    /// `statements` must be slots of `db`'s connection (see `Projector.init`).
+    init(db: Database, keys: Keys, statements: StatementSlots = StatementSlots(count: PrivacyProjection.statementCount)) {
         self.db = db
         self.keys = keys
+        self.statements = statements
     }
 
     /// Before `event` is folded: the public state the event is about to change.
@@ -264,6 +268,7 @@ final class PrivacyProjection {
         insert.bind(4, message.encoded)
         try insert.execute()
         head = position
+        changedOutbox = true
     }
 
     /// The messages of epoch `from`, none of which the cloud holds, keep
@@ -273,6 +278,7 @@ final class PrivacyProjection {
         statement.bind(1, Int64(to))
         statement.bind(2, Int64(from))
         try statement.execute()
+        changedOutbox = true
         if let current = head, current.epoch == from {
             head = OutboxPosition(epoch: to, seq: current.seq)
         }
@@ -281,11 +287,10 @@ final class PrivacyProjection {
     // MARK: - Statements
 
     private func prepared(_ sql: SQL) throws -> DirectStatement {
-        if let statement = statements[sql.rawValue] { return statement }
-        let statement = try DirectStatement(db, sql.text)
-        statements[sql.rawValue] = statement
-        return statement
+        try statements.statement(sql.rawValue) { try DirectStatement(db, sql.text) }
     }
+
+    static var statementCount: Int { SQL.allCases.count }
 
     private enum SQL: Int, CaseIterable {
         case loadActivity, insertActivity, deleteActivity, liveRelated, relatedDeleted, markNotLive

@@ -10,12 +10,13 @@ import IndexModel
 /// themselves: never the clock, so replaying gives the same result at any time.
 ///
 /// One projector serves one transaction (or one rebuild). Its statements are
-/// bound through `DirectStatement`; it also keeps the earliest expiration date
+/// bound through `DirectStatement` and kept in the connection's
+/// `StatementSlots`; it also keeps the earliest expiration date
 /// of the projections so that the expiry sweep before each call costs a
 /// comparison, not two queries, when nothing is due.
 final class Projector {
     let db: Database
-    private var statements: [DirectStatement?] = Array(repeating: nil, count: SQL.allCases.count)
+    private let statements: StatementSlots
     /// The earliest expiration date among items and activities, when known in
     /// this transaction. `nil` inside `.known` means nothing expires.
     private var earliestExpiry: EarliestExpiry = .unknown
@@ -25,8 +26,11 @@ final class Projector {
         case known(Int64?)
     }
 
-    init(db: Database) {
+    /// `statements` must be slots of `db`'s connection: the store's, kept
+    /// across its transactions, or new ones for a one-off fold.
+    init(db: Database, statements: StatementSlots = StatementSlots(count: Projector.statementCount)) {
         self.db = db
+        self.statements = statements
     }
 
     /// `payload` is the event's encoding when the caller has it (the journal
@@ -283,11 +287,10 @@ final class Projector {
     // MARK: - Statements
 
     private func prepared(_ sql: SQL) throws -> DirectStatement {
-        if let statement = statements[sql.rawValue] { return statement }
-        let statement = try DirectStatement(db, sql.text)
-        statements[sql.rawValue] = statement
-        return statement
+        try statements.statement(sql.rawValue) { try DirectStatement(db, sql.text) }
     }
+
+    static var statementCount: Int { SQL.allCases.count }
 
     private enum SQL: Int, CaseIterable {
         case loadItem, insertItem, updateItem, deleteItem, hasRelatedActivity, orphanRelatedActivities

@@ -63,6 +63,8 @@ public final class DeviceStore: Sendable {
     /// `syncStatus()`'s last answer, for an in-memory store (no other
     /// connection can change it): every write clears it, on the store's queue.
     let cachedStatus = Mutex<SyncStatus?>(nil)
+    /// The statements of the calls' write path, kept for the connection's life.
+    let writeStatements = WriteStatements()
 
     /// How much of a store file SQLite maps into memory: as much as it will
     /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
@@ -264,13 +266,16 @@ public final class DeviceStore: Sendable {
 
     // MARK: - Transactions
 
-    func write<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
+    /// Runs `body` in a write transaction. Unless `keepsStatus`, it clears
+    /// the cached `syncStatus()`; a body that keeps it must clear it itself
+    /// when it changes the outbox or the sync positions.
+    func write<T>(keepsStatus: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
             return try queue.cachedWrite { db in
-                cachedStatus.withLock { $0 = nil }
+                if !keepsStatus { forgetStatus() }
                 return try body(db)
             }
         } catch let error as DeviceStoreError {
@@ -280,6 +285,10 @@ public final class DeviceStore: Sendable {
         } catch {
             throw DeviceStoreError(.database, "write failed, nothing was committed: \(DeviceStore.describe(error))")
         }
+    }
+
+    func forgetStatus() {
+        cachedStatus.withLock { $0 = nil }
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
@@ -316,7 +325,9 @@ public final class DeviceStore: Sendable {
             }
         }
         let clock = self.clock
-        return try write { db in
+        // Most calls send nothing (items never do), so they keep the cached
+        // sync status; the simulator asks for it before every sync.
+        return try write(keepsStatus: true) { db in
             var outcomes: [CallOutcome] = []
             outcomes.reserveCapacity(operations.count)
             var appender: JournalAppender?
@@ -330,7 +341,7 @@ public final class DeviceStore: Sendable {
                     existing.startNextCall()
                     current = existing
                 } else {
-                    current = try JournalAppender(db: db, time: now, keys: privacyKeys)
+                    current = try JournalAppender(db: db, time: now, keys: privacyKeys, statements: writeStatements)
                     appender = current
                 }
                 var executor = CallExecutor(appender: current)
@@ -338,6 +349,7 @@ public final class DeviceStore: Sendable {
                 try executor.run(operation)
                 executor.outcome.seqs = current.appendedRange
                 outcomes.append(executor.outcome)
+                if current.changedOutbox { forgetStatus() }
             }
             return outcomes
         }
@@ -349,7 +361,7 @@ public final class DeviceStore: Sendable {
     public func expireNow() throws(DeviceStoreError) -> CallOutcome {
         let now = clock.now()
         return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: privacyKeys)
+            let appender = try JournalAppender(db: db, time: now, keys: privacyKeys, statements: writeStatements)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
             executor.outcome.seqs = appender.appendedRange
