@@ -48,6 +48,34 @@ import Testing
         #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
     }
 
+    /// An in-memory store remembers its earliest expiry date between calls. A
+    /// group of calls that swept an item, then failed, rolls the item back:
+    /// the store must not remember the swept state, or the item would never
+    /// expire.
+    @Test func anItemSweptByAGroupThatRolledBackStillExpiresAtTheNextCall() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(clock: clock)
+        try store.index(named: "photos").indexSearchableItems([
+            item("1", title: "Sunrise", expires: testStart.adding(milliseconds: 60_000)),
+            item("2", title: "Sunset"),
+        ])
+        clock.advance(byMilliseconds: 10_000)
+        #expect(try store.perform(.shown(ref: "2")).expired == 0)
+        clock.advance(byMilliseconds: 60_000)
+        #expect {
+            try store.performAll([
+                .shown(ref: "2"),
+                .shown(ref: "2"),
+                .batch(IndexBatch(index: "photos", operations: [], clientState: [2], condition: .expecting([7]))),
+            ])
+        } throws: { error in
+            (error as? DeviceStoreError)?.code == .clientStateMismatch
+        }
+        #expect(try store.identifiers(in: "photos") == ["1", "2"], "the rollback brought the item back")
+        #expect(try store.perform(.shown(ref: "2")).expired == 1)
+        #expect(try store.identifiers(in: "photos") == ["2"])
+    }
+
     @Test func advanceClockNeedsASimulatedClock() throws {
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: SystemClock()))
         #expect {

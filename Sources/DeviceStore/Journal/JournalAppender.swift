@@ -19,15 +19,15 @@ final class JournalAppender {
     private let insert: DirectStatement
 
     /// Reads the journal head in `db`, which must be inside a write transaction.
-    /// `statements` are the connection's kept write statements, or new ones
-    /// for a one-off append.
+    /// `path` is what the connection keeps for its writes, or a new one for a
+    /// one-off append.
     init(db: Database, time: Timestamp, keys: PrivacyProjection.Keys,
-         statements: WriteStatements = WriteStatements()) throws {
+         path: WritePath = WritePath()) throws {
         self.db = db
         self.time = time
-        projector = Projector(db: db, statements: statements.projector)
-        privacy = PrivacyProjection(db: db, keys: keys, statements: statements.privacy)
-        let journal = statements.journal
+        projector = Projector(db: db, statements: path.projector, expiry: path.expiry)
+        privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy)
+        let journal = path.journal
         insert = try journal.statement(Statements.insert.rawValue) {
             try DirectStatement(db, """
                 INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)

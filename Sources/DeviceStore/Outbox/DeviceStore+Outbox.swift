@@ -31,8 +31,7 @@ extension DeviceStore {
         // asked: an in-memory store answers from the last answer (which each
         // write clears, on the queue, so a value there was read after the
         // last write began). Two statements rather than one per value.
-        let caches: Bool
-        if case .memory = location { caches = true } else { caches = false }
+        let caches = isInMemory
         if caches, let status = cachedStatus.withLock({ $0 }) { return status }
         return try read { db in
             let row = try Row.fetchOne(db.cachedStatement(sql: """
@@ -100,7 +99,7 @@ extension DeviceStore {
         let now = clock.now()
         let keys = privacyKeys
         return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: keys, statements: writeStatements)
+            let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
             try appender.append(.publicContentRequested(hashes: requested))

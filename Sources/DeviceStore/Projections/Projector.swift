@@ -13,24 +13,41 @@ import IndexModel
 /// bound through `DirectStatement` and kept in the connection's
 /// `StatementSlots`; it also keeps the earliest expiration date
 /// of the projections so that the expiry sweep before each call costs a
-/// comparison, not two queries, when nothing is due.
+/// comparison, not a query, when nothing is due.
 final class Projector {
     let db: Database
     private let statements: StatementSlots
-    /// The earliest expiration date among items and activities, when known in
-    /// this transaction. `nil` inside `.known` means nothing expires.
-    private var earliestExpiry: EarliestExpiry = .unknown
+    private let expiry: EarliestExpiry
 
-    private enum EarliestExpiry {
-        case unknown
-        case known(Int64?)
+    /// The earliest expiration date among items and activities, when known.
+    /// It may be lower than the truth (an expiring entry was deleted, or a
+    /// transaction that added one rolled back), never higher.
+    final class EarliestExpiry {
+        fileprivate enum State {
+            case unknown
+            /// `nil` means nothing expires.
+            case known(Int64?)
+        }
+
+        fileprivate var state = State.unknown
+
+        init() {}
+
+        /// Forgets the date, to be read again: after a sweep or a rollback,
+        /// or when another connection may have written.
+        func forget() {
+            state = .unknown
+        }
     }
 
     /// `statements` must be slots of `db`'s connection: the store's, kept
-    /// across its transactions, or new ones for a one-off fold.
-    init(db: Database, statements: StatementSlots = StatementSlots(count: Projector.statementCount)) {
+    /// across its transactions, or new ones for a one-off fold. So must
+    /// `expiry`, which an in-memory store keeps across its calls.
+    init(db: Database, statements: StatementSlots = StatementSlots(count: Projector.statementCount),
+         expiry: EarliestExpiry = EarliestExpiry()) {
         self.db = db
         self.statements = statements
+        self.expiry = expiry
     }
 
     /// `payload` is the event's encoding when the caller has it (the journal
@@ -103,14 +120,14 @@ final class Projector {
     /// other way round.
     func mayHaveExpired(now: Timestamp) throws -> Bool {
         let earliest: Int64?
-        switch earliestExpiry {
+        switch expiry.state {
         case .known(let value):
             earliest = value
         case .unknown:
             let statement = try prepared(.earliestExpiry)
             earliest = try statement.step() ? statement.optionalInt64(0) : nil
             statement.reset()
-            earliestExpiry = .known(earliest)
+            expiry.state = .known(earliest)
         }
         guard let earliest else { return false }
         return earliest <= now.millisecondsSince1970
@@ -118,12 +135,12 @@ final class Projector {
 
     /// After a sweep the earliest date is read again when next needed.
     func forgetEarliestExpiry() {
-        earliestExpiry = .unknown
+        expiry.forget()
     }
 
     private func noteExpiry(_ expires: Int64?) {
-        guard let expires, case .known(let earliest) = earliestExpiry else { return }
-        earliestExpiry = .known(min(earliest ?? expires, expires))
+        guard let expires, case .known(let earliest) = expiry.state else { return }
+        expiry.state = .known(min(earliest ?? expires, expires))
     }
 
     // MARK: - Items

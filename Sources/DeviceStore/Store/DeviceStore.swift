@@ -61,10 +61,11 @@ public final class DeviceStore: Sendable {
     let privacyKeys: PrivacyProjection.Keys
 
     /// `syncStatus()`'s last answer, for an in-memory store (no other
-    /// connection can change it): every write clears it, on the store's queue.
+    /// connection can change it): writes that may change it clear it, on the
+    /// store's queue.
     let cachedStatus = Mutex<SyncStatus?>(nil)
-    /// The statements of the calls' write path, kept for the connection's life.
-    let writeStatements = WriteStatements()
+    /// The write path's statements and memo, kept for the connection's life.
+    let writePath = WritePath()
 
     /// How much of a store file SQLite maps into memory: as much as it will
     /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
@@ -266,17 +267,28 @@ public final class DeviceStore: Sendable {
 
     // MARK: - Transactions
 
-    /// Runs `body` in a write transaction. Unless `keepsStatus`, it clears
-    /// the cached `syncStatus()`; a body that keeps it must clear it itself
-    /// when it changes the outbox or the sync positions.
-    func write<T>(keepsStatus: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
+    /// Runs `body` in a write transaction.
+    ///
+    /// An in-memory store remembers, between writes, its sync status and its
+    /// earliest expiry date: no other connection can change them. A write
+    /// forgets both unless `keepsMemos`, which the calls' write path passes:
+    /// it keeps the expiry date current itself and clears the status when it
+    /// writes the outbox. Any write that fails forgets both, since its
+    /// rollback undoes what they may have seen. A file store forgets them at
+    /// every write, since another process may have written.
+    func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
             return try queue.cachedWrite { db in
-                if !keepsStatus { forgetStatus() }
-                return try body(db)
+                if !keepsMemos || !isInMemory { forgetMemos() }
+                do {
+                    return try body(db)
+                } catch {
+                    forgetMemos()
+                    throw error
+                }
             }
         } catch let error as DeviceStoreError {
             throw error
@@ -287,8 +299,18 @@ public final class DeviceStore: Sendable {
         }
     }
 
+    var isInMemory: Bool {
+        if case .memory = location { return true }
+        return false
+    }
+
     func forgetStatus() {
         cachedStatus.withLock { $0 = nil }
+    }
+
+    private func forgetMemos() {
+        forgetStatus()
+        writePath.expiry.forget()
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
@@ -327,7 +349,7 @@ public final class DeviceStore: Sendable {
         let clock = self.clock
         // Most calls send nothing (items never do), so they keep the cached
         // sync status; the simulator asks for it before every sync.
-        return try write(keepsStatus: true) { db in
+        return try write(keepsMemos: true) { db in
             var outcomes: [CallOutcome] = []
             outcomes.reserveCapacity(operations.count)
             var appender: JournalAppender?
@@ -341,7 +363,7 @@ public final class DeviceStore: Sendable {
                     existing.startNextCall()
                     current = existing
                 } else {
-                    current = try JournalAppender(db: db, time: now, keys: privacyKeys, statements: writeStatements)
+                    current = try JournalAppender(db: db, time: now, keys: privacyKeys, path: writePath)
                     appender = current
                 }
                 var executor = CallExecutor(appender: current)
@@ -361,7 +383,7 @@ public final class DeviceStore: Sendable {
     public func expireNow() throws(DeviceStoreError) -> CallOutcome {
         let now = clock.now()
         return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: privacyKeys, statements: writeStatements)
+            let appender = try JournalAppender(db: db, time: now, keys: privacyKeys, path: writePath)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
             executor.outcome.seqs = appender.appendedRange

@@ -23,15 +23,17 @@ final class StatementSlots {
     }
 }
 
-/// The write path's statements of one store's connection: the journal's, the
-/// projector's and the privacy projection's.
+/// What one store's connection keeps for its calls' write path: the
+/// journal's, projector's and privacy projection's statements, and the
+/// projections' earliest expiry date.
 ///
 /// Only touched inside the store's write transactions, which its queue runs
 /// one at a time; hence unchecked.
-final class WriteStatements: @unchecked Sendable {
+final class WritePath: @unchecked Sendable {
     let journal = StatementSlots(count: JournalAppender.statementCount)
     let projector = StatementSlots(count: Projector.statementCount)
     let privacy = StatementSlots(count: PrivacyProjection.statementCount)
+    let expiry = Projector.EarliestExpiry()
 
     init() {}
 }
