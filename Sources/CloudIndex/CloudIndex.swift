@@ -4,6 +4,7 @@ import GRDB
 import SQLiteSupport
 import IndexModel
 import SyncWire
+import Synchronization
 
 /// Where a cloud store lives.
 public enum CloudLocation: Hashable, Sendable {
@@ -66,6 +67,15 @@ public final class CloudIndex: CloudStore {
     let clock: any StoreClock
     let random: any RandomSource
     let voterSecret: [UInt8]
+    /// Enrolled devices' apps and keys, as ingest has read them. A device is
+    /// enrolled once and never changes or leaves, so an entry stays true;
+    /// devices not (yet) enrolled are not remembered.
+    let enrolled = Mutex<[String: EnrolledDevice]>([:])
+
+    struct EnrolledDevice {
+        let app: String
+        let key: [UInt8]
+    }
 
     public init(at location: CloudLocation, options: CloudOptions = CloudOptions()) throws(CloudError) {
         if let threshold = options.threshold, !(1...1_000_000).contains(threshold) {

@@ -39,12 +39,9 @@ extension CloudIndex {
         } catch {
             return reject(error, device: nil, key: nil)
         }
-        let device: (app: String, key: [UInt8])?
+        let device: EnrolledDevice?
         do {
-            device = try read { db in
-                try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
-                                 arguments: [frame.device]).map { ($0[0] as String, [UInt8]($0[1] as Data)) }
-            }
+            device = try enrolledDevice(frame.device)
         } catch {
             return reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, key: nil)
         }
@@ -92,6 +89,18 @@ extension CloudIndex {
             return reject(WireError(.unavailable, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
                           device: frame.device, key: device.key)
         }
+    }
+
+    /// The device's app and key, or nil when it is not enrolled. Each frame
+    /// needs them, so they are remembered after the first read.
+    private func enrolledDevice(_ device: String) throws -> EnrolledDevice? {
+        if let known = enrolled.withLock({ $0[device] }) { return known }
+        let read = try self.read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
+                             arguments: [device]).map { EnrolledDevice(app: $0[0], key: [UInt8]($0[1] as Data)) }
+        }
+        if let read { enrolled.withLock { $0[device] = read } }
+        return read
     }
 
     private func reject(_ error: WireError, device: String?, key: [UInt8]?) -> IngestResult {

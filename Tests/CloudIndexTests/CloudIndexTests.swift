@@ -218,6 +218,31 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(try harness.cloud.stats().logRows == 0)
     }
 
+    /// The cloud remembers enrolled devices' keys for ingest, but not that a
+    /// device was unknown: a device whose first frame came before its
+    /// enrolment is accepted once it enrols.
+    @Test func aDeviceRefusedBeforeItEnrolledIsAcceptedAfter() throws {
+        let harness = try SyncHarness()
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: 5)))
+        try vote([store])
+        let records = try store.pendingOutbox(after: .start, limit: 10)
+        let early = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        guard case .rejected(let error) = harness.deliver(early.encoded).outcome else {
+            Issue.record("a frame of a device not enrolled was accepted")
+            return
+        }
+        #expect(error.code == .unknownDevice)
+        let key = try harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret)
+        let enrolled = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: key)
+        #expect(harness.deliver(enrolled.encoded).outcome == .accepted(messages: records.count))
+        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        guard case .rejected(let refusal) = harness.deliver(forged.encoded).outcome else {
+            Issue.record("a frame signed with the wrong key was accepted from a remembered device")
+            return
+        }
+        #expect(refusal.code == .badSignature)
+    }
+
     @Test func contentThatDoesNotMatchItsHashIsRefusedWhole() throws {
         let harness = try SyncHarness(threshold: 2)
         let store = try harness.addDevice()
