@@ -40,7 +40,9 @@ extension DeviceStore {
                 return try search.run(db)
             }
         }
-        return try write { db in
+        // The refresh writes only the search tables: the sync status and
+        // the earliest expiry stay as they were.
+        return try write(keepsMemos: true) { db in
             try SearchIndex.refresh(db)
             return try search.run(db)
         }
