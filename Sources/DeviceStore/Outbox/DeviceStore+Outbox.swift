@@ -124,27 +124,59 @@ extension DeviceStore {
 extension OutboxStore {
     /// `DeviceStore.recordAcknowledgement` inside the caller's write transaction.
     static func recordAcknowledgement(_ db: Database, acceptedThrough: OutboxPosition, durableThrough: OutboxPosition) throws {
-        let head = try OutboxStore.head(db)
+        try recordAcknowledgement(db, state: OutboxState.read(db), acceptedThrough: acceptedThrough, durableThrough: durableThrough)
+    }
+
+    /// The same, from `state` read in this transaction. A position that does
+    /// not move is not written again.
+    static func recordAcknowledgement(_ db: Database, state: OutboxState, acceptedThrough: OutboxPosition,
+                                      durableThrough: OutboxPosition) throws {
+        let head = state.head
         guard durableThrough <= acceptedThrough else {
             throw DeviceStoreError(.sync, "the cloud acknowledges through \(acceptedThrough) but durable through \(durableThrough), which is later")
         }
-        let epoch = try OutboxStore.epoch(db)
         // A restored store writes only in its new epoch, so an ack beyond
         // the head in an earlier epoch is about messages it lost with the
         // wipe (the old epoch's tail, or a later restore's epoch when it
         // was restored from an older backup): it takes its own head as
         // acknowledged, having nothing there left to send.
-        guard acceptedThrough <= head || acceptedThrough.epoch < epoch else {
+        guard acceptedThrough <= head || acceptedThrough.epoch < state.epoch else {
             throw DeviceStoreError(.sync, """
                 the cloud acknowledges through \(acceptedThrough) (durable through \(durableThrough)) \
                 but this device's outbox ends at \(head)
                 """)
         }
-        let acknowledged = max(try OutboxStore.acknowledged(db), min(acceptedThrough, head))
-        let durable = max(try OutboxStore.durable(db), min(durableThrough, head))
-        try OutboxStore.setPosition(db, "acknowledged", acknowledged)
-        try OutboxStore.setPosition(db, "durable", durable)
-        try OutboxStore.prune(db, through: durable)
+        let acknowledged = max(state.acknowledged, min(acceptedThrough, head))
+        let durable = max(state.durable, min(durableThrough, head))
+        if acknowledged != state.acknowledged { try OutboxStore.setPosition(db, "acknowledged", acknowledged) }
+        if durable != state.durable { try OutboxStore.setPosition(db, "durable", durable) }
+        // Even when the durable position stays: the last message is kept
+        // until a later one is appended, and then it can go.
+        try OutboxStore.prune(db, through: durable, head: head)
+    }
+}
+
+/// The store's epoch, outbox head and sync positions, read together.
+struct OutboxState {
+    var epoch: UInt64
+    var head: OutboxPosition
+    var acknowledged: OutboxPosition
+    var durable: OutboxPosition
+
+    static func read(_ db: Database) throws -> OutboxState {
+        var values: [String: Int64] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT key, value FROM sync_state
+            WHERE key IN ('acknowledged_epoch', 'acknowledged_seq', 'durable_epoch', 'durable_seq')
+            """)) {
+            values[row[0]] = row[1]
+        }
+        func position(_ name: String) -> OutboxPosition {
+            guard let epoch = values[name + "_epoch"], let seq = values[name + "_seq"] else { return .start }
+            return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
+        }
+        return OutboxState(epoch: try OutboxStore.epoch(db), head: try OutboxStore.head(db),
+                           acknowledged: position("acknowledged"), durable: position("durable"))
     }
 }
 
@@ -194,7 +226,11 @@ enum OutboxStore {
     /// Drops the messages at or before `position`, except the last message
     /// ever appended, which holds the head.
     static func prune(_ db: Database, through position: OutboxPosition) throws {
-        let head = try head(db)
+        try prune(db, through: position, head: head(db))
+    }
+
+    /// The same, with the outbox head already read in this transaction.
+    static func prune(_ db: Database, through position: OutboxPosition, head: OutboxPosition) throws {
         let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
         try db.cachedStatement(sql: "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
             .execute(arguments: [Int64(through.epoch), Int64(through.seq)])

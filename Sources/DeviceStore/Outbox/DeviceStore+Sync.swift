@@ -152,12 +152,12 @@ extension DeviceStore {
         let now = clock.now()
         let keys = privacyKeys
         return try write { db in
-            let epoch = try OutboxStore.epoch(db)
-            let acknowledged = try OutboxStore.acknowledged(db)
-            let beyond = try position.epoch > epoch
-                || (position.epoch == epoch && acknowledged.epoch < epoch && position > OutboxStore.head(db))
+            let state = try OutboxState.read(db)
+            let epoch = state.epoch
+            let beyond = position.epoch > epoch
+                || (position.epoch == epoch && state.acknowledged.epoch < epoch && position > state.head)
             if beyond { return try DeviceStore.advanceEpoch(db, past: position, now: now, keys: keys) }
-            try OutboxStore.recordAcknowledgement(db, acceptedThrough: position, durableThrough: durable)
+            try OutboxStore.recordAcknowledgement(db, state: state, acceptedThrough: position, durableThrough: durable)
             return nil
         }
     }
