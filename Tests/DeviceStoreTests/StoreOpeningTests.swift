@@ -39,6 +39,29 @@ import Testing
         #expect(tables == ["t"])
     }
 
+    /// New in-memory stores copy one empty store's pages: each must still be
+    /// a whole store of its own, with its own identity, that a file store
+    /// made by running the schema matches table for table.
+    @Test func newInMemoryStoresAreWholeIndependentAndTheirOwn() throws {
+        let first = try makeStore(seed: 1)
+        let second = try makeStore(seed: 2)
+        #expect(first.deviceID != second.deviceID)
+        try first.index(named: "photos").indexSearchableItems([item("1", title: "Sunrise")])
+        #expect(try first.identifiers(in: "photos") == ["1"])
+        #expect(try second.identifiers(in: "photos").isEmpty)
+        #expect(try second.verifyJournal().head == .none)
+        let path = try temporaryDirectory().appendingPathComponent("schema.sqlite").path
+        _ = try DeviceStore(at: .file(path))
+        let schema = "SELECT type, name, sql FROM sqlite_master ORDER BY name"
+        let fileSchema = try DatabaseQueue(path: path).read { db in try Row.fetchAll(db, sql: schema) }
+        let snapshot = try temporaryDirectory().appendingPathComponent("second.slsnap").path
+        try second.snapshot(to: snapshot)
+        let restored = try temporaryDirectory().appendingPathComponent("restored.sqlite").path
+        try DeviceStore.restore(snapshot: snapshot, to: restored)
+        let memorySchema = try DatabaseQueue(path: restored).read { db in try Row.fetchAll(db, sql: schema) }
+        #expect(memorySchema == fileSchema)
+    }
+
     @Test func reopeningKeepsTheDeviceIdentityAndJournal() throws {
         let path = try temporaryDirectory().appendingPathComponent("d.sqlite").path
         let first = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
