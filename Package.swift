@@ -211,6 +211,7 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "Simulation",
+                "SyncWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

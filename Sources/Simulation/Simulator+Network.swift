@@ -94,13 +94,30 @@ extension Simulator {
     /// Every frame a device sends is searched for the canary that marks
     /// private strings: in its bytes and in its inflated payload.
     func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
-        var found = Data(bytes).range(of: Data(Catalogue.canary.utf8)) != nil
-        if !found, let frame = try? UploadFrame.parse(bytes), let messages = try? frame.messages() {
-            found = messages.contains { JSONWriter.compact($0.jsonValue).contains(Catalogue.canary) }
+        // Messages encode their strings as UTF-8, so a frame that carries the
+        // canary carries its bytes: as sent, or in the inflated payload.
+        var found = Simulator.contains(bytes, Simulator.canaryBytes)
+        if !found, let frame = try? UploadFrame.parse(bytes), let plain = try? frame.plainPayload() {
+            found = Simulator.contains(plain, Simulator.canaryBytes)
         }
         if found {
             counters.leaks += 1
             if counters.leaks <= 5 { findings.append("device \(device.number) sent a frame carrying private text (the canary)") }
+        }
+    }
+
+    static let canaryBytes = Array(Catalogue.canary.utf8)
+
+    /// Whether `needle` (not empty) occurs in `haystack`.
+    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pin in
+                for start in 0...(hay.count - pin.count) where hay[start] == first {
+                    if memcmp(hay.baseAddress! + start, pin.baseAddress!, pin.count) == 0 { return true }
+                }
+                return false
+            }
         }
     }
 }

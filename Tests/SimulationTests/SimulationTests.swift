@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SyncWire
 import Testing
 @testable import Simulation
 
@@ -138,6 +139,29 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(failures(report) == "")
         #expect(report.publicItems > 0 && report.contentRequests > 0)
         #expect(report.faults.isEmpty && report.retries == 0)
+    }
+
+    /// The leak check reads what a frame carries, compressed or not: a frame
+    /// whose deflated payload holds private text is counted as a leak.
+    @Test func theOracleNoticesPrivateTextInADeflatedFrame() throws {
+        let simulator = try Simulator(options: SimulationOptions(devices: 1, eventsPerDevice: 1, seed: 9, faults: .none))
+        let device = simulator.devices[0]
+        func frame(title: String) throws -> [UInt8] {
+            let content = PublicContent(activityType: "com.example.view", title: title, keywords: [],
+                                        contentDescription: String(repeating: "padding ", count: 40), webpageURL: nil)
+            let hash = try #require(PublicHash.of(app: "com.example.app", content: content))
+            return UploadFrame(app: "com.example.app", device: device.store.deviceID.rawValue,
+                               records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .content(hash, content))],
+                               key: [UInt8](repeating: 7, count: 32)).encoded
+        }
+        let clean = try frame(title: "Baked Potato Chips")
+        simulator.scanForCanary(clean, from: device)
+        #expect(simulator.counters.leaks == 0)
+        let leaking = try frame(title: "diary \(Catalogue.canary)")
+        try #require(!Simulator.contains(leaking, Simulator.canaryBytes), "the canary must be hidden by deflate here")
+        simulator.scanForCanary(leaking, from: device)
+        #expect(simulator.counters.leaks == 1)
+        #expect(simulator.findings.contains { $0.contains("private text") })
     }
 
     @Test func theOracleNoticesACountTheCloudGotWrong() throws {

@@ -218,6 +218,18 @@ public struct UploadFrame: Hashable, Sendable {
     /// Inflates the payload (never past the announced length), checks its digest
     /// and decodes exactly `count` messages. Call only after the signature checked.
     public func messages() throws(WireError) -> [OutboxMessage] {
+        let plain = try plainPayload()
+        do {
+            return try FramePayload.decode(plain, count: count)
+        } catch {
+            throw WireError(.malformed, "the payload: \(error)")
+        }
+    }
+
+    /// The payload inflated (never past the announced length) and checked
+    /// against its length and digest: the messages' encoding, every string
+    /// in it as UTF-8.
+    public func plainPayload() throws(WireError) -> [UInt8] {
         let plain: [UInt8]
         switch codec {
         case .stored:
@@ -239,13 +251,7 @@ public struct UploadFrame: Hashable, Sendable {
         guard Array(SHA256.hash(data: plain)) == digest else {
             throw WireError(.malformed, "the payload does not match its digest")
         }
-        let messages: [OutboxMessage]
-        do {
-            messages = try FramePayload.decode(plain, count: count)
-        } catch {
-            throw WireError(.malformed, "the payload: \(error)")
-        }
-        return messages
+        return plain
     }
 }
 
