@@ -174,6 +174,14 @@ public final class Simulator {
     }
 
     deinit {
+        removeScratchDirectory()
+    }
+
+    /// Removes the directory of the run's files (the cloud, snapshots and
+    /// backups) now, unless the caller gave it with `--out`. A command about
+    /// to exit calls this and leaves the rest to the process's end: freeing
+    /// 10,000 stores one by one took 3.5 s.
+    public func removeScratchDirectory() {
         if removeDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 

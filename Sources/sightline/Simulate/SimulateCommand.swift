@@ -104,9 +104,10 @@ struct SimulateCommand: ParsableCommand {
         Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"
                      + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
+        let simulator: Simulator
         do {
             var shown = -1
-            let simulator = try Simulator(options: options, progress: showProgress ? { fraction in
+            simulator = try Simulator(options: options, progress: showProgress ? { fraction in
                 let percent = Int(fraction * 100)
                 guard percent != shown else { return }
                 shown = percent
@@ -139,8 +140,17 @@ struct SimulateCommand: ParsableCommand {
             for failure in report.failures {
                 Output.error("invariant \(failure.name) failed (seed=\(seed)): \(failure.detail)")
             }
-            throw ExitStatus.checkFailed
         }
+        let status = report.passed ? 0 : ExitStatus.checkFailed.rawValue
+        guard out == nil else {
+            // Kept stores are closed (their WAL checkpointed) as the simulator goes.
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
+        // Everything is written and the stores are in memory: the process
+        // ends without freeing them one by one (3.5 s of a 10,000-device run).
+        simulator.removeScratchDirectory()
+        Foundation.exit(status)
     }
 
     private func campaign(_ range: ClosedRange<UInt64>) throws {
