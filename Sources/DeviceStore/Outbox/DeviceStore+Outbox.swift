@@ -29,8 +29,9 @@ extension DeviceStore {
         // The simulator asks every device for its status every few virtual
         // seconds, and most of the time nothing was written since it last
         // asked: an in-memory store answers from the last answer (which each
-        // write clears, on the queue, so a value there was read after the
-        // last write began). Two statements rather than one per value.
+        // write that may change it clears, on the queue, so a value there
+        // was read after the last such write began). Two statements rather
+        // than one per value.
         let caches = isInMemory
         if caches, let status = cachedStatus.withLock({ $0 }) { return status }
         return try read { db in

@@ -296,9 +296,9 @@ public final class DeviceStore: Sendable {
     /// earliest expiry date: no other connection can change them. A write
     /// forgets both unless `keepsMemos`: the calls' write path keeps the
     /// expiry date current itself and clears the status when it writes the
-    /// outbox, and a search writes neither. Any write that fails forgets both, since its
-    /// rollback undoes what they may have seen. A file store forgets them at
-    /// every write, since another process may have written.
+    /// outbox, and a search writes neither. Any write that fails forgets
+    /// both, since its rollback undoes what they may have seen. A file store
+    /// forgets them at every write, since another process may have written.
     func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
