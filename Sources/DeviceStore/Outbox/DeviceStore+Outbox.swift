@@ -35,23 +35,11 @@ extension DeviceStore {
         let caches = isInMemory
         if caches, let status = cachedStatus.withLock({ $0 }) { return status }
         return try read { db in
-            let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT (SELECT value FROM sync_state WHERE key = 'acknowledged_epoch'),
-                       (SELECT value FROM sync_state WHERE key = 'acknowledged_seq'),
-                       (SELECT value FROM sync_state WHERE key = 'durable_epoch'),
-                       (SELECT value FROM sync_state WHERE key = 'durable_seq'),
-                       (SELECT epoch FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1),
-                       (SELECT seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1)
-                """))!
-            func position(_ epoch: Int, _ seq: Int, else fallback: OutboxPosition) -> OutboxPosition {
-                guard let epoch = row[epoch] as Int64?, let seq = row[seq] as Int64? else { return fallback }
-                return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
-            }
-            let acknowledged = position(0, 1, else: .start)
+            let state = try OutboxState.read(db)
+            let acknowledged = state.acknowledged
             let pending = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)"),
                                            arguments: [Int64(acknowledged.epoch), Int64(acknowledged.seq)]) ?? 0
-            let status = SyncStatus(head: position(4, 5, else: .start), acknowledged: acknowledged,
-                                    durable: position(2, 3, else: .start), pending: pending)
+            let status = SyncStatus(head: state.head, acknowledged: acknowledged, durable: state.durable, pending: pending)
             if caches { cachedStatus.withLock { $0 = status } }
             return status
         }
@@ -164,20 +152,23 @@ struct OutboxState {
     var acknowledged: OutboxPosition
     var durable: OutboxPosition
 
+    /// One statement, for `syncStatus()` and the ack alike.
     static func read(_ db: Database) throws -> OutboxState {
-        var values: [String: Int64] = [:]
-        for row in try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT key, value FROM sync_state
-            WHERE key IN ('acknowledged_epoch', 'acknowledged_seq', 'durable_epoch', 'durable_seq')
-            """)) {
-            values[row[0]] = row[1]
-        }
-        func position(_ name: String) -> OutboxPosition {
-            guard let epoch = values[name + "_epoch"], let seq = values[name + "_seq"] else { return .start }
+        let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT (SELECT value FROM store_meta WHERE key = 'epoch'),
+                   (SELECT value FROM sync_state WHERE key = 'acknowledged_epoch'),
+                   (SELECT value FROM sync_state WHERE key = 'acknowledged_seq'),
+                   (SELECT value FROM sync_state WHERE key = 'durable_epoch'),
+                   (SELECT value FROM sync_state WHERE key = 'durable_seq'),
+                   (SELECT epoch FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1),
+                   (SELECT seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1)
+            """))!
+        func position(_ epoch: Int, _ seq: Int) -> OutboxPosition {
+            guard let epoch = row[epoch] as Int64?, let seq = row[seq] as Int64? else { return .start }
             return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
         }
-        return OutboxState(epoch: try OutboxStore.epoch(db), head: try OutboxStore.head(db),
-                           acknowledged: position("acknowledged"), durable: position("durable"))
+        return OutboxState(epoch: UInt64((row[0] as Int64?) ?? 1), head: position(5, 6),
+                           acknowledged: position(1, 2), durable: position(3, 4))
     }
 }
 
