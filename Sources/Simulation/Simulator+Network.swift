@@ -96,9 +96,9 @@ extension Simulator {
     func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
         // Messages encode their strings as UTF-8, so a frame that carries the
         // canary carries its bytes: as sent, or in the inflated payload.
-        var found = Simulator.contains(bytes, Simulator.canaryBytes)
+        var found = bytes.firstRange(of: Simulator.canaryBytes) != nil
         if !found, let frame = try? UploadFrame.parse(bytes), let plain = try? frame.plainPayload() {
-            found = Simulator.contains(plain, Simulator.canaryBytes)
+            found = plain.firstRange(of: Simulator.canaryBytes) != nil
         }
         if found {
             counters.leaks += 1
@@ -107,17 +107,4 @@ extension Simulator {
     }
 
     static let canaryBytes = Array(Catalogue.canary.utf8)
-
-    /// Whether `needle` (not empty) occurs in `haystack`.
-    static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard let first = needle.first, haystack.count >= needle.count else { return false }
-        return haystack.withUnsafeBufferPointer { hay in
-            needle.withUnsafeBufferPointer { pin in
-                for start in 0...(hay.count - pin.count) where hay[start] == first {
-                    if memcmp(hay.baseAddress! + start, pin.baseAddress!, pin.count) == 0 { return true }
-                }
-                return false
-            }
-        }
-    }
 }
