@@ -2,14 +2,21 @@ import DeviceStore
 import IndexModel
 import Testing
 
+/// A store whose "photos" hold a sunrise that expires a minute after the
+/// start and a sunset that never does.
+private func sunriseExpiringAfterAMinute() throws -> (DeviceStore, ManualClock) {
+    let clock = ManualClock(testStart)
+    let store = try makeStore(clock: clock)
+    try store.index(named: "photos").indexSearchableItems([
+        item("1", title: "Sunrise", expires: testStart.adding(milliseconds: 60_000)),
+        item("2", title: "Sunset"),
+    ])
+    return (store, clock)
+}
+
 @Suite struct ActivityAndExpiryTests {
     @Test func expiredItemLeavesSearchAtOnceAndIsRemovedByAJournaledExpiry() throws {
-        let clock = ManualClock(testStart)
-        let store = try makeStore(clock: clock)
-        try store.index(named: "photos").indexSearchableItems([
-            item("1", title: "Sunrise", expires: testStart.adding(milliseconds: 60_000)),
-            item("2", title: "Sunset"),
-        ])
+        let (store, clock) = try sunriseExpiringAfterAMinute()
         #expect(try store.resultTitles("sun").count == 2)
         clock.advance(byMilliseconds: 60_000)
         #expect(try store.resultTitles("sun") == ["Sunset"])
@@ -53,12 +60,7 @@ import Testing
     /// the store must not remember the swept state, or the item would never
     /// expire.
     @Test func anItemSweptByAGroupThatRolledBackStillExpiresAtTheNextCall() throws {
-        let clock = ManualClock(testStart)
-        let store = try makeStore(clock: clock)
-        try store.index(named: "photos").indexSearchableItems([
-            item("1", title: "Sunrise", expires: testStart.adding(milliseconds: 60_000)),
-            item("2", title: "Sunset"),
-        ])
+        let (store, clock) = try sunriseExpiringAfterAMinute()
         clock.advance(byMilliseconds: 10_000)
         #expect(try store.perform(.shown(ref: "2")).expired == 0)
         clock.advance(byMilliseconds: 60_000)
