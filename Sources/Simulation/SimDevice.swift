@@ -60,6 +60,10 @@ final class SimDevice {
     var restores = 0
     /// Against a remote cloud: the furthest position an ack to this device named.
     var remoteHead: OutboxPosition?
+    /// The call lane's number for this device's last call, and what that
+    /// call left for the event loop, until the loop settles the device.
+    var laneJob: UInt64 = 0
+    var turn: Turn?
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
         self.number = number
@@ -71,6 +75,69 @@ final class SimDevice {
     }
 
     var name: String { store.deviceID.rawValue }
+
+    /// What one of the user's turns left for the event loop: the searches
+    /// made, what they found wrong, and the error that stopped the run.
+    struct Turn {
+        var searches = 0
+        var findings: [String] = []
+        var failure: SimulationError?
+    }
+
+    /// The user's next call: `scripted`, or the workload's next one. A user
+    /// of a searching device first searches for an entry it will engage.
+    /// Runs on the event loop or on the call lane; touches only this device.
+    func takeTurn(scripted: AppOperation?, searching: Bool, catalogue: Catalogue) -> Turn {
+        var turn = Turn()
+        let operation = scripted ?? workload.next(now: clock.now(), model: model, truth: &truth, catalogue: catalogue)
+        if searching, case .engage(let ref) = operation, let entry = catalogue.entry(url: ref) {
+            do {
+                turn.findings = try search(for: entry, catalogue: catalogue)
+                turn.searches = 1
+            } catch {
+                turn.failure = SimulationError("the simulation stopped at virtual time \(clock.now()): device \(number)'s search failed: \(error)")
+                return turn
+            }
+        }
+        do {
+            try perform(operation, catalogue: catalogue)
+        } catch {
+            turn.failure = SimulationError("device \(number) refused the workload's \(operation.name) call: \(error)")
+        }
+        return turn
+    }
+
+    /// Searches the store for the title of catalogue `entry`, as the user
+    /// would before engaging it, and checks the results against the oracle:
+    /// nothing the app deleted comes back, and when the results are not cut
+    /// at the limit, the device's live activity of the entry is among them.
+    /// Reading changes nothing the run's digest covers. Returns what it
+    /// found wrong.
+    func search(for entry: Int, catalogue: Catalogue) throws -> [String] {
+        let limit = 20
+        let now = clock.now()
+        let title = catalogue.entry(entry).title
+        let results = try store.search(title, limit: limit)
+        var findings: [String] = []
+        var keys = Set<String>()
+        for member in results.flatMap(\.members) {
+            switch member {
+            case .item(let index, let identifier):
+                if !model.mayReturn(index: index, identifier: identifier) {
+                    findings.append("device \(number)'s search returned item \(identifier) of \(index), which the app deleted")
+                }
+            case .activity(let key):
+                keys.insert(key)
+                if !model.mayReturn(activityKey: key) {
+                    findings.append("device \(number)'s search returned activity \(key), which the app deleted")
+                }
+            }
+        }
+        if results.count < limit, let key = model.searchableActivity(of: entry, now: now), !keys.contains(key) {
+            findings.append("device \(number)'s search for \"\(title)\" missed its activity \(key)")
+        }
+        return findings
+    }
 
     /// Makes one call on the store and folds it into the oracle. The model
     /// is updated only when the store committed the call.

@@ -21,6 +21,10 @@ public struct SimulationOptions: Sendable {
     public var drill: DrillSide?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
+    /// Run the devices' app calls on a second thread while the event loop
+    /// goes on (`CallLane`). The run is the same, digest included; only the
+    /// wall time changes. Drills always run on one thread.
+    public var callLane: Bool
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -35,6 +39,7 @@ public struct SimulationOptions: Sendable {
         self.app = app
         drill = nil
         remote = nil
+        callLane = false
     }
 
     /// The command that runs a simulation with these options.

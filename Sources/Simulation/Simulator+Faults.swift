@@ -16,6 +16,7 @@ extension Simulator {
         if faultRandom.chance(min(1, plan.deviceCrashes * perTick * count)) { try crash(randomDevice()) }
         if faultRandom.chance(min(1, plan.offlinePeriods * perTick * count)) {
             let device = randomDevice()
+            try settle(device)
             counters.fault(.offline)
             device.offlineUntil = world.milliseconds + faultRandom.between(60_000, 600_000)
             dropSession(device)
@@ -26,6 +27,7 @@ extension Simulator {
         }
         if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
             let device = randomDevice()
+            try settle(device)
             counters.fault(.clockJump)
             device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
         }
@@ -58,6 +60,7 @@ extension Simulator {
     /// The device's process dies: its sync session and anything in flight are
     /// gone; its store is opened again from what was committed.
     func crash(_ device: SimDevice) throws {
+        try settle(device)
         counters.fault(.deviceCrash)
         dropSession(device)
         if case .file = device.location {
@@ -82,6 +85,7 @@ extension Simulator {
     /// Wipes the device and restores it from one of its backups (of random
     /// age), then lets the app reindex.
     func restore(_ device: SimDevice, from chosen: SimDevice.Backup? = nil) throws {
+        try settle(device)
         let backup = chosen ?? device.backups[faultRandom.below(device.backups.count)]
         counters.fault(.deviceRestore)
         dropSession(device)

@@ -83,12 +83,17 @@ public final class Simulator {
     var restores: [RestoreRecord] = []
     var timeline: [TimelineSample] = []
     private let progress: ((Double) -> Void)?
+    /// The second thread for app calls (`SimulationOptions.callLane`); nil:
+    /// every call runs on the event loop's thread.
+    let lane: CallLane?
 
     /// Prepares a run: the directory, the cloud, and every device enrolled.
     public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
         try options.validate()
         self.options = options
         self.progress = progress
+        // A drill reads every device's store at each reply; it runs serially.
+        lane = options.callLane && options.drill == nil ? CallLane() : nil
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
         var plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
@@ -174,6 +179,7 @@ public final class Simulator {
     }
 
     deinit {
+        lane?.close()
         removeScratchDirectory()
     }
 
@@ -233,6 +239,7 @@ public final class Simulator {
                 world.move(to: next.time)
                 try handle(next.event)
             }
+            try settleAll()
         } catch let error as SimulationError {
             throw error
         } catch {
@@ -286,14 +293,17 @@ public final class Simulator {
         case .userAction(let number):
             try userAction(devices[number])
         case .syncTimer(let number):
+            try settle(devices[number])
             try syncTimer(devices[number])
         case .sessionWake(let number, let session):
             let device = devices[number]
+            try settle(device)
             if device.session != nil, device.sessionNumber == session, device.inFlight == nil { try drive(device) }
         case .toCloud(let from, let request, let bytes):
             try deliverToCloud(from: from, request: request, bytes: bytes)
         case .toDevice(let number, let request, let bytes):
             let device = devices[number]
+            try settle(device)
             guard device.inFlight == request, var session = device.session else { return }
             device.inFlight = nil
             let before = session.uploader.acknowledged
@@ -329,6 +339,7 @@ public final class Simulator {
             try drive(device)
         case .timeout(let number, let request):
             let device = devices[number]
+            try settle(device)
             guard device.inFlight == request, var session = device.session else { return }
             device.inFlight = nil
             session.failed(reason: "no reply within \(Simulator.requestTimeout) ms", store: device.store, now: device.clock.now())
@@ -342,12 +353,16 @@ public final class Simulator {
         case .heal(let id):
             partitions.removeAll { $0.id == id }
         case .cloudUp(let restore, let incarnation):
-            if cloud == nil && incarnation == cloudIncarnation { try bringCloudUp(restore: restore) }
+            if cloud == nil && incarnation == cloudIncarnation {
+                if restore { try settleAll() }
+                try bringCloudUp(restore: restore)
+            }
         case .cloudSnapshot:
             try takeCloudSnapshot()
             queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
         case .deviceBackup(let number):
             if case .faults = phase {
+                try settle(devices[number])
                 try takeBackup(devices[number])
                 queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000) * backupSpacing)
             }
@@ -373,19 +388,21 @@ public final class Simulator {
     // MARK: - Devices
 
     private func userAction(_ device: SimDevice) throws {
+        try settle(device)
         guard device.workloadCalls < options.eventsPerDevice || !device.scripted.isEmpty else { return }
-        let operation = device.scripted.isEmpty
-            ? device.workload.next(now: device.clock.now(), model: device.model, truth: &device.truth, catalogue: catalogue)
-            : device.scripted.removeFirst()
-        if device.number % Simulator.searchingDeviceStride == 0, case .engage(let ref) = operation,
-           let entry = catalogue.entry(url: ref) {
-            // The user found the entry by searching for its title first.
-            try search(device, for: entry)
-        }
-        do {
-            try device.perform(operation, catalogue: catalogue)
-        } catch {
-            throw SimulationError("device \(device.number) refused the workload's \(operation.name) call: \(error)")
+        let scripted = device.scripted.isEmpty ? nil : device.scripted.removeFirst()
+        // The user found an entry by searching for its title first.
+        let searching = device.number % Simulator.searchingDeviceStride == 0
+        if let lane {
+            device.clock.pin(at: world.milliseconds)
+            let cargo = LaneCargo(value: (device, catalogue))
+            device.laneJob = lane.hand {
+                let (device, catalogue) = cargo.value
+                device.turn = device.takeTurn(scripted: scripted, searching: searching, catalogue: catalogue)
+            }
+        } else {
+            device.turn = device.takeTurn(scripted: scripted, searching: searching, catalogue: catalogue)
+            try settle(device)
         }
         counters.appCalls += 1
         device.workloadCalls += 1
@@ -405,34 +422,28 @@ public final class Simulator {
     /// searching took 29% longer), so most devices skip it.
     static let searchingDeviceStride = 4
 
-    /// Searches the device's store for the title of catalogue `entry`, as
-    /// the user would before engaging it, and checks the results against the
-    /// oracle: nothing the app deleted comes back, and when the results are
-    /// not cut at the limit, the device's live activity of the entry is among
-    /// them. Reading changes nothing the run's digest covers.
-    func search(_ device: SimDevice, for entry: Int) throws {
-        let limit = 20
-        let now = device.clock.now()
-        let title = catalogue.entry(entry).title
-        let results = try device.store.search(title, limit: limit)
-        counters.searches += 1
-        var keys = Set<String>()
-        for member in results.flatMap(\.members) {
-            switch member {
-            case .item(let index, let identifier):
-                if !device.model.mayReturn(index: index, identifier: identifier) {
-                    findings.append("device \(device.number)'s search returned item \(identifier) of \(index), which the app deleted")
-                }
-            case .activity(let key):
-                keys.insert(key)
-                if !device.model.mayReturn(activityKey: key) {
-                    findings.append("device \(device.number)'s search returned activity \(key), which the app deleted")
-                }
-            }
+    // MARK: - The call lane
+
+    /// Waits until `device`'s call on the lane (if any) has finished, and
+    /// takes what it left: the event loop calls this before it reads or
+    /// changes anything of the device's. Throws what stopped the call.
+    func settle(_ device: SimDevice) throws(SimulationError) {
+        if let lane, device.laneJob > 0 {
+            lane.wait(for: device.laneJob)
+            device.laneJob = 0
+            device.clock.unpin()
         }
-        if results.count < limit, let key = device.model.searchableActivity(of: entry, now: now), !keys.contains(key) {
-            findings.append("device \(device.number)'s search for \"\(title)\" missed its activity \(key)")
-        }
+        guard let turn = device.turn else { return }
+        device.turn = nil
+        counters.searches += turn.searches
+        findings += turn.findings
+        if let failure = turn.failure { throw failure }
+    }
+
+    /// `settle` for every device, in the order of their numbers.
+    func settleAll() throws(SimulationError) {
+        lane?.waitForAll()
+        for device in devices { try settle(device) }
     }
 
     private func syncTimer(_ device: SimDevice) throws {

@@ -22,21 +22,40 @@ final class WorldClock: StoreClock {
 }
 
 /// A device's clock: the world's time plus the device's skew, which clock
-/// faults change (a jump moves it at once, either way).
+/// faults change (a jump moves it at once, either way). While the device's
+/// call runs on the call lane, the clock is pinned to the virtual time of the
+/// call's event, which the event loop has moved past by then.
 final class DeviceClock: StoreClock {
+    private struct Reading {
+        var skew: Int64 = 0
+        var pinned: Int64?
+    }
+
     let world: WorldClock
-    private let skew = Mutex<Int64>(0)
+    private let reading = Mutex(Reading())
 
     init(world: WorldClock) {
         self.world = world
     }
 
     var skewMilliseconds: Int64 {
-        get { skew.withLock { $0 } }
-        set { skew.withLock { $0 = newValue } }
+        get { reading.withLock { $0.skew } }
+        set { reading.withLock { $0.skew = newValue } }
     }
 
-    func now() -> Timestamp { Timestamp(millisecondsSince1970: world.milliseconds + skewMilliseconds) }
+    func now() -> Timestamp {
+        let (skew, pinned) = reading.withLock { ($0.skew, $0.pinned) }
+        return Timestamp(millisecondsSince1970: (pinned ?? world.milliseconds) + skew)
+    }
+
+    /// Reads world time `milliseconds` (plus the skew) until `unpin()`.
+    func pin(at milliseconds: Int64) {
+        reading.withLock { $0.pinned = milliseconds }
+    }
+
+    func unpin() {
+        reading.withLock { $0.pinned = nil }
+    }
 
     /// The world time at which this clock will read `deviceTime`.
     func worldTime(of deviceTime: Timestamp) -> Int64 {

@@ -13,6 +13,9 @@ import Testing
         #expect(report["passed"] == .bool(true))
         let replay = try CLIRunner.json(arguments)
         #expect(report["digest"]?.stringValue != nil && report["digest"] == replay["digest"])
+        // The calls on a second thread (the default here, on two cores) or on one: the same run.
+        let serial = try CLIRunner.json(arguments + ["--serial"])
+        #expect(serial["digest"] == report["digest"])
     }
 
     @Test func outKeepsTheStoresAndTheReportAndTheJournalToolsReadThem() throws {
@@ -84,6 +87,8 @@ import Testing
         #expect(seeds.status == 64 && seeds.stderr.contains("FIRST-LAST"))
         let both = try CLIRunner.run(["simulate", "--seeds", "1-3", "--seed", "2"])
         #expect(both.status == 64 && both.stderr.contains("neither --seed nor --out"))
+        let serial = try CLIRunner.run(["simulate", "--seeds", "1-3", "--serial"])
+        #expect(serial.status == 64 && serial.stderr.contains("does not take --serial"))
     }
 
     @Test func aCampaignRunsEverySeedAndSaysWhatItReached() throws {

@@ -56,6 +56,10 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With --cloud: the app the server enrols devices for.", valueName: "name"))
     var app: String?
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Run every app call on the event loop's thread. By default, on a machine with two cores or more, the calls run on a second thread; the run and its digest are the same either way."))
+    var serial = false
+
     @OptionGroup var secretOption: EnrolmentSecretOption
 
     @OptionGroup var output: JSONOption
@@ -66,6 +70,7 @@ struct SimulateCommand: ParsableCommand {
                 throw ValidationError("--seeds must be FIRST-LAST with FIRST ≤ LAST, like 1-1000, not \(seeds)")
             }
             guard seed == nil && out == nil else { throw ValidationError("--seeds runs many seeds: it takes neither --seed nor --out") }
+            guard !serial else { throw ValidationError("--seeds runs one seed per core, each on one thread: it does not take --serial") }
         }
         if cloud != nil {
             guard seeds == nil else { throw ValidationError("--cloud runs one simulation against a served cloud: it does not take --seeds") }
@@ -92,6 +97,7 @@ struct SimulateCommand: ParsableCommand {
         let seed = self.seed ?? UInt64.random(in: 1...999_999)
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
                                         threshold: threshold, directory: out)
+        options.callLane = !serial && ProcessInfo.processInfo.activeProcessorCount > 1
         if let cloud, let cloudStore {
             guard let secret = try secretOption.secret() else {
                 Output.error("error: --cloud needs the app's enrolment secret: --enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET")
