@@ -54,6 +54,7 @@ extension Simulator {
             return
         }
         guard let number else { return }
+        try settle(devices[number])
         recordRemoteOutcome(reply, device: devices[number])
         if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
         if networkFaults && networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }

@@ -95,7 +95,7 @@ final class SimDevice {
                 turn.findings = try search(for: entry, catalogue: catalogue)
                 turn.searches = 1
             } catch {
-                turn.failure = SimulationError("the simulation stopped at virtual time \(clock.now()): device \(number)'s search failed: \(error)")
+                turn.failure = SimulationError("device \(number)'s search failed at \(clock.now()) on its clock: \(error)")
                 return turn
             }
         }
