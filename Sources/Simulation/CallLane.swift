@@ -9,12 +9,8 @@ import Snapshot
 /// to the virtual time of its event, so it does exactly what it would have
 /// done on the event loop: a run gives the same digest with or without the lane.
 final class CallLane: @unchecked Sendable {
-    struct Job: Sendable {
-        let run: @Sendable () -> Void
-    }
-
     /// Jobs in the order they were handed over.
-    private let jobs: Handoff<Job>
+    private let jobs: Handoff<@Sendable () -> Void>
     /// Guards `finished`; the event loop waits on it for a job to finish.
     private let condition = NSCondition()
     /// Jobs finished, in order: job n is done once this is n or more.
@@ -30,7 +26,7 @@ final class CallLane: @unchecked Sendable {
         jobs = Handoff(capacity: capacity)
         let thread = Thread { [self] in
             while let job = jobs.next() {
-                job.run()
+                job()
                 condition.lock()
                 finished += 1
                 if waiting { condition.broadcast() }
@@ -48,7 +44,7 @@ final class CallLane: @unchecked Sendable {
     /// its number, for `wait(for:)`.
     func hand(_ work: @escaping @Sendable () -> Void) -> UInt64 {
         handed += 1
-        jobs.put(Job(run: work))
+        jobs.put(work)
         return handed
     }
 
