@@ -10,12 +10,43 @@ private func sample(_ count: Int) -> [UInt8] {
     }
 }
 
+/// Bytes that do not compress.
+private func noise(_ count: Int) -> [UInt8] {
+    var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+    return (0..<count).map { _ in
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return UInt8(truncatingIfNeeded: state >> 33)
+    }
+}
+
 @Suite struct DeflateTests {
     @Test(arguments: [0, 1, 1000, 65_536, 300_001])
     func inflatingGivesBackWhatWasDeflatedWhenTheLimitIsExact(size: Int) throws {
         let plain = sample(size)
         #expect(try Deflate.decompress(Deflate.compress(plain), limit: size) == plain)
         #expect(try Deflate.decompress(Deflate.compress(plain), limit: size + 10_000) == plain)
+    }
+
+    @Test func theWindowReachesBackOverTheWholeInputUpTo32KiB() {
+        #expect(Deflate.parameters(forInputBytes: 0) == (9, 3))
+        #expect(Deflate.parameters(forInputBytes: 250) == (9, 3))
+        #expect(Deflate.parameters(forInputBytes: 251) == (10, 4))
+        #expect(Deflate.parameters(forInputBytes: 3_834) == (12, 6))
+        #expect(Deflate.parameters(forInputBytes: 3_835) == (13, 7))
+        #expect(Deflate.parameters(forInputBytes: 32_506) == (15, 8))
+        #expect(Deflate.parameters(forInputBytes: 10_000_000) == (15, 8))
+    }
+
+    /// Each size on either side of a window boundary: a repeat as far back as
+    /// the input goes must still be found and inflate to the same bytes.
+    @Test(arguments: [250, 251, 762, 763, 16_122, 16_123, 32_506, 32_507])
+    func inputsAtTheWindowBoundariesRoundTrip(size: Int) throws {
+        let half = noise(size / 2)
+        let plain = half + half + noise(size % 2)
+        let compressed = Deflate.compress(plain)
+        // Noise does not compress: only the repeat of the first half does.
+        #expect(compressed.count < plain.count * 3 / 4)
+        #expect(try Deflate.decompress(compressed, limit: plain.count) == plain)
     }
 
     @Test func outputBeyondTheFirstAllocationGrowsUntilTheLimit() throws {

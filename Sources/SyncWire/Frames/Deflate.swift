@@ -7,8 +7,8 @@ public enum Deflate {
     /// Compresses `input` whole. `level` is zlib's 0–9; frames use 6.
     public static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
         var stream = z_stream()
-        // windowBits -15: raw deflate with a 32 KiB window; memLevel 8 is zlib's default.
-        let status = deflateInit2_(&stream, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY,
+        let (windowBits, memoryLevel) = parameters(forInputBytes: input.count)
+        let status = deflateInit2_(&stream, level, Z_DEFLATED, -windowBits, memoryLevel, Z_DEFAULT_STRATEGY,
                                    ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "deflateInit2 failed (\(status)): zlib is out of memory")
         defer { deflateEnd(&stream) }
@@ -27,6 +27,21 @@ public enum Deflate {
         }
         output.removeSubrange(produced...)
         return output
+    }
+
+    /// The window (zlib's windowBits, 9–15) and memory level for deflating
+    /// `count` bytes. The window is the smallest that reaches back over the
+    /// whole input (deflate keeps 262 bytes of lookahead), so a short input
+    /// finds every match a 32 KiB window would; the memory level then sizes
+    /// the hash table and the symbol buffer to the window, so the input is
+    /// one block. zlib's defaults (15, 8) allocate about 256 KiB and clear
+    /// 64 KiB of it for every stream, which cost more than compressing a
+    /// sync frame of a few hundred bytes. Any raw inflater with a 32 KiB
+    /// window reads the result.
+    static func parameters(forInputBytes count: Int) -> (windowBits: Int32, memoryLevel: Int32) {
+        var windowBits: Int32 = 9
+        while windowBits < 15 && (1 << windowBits) < count + 262 { windowBits += 1 }
+        return (windowBits, min(8, windowBits - 6))
     }
 
     /// Inflates `input`, refusing to produce more than `limit` bytes: the limit
@@ -59,7 +74,11 @@ public enum Deflate {
                     let room = min(target.count - produced, Int(UInt32.max))
                     stream.next_out = target.baseAddress! + produced
                     stream.avail_out = uInt(room)
-                    let code = inflate(&stream, Z_NO_FLUSH)
+                    // Z_FINISH: a stream that ends within this output
+                    // needs no 32 KiB sliding window (zlib allocates and
+                    // fills one otherwise); one that does not goes on as
+                    // with Z_NO_FLUSH.
+                    let code = inflate(&stream, Z_FINISH)
                     produced += room - Int(stream.avail_out)
                     return code
                 }
@@ -69,11 +88,12 @@ public enum Deflate {
                     return stream.avail_in == 0 ? nil : .corrupt("\(stream.avail_in) bytes follow the end of the deflate stream")
                 case Z_OK:
                     continue
+                case Z_BUF_ERROR where produced == output.count:
+                    // No room left (zlib may hold output of input it has
+                    // taken): the next turn grows the output or refuses it.
+                    continue
                 case Z_BUF_ERROR where stream.avail_in == 0:
                     return .corrupt("the deflate stream is truncated")
-                case Z_BUF_ERROR where produced == output.count:
-                    // No room left: the next turn grows the output or refuses it.
-                    continue
                 default:
                     let reason = stream.msg.map { String(cString: $0) } ?? "zlib error \(code)"
                     return .corrupt("invalid deflate data: \(reason)")
