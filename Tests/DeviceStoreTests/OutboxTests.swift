@@ -205,7 +205,8 @@ private func hash(of activity: UserActivity, app: String = StoreOptions.defaultA
     }
 
     /// Calls that send nothing keep an in-memory store's cached status; every
-    /// call that sends (a vote, a signal, a withdrawal by expiry) must drop it.
+    /// call that sends (a vote, a signal, a withdrawal by expiry) moves it
+    /// forward by what it sent, which must be what a fresh read finds.
     @Test func theCachedSyncStatusAgreesWithTheOutboxAfterEveryKindOfCall() throws {
         let store = try makeStore()
         let at = { (seconds: Int64) in Timestamp(millisecondsSince1970: testStart.millisecondsSince1970 + seconds * 1000) }

@@ -102,6 +102,9 @@ final class JournalAppender {
 
     var projections: Projector { projector }
 
-    /// Whether the events appended so far wrote the outbox.
-    var changedOutbox: Bool { privacy.changedOutbox }
+    /// What the events appended so far did to the outbox: how many messages
+    /// they appended, whether they moved an epoch, and the outbox's last message.
+    var outboxChange: (sent: Int, movedEpoch: Bool, head: OutboxPosition?) {
+        (privacy.messagesSent, privacy.movedEpoch, privacy.outboxHead)
+    }
 }

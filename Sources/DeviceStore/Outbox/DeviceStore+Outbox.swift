@@ -32,17 +32,33 @@ extension DeviceStore {
         // write that may change it clears, on the queue, so a value there
         // was read after the last such write began). Two statements rather
         // than one per value.
+        // A call that sends moves the cached answer forward instead (`performAll`).
         let caches = isInMemory
         if caches, let status = cachedStatus.withLock({ $0 }) { return status }
         return try read { db in
-            let state = try OutboxState.read(db)
-            let acknowledged = state.acknowledged
-            let pending = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)"),
-                                           arguments: [Int64(acknowledged.epoch), Int64(acknowledged.seq)]) ?? 0
-            let status = SyncStatus(head: state.head, acknowledged: acknowledged, durable: state.durable, pending: pending)
+            let status = try DeviceStore.readSyncStatus(db)
             if caches { cachedStatus.withLock { $0 = status } }
             return status
         }
+    }
+
+    /// `status` once `sent` messages were appended to the outbox, the last at
+    /// `head`: each is after the cloud's ack (the outbox only grows past its
+    /// head, and the ack is never beyond it), so each is one more pending.
+    /// Nil (read it again) if `head` is not past both, which a status read
+    /// in an earlier transaction of this connection cannot be.
+    static func status(_ status: SyncStatus, after sent: Int, head: OutboxPosition) -> SyncStatus? {
+        guard head > status.head && head > status.acknowledged else { return nil }
+        return SyncStatus(head: head, acknowledged: status.acknowledged, durable: status.durable, pending: status.pending + sent)
+    }
+
+    /// `syncStatus()` as the store holds it now, not remembered.
+    static func readSyncStatus(_ db: Database) throws -> SyncStatus {
+        let state = try OutboxState.read(db)
+        let acknowledged = state.acknowledged
+        let pending = try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)"),
+                                       arguments: [Int64(acknowledged.epoch), Int64(acknowledged.seq)]) ?? 0
+        return SyncStatus(head: state.head, acknowledged: acknowledged, durable: state.durable, pending: pending)
     }
 
     /// Up to `limit` outbox records after `position`, in order, as the uploader takes them.

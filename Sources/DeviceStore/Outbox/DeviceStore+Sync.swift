@@ -7,9 +7,14 @@ extension DeviceStore {
     /// The key the cloud gave this device at enrolment, if it has one. It signs
     /// every frame and is kept in `sync_state`, so a backup carries it.
     public func deviceKey() throws(DeviceStoreError) -> [UInt8]? {
-        try read { db in
+        // A device has one key for life (`setDeviceKey` refuses another), so
+        // once read it is remembered: every sync session starts with it.
+        if let key = knownDeviceKey.withLock({ $0 }) { return key }
+        let key = try read { db in
             try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = 'device_key'")).map { [UInt8]($0) }
         }
+        if let key { knownDeviceKey.withLock { $0 = key } }
+        return key
     }
 
     /// Keeps the key from enrolment. A device has one key for life.

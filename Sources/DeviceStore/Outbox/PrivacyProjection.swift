@@ -60,8 +60,12 @@ final class PrivacyProjection {
     private let db: Database
     private let keys: Keys
     private var head: OutboxPosition?
-    /// Whether this fold wrote the outbox (a message, or an epoch moved).
-    private(set) var changedOutbox = false
+    /// Messages this fold appended to the outbox, each after `outboxHead`'s predecessor.
+    private(set) var messagesSent = 0
+    /// Whether this fold moved outbox messages to another epoch.
+    private(set) var movedEpoch = false
+    /// The last message in the outbox, once this fold has written one.
+    var outboxHead: OutboxPosition? { head }
     private let statements: StatementSlots
 
     /// `statements` must be slots of `db`'s connection (see `Projector.init`).
@@ -268,7 +272,7 @@ final class PrivacyProjection {
         insert.bind(4, message.encoded)
         try insert.execute()
         head = position
-        changedOutbox = true
+        messagesSent += 1
     }
 
     /// The messages of epoch `from`, none of which the cloud holds, keep
@@ -278,7 +282,7 @@ final class PrivacyProjection {
         statement.bind(1, Int64(to))
         statement.bind(2, Int64(from))
         try statement.execute()
-        changedOutbox = true
+        movedEpoch = true
         if let current = head, current.epoch == from {
             head = OutboxPosition(epoch: to, seq: current.seq)
         }

@@ -64,6 +64,8 @@ public final class DeviceStore: Sendable {
     /// connection can change it): writes that may change it clear it, on the
     /// store's queue.
     let cachedStatus = Mutex<SyncStatus?>(nil)
+    /// The device key, once `deviceKey()` has read it.
+    let knownDeviceKey = Mutex<[UInt8]?>(nil)
     /// The write path's statements and memo, kept for the connection's life.
     let writePath = WritePath()
 
@@ -370,8 +372,9 @@ public final class DeviceStore: Sendable {
             }
         }
         let clock = self.clock
-        // Most calls send nothing (items never do), so they keep the cached
-        // sync status; the simulator asks for it before every sync.
+        // Calls keep the cached sync status: most send nothing (items never
+        // do), and one that sends moves it forward (`statusAfter`); the
+        // simulator asks for it before every sync.
         return try write(keepsMemos: true) { db in
             var outcomes: [CallOutcome] = []
             outcomes.reserveCapacity(operations.count)
@@ -389,12 +392,20 @@ public final class DeviceStore: Sendable {
                     current = try JournalAppender(db: db, time: now, keys: privacyKeys, path: writePath)
                     appender = current
                 }
+                let before = current.outboxChange
                 var executor = CallExecutor(appender: current)
                 try executor.expire(now: now)
                 try executor.run(operation)
                 executor.outcome.seqs = current.appendedRange
                 outcomes.append(executor.outcome)
-                if current.changedOutbox { forgetStatus() }
+                let after = current.outboxChange
+                if after.movedEpoch {
+                    forgetStatus()
+                } else if after.sent > before.sent, let head = after.head {
+                    cachedStatus.withLock { status in
+                        status = status.flatMap { DeviceStore.status($0, after: after.sent - before.sent, head: head) }
+                    }
+                }
             }
             return outcomes
         }
