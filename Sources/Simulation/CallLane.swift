@@ -4,16 +4,33 @@ import Snapshot
 /// A second thread for the devices' app calls. The event loop stays the one
 /// place where the run's order is decided: it hands a device's call to the
 /// lane and goes on with other events, and before it next touches that device
-/// (or all of them) it waits until the lane has finished with it (`Simulator
-/// .settle`). A call reads and writes only its own device, at a clock pinned
-/// to the virtual time of its event, so it does exactly what it would have
-/// done on the event loop: a run gives the same digest with or without the lane.
+/// (or all of them) it settles the call (`Simulator.settle`). A call reads and
+/// writes only its own device, at a clock pinned to the virtual time of its
+/// event, so it does exactly what it would have done on the event loop: a run
+/// gives the same digest with or without the lane.
+///
+/// Calls of different devices touch nothing in common, so they may run in
+/// any order; a device has at most one call handed over at a time (the loop
+/// settles it before the next). That lets the loop take back a call the lane
+/// has not started yet and run it itself, instead of waiting for the lane to
+/// work through every call handed over before it: the loop then waits only
+/// for a call the lane is running.
 final class CallLane: @unchecked Sendable {
-    /// Jobs in the order they were handed over.
-    private let jobs: Handoff<@Sendable () -> Void>
-    /// Guards `finished`; the event loop waits on it for a job to finish.
+    /// One handed-over call. Its state moves under the lane's lock, once:
+    /// waiting, then running on one of the two threads, then done.
+    final class Job: @unchecked Sendable {
+        fileprivate enum State { case waiting, running, done }
+        fileprivate let work: @Sendable () -> Void
+        fileprivate var state = State.waiting
+
+        fileprivate init(_ work: @escaping @Sendable () -> Void) { self.work = work }
+    }
+
+    /// Jobs in the order they were handed over; the loop may have taken some back.
+    private let jobs: Handoff<Job>
+    /// Guards every job's state and `finished`; the event loop waits on it.
     private let condition = NSCondition()
-    /// Jobs finished, in order: job n is done once this is n or more.
+    /// Jobs done, by either thread.
     private var finished: UInt64 = 0
     private var waiting = false
     /// Jobs handed over; only the event loop's thread reads and writes it.
@@ -26,11 +43,9 @@ final class CallLane: @unchecked Sendable {
         jobs = Handoff(capacity: capacity)
         let thread = Thread { [self] in
             while let job = jobs.next() {
-                job()
-                condition.lock()
-                finished += 1
-                if waiting { condition.broadcast() }
-                condition.unlock()
+                guard claim(job) else { continue }
+                job.work()
+                complete(job)
             }
         }
         thread.name = "sightline-calls"
@@ -40,34 +55,63 @@ final class CallLane: @unchecked Sendable {
         thread.start()
     }
 
-    /// Runs `work` on the lane after every job handed over before it; returns
-    /// its number, for `wait(for:)`.
-    func hand(_ work: @escaping @Sendable () -> Void) -> UInt64 {
+    /// Runs `work` on the lane, or on the loop when the loop settles it first.
+    func hand(_ work: @escaping @Sendable () -> Void) -> Job {
+        let job = Job(work)
         handed += 1
-        jobs.put(work)
-        return handed
+        jobs.put(job)
+        return job
     }
 
-    /// Returns once job `number` (and so every job before it) has finished.
-    func wait(for number: UInt64) {
+    /// Returns once `job` has run: at once if it is done, after it if the
+    /// lane is running it, and having run it here if the lane has not begun it.
+    func settle(_ job: Job) {
+        if claim(job) {
+            job.work()
+            complete(job)
+            return
+        }
         condition.lock()
         defer { condition.unlock() }
-        while finished < number {
+        while job.state != .done {
             waiting = true
             condition.wait()
         }
         waiting = false
     }
 
-    /// Returns once every job handed over has finished.
+    /// Returns once every job handed over has run.
     func waitForAll() {
-        wait(for: handed)
+        condition.lock()
+        defer { condition.unlock() }
+        while finished < handed {
+            waiting = true
+            condition.wait()
+        }
+        waiting = false
     }
 
     /// Ends the thread once its jobs are done; it then lets go of the lane.
     func close() {
         waitForAll()
         jobs.finish()
+    }
+
+    /// Takes a waiting job for the calling thread: false when the other one has it.
+    private func claim(_ job: Job) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard job.state == .waiting else { return false }
+        job.state = .running
+        return true
+    }
+
+    private func complete(_ job: Job) {
+        condition.lock()
+        job.state = .done
+        finished += 1
+        if waiting { condition.broadcast() }
+        condition.unlock()
     }
 }
 

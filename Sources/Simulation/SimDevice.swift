@@ -60,9 +60,9 @@ final class SimDevice {
     var restores = 0
     /// Against a remote cloud: the furthest position an ack to this device named.
     var remoteHead: OutboxPosition?
-    /// The call lane's number for this device's last call, and what that
-    /// call left for the event loop, until the loop settles the device.
-    var laneJob: UInt64 = 0
+    /// This device's call handed to the call lane, and what that call left
+    /// for the event loop, until the loop settles the device.
+    var laneJob: CallLane.Job?
     var turn: Turn?
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {

@@ -96,9 +96,9 @@ extension Simulator {
     func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
         // Messages encode their strings as UTF-8, so a frame that carries the
         // canary carries its bytes: as sent, or in the inflated payload.
-        var found = bytes.firstRange(of: Simulator.canaryBytes) != nil
+        var found = Simulator.holdsCanary(bytes)
         if !found, let frame = try? UploadFrame.parse(bytes), let plain = try? frame.plainPayload() {
-            found = plain.firstRange(of: Simulator.canaryBytes) != nil
+            found = Simulator.holdsCanary(plain)
         }
         if found {
             counters.leaks += 1
@@ -107,4 +107,25 @@ extension Simulator {
     }
 
     static let canaryBytes = Array(Catalogue.canary.utf8)
+
+    /// Whether `bytes` hold the canary's bytes anywhere: C's `memchr` finds
+    /// each candidate first byte and `memcmp` the rest. The generic
+    /// `firstRange(of:)` of Foundation's `DataProtocol` took 5% of a
+    /// 10,000-device run's event loop for the 420,000 frames it scanned.
+    static func holdsCanary(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { haystack in
+            canaryBytes.withUnsafeBytes { needle in
+                guard let base = haystack.baseAddress, let first = needle.first, haystack.count >= needle.count else {
+                    return false
+                }
+                let lastStart = base + (haystack.count - needle.count)
+                var from = base
+                while from <= lastStart, let found = memchr(from, Int32(first), lastStart - from + 1) {
+                    if memcmp(found, needle.baseAddress!, needle.count) == 0 { return true }
+                    from = UnsafeRawPointer(found) + 1
+                }
+                return false
+            }
+        }
+    }
 }

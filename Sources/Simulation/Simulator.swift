@@ -424,13 +424,14 @@ public final class Simulator {
 
     // MARK: - The call lane
 
-    /// Waits until `device`'s call on the lane (if any) has finished, and
-    /// takes what it left: the event loop calls this before it reads or
-    /// changes anything of the device's. Throws what stopped the call.
+    /// Makes sure `device`'s call on the lane (if any) has run (waiting for
+    /// the lane if it is running it, running it here if the lane has not
+    /// begun it), and takes what it left: the event loop calls this before it
+    /// reads or changes anything of the device's. Throws what stopped the call.
     func settle(_ device: SimDevice) throws(SimulationError) {
-        if let lane, device.laneJob > 0 {
-            lane.wait(for: device.laneJob)
-            device.laneJob = 0
+        if let lane, let job = device.laneJob {
+            lane.settle(job)
+            device.laneJob = nil
             device.clock.unpin()
         }
         guard let turn = device.turn else { return }

@@ -182,6 +182,18 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(simulator.findings.contains { $0.contains("private text") })
     }
 
+    @Test func theCanaryIsFoundWhereverItStandsInTheBytes() {
+        let canary = Simulator.canaryBytes
+        let filler = [UInt8](repeating: canary[0], count: 5)
+        #expect(Simulator.holdsCanary(canary))
+        #expect(Simulator.holdsCanary(canary + filler))
+        #expect(Simulator.holdsCanary(filler + canary))
+        #expect(Simulator.holdsCanary(filler + canary + filler))
+        #expect(!Simulator.holdsCanary(filler + Array(canary.dropLast())), "a canary cut short at the end")
+        #expect(!Simulator.holdsCanary(Array(canary.dropFirst()) + filler))
+        #expect(!Simulator.holdsCanary([]))
+    }
+
     @Test func theOracleNoticesACountTheCloudGotWrong() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sim-tamper-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+@testable import Simulation
+
+@Suite struct CallLaneTests {
+    /// The loop must not wait behind every call handed over before the one
+    /// it needs: a call the lane has not begun runs on the settling thread.
+    @Test func settlingACallTheLaneHasNotBegunRunsItOnTheSettlingThread() {
+        let lane = CallLane()
+        defer { lane.close() }
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let blocking = lane.hand {
+            started.signal()
+            release.wait()
+        }
+        started.wait()
+        let ranOn = LaneCargo(value: RanOn())
+        let second = lane.hand { ranOn.value.thread = Thread.current }
+        lane.settle(second)
+        #expect(ranOn.value.thread == Thread.current, "the lane was busy: the settling thread ran the call")
+        release.signal()
+        lane.settle(blocking)
+        lane.waitForAll()
+    }
+
+    /// A call the lane is running is waited for, not run twice.
+    @Test func settlingACallTheLaneIsRunningWaitsForItAndRunsItOnce() {
+        let lane = CallLane()
+        defer { lane.close() }
+        let started = DispatchSemaphore(value: 0)
+        let count = LaneCargo(value: RanOn())
+        let job = lane.hand {
+            started.signal()
+            Thread.sleep(forTimeInterval: 0.05)
+            count.value.runs += 1
+        }
+        started.wait()
+        lane.settle(job)
+        #expect(count.value.runs == 1)
+        lane.waitForAll()
+        #expect(count.value.runs == 1)
+    }
+
+    @Test func waitingForAllWaitsForCallsTakenBackAndCallsLeftToTheLane() {
+        let lane = CallLane()
+        defer { lane.close() }
+        let count = LaneCargo(value: Counter())
+        var jobs: [CallLane.Job] = []
+        for _ in 0..<1_000 { jobs.append(lane.hand { count.value.add() }) }
+        for job in jobs.enumerated() where job.offset % 3 == 0 { lane.settle(job.element) }
+        lane.waitForAll()
+        #expect(count.value.total == 1_000)
+    }
+}
+
+private final class RanOn: @unchecked Sendable {
+    var thread: Thread?
+    var runs = 0
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var total: Int { lock.withLock { count } }
+}
