@@ -373,7 +373,7 @@ public final class DeviceStore: Sendable {
         }
         let clock = self.clock
         // Calls keep the cached sync status: most send nothing (items never
-        // do), and one that sends moves it forward (`statusAfter`); the
+        // do), and one that sends moves it forward (`status(_:after:head:)`); the
         // simulator asks for it before every sync.
         return try write(keepsMemos: true) { db in
             var outcomes: [CallOutcome] = []
