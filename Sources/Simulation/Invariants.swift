@@ -269,7 +269,7 @@ struct Invariants {
                 journalProblems.append("device \(device.number) cannot be read: \(error)")
             }
         }
-        if let cloudJob, let lane = simulator.lane { lane.settle(cloudJob) } else { cloudChecks.value.run() }
+        if let cloudJob { simulator.lane?.settle(cloudJob) } else { cloudChecks.value.run() }
         journalProblems += cloudChecks.value.journalProblems
         rebuildProblems += cloudChecks.value.rebuildProblems
         check("journals-verify", journalProblems, "every device journal and the cloud log verify")
