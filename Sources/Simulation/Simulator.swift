@@ -447,11 +447,14 @@ public final class Simulator {
         for device in devices { try settle(device) }
     }
 
+    /// A device batches its uploads: it syncs every 10 to 30 virtual seconds
+    /// (about seven calls apart), as a phone's uploader would rather than one
+    /// frame per call; converging, every 1 to 2 seconds until quiet.
     private func syncTimer(_ device: SimDevice) throws {
         let now = world.milliseconds
         let converging = convergenceStart != nil
         queue.schedule(.syncTimer(device.number), at: now + (converging ? timingRandom.between(1_000, 2_000)
-                                                                        : timingRandom.between(2_000, 8_000)))
+                                                                        : timingRandom.between(10_000, 30_000)))
         guard device.session == nil, now >= device.offlineUntil else { return }
         let status = try device.store.syncStatus()
         device.lastPending = status.pending
@@ -508,12 +511,23 @@ public final class Simulator {
     /// Quiet: no session running, nothing pending on any device, and every
     /// device has finished a sync that began after the cloud last took
     /// anything new (so every content request was heard and answered).
+    ///
+    /// What is pending is read from each store, not taken from its last sync:
+    /// a device syncs every 10 to 30 virtual seconds, so calls made after its
+    /// last sync may have left messages it has not yet looked at.
     private func convergenceCheck() throws {
         guard let since = convergenceStart else { return }
         let now = world.milliseconds
         let acceptances = try cloudAcceptances()
-        let quiet = cloud != nil && devices.allSatisfy {
-            $0.session == nil && $0.lastPending == 0 && $0.heardCloudAt == acceptances
+        var quiet = cloud != nil
+        for device in devices where quiet {
+            guard device.session == nil, device.heardCloudAt == acceptances else {
+                quiet = false
+                break
+            }
+            try settle(device)
+            device.lastPending = try device.store.syncStatus().pending
+            quiet = device.lastPending == 0
         }
         if quiet {
             convergenceMilliseconds = now - since

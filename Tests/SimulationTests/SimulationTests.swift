@@ -23,7 +23,7 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     (99, 8, 80, .heavy, 3),
     // A device whose clock ran back past an earlier restore began an epoch
     // below one the cloud had begun for it; nothing it wrote was accepted.
-    // Both must reach the `epochAdvance` path.
+    // (The `epochAdvance` path; see the seeds at the end of the list.)
     (48, 8, 80, .heavy, 3),
     (71, 8, 80, .heavy, 3),
     // A cloud restored between a device's probe of its old epoch's end and a
@@ -60,20 +60,34 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     // seemed to follow and ended the older epoch short (567, 84); the oracle
     // took a restored store's watermark, from its backup, as told by the
     // cloud (384), and kept owing durable messages that the older backup and
-    // a wipe had both lost (143, 285). All must reach `recoveryFromJournal`.
+    // a wipe had both lost (143, 285). (The `recoveryFromJournal` path.)
     (567, 8, 80, .heavy, 3),
     (84, 8, 80, .heavy, 3),
     (384, 8, 80, .heavy, 3),
     (143, 8, 80, .heavy, 3),
     (285, 8, 80, .heavy, 3),
+    // Once devices synced less often than every few seconds, the convergence
+    // check took each device's pending count from its last sync: a device
+    // whose calls came after it counted as quiet, and its messages never
+    // reached the cloud (`acknowledged-not-lost`).
+    (4, 3, 10, .none, 5),
+    // Not failures: seeds that reach the two paths above under today's
+    // workload (devices batch their uploads every 10 to 30 virtual seconds).
+    // A change of the workload replays every seed differently, so these are
+    // found again with a scan of `--devices 8 --events-per-device 80 --faults
+    // heavy --threshold 3` over seeds 1-600 (`docs/SIMULATION.md`).
+    (128, 8, 80, .heavy, 3),
+    (253, 8, 80, .heavy, 3),
+    (21, 8, 80, .heavy, 3),
+    (277, 8, 80, .heavy, 3),
 ]
 
-/// The regression seeds that must move a device's epoch above the cloud's.
-let epochAdvanceSeeds: Set<UInt64> = [48, 71]
+/// The seeds that must move a device's epoch above the cloud's.
+let epochAdvanceSeeds: Set<UInt64> = [128, 253]
 
-/// The regression seeds in which a device must make dropped messages again
-/// from its journal for a cloud restored from an older backup.
-let recoveryFromJournalSeeds: Set<UInt64> = [567, 84, 384, 143, 285]
+/// The seeds in which a device must make dropped messages again from its
+/// journal for a cloud restored from an older backup.
+let recoveryFromJournalSeeds: Set<UInt64> = [21, 277]
 
 private func run(_ options: SimulationOptions) throws -> SimulationReport {
     try Simulator(options: options).run()
