@@ -115,7 +115,8 @@ import Testing
 
     /// Calls performed together commit together: a mismatch in the second
     /// rolls back what the first had already journaled and projected, and the
-    /// store goes on taking calls.
+    /// store goes on taking calls, chained to the head the rollback left (not
+    /// to the row it undid, which the write path had seen).
     @Test func aGroupOfCallsWhoseSecondFailsCommitsNeitherAndTheStoreGoesOn() throws {
         let store = try makeStore()
         try store.index(named: "photos").indexSearchableItems([item("1", title: "One")])
@@ -136,6 +137,9 @@ import Testing
         #expect(try store.search("two").isEmpty)
 
         try store.index(named: "photos").indexSearchableItems([item("3", title: "Three")])
+        #expect(try store.journalHead().seq == head.seq.next)
+        let verification = try store.verifyJournal()
+        #expect(verification.isValid && verification.head == head.seq.next)
         #expect(try store.identifiers(in: "photos") == ["1", "3"])
         #expect(try store.search("three").map(\.members) == [[.item(index: "photos", identifier: "3")]])
         #expect(try store.projectionDigest() == (try store.rebuiltProjectionDigest()))

@@ -17,14 +17,24 @@ final class JournalAppender {
     private(set) var headHash: ChainHash
     private(set) var firstAppended: Seq?
     private let insert: DirectStatement
+    private let path: WritePath
 
-    /// Reads the journal head in `db`, which must be inside a write transaction.
-    /// `path` is what the connection keeps for its writes, or a new one for a
-    /// one-off append.
+    /// The journal's last row, as a write path remembers it between calls.
+    struct Head {
+        let epoch: Epoch
+        let seq: Seq
+        let hash: ChainHash
+        let call: CallID
+    }
+
+    /// Reads the journal head in `db`, which must be inside a write transaction,
+    /// unless `path` remembers it. `path` is what the connection keeps for its
+    /// writes, or a new one for a one-off append.
     init(db: Database, time: Timestamp, keys: PrivacyProjection.Keys,
          path: WritePath = WritePath()) throws {
         self.db = db
         self.time = time
+        self.path = path
         projector = Projector(db: db, statements: path.projector, expiry: path.expiry)
         privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy)
         let journal = path.journal
@@ -33,6 +43,13 @@ final class JournalAppender {
                 INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
+        }
+        if let known = path.head {
+            epoch = known.epoch
+            head = known.seq
+            headHash = known.hash
+            call = known.call.next
+            return
         }
         let readEpoch = try journal.statement(Statements.epoch.rawValue) {
             try DirectStatement(db, "SELECT value FROM store_meta WHERE key = 'epoch'")
@@ -84,6 +101,7 @@ final class JournalAppender {
         try privacy.after(event, prior: prior, epoch: epoch, seq: seq)
         head = seq
         headHash = hash
+        path.head = Head(epoch: epoch, seq: seq, hash: hash, call: call)
         if firstAppended == nil { firstAppended = seq }
         return seq
     }

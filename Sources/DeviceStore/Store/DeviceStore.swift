@@ -294,13 +294,14 @@ public final class DeviceStore: Sendable {
 
     /// Runs `body` in a write transaction.
     ///
-    /// An in-memory store remembers, between writes, its sync status and its
-    /// earliest expiry date: no other connection can change them. A write
-    /// forgets both unless `keepsMemos`: the calls' write path keeps the
-    /// expiry date current itself and clears the status when it writes the
-    /// outbox, and a search writes neither. Any write that fails forgets
-    /// both, since its rollback undoes what they may have seen. A file store
-    /// forgets them at every write, since another process may have written.
+    /// An in-memory store remembers, between writes, its sync status, its
+    /// earliest expiry date and its journal's head: no other connection can
+    /// change them. A write forgets them unless `keepsMemos`: the calls'
+    /// write path keeps the expiry date and the head current itself and moves
+    /// the status when it writes the outbox, and a search writes none of
+    /// them. Any write that fails forgets them, since its rollback undoes what
+    /// they may have seen. A file store forgets them at every write, since
+    /// another process may have written.
     func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
@@ -308,19 +309,20 @@ public final class DeviceStore: Sendable {
         do {
             return try queue.cachedWrite { db in
                 if !keepsMemos || !isInMemory { forgetMemos() }
-                do {
-                    return try body(db)
-                } catch {
-                    forgetMemos()
-                    throw error
-                }
+                return try body(db)
             }
-        } catch let error as DeviceStoreError {
-            throw error
-        } catch let error as OperationError {
-            throw DeviceStoreError.invalid(error)
         } catch {
-            throw DeviceStoreError(.database, "write failed, nothing was committed: \(DeviceStore.describe(error))")
+            // The body failed, or the commit did: either way it rolled back.
+            forgetMemos()
+            throw DeviceStore.writeFailure(error)
+        }
+    }
+
+    private static func writeFailure(_ error: any Error) -> DeviceStoreError {
+        switch error {
+        case let error as DeviceStoreError: error
+        case let error as OperationError: DeviceStoreError.invalid(error)
+        default: DeviceStoreError(.database, "write failed, nothing was committed: \(DeviceStore.describe(error))")
         }
     }
 
@@ -336,6 +338,7 @@ public final class DeviceStore: Sendable {
     private func forgetMemos() {
         forgetStatus()
         writePath.expiry.forget()
+        writePath.head = nil
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {

@@ -24,8 +24,8 @@ final class StatementSlots {
 }
 
 /// What one store's connection keeps for its calls' write path: the
-/// journal's, projector's and privacy projection's statements, and the
-/// projections' earliest expiry date.
+/// journal's, projector's and privacy projection's statements, and two memos:
+/// the projections' earliest expiry date and the journal's head.
 ///
 /// Only touched inside the store's write transactions, which its queue runs
 /// one at a time; hence unchecked.
@@ -34,6 +34,9 @@ final class WritePath: @unchecked Sendable {
     let projector = StatementSlots(count: Projector.statementCount)
     let privacy = StatementSlots(count: PrivacyProjection.statementCount)
     let expiry = Projector.EarliestExpiry()
+    /// The journal's last row after the last append on this path; nil when
+    /// not known. `DeviceStore.write` forgets it like the expiry date.
+    var head: JournalAppender.Head?
 
     init() {}
 }
