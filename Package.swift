@@ -210,6 +210,7 @@ let package = Package(
         .testTarget(
             name: "SimulationTests",
             dependencies: [
+                "CloudIndex",
                 "Simulation",
                 "SyncWire",
                 .product(name: "GRDB", package: "GRDB.swift"),

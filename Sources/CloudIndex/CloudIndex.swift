@@ -35,6 +35,12 @@ public struct CloudOptions: Sendable {
     /// power loss (the default, and what `cloud serve` uses); `normal` survives
     /// a process crash only, which is what the simulator models.
     public var durability: Durability
+    /// The opening process is the store's only user while it holds it open
+    /// (the simulator's cloud): SQLite takes its file locks once and keeps the
+    /// WAL's index in heap memory instead of a shared-memory file, so a commit
+    /// makes no locking calls. Another process cannot read the store until it
+    /// is closed. Ignored when read-only.
+    public var exclusive: Bool
 
     public enum Durability: Sendable {
         case full
@@ -42,12 +48,13 @@ public struct CloudOptions: Sendable {
     }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                threshold: Int? = nil, readOnly: Bool = false, durability: Durability = .full) {
+                threshold: Int? = nil, readOnly: Bool = false, durability: Durability = .full, exclusive: Bool = false) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
         self.readOnly = readOnly
         self.durability = durability
+        self.exclusive = exclusive
     }
 
     public static let defaultThreshold = 5
@@ -91,7 +98,12 @@ public final class CloudIndex: CloudStore {
         configuration.foreignKeysEnabled = false
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
+            let exclusive = options.exclusive
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+                // Before WAL is entered, or SQLite maps a shared-memory index.
+                if exclusive { _ = try String.fetchOne(db, sql: "PRAGMA locking_mode = EXCLUSIVE") }
+            }
         }
         do {
             switch location {

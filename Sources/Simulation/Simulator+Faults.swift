@@ -171,7 +171,8 @@ extension Simulator {
             let snapshot = cloudSnapshots[chosen]
             do {
                 try CloudIndex.restore(snapshot: snapshot, to: cloudPath, force: true,
-                                       options: CloudOptions(clock: world, random: cloudRandom, durability: .normal))
+                                       options: CloudOptions(clock: world, random: cloudRandom, durability: .normal,
+                                                              exclusive: true))
             } catch {
                 throw SimulationError("the cloud could not be restored from \(snapshot): \(error)")
             }

@@ -201,7 +201,8 @@ public final class Simulator {
 
     func openCloud() throws(CloudError) -> CloudIndex {
         try CloudIndex(at: .file(cloudPath), options: CloudOptions(clock: world, random: cloudRandom,
-                                                                  threshold: options.threshold, durability: .normal))
+                                                                  threshold: options.threshold, durability: .normal,
+                                                                  exclusive: true))
     }
 
     // MARK: - Running
