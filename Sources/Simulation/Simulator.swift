@@ -514,21 +514,16 @@ public final class Simulator {
     /// anything new (so every content request was heard and answered).
     ///
     /// What is pending is read from each store, not taken from its last sync:
-    /// a device syncs every 10 to 30 virtual seconds, so calls made after its
-    /// last sync may have left messages it has not yet looked at.
+    /// calls made after that sync may have left messages (`syncTimer`).
     private func convergenceCheck() throws {
         guard let since = convergenceStart else { return }
         let now = world.milliseconds
         let acceptances = try cloudAcceptances()
-        var quiet = cloud != nil
-        for device in devices where quiet {
-            guard device.session == nil, device.heardCloudAt == acceptances else {
-                quiet = false
-                break
-            }
+        let quiet = try cloud != nil && devices.allSatisfy { device throws in
+            guard device.session == nil, device.heardCloudAt == acceptances else { return false }
             try settle(device)
             device.lastPending = try device.store.syncStatus().pending
-            quiet = device.lastPending == 0
+            return device.lastPending == 0
         }
         if quiet {
             convergenceMilliseconds = now - since
