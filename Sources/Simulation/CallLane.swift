@@ -2,16 +2,16 @@ import Foundation
 import Snapshot
 
 /// A second thread for the devices' app calls. The event loop stays the one
-/// place where the run's order is decided: it hands a device's call to the
-/// lane and goes on with other events, and before it next touches that device
-/// (or all of them) it settles the call (`Simulator.settle`). A call reads and
+/// place where the run's order is decided: it hands a device's calls of one
+/// user action to the lane and goes on with other events, and before it next
+/// touches that device (or all of them) it settles them (`Simulator.settle`). A call reads and
 /// writes only its own device, at a clock pinned to the virtual time of its
 /// event, so it does exactly what it would have done on the event loop: a run
 /// gives the same digest with or without the lane.
 ///
 /// Calls of different devices touch nothing in common, so they may run in
-/// any order; a device has at most one call handed over at a time (the loop
-/// settles it before the next). That lets the loop take back a call the lane
+/// any order; a device has at most one action handed over at a time (the
+/// loop settles it before the next). That lets the loop take back a call the lane
 /// has not started yet and run it itself, instead of waiting for the lane to
 /// work through every call handed over before it: the loop then waits only
 /// for a call the lane is running.

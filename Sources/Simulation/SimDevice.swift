@@ -84,25 +84,31 @@ final class SimDevice {
         var failure: SimulationError?
     }
 
-    /// The user's next call: `scripted`, or the workload's next one. A user
-    /// of a searching device first searches for an entry it will engage.
-    /// Runs on the event loop or on the call lane; touches only this device.
-    func takeTurn(scripted: AppOperation?, searching: Bool, catalogue: Catalogue) -> Turn {
+    /// The user's next calls: `scripted`, then `drawn` of the workload's. A
+    /// user of a searching device first searches for an entry it will
+    /// engage. Stops at the first call that fails. Runs on the event loop or
+    /// on the call lane; touches only this device.
+    func takeTurn(scripted: [AppOperation], drawn: Int, searching: Bool, catalogue: Catalogue) -> Turn {
         var turn = Turn()
-        let operation = scripted ?? workload.next(now: clock.now(), model: model, truth: &truth, catalogue: catalogue)
-        if searching, case .engage(let ref) = operation, let entry = catalogue.entry(url: ref) {
+        for index in 0..<(scripted.count + drawn) {
+            let operation = index < scripted.count
+                ? scripted[index]
+                : workload.next(now: clock.now(), model: model, truth: &truth, catalogue: catalogue)
+            if searching, case .engage(let ref) = operation, let entry = catalogue.entry(url: ref) {
+                do {
+                    turn.findings += try search(for: entry, catalogue: catalogue)
+                    turn.searches += 1
+                } catch {
+                    turn.failure = SimulationError("device \(number)'s search failed at \(clock.now()) on its clock: \(error)")
+                    return turn
+                }
+            }
             do {
-                turn.findings = try search(for: entry, catalogue: catalogue)
-                turn.searches = 1
+                try perform(operation, catalogue: catalogue)
             } catch {
-                turn.failure = SimulationError("device \(number)'s search failed at \(clock.now()) on its clock: \(error)")
+                turn.failure = SimulationError("device \(number) refused the workload's \(operation.name) call: \(error)")
                 return turn
             }
-        }
-        do {
-            try perform(operation, catalogue: catalogue)
-        } catch {
-            turn.failure = SimulationError("device \(number) refused the workload's \(operation.name) call: \(error)")
         }
         return turn
     }

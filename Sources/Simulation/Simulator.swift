@@ -213,7 +213,7 @@ public final class Simulator {
         let wallStart = ContinuousClock.now
         let now = world.milliseconds
         for device in devices {
-            queue.schedule(.userAction(device.number), at: now + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
+            queue.schedule(.userAction(device.number), at: now + timingRandom.between(1, Simulator.actionGap.upperBound))
             queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
             if plan.deviceRestores > 0 {
                 queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing)
@@ -262,7 +262,6 @@ public final class Simulator {
         return results
     }
 
-    static let meanCallGap = 3_000.0
     /// Beyond this many devices, each backs up proportionally less often, so
     /// that a run takes about as many backups as one of this size. Restores
     /// are capped at one a second whatever the device count, so more backups
@@ -388,34 +387,48 @@ public final class Simulator {
 
     // MARK: - Devices
 
+    /// The user acts: one to `largestBurst` calls at one instant, as an app
+    /// answers a tap with several calls. The scripted calls come first.
     private func userAction(_ device: SimDevice) throws {
         try settle(device)
-        guard device.workloadCalls < options.eventsPerDevice || !device.scripted.isEmpty else { return }
-        let scripted = device.scripted.isEmpty ? nil : device.scripted.removeFirst()
+        let wanted = 1 + timingRandom.below(Simulator.largestBurst)
+        let scripted = Array(device.scripted.prefix(wanted))
+        device.scripted.removeFirst(scripted.count)
+        let left = options.eventsPerDevice - device.workloadCalls - scripted.count
+        let drawn = max(0, min(wanted - scripted.count, left))
+        let calls = scripted.count + drawn
+        guard calls > 0 else { return }
         // The user found an entry by searching for its title first.
         let searching = device.number % Simulator.searchingDeviceStride == 0
         if let lane {
             device.clock.pin(at: world.milliseconds)
-            let cargo = LaneCargo(value: (device, catalogue))
+            let cargo = LaneCargo(value: (device, catalogue, scripted))
             device.laneJob = lane.hand {
-                let (device, catalogue) = cargo.value
-                device.turn = device.takeTurn(scripted: scripted, searching: searching, catalogue: catalogue)
+                let (device, catalogue, scripted) = cargo.value
+                device.turn = device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
             }
         } else {
-            device.turn = device.takeTurn(scripted: scripted, searching: searching, catalogue: catalogue)
+            device.turn = device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
             try settle(device)
         }
-        counters.appCalls += 1
-        device.workloadCalls += 1
+        counters.appCalls += calls
+        device.workloadCalls += calls
         if device.workloadCalls >= options.eventsPerDevice && device.scripted.isEmpty {
             finishedDevices += 1
             progress?(Double(finishedDevices) / Double(devices.count))
             if finishedDevices == devices.count { startConvergence() }
         } else {
-            queue.schedule(.userAction(device.number),
-                           at: world.milliseconds + timingRandom.exponential(mean: Simulator.meanCallGap) + 1)
+            queue.schedule(.userAction(device.number), at: world.milliseconds + timingRandom.between(Simulator.actionGap))
         }
     }
+
+    /// A user's actions are 1 to 7 calls each, 2 to 22 virtual seconds apart:
+    /// a call every 3 s on average. A device's calls in a row cost about a
+    /// sixth less than calls spread out, since its memory is still in cache
+    /// after the first (`docs/benchmarks.md`, session 16).
+    static let largestBurst = 7
+    static let actionGap: ClosedRange<Int64> = 2_000...22_000
+    static let meanCallGap = Double(actionGap.lowerBound + actionGap.upperBound) / Double(1 + largestBurst)
 
     /// Users of one device in this many search before they engage. The first
     /// search after new calls folds them into the store's ranked index, which

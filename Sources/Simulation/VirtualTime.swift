@@ -126,6 +126,10 @@ struct SimRandom {
         low + Int64(next() % UInt64(high - low + 1))
     }
 
+    mutating func between(_ range: ClosedRange<Int64>) -> Int64 {
+        between(range.lowerBound, range.upperBound)
+    }
+
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool {
         p > 0 && unit() < p

@@ -73,22 +73,23 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     // reached the cloud (`acknowledged-not-lost`).
     (4, 3, 10, .none, 5),
     // Not failures: seeds that reach the two paths above under today's
-    // workload (devices batch their uploads every 10 to 30 virtual seconds).
+    // workload (users act in bursts of calls, and devices batch their
+    // uploads every 10 to 30 virtual seconds).
     // A change of the workload replays every seed differently, so these are
     // found again with a scan of `--devices 8 --events-per-device 80 --faults
     // heavy --threshold 3` over seeds 1-600 (`docs/SIMULATION.md`).
-    (128, 8, 80, .heavy, 3),
-    (253, 8, 80, .heavy, 3),
-    (21, 8, 80, .heavy, 3),
-    (277, 8, 80, .heavy, 3),
+    (49, 8, 80, .heavy, 3),
+    (111, 8, 80, .heavy, 3),
+    (7, 8, 80, .heavy, 3),
+    (9, 8, 80, .heavy, 3),
 ]
 
 /// The seeds that must move a device's epoch above the cloud's.
-let epochAdvanceSeeds: Set<UInt64> = [128, 253]
+let epochAdvanceSeeds: Set<UInt64> = [49, 111]
 
 /// The seeds in which a device must make dropped messages again from its
 /// journal for a cloud restored from an older backup.
-let recoveryFromJournalSeeds: Set<UInt64> = [21, 277]
+let recoveryFromJournalSeeds: Set<UInt64> = [7, 9]
 
 private func run(_ options: SimulationOptions) throws -> SimulationReport {
     try Simulator(options: options).run()
