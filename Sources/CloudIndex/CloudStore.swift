@@ -67,7 +67,14 @@ public enum FramePlacement: Hashable, Sendable {
             // the cloud's (its clock ran back past an earlier restore) moves
             // it above when told where the cloud is.
             guard lastSeq <= last else {
-                return head("epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; messages \(epoch):\(last + 1)... cannot be added to it")
+                // The device learns where its epoch ended, and moves what
+                // comes after it to an epoch above the cloud's
+                // (`Rejection.ended`).
+                return .refuse(Rejection(WireError(.gap, """
+                    epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; messages \(epoch):\(last + 1)... \
+                    cannot be added to it: continue after \(current.epoch):\(current.last)
+                    """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1),
+                    ended: OutboxPosition(epoch: epoch, seq: last)))
             }
         } else if epoch == current.epoch {
             if firstSeq > last + 1 {
@@ -99,8 +106,10 @@ public enum FramePlacement: Hashable, Sendable {
         }
         let overlap = firstSeq <= last ? firstSeq...min(last, lastSeq) : nil
         if lastSeq <= last, let overlap {
-            let headEpoch = max(current.epoch, epoch)
-            return .duplicate(head: OutboxPosition(epoch: headEpoch, seq: headEpoch == epoch ? last : current.last), overlap: overlap)
+            // Acknowledged through the frame's own epoch, even one the cloud
+            // has ended: the device's next messages there are refused with
+            // where it ended, and move on from exactly that point.
+            return .duplicate(head: OutboxPosition(epoch: epoch, seq: last), overlap: overlap)
         }
         if isProbe {
             return .refuse(Rejection(WireError(.gap, "the cloud holds epoch \(epoch) through seq \(last), before the probe"),

@@ -167,6 +167,7 @@ struct Invariants {
         check("cloud-log-dense", logProblems, "every (device, epoch) in the cloud log is dense from seq 1")
         check("acknowledged-not-lost", lossProblems,
               "the cloud holds every message of each device's current epoch, and of each ended epoch what the device was told was durable")
+        messageProblems += simulator.findings.filter { $0.contains(SimDevice.notTheLast) }
         check("messages-match-calls", messageProblems,
               "every message in the cloud log is one the device's calls implied, once, in order")
 

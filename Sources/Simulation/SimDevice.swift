@@ -156,6 +156,45 @@ final class SimDevice {
     }
 }
 
+extension SimDevice {
+    /// Splits an epoch's messages, one group per call, where the store moved
+    /// its last messages (`moving`, in outbox order) to a new epoch: the
+    /// groups that stay and those that move, a call that the move cut in two
+    /// split the same way. Nil when `moving` is not the end of `groups`.
+    static func split(_ groups: [[ExpectedMessage]], moving: [ExpectedMessage?])
+        -> (kept: [[ExpectedMessage]], carried: [[ExpectedMessage]])? {
+        let moved = moving.compactMap { $0 }
+        guard moved.count == moving.count else { return nil }
+        var cut = groups.count
+        var whole = 0
+        while cut > 0 && whole + groups[cut - 1].count <= moved.count {
+            cut -= 1
+            whole += groups[cut].count
+        }
+        var kept = Array(groups[..<cut])
+        var carried = Array(groups[cut...])
+        // The first moved messages are the last of the call the move cut.
+        let partial = moved.count - whole
+        if partial > 0 {
+            guard var stays = kept.popLast() else { return nil }
+            for message in moved[..<partial] {
+                guard let index = stays.firstIndex(of: message) else { return nil }
+                stays.remove(at: index)
+            }
+            kept.append(stays)
+            carried.insert(Array(moved[..<partial]), at: 0)
+        }
+        var offset = partial
+        for group in carried.dropFirst(partial > 0 ? 1 : 0) {
+            guard moved[offset..<(offset + group.count)].sorted() == group.sorted() else { return nil }
+            offset += group.count
+        }
+        return (kept, carried)
+    }
+
+    static let notTheLast = "are not the last messages its calls implied"
+}
+
 /// The app's side of reindexing in the simulator: it resumes each index from
 /// the store's client state, through the same path as every other call.
 struct SimReindexer: ReindexDelegate {

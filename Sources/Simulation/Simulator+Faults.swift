@@ -286,7 +286,23 @@ extension Simulator {
                 """)
             counters.epochReuses += 1
         }
-        device.expected[advanced] = device.expected.removeValue(forKey: device.epoch) ?? []
+        // The messages the store moved are the last ones of its old epoch
+        // (the cloud holds the others there, `Rejection.ended`): the oracle
+        // moves as many of the calls' messages, which must be the same ones.
+        let moved = try device.store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: 0))
+            .filter { if case .content = $0.message { false } else { true } }
+            .map { Invariants.expected($0.message, catalogue) }
+        let old = device.expected.removeValue(forKey: device.epoch) ?? []
+        if let (kept, carried) = SimDevice.split(old, moving: moved) {
+            if kept.contains(where: { !$0.isEmpty }) { device.expected[device.epoch] = kept }
+            device.expected[advanced] = carried
+        } else {
+            findings.append("""
+                device \(device.number) moved \(moved.count) message(s) from epoch \(device.epoch) to \(advanced) \
+                that \(SimDevice.notTheLast) of that epoch
+                """)
+            device.expected[advanced] = old
+        }
         device.epoch = advanced
         counters.mark(.epochAdvance)
     }

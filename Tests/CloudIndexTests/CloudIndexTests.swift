@@ -575,6 +575,53 @@ extension DeviceRestoreTests {
         #expect(try device.syncStatus().pending == 0)
     }
 
+    /// Two incarnations of one device, restored from the same backup: the
+    /// second, with its clock behind, syncs first, so the cloud takes its
+    /// low epoch; then a frame of the first arrives late and begins a higher
+    /// epoch, which ends the second's. Its next message is refused with where
+    /// its epoch ended, and it moves only what came after that above the
+    /// cloud's epoch: nothing is lost and nothing counted twice.
+    /// (`simulate --seed 129 --devices 8 --events-per-device 80 --faults
+    /// heavy --threshold 3` stopped here, the store refusing to advance.)
+    @Test func aDeviceWhoseEpochTheCloudEndedAfterTakingSomeOfItMovesOnlyTheRest() throws {
+        let (directory, harness, path, snapshot) = try votedAndBackedUp(seed: 5)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        harness.clock.advance(byMilliseconds: 3_600_000)
+        let firstPath = directory.appendingPathComponent("first.sqlite").path
+        let first = try DeviceStore.restore(snapshot: snapshot, to: firstPath, options: StoreOptions(clock: harness.clock))
+        let late: UploadFrame
+        do {
+            let incarnation = try DeviceStore(at: .file(firstPath), options: StoreOptions(clock: harness.clock))
+            try incarnation.recordEngaged(ref: recipeURL)
+            var uploader = try incarnation.makeUploader()
+            late = try #require(try incarnation.nextFrame(&uploader, now: harness.clock.now()))
+        }
+        let behind = ManualClock(harnessStart.adding(milliseconds: 1_800_000))
+        let second = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: behind))
+        #expect(second.newEpoch < first.newEpoch)
+        let device = try DeviceStore(at: .file(path), options: StoreOptions(clock: behind))
+        try device.recordEngaged(ref: recipeURL)
+        try device.recordEngaged(ref: recipeURL)
+        #expect(try harness.sync(device).map(\.outcome) == [.accepted(messages: 2)])
+        #expect(harness.deliver(late.encoded).outcome == .accepted(messages: 1), "the late frame begins a higher epoch")
+
+        try device.recordEngaged(ref: recipeURL)
+        let results = try harness.sync(device)
+        let refusal = try #require(results.first.flatMap { if case .rejected(let error) = $0.outcome { error } else { nil } })
+        #expect(refusal.code == .gap)
+        #expect(results.last?.outcome == .accepted(messages: 1))
+        let head = try device.journalHead()
+        #expect(head.epoch.rawValue > first.newEpoch)
+        let advanced = try device.records(head.seq...head.seq).first?.event()
+        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch.rawValue, kept: 2),
+                "the two messages the cloud holds stay in the ended epoch")
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.popularity.engaged == 5 && entry.voters == 1, "one before the snapshot, one late, three after, none twice")
+        #expect(try device.verifyJournal().isValid)
+        #expect(try device.rebuiltProjectionDigest() == device.projectionDigest(), "a rebuild moves the same messages")
+        #expect(try device.syncStatus().pending == 0)
+    }
+
     /// Two restores from the same backup at the same instant begin the same
     /// epoch. The second incarnation's first frame carries other messages at
     /// positions the cloud holds from the first: the cloud refuses it as

@@ -24,8 +24,8 @@ import Testing
     @Test func heldPositionsAreDuplicatesOrOverlaps() {
         #expect(place(1, 2, 4, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 2...4))
         #expect(place(1, 4, 8, held: [(1, 5)]) == .append(acceptedFrom: 6, overlap: 4...5))
-        #expect(place(1, 1, 5, held: [(1, 5), (2, 3)]) == .duplicate(head: OutboxPosition(epoch: 2, seq: 3), overlap: 1...5),
-                "a resent frame of an ended epoch is acknowledged with the current head")
+        #expect(place(1, 1, 5, held: [(1, 5), (2, 3)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 1...5),
+                "a resent frame of an ended epoch is acknowledged through that epoch, so the device's cursor stays exact")
     }
 
     @Test func gapsAndEndedEpochsAreRefusedWithWhereToContinue() {
@@ -40,6 +40,11 @@ import Testing
         guard case .refuse(let ended) = place(1, 5, 7, held: [(1, 5), (2, 1)]) else { Issue.record("ended epoch grown"); return }
         #expect(ended.error.code == .gap && ended.expected == OutboxPosition(epoch: 2, seq: 2),
                 "a resurfaced tail of an ended epoch is sent on past the current epoch's head")
+        #expect(ended.ended == OutboxPosition(epoch: 1, seq: 5), "and the device learns where its epoch ended")
+        guard case .refuse(let unheld) = place(1, 1, 2, held: [(2, 1)]) else { Issue.record("ended epoch grown"); return }
+        #expect(unheld.ended == OutboxPosition(epoch: 1, seq: 0), "an ended epoch the cloud holds none of ended at seq 0")
+        guard case .refuse(let plain) = place(1, 7, 9, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
+        #expect(plain.ended == nil, "a gap in the current epoch ends nothing")
     }
 }
 

@@ -175,6 +175,7 @@ private let sampleEvents: [JournalEvent] = {
         .reindexRequested(index: "photos", identifiers: ["1", "2"]),
         .reindexAcknowledged(index: "photos", request: 12),
         .epochAdvanced(from: 1_790_000_000_000, to: 1_800_000_000_001),
+        .epochAdvanced(from: 1_790_000_000_000, to: 1_800_000_000_001, kept: 300),
     ]
 }()
 
@@ -209,7 +210,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 4, 255] {
+    for version: UInt8 in [0, 5, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -227,6 +228,15 @@ private let sampleEvents: [JournalEvent] = {
     expectDecodeFails([3, 15, 5, 5], with: .nonCanonical, at: 2)
     expectDecodeFails([3, 15, 5, 4], with: .nonCanonical, at: 2)
     #expect((try? EventCodec.decode([3, 15, 5, 6])) == .epochAdvanced(from: 5, to: 6))
+}
+
+@Test func anEpochAdvanceWritesWhatItKeptOnlyWhenItKeptSomething() {
+    #expect(EventCodec.encode(.epochAdvanced(from: 5, to: 6)) == [3, 15, 5, 6], "advances written before keeping existed keep their bytes")
+    #expect(EventCodec.encode(.epochAdvanced(from: 5, to: 6, kept: 2)) == [4, 15, 5, 6, 2])
+    #expect((try? EventCodec.decode([4, 15, 5, 6, 2])) == .epochAdvanced(from: 5, to: 6, kept: 2))
+    expectDecodeFails([4, 15, 5, 6, 0], with: .nonCanonical, at: 4)
+    expectDecodeFails([3, 15, 5, 6, 2], with: .trailingBytes, at: 4)
+    expectDecodeFails([4, 1, 0], with: .nonCanonical, at: 0)
 }
 
 @Test func unknownTagsAreRefused() {
@@ -571,8 +581,8 @@ private let sampleEvents: [JournalEvent] = {
         #expect(throws: CodecError(.nonCanonical, at: 0, "a publicContentRequested event is written with format version 2, not 3")) {
             try EventCodec.decode(newer)
         }
-        newer[0] = 4
-        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 4 is not supported (this build reads versions 1 to 3)")) {
+        newer[0] = 5
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 5 is not supported (this build reads versions 1 to 4)")) {
             try EventCodec.decode(newer)
         }
     }

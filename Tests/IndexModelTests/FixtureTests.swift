@@ -18,9 +18,15 @@ enum EventFixtures {
     }
 
     /// Version 1's file holds the kinds it introduced; versions 2 and 3 the
-    /// kinds each added. Every version is read by this build.
+    /// kinds each added, version 4 the field it added. Every version is read
+    /// by this build.
     static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents),
-                           Version(number: 3, events: versionThreeEvents)]
+                           Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents)]
+
+    static let versionFourEvents: [JournalEvent] = [
+        .epochAdvanced(from: 1, to: 65_538, kept: 1),
+        .epochAdvanced(from: 1_795_000_000_000, to: 1_800_000_000_001, kept: 300),
+    ]
 
     static let versionThreeEvents: [JournalEvent] = [
         .epochAdvanced(from: 1, to: 2),
@@ -168,7 +174,7 @@ private func fixture(_ name: String, expected: [UInt8]) throws -> [UInt8]? {
     let events = EventFixtures.events
     #expect(Set(EventFixtures.versions.flatMap { $0.events.map(\.kind) }) == Set(EventKind.allCases))
     for version in EventFixtures.versions {
-        #expect(version.events.allSatisfy { $0.kind.version == version.number }, "events-v\(version.number)")
+        #expect(version.events.allSatisfy { $0.formatVersionWritten == version.number }, "events-v\(version.number)")
     }
     var types = Set<AttributeType>()
     var customTypes = Set<AttributeType>()

@@ -72,6 +72,10 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     // whose calls came after it counted as quiet, and its messages never
     // reached the cloud (`acknowledged-not-lost`).
     (4, 3, 10, .none, 5),
+    // A late frame of a wiped incarnation began a higher epoch after the
+    // cloud had taken part of the restored device's epoch; the device's
+    // advance refused to run, since it could only move the whole epoch.
+    (129, 8, 80, .heavy, 3),
     // Not failures: seeds that reach the two paths above under today's
     // workload (users act in bursts of calls, and devices batch their
     // uploads every 10 to 30 virtual seconds).

@@ -190,6 +190,10 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
 
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
         #expect(try CloudReply.decode(gap.encoded(device: "d1", key: key), device: "d1", key: key).reply == gap)
+        let ended = CloudReply.rejection(Rejection(WireError(.gap, "epoch 1 ended"), expected: OutboxPosition(epoch: 2, seq: 4),
+                                                   ended: OutboxPosition(epoch: 1, seq: 0)))
+        #expect(try CloudReply.decode(ended.encoded(device: "d1", key: key), device: "d1", key: key).reply == ended,
+                "an ended epoch the cloud holds none of still says so")
     }
 }
 

@@ -129,6 +129,17 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
     }
 
 
+    @Test func aGapThatEndsTheFramesEpochSaysWhereItEnded() throws {
+        var uploader = makeUploader()
+        let sent = uploader.nextFrame(now: t0, pending: outbox(5))
+        _ = try #require(sent)
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "ended"), expected: OutboxPosition(epoch: 9, seq: 3),
+                                                 ended: OutboxPosition(epoch: 1, seq: 2)))
+        let effects = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        #expect(effects == [.epochEnded(held: OutboxPosition(epoch: 1, seq: 2), cloudHead: OutboxPosition(epoch: 9, seq: 2), reason: "ended")])
+        #expect(uploader.acknowledged == OutboxPosition(epoch: 9, seq: 2))
+    }
+
     /// A cloud that asks for a position below the durable watermark was
     /// restored from an older backup: it has not backed up more than it
     /// holds, so the watermark comes down and the device keeps what it resends.

@@ -84,7 +84,7 @@ extension DeviceStore {
         switch event {
         case .storeRestored(let restore) where restore.previousEpoch >= from.rawValue && restore.previousEpoch < to.rawValue:
             return nil
-        case .epochAdvanced(let advancedFrom, let advancedTo) where advancedFrom == from.rawValue && advancedTo == to.rawValue:
+        case .epochAdvanced(let advancedFrom, let advancedTo, _) where advancedFrom == from.rawValue && advancedTo == to.rawValue:
             return nil
         default:
             return "epoch \(to) begins after epoch \(from) with a \(event.kind) event, not with the restore or advance that opens it"

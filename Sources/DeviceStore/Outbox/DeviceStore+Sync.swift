@@ -101,6 +101,8 @@ extension DeviceStore {
                 }
             case .epochTaken(let cloudHead, _):
                 advance = try advanceEpoch(past: cloudHead) ?? advance
+            case .epochEnded(let held, let cloudHead, _):
+                advance = try advanceEpoch(past: cloudHead, held: held) ?? advance
             default:
                 break
             }
@@ -174,21 +176,26 @@ extension DeviceStore {
 
     /// Moves the store's current epoch above `cloudHead`, the newest position
     /// the cloud holds of this device, in one transaction: a journaled
-    /// `epochAdvanced` event, whose fold renumbers the current epoch's outbox
-    /// messages (the cloud holds none of them), and the cursor at the cloud's
+    /// `epochAdvanced` event, whose fold moves the current epoch's outbox
+    /// messages that the cloud does not hold, and the cursor at the cloud's
     /// head, so that the moved epoch's first frame follows it. Without this a
     /// device whose clock ran back past an earlier restore writes in an epoch
     /// the cloud counts as ended, and nothing it writes is ever accepted.
     /// Returns the move, or nil when the store is already above `cloudHead`.
+    ///
+    /// `held`, when the cloud said it, is how far the cloud holds an epoch
+    /// it ended (`Rejection.ended`): when that is the store's own epoch, the
+    /// messages through it stay there and only those after it move. Without
+    /// it the cloud must hold none of the store's epoch.
     @discardableResult
-    func advanceEpoch(past cloudHead: OutboxPosition) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+    func advanceEpoch(past cloudHead: OutboxPosition, held: OutboxPosition? = nil) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
         let now = clock.now()
         let keys = privacyKeys
-        return try write { db in try DeviceStore.advanceEpoch(db, past: cloudHead, now: now, keys: keys) }
+        return try write { db in try DeviceStore.advanceEpoch(db, past: cloudHead, held: held, now: now, keys: keys) }
     }
 
-    private static func advanceEpoch(_ db: Database, past cloudHead: OutboxPosition, now: Timestamp,
-                                     keys: PrivacyProjection.Keys) throws -> (from: UInt64, to: UInt64)? {
+    private static func advanceEpoch(_ db: Database, past cloudHead: OutboxPosition, held: OutboxPosition? = nil,
+                                     now: Timestamp, keys: PrivacyProjection.Keys) throws -> (from: UInt64, to: UInt64)? {
         let epoch = try OutboxStore.epoch(db)
         let acknowledged = try OutboxStore.acknowledged(db)
         guard cloudHead.epoch >= epoch else {
@@ -197,16 +204,18 @@ extension DeviceStore {
             try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
             return nil
         }
-        guard acknowledged.epoch < epoch || acknowledged.seq == 0 else {
+        let kept = held.map { $0.epoch == epoch ? $0.seq : 0 } ?? 0
+        guard held != nil || acknowledged.epoch < epoch || acknowledged.seq == 0 else {
             throw DeviceStoreError(.sync, """
                 the cloud holds this device through \(cloudHead), at or past this store's epoch \(epoch), \
-                yet it acknowledged this store's own messages of epoch \(epoch) through \(acknowledged)
+                yet it acknowledged this store's own messages of epoch \(epoch) through \(acknowledged) \
+                and did not say how far it holds that epoch
                 """)
         }
         let next = max(cloudHead.epoch + epochAdvanceStep, UInt64(max(now.millisecondsSince1970, 0)))
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(next)])
         let appender = try JournalAppender(db: db, time: now, keys: keys)
-        try appender.append(.epochAdvanced(from: epoch, to: next))
+        try appender.append(.epochAdvanced(from: epoch, to: next, kept: kept))
         try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
         return (epoch, next)
     }
@@ -319,7 +328,7 @@ public struct SyncSession: Sendable {
                 break
             case .contentRequested(let hashes):
                 report.contentRequests += hashes.count
-            case .rewound, .epochTaken:
+            case .rewound, .epochTaken, .epochEnded:
                 report.rewinds += 1
             case .epochAdvanced:
                 report.epochAdvances += 1

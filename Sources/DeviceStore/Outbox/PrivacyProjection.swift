@@ -141,8 +141,8 @@ final class PrivacyProjection {
                 guard let content = try currentContent(hash) else { continue }
                 try send(.content(hash, content), epoch: epoch, seq: seq)
             }
-        case (.epochAdvanced(let from, let to), _):
-            try moveEpoch(from: from, to: to)
+        case (.epochAdvanced(let from, let to, let kept), _):
+            try moveEpoch(from: from, to: to, kept: kept)
         default:
             break
         }
@@ -275,16 +275,17 @@ final class PrivacyProjection {
         messagesSent += 1
     }
 
-    /// The messages of epoch `from`, none of which the cloud holds, keep
-    /// their seqs under `to` (`JournalEvent.epochAdvanced`).
-    private func moveEpoch(from: UInt64, to: UInt64) throws {
+    /// The messages of epoch `from` after seq `kept`, which the cloud does
+    /// not hold, move to `to`, numbered from 1 (`JournalEvent.epochAdvanced`).
+    private func moveEpoch(from: UInt64, to: UInt64, kept: UInt64) throws {
         let statement = try prepared(.moveEpoch)
         statement.bind(1, Int64(to))
-        statement.bind(2, Int64(from))
+        statement.bind(2, Int64(kept))
+        statement.bind(3, Int64(from))
         try statement.execute()
         movedEpoch = true
         if let current = head, current.epoch == from {
-            head = OutboxPosition(epoch: to, seq: current.seq)
+            head = OutboxPosition(epoch: to, seq: current.seq > kept ? current.seq - kept : 0)
         }
     }
 
@@ -347,7 +348,7 @@ final class PrivacyProjection {
             case .insertMessage:
                 "INSERT INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)"
             case .moveEpoch:
-                "UPDATE outbox SET epoch = ? WHERE epoch = ?"
+                "UPDATE outbox SET epoch = ?1, seq = seq - ?2 WHERE epoch = ?3 AND seq > ?2"
             }
         }
     }

@@ -8,7 +8,7 @@
 public enum EventCodec {
     public static func encode(_ event: JournalEvent) -> [UInt8] {
         var writer = BinaryWriter()
-        writer.byte(event.kind.version)
+        writer.byte(event.formatVersionWritten)
         writer.byte(event.kind.rawValue)
         switch event {
         case .itemIndexed(let index, let item):
@@ -61,9 +61,11 @@ public enum EventCodec {
         case .reindexAcknowledged(let index, let request):
             writer.string(index)
             writer.uvarint(request)
-        case .epochAdvanced(let from, let to):
+        case .epochAdvanced(let from, let to, let kept):
             writer.uvarint(from)
             writer.uvarint(to)
+            // Version 4 only: advances that kept nothing keep their bytes.
+            if kept > 0 { writer.uvarint(kept) }
         }
         return writer.bytes
     }
@@ -79,7 +81,7 @@ public enum EventCodec {
         guard let kind = EventKind(rawValue: kindByte) else {
             throw CodecError(.unknownKind, at: 1, "unknown event kind \(kindByte)")
         }
-        guard kind.version == version else {
+        guard kind.version == version || kind == .epochAdvanced && version == 4 else {
             throw CodecError(.nonCanonical, at: 0,
                              "a \(kind.name) event is written with format version \(kind.version), not \(version)")
         }
@@ -170,7 +172,15 @@ public enum EventCodec {
             guard to > from else {
                 throw CodecError(.nonCanonical, at: start, "an epoch advance goes forward, not from \(from) to \(to)")
             }
-            event = .epochAdvanced(from: from, to: to)
+            var kept: UInt64 = 0
+            if version == 4 {
+                let keptAt = reader.offset
+                kept = try reader.uvarint()
+                guard kept > 0 else {
+                    throw CodecError(.nonCanonical, at: keptAt, "an epoch advance that kept nothing is written with version 3")
+                }
+            }
+            event = .epochAdvanced(from: from, to: to, kept: kept)
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

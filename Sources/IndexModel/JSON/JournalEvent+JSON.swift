@@ -65,9 +65,10 @@ extension JournalEvent {
         case .reindexAcknowledged(let index, let request):
             object["index"] = .string(index)
             object["request"] = .integer(Int64(clamping: request))
-        case .epochAdvanced(let from, let to):
+        case .epochAdvanced(let from, let to, let kept):
             object["from"] = .integer(Int64(clamping: from))
             object["to"] = .integer(Int64(clamping: to))
+            if kept > 0 { object["kept"] = .integer(Int64(clamping: kept)) }
         }
         return .object(object)
     }

@@ -41,14 +41,23 @@ public enum JournalEvent: Hashable, Sendable {
     case reindexAcknowledged(index: String, request: UInt64)
     /// The cloud had begun a later epoch of this device than the store's own
     /// (its clock ran back past an earlier restore), so the store moved its
-    /// current epoch, of which the cloud held nothing, from `from` to `to`:
-    /// the outbox messages of `from` keep their seqs under `to`.
-    case epochAdvanced(from: UInt64, to: UInt64)
+    /// current epoch from `from` to `to`. The cloud held `from` through seq
+    /// `kept` (0: none of it): those messages stay, and the outbox messages
+    /// after them move to `to`, numbered from 1.
+    case epochAdvanced(from: UInt64, to: UInt64, kept: UInt64 = 0)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
-    /// so events of older kinds keep their bytes and their hashes.
-    public static let formatVersion: UInt8 = 3
+    /// so events of older kinds keep their bytes and their hashes; the one
+    /// exception is an `epochAdvanced` that kept messages in its old epoch,
+    /// whose count version 4 added (`formatVersionWritten`).
+    public static let formatVersion: UInt8 = 4
+
+    /// The version this event is written with.
+    public var formatVersionWritten: UInt8 {
+        if case .epochAdvanced(_, _, let kept) = self, kept > 0 { return 4 }
+        return kind.version
+    }
 
     public var kind: EventKind {
         switch self {

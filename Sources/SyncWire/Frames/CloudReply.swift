@@ -84,10 +84,16 @@ public struct Rejection: Hashable, Sendable {
     /// `.equivocation`: the position after the newest one the cloud holds of
     /// the device.
     public var expected: OutboxPosition?
+    /// For a `.gap` refusing messages of an epoch the cloud has ended (it
+    /// holds a later epoch of the device): the last position the cloud holds
+    /// of the frame's epoch (seq 0: none of it). The device moves what comes
+    /// after it to a new epoch above `expected`.
+    public var ended: OutboxPosition?
 
-    public init(_ error: WireError, expected: OutboxPosition? = nil) {
+    public init(_ error: WireError, expected: OutboxPosition? = nil, ended: OutboxPosition? = nil) {
         self.error = error
         self.expected = expected
+        self.ended = ended
     }
 
     /// Whether resending cannot help: the device must stop and report.
@@ -129,6 +135,9 @@ public enum CloudReply: Hashable, Sendable {
             writer.byte(rejection.error.code.rawValue)
             writer.uvarint(rejection.expected?.epoch ?? 0)
             writer.uvarint(rejection.expected?.seq ?? 0)
+            // Epoch 0 (never a device's): no ended epoch.
+            writer.uvarint(rejection.ended?.epoch ?? 0)
+            writer.uvarint(rejection.ended?.seq ?? 0)
             var message = rejection.error.message
             while message.utf8.count > WireLimits.maximumStringBytes { message.removeLast() }
             writer.string(message)
@@ -181,8 +190,10 @@ public enum CloudReply: Hashable, Sendable {
                     throw WireError(.malformed, "unknown rejection code at byte \(codeAt)")
                 }
                 let expected = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let ended = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
                 let message = try reader.string()
-                reply = .rejection(Rejection(WireError(code, message), expected: code == .gap || code == .equivocation ? expected : nil))
+                reply = .rejection(Rejection(WireError(code, message), expected: code == .gap || code == .equivocation ? expected : nil,
+                                             ended: code == .gap && ended.epoch > 0 ? ended : nil))
             default:
                 throw WireError(.malformed, "reply type \(type) is neither an ack nor a rejection")
             }

@@ -40,8 +40,8 @@ public struct UploadFrame: Hashable, Sendable {
     }
 
     public static let magic: [UInt8] = Array("SLSY".utf8)
-    /// Version 2 added `follows` and `isProbe`.
-    public static let version: UInt8 = 2
+    /// Version 2 added `follows` and `isProbe`; version 3 `Rejection.ended`.
+    public static let version: UInt8 = 3
 
     enum FrameType: UInt8 {
         case upload = 1, ack = 2, rejection = 3

@@ -168,6 +168,9 @@ public struct Uploader: Sendable {
         case .rejection(let rejection):
             switch rejection.error.code {
             case .gap:
+                if let ended = rejection.ended {
+                    return resume(before: rejection) { .epochEnded(held: ended, cloudHead: $0, reason: rejection.error.message) }
+                }
                 return resume(before: rejection) { .rewound(to: $0, reason: rejection.error.message) }
             case .equivocation where frame.epoch > acknowledged.epoch:
                 // The cloud holds other messages under an epoch of which it
@@ -236,8 +239,12 @@ public enum UploadEffect: Hashable, Sendable {
     /// earlier incarnation of the device used: the device moves its epoch
     /// above `cloudHead`, the newest position the cloud holds of it.
     case epochTaken(cloudHead: OutboxPosition, reason: String)
-    /// The device store moved its current epoch, of which the cloud held
-    /// nothing, from `from` to `to` (added by `DeviceStore.receive`).
+    /// The cloud holds a later epoch of the device than the frame's, which
+    /// it has ended at `held`: the device moves its messages after `held` to
+    /// an epoch above `cloudHead`, the newest position the cloud holds of it.
+    case epochEnded(held: OutboxPosition, cloudHead: OutboxPosition, reason: String)
+    /// The device store moved its current epoch from `from` to `to`, with
+    /// the messages the cloud did not hold (added by `DeviceStore.receive`).
     case epochAdvanced(from: UInt64, to: UInt64)
     /// The frame goes again at `at`; `attempt` is the number it will be.
     case retryScheduled(at: Timestamp, attempt: Int, reason: String)
