@@ -20,6 +20,9 @@ struct Sightline: AsyncParsableCommand {
     /// then runs the command.
     static func main() async {
         _ = sightline_disable_sqlite_memory_statistics()
+        if let command = CommandLine.arguments.dropFirst().first, ["simulate", "drill"].contains(command) {
+            HugePageHeap.start()
+        }
         await main(nil)
     }
 }
