@@ -14,7 +14,8 @@ import Glibc
 /// the process starts. Instead, all threads share glibc's one sbrk heap (one
 /// arena), which grows in steps of at least 64 MiB, and a watcher thread
 /// advises each new stretch of it as soon as it appears, before most of it is
-/// touched. The kernel merges the advised stretches into one mapping.
+/// touched (each stretch then shows as its own `[heap]` line in
+/// `/proc/PID/maps`).
 enum HugePageHeap {
     static let watchInterval: TimeInterval = 0.02
     /// `M_ARENA_MAX` and `M_TOP_PAD` of glibc's <malloc.h>.
