@@ -126,10 +126,6 @@ struct SimRandom {
         low + Int64(next() % UInt64(high - low + 1))
     }
 
-    mutating func between(_ range: ClosedRange<Int64>) -> Int64 {
-        between(range.lowerBound, range.upperBound)
-    }
-
     /// True with probability `p`.
     mutating func chance(_ p: Double) -> Bool {
         p > 0 && unit() < p
@@ -138,11 +134,6 @@ struct SimRandom {
     /// Uniform in [0, 1).
     mutating func unit() -> Double {
         Double(next() >> 11) / Double(1 << 53)
-    }
-
-    /// An exponentially distributed wait with this mean.
-    mutating func exponential(mean: Double) -> Int64 {
-        Int64(-mean * log1p(-unit()))
     }
 
     /// A new independent stream, for a part of the simulation that must not
