@@ -233,15 +233,18 @@ public final class CloudIndex: CloudStore {
         let key = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
         let now = clock.now()
         return try write { db in
-            guard let stored = try Data.fetchOne(db, sql: "SELECT secret_hash FROM apps WHERE app = ?", arguments: [app]),
+            // Cached: a simulation enrols thousands of devices in a row.
+            guard let stored = try Data.fetchOne(db.cachedStatement(sql: "SELECT secret_hash FROM apps WHERE app = ?"),
+                                                 arguments: [app]),
                   CloudIndex.constantTimeEqual([UInt8](stored), offered) else {
                 throw CloudError(.enrolmentRefused, "enrolment refused: unknown app or wrong enrolment secret")
             }
-            if try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)", arguments: [device]) == true {
+            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)"),
+                                 arguments: [device]) == true {
                 throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
             }
-            try db.execute(sql: "INSERT INTO devices (device, app, key, enrolled_at) VALUES (?, ?, ?, ?)",
-                           arguments: [device, app, Data(key), now.millisecondsSince1970])
+            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [device, app, Data(key), now.millisecondsSince1970])
             return key
         }
     }

@@ -29,6 +29,8 @@ extension DeviceStore {
             }
             try db.execute(sql: "INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)", arguments: [Data(key)])
         }
+        // Committed: the first sync need not read it back.
+        knownDeviceKey.withLock { $0 = key }
     }
 
     /// An uploader that starts from this store's cursor.
