@@ -124,3 +124,9 @@ final class CallLane: @unchecked Sendable {
 struct LaneCargo<Value>: @unchecked Sendable {
     let value: Value
 }
+
+/// Where a job on the lane leaves what it made, for the loop to take once it
+/// has settled the job.
+final class ResultShelf<Value>: @unchecked Sendable {
+    var results: [Result<Value, any Error>] = []
+}
