@@ -6,16 +6,36 @@ import SyncWire
 /// the oracle's model of what its store must hold, and its sync state.
 final class SimDevice {
     /// A backup the device took, with the oracle's model at that moment.
-    struct Backup {
+    /// Its file may be written on the call lane: what the store said about
+    /// it is there once the device is settled.
+    final class Backup: @unchecked Sendable {
         let path: String
         let model: StoreModel
         let epoch: UInt64
-        let journalHead: UInt64
-        let outboxHead: OutboxPosition
         /// Calls the device had made, and message groups of `epoch` the oracle had.
         let calls: Int
         let groups: Int
         let takenAt: Int64
+        /// The store's journal head and outbox head in the backup.
+        private(set) var journalHead: UInt64 = 0
+        private(set) var outboxHead = OutboxPosition.start
+
+        init(path: String, model: StoreModel, epoch: UInt64, calls: Int, groups: Int, takenAt: Int64) {
+            self.path = path
+            self.model = model
+            self.epoch = epoch
+            self.calls = calls
+            self.groups = groups
+            self.takenAt = takenAt
+        }
+
+        /// Writes the backup of `store`, which must be the device's store as
+        /// the oracle's model describes it.
+        func write(_ store: DeviceStore) throws(DeviceStoreError) {
+            let status = try store.syncStatus()
+            journalHead = try store.snapshot(to: path).headSeq
+            outboxHead = status.head
+        }
     }
 
     let number: Int

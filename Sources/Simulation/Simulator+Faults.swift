@@ -68,17 +68,29 @@ extension Simulator {
         }
     }
 
+    /// Backs the device up. With the call lane, the lane writes the file (the
+    /// device is settled before anything reads the backup or the store).
+    /// That takes it off the event loop, which near the end of the calls is
+    /// the only thread with work.
     func takeBackup(_ device: SimDevice) throws {
         device.backupsTaken += 1
-        let path = directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap"
-        let status = try device.store.syncStatus()
-        let manifest = try device.store.snapshot(to: path)
-        device.backups.append(SimDevice.Backup(path: path, model: device.model, epoch: device.epoch,
-                                               journalHead: manifest.headSeq, outboxHead: status.head,
-                                               calls: device.calls, groups: device.expected[device.epoch]?.count ?? 0,
-                                               takenAt: world.milliseconds))
+        let backup = SimDevice.Backup(path: directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap",
+                                      model: device.model, epoch: device.epoch, calls: device.calls,
+                                      groups: device.expected[device.epoch]?.count ?? 0, takenAt: world.milliseconds)
+        device.backups.append(backup)
         if device.backups.count > 3 {
             StoreFiles.remove(device.backups.removeFirst().path)
+        }
+        guard let lane else { return try backup.write(device.store) }
+        device.clock.pin(at: world.milliseconds)
+        let cargo = LaneCargo(value: device)
+        device.laneJob = lane.hand {
+            let device = cargo.value
+            do {
+                try backup.write(device.store)
+            } catch {
+                device.turn = SimDevice.Turn(failure: SimulationError("device \(device.number) could not be backed up: \(error)"))
+            }
         }
     }
 
