@@ -160,8 +160,9 @@ extension DeviceStore {
     private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
         let now = clock.now()
         let keys = privacyKeys
+        let slots = writePath.outbox
         return try write { db in
-            let state = try OutboxState.read(db)
+            let state = try OutboxState.read(db, slots)
             let epoch = state.epoch
             let beyond = position.epoch > epoch
                 || (position.epoch == epoch && state.acknowledged.epoch < epoch && position > state.head)
