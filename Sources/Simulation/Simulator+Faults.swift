@@ -81,15 +81,12 @@ extension Simulator {
         if device.backups.count > 3 {
             StoreFiles.remove(device.backups.removeFirst().path)
         }
-        guard let lane else { return try backup.write(device.store) }
-        device.clock.pin(at: world.milliseconds)
-        let cargo = LaneCargo(value: device)
-        device.laneJob = lane.hand {
-            let device = cargo.value
+        try handOff(device) { device in
             do {
                 try backup.write(device.store)
+                return SimDevice.Turn()
             } catch {
-                device.turn = SimDevice.Turn(failure: SimulationError("device \(device.number) could not be backed up: \(error)"))
+                return SimDevice.Turn(failure: SimulationError("device \(device.number) could not be backed up: \(error)"))
             }
         }
     }

@@ -435,16 +435,9 @@ public final class Simulator {
         guard calls > 0 else { return }
         // The user found an entry by searching for its title first.
         let searching = device.number % Simulator.searchingDeviceStride == 0
-        if let lane {
-            device.clock.pin(at: world.milliseconds)
-            let cargo = LaneCargo(value: (device, catalogue, scripted))
-            device.laneJob = lane.hand {
-                let (device, catalogue, scripted) = cargo.value
-                device.turn = device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
-            }
-        } else {
-            device.turn = device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
-            try settle(device)
+        let catalogue = self.catalogue
+        try handOff(device) { device in
+            device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
         }
         counters.appCalls += calls
         device.workloadCalls += calls
@@ -472,6 +465,21 @@ public final class Simulator {
     static let searchingDeviceStride = 4
 
     // MARK: - The call lane
+
+    /// Runs `work`, which touches only `device`, where a device's own work
+    /// runs: on the lane, at the device's clock pinned to now, until the loop
+    /// settles the device; without the lane, here at once. What it returns is
+    /// what `settle` takes.
+    func handOff(_ device: SimDevice, _ work: @escaping (SimDevice) -> SimDevice.Turn) throws(SimulationError) {
+        guard let lane else {
+            device.turn = work(device)
+            try settle(device)
+            return
+        }
+        device.clock.pin(at: world.milliseconds)
+        let cargo = LaneCargo(value: device), job = LaneCargo(value: work)
+        device.laneJob = lane.hand { cargo.value.turn = job.value(cargo.value) }
+    }
 
     /// Makes sure `device`'s call on the lane (if any) has run (waiting for
     /// the lane if it is running it, running it here if the lane has not
