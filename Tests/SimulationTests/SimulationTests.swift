@@ -234,6 +234,25 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(checks.first { $0.name == "projections-equal-rebuild" }?.passed == false)
     }
 
+    /// The end of a run checks devices on both threads, one from the first
+    /// device up and the lane from the last down: a store that differs from
+    /// its calls is caught whichever thread checks it, and reported in device order.
+    @Test func theOracleNoticesADeviceIndexThatDiffersFromItsCalls() throws {
+        var options = SimulationOptions(devices: 6, eventsPerDevice: 40, seed: 5, faults: .none, threshold: 3)
+        options.callLane = true
+        let simulator = try Simulator(options: options)
+        #expect(failures(try simulator.run()) == "")
+        for device in [simulator.devices[0], simulator.devices[5]] {
+            // A deletion the app never made, straight on the store.
+            let (index, items) = try #require(device.model.items.sorted { $0.key < $1.key }.first { !$0.value.isEmpty })
+            let identifier = try #require(items.keys.sorted().first)
+            try device.store.perform(.delete(index: index, identifiers: [identifier]))
+        }
+        let checks = simulator.checkInvariants()
+        let index = try #require(checks.first { $0.name == "device-index-matches-calls" })
+        #expect(!index.passed && index.detail.hasPrefix("device 0 index") && index.detail.contains("(and 1 more)"), "\(index.detail)")
+    }
+
     @Test func aDeviceRestoreDrillLosesOnlyItsWindowAndCountsNothingTwice() throws {
         for seed: UInt64 in 1...3 {
             let drill = try DrillReport.run(side: .device, seed: seed)
