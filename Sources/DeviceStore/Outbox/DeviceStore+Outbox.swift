@@ -67,14 +67,25 @@ extension DeviceStore {
     }
 
     /// Up to `limit` outbox records after `position`, in order, as the uploader takes them.
+    /// Read through a statement kept for the connection: the simulator's
+    /// event loop reads the outbox for nearly every frame.
     public func pendingOutbox(after position: OutboxPosition, limit: Int) throws(DeviceStoreError) -> [OutboxRecord] {
         try read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT epoch, seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
-                """), arguments: [Int64(position.epoch), Int64(position.seq), limit]).map { row in
-                OutboxRecord(position: OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64)),
-                             encoded: [UInt8](row[2] as Data))
+            let statement = try writePath.outbox.statement(OutboxState.Statement.records.rawValue) {
+                try DirectStatement(db, """
+                    SELECT epoch, seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
+                    """)
             }
+            defer { statement.reset() }
+            statement.bind(1, Int64(position.epoch))
+            statement.bind(2, Int64(position.seq))
+            statement.bind(3, Int64(limit))
+            var records: [OutboxRecord] = []
+            while try statement.step() {
+                records.append(OutboxRecord(position: OutboxPosition(epoch: UInt64(statement.int64(0)), seq: UInt64(statement.int64(1))),
+                                            encoded: statement.blob(2)))
+            }
+            return records
         }
     }
 
@@ -175,7 +186,7 @@ struct OutboxState {
 
     /// The store's statements for its sync state, in `WritePath.outbox`.
     enum Statement: Int, CaseIterable {
-        case state, pending
+        case state, pending, records
     }
 
     /// One statement, for `syncStatus()` and the ack alike. It is kept in the

@@ -35,10 +35,14 @@ extension DeviceStore {
 
     /// An uploader that starts from this store's cursor.
     public func makeUploader(configuration: UploaderConfiguration = UploaderConfiguration()) throws(DeviceStoreError) -> Uploader {
+        try makeUploader(configuration: configuration, status: syncStatus())
+    }
+
+    /// An uploader that starts from `status`, this store's sync status.
+    func makeUploader(configuration: UploaderConfiguration, status: SyncStatus) throws(DeviceStoreError) -> Uploader {
         guard let key = try deviceKey() else {
             throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
         }
-        let status = try syncStatus()
         return Uploader(app: app, device: deviceID.rawValue, key: key, acknowledged: status.acknowledged,
                         durable: status.durable, configuration: configuration)
     }
@@ -278,10 +282,12 @@ public struct SyncSession: Sendable {
 
     public init(store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration(),
                 maximumAttempts: Int = 8) throws(DeviceStoreError) {
-        uploader = try store.makeUploader(configuration: configuration)
+        // The status counts the messages after the cursor: none pending
+        // means a probe, without reading the outbox to find out.
+        let status = try store.syncStatus()
+        uploader = try store.makeUploader(configuration: configuration, status: status)
         self.maximumAttempts = max(maximumAttempts, 1)
-        probe = try store.pendingOutbox(after: uploader.acknowledged, limit: 1).isEmpty
-            ? try store.retainedRecord(at: uploader.acknowledged) : nil
+        probe = status.pending == 0 ? try store.retainedRecord(at: status.acknowledged) : nil
     }
 
     /// What to do at `now`.
