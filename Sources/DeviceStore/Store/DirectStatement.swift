@@ -98,6 +98,11 @@ struct DirectStatement {
         sqlite3_reset(handle)
     }
 
+    /// Whether the statement is between a step that returned a row and its reset.
+    var isBusy: Bool {
+        sqlite3_stmt_busy(handle) != 0
+    }
+
     func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
     }
