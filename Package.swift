@@ -59,6 +59,8 @@ let package = Package(
             dependencies: [
                 "IndexModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The C API, for statements bound and stepped directly.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexModel
 import SyncWire
 

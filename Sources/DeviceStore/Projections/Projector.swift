@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexModel
 
 /// The fold from journal events to projections. The write path and

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexQuery
 
 /// Top-k ranked search over `SearchIndex`, reading posting lists best first and

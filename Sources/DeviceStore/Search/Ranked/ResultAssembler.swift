@@ -1,4 +1,5 @@
 import GRDB
+import SQLiteSupport
 
 /// Turns documents, taken best first, into results: checks that each can still
 /// be shown (not expired; an activity still eligible and its related item not

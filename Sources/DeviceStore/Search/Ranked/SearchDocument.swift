@@ -1,5 +1,6 @@
 import Foundation
 import IndexQuery
+import SQLiteSupport
 
 /// How one item or activity looks to ranked search: its distinct words, each with
 /// a text weight (its *impact*), the engagement references that count for it, and

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 import IndexModel
 
 /// The ranked-search index: impact-ordered posting lists that let a search stop

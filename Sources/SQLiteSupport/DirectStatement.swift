@@ -1,26 +1,26 @@
 import GRDB
 import GRDBSQLite
 
-/// A statement on the write path, bound and stepped through the SQLite C API.
+/// A statement on a hot path, bound and stepped through the SQLite C API.
 ///
 /// GRDB prepares and owns the statement (it is one of the connection's cached
 /// statements, finalized when the connection closes); values are bound directly
 /// instead of through `StatementArguments`, whose type-erased values cost more
 /// than the insert itself on the journal's hot path (`sightline bench append`).
 /// Text and blobs are bound with `SQLITE_TRANSIENT`, so SQLite copies them.
-struct DirectStatement {
+public struct DirectStatement {
     private let statement: Statement
     private let handle: OpaquePointer
     private let connection: OpaquePointer?
 
-    init(_ db: Database, _ sql: String) throws {
+    public init(_ db: Database, _ sql: String) throws {
         try self.init(db.cachedStatement(sql: sql), db)
     }
 
     /// A statement of its own, not shared through the connection's cache: for a
     /// query that stays open while the caller may run the same SQL again (a
     /// journal scan whose body scans the journal too).
-    init(uncached db: Database, _ sql: String) throws {
+    public init(uncached db: Database, _ sql: String) throws {
         try self.init(db.makeStatement(sql: sql), db)
     }
 
@@ -32,23 +32,23 @@ struct DirectStatement {
 
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    func bind(_ index: Int32, _ value: Int64) {
+    public func bind(_ index: Int32, _ value: Int64) {
         sqlite3_bind_int64(handle, index, value)
     }
 
-    func bind(_ index: Int32, _ value: Int64?) {
+    public func bind(_ index: Int32, _ value: Int64?) {
         if let value { sqlite3_bind_int64(handle, index, value) } else { sqlite3_bind_null(handle, index) }
     }
 
-    func bind(_ index: Int32, _ value: Bool) {
+    public func bind(_ index: Int32, _ value: Bool) {
         sqlite3_bind_int64(handle, index, value ? 1 : 0)
     }
 
-    func bind(_ index: Int32, _ value: Double?) {
+    public func bind(_ index: Int32, _ value: Double?) {
         if let value { sqlite3_bind_double(handle, index, value) } else { sqlite3_bind_null(handle, index) }
     }
 
-    func bind(_ index: Int32, _ value: String?) {
+    public func bind(_ index: Int32, _ value: String?) {
         guard var value else {
             sqlite3_bind_null(handle, index)
             return
@@ -59,7 +59,7 @@ struct DirectStatement {
         }
     }
 
-    func bind(_ index: Int32, _ value: some Collection<UInt8>) {
+    public func bind(_ index: Int32, _ value: some Collection<UInt8>) {
         let done = value.withContiguousStorageIfAvailable { buffer in
             // A zero-length blob is a blob, not NULL: sqlite3_bind_blob binds
             // NULL for a nil pointer, so give it a valid one.
@@ -70,7 +70,7 @@ struct DirectStatement {
     }
 
     /// Runs a statement that returns no rows and resets it.
-    func execute() throws {
+    public func execute() throws {
         let code = sqlite3_step(handle)
         guard code == SQLITE_DONE else { throw failure(code) }
         sqlite3_reset(handle)
@@ -78,7 +78,7 @@ struct DirectStatement {
 
     /// Steps once: true when a row is available for the column accessors. Call
     /// `reset()` when done with the rows.
-    func step() throws -> Bool {
+    public func step() throws -> Bool {
         let code = sqlite3_step(handle)
         if code == SQLITE_ROW { return true }
         guard code == SQLITE_DONE else { throw failure(code) }
@@ -86,44 +86,44 @@ struct DirectStatement {
     }
 
     /// Rows changed by this statement's last run (0 for an insert that did nothing).
-    var changes: Int {
+    public var changes: Int {
         Int(sqlite3_changes(connection))
     }
 
-    var lastInsertedRowID: Int64 {
+    public var lastInsertedRowID: Int64 {
         sqlite3_last_insert_rowid(connection)
     }
 
-    func reset() {
+    public func reset() {
         sqlite3_reset(handle)
     }
 
     /// Whether the statement is between a step that returned a row and its reset.
-    var isBusy: Bool {
+    public var isBusy: Bool {
         sqlite3_stmt_busy(handle) != 0
     }
 
-    func int64(_ column: Int32) -> Int64 {
+    public func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
     }
 
-    func isNull(_ column: Int32) -> Bool {
+    public func isNull(_ column: Int32) -> Bool {
         sqlite3_column_type(handle, column) == SQLITE_NULL
     }
 
-    func optionalInt64(_ column: Int32) -> Int64? {
+    public func optionalInt64(_ column: Int32) -> Int64? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
     }
 
-    func double(_ column: Int32) -> Double {
+    public func double(_ column: Int32) -> Double {
         sqlite3_column_double(handle, column)
     }
 
-    func optionalDouble(_ column: Int32) -> Double? {
+    public func optionalDouble(_ column: Int32) -> Double? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_double(handle, column)
     }
 
-    func text(_ column: Int32) -> String? {
+    public func text(_ column: Int32) -> String? {
         guard let pointer = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
@@ -131,7 +131,7 @@ struct DirectStatement {
 
     /// Calls `body` with the column's bytes where SQLite holds them, valid only
     /// until the next step or reset.
-    func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
+    public func withBlob<T>(_ column: Int32, _ body: (UnsafeRawBufferPointer) throws -> T) rethrows -> T {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let pointer = sqlite3_column_blob(handle, column) else {
             return try body(UnsafeRawBufferPointer(start: nil, count: 0))
@@ -139,7 +139,7 @@ struct DirectStatement {
         return try body(UnsafeRawBufferPointer(start: pointer, count: count))
     }
 
-    func blob(_ column: Int32) -> [UInt8] {
+    public func blob(_ column: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }
         return [UInt8](UnsafeRawBufferPointer(start: pointer, count: count))
