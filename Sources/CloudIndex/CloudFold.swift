@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// A message the cloud refuses although its frame is well formed and signed:
@@ -29,6 +30,8 @@ struct Refusal: Error {
 /// only counts under keyed hashes remain.
 struct CloudFold {
     let db: Database
+    /// The statements kept for `db` (`CloudStatement`).
+    let statements: StatementSlots
     let threshold: Int
     let voter: (String, PublicHash) -> [UInt8]
     let key: (String, PublicHash) -> [UInt8]
@@ -50,35 +53,32 @@ struct CloudFold {
             }
             switch message {
             case .vote(_, let token):
-                let pseudonym = Data(voter(device, hash))
-                try db.cachedStatement(sql: """
-                    INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING
-                    """).execute(arguments: [app, key, pseudonym, Data(token.bytes)])
-                if db.changesCount > 0 {
+                let pseudonym = voter(device, hash)
+                let insert = try statements.statement(.insertVote, db)
+                insert.bind(1, app)
+                insert.bind(2, key)
+                insert.bind(3, pseudonym)
+                insert.bind(4, token.bytes)
+                try insert.execute()
+                if insert.changes > 0 {
                     try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
                     continue
                 }
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
-                    """), arguments: [app, key, pseudonym]) else { continue }
-                guard [UInt8](row[0] as Data) == token.bytes else {
+                guard let vote = try readVote(app: app, key: key, voter: pseudonym) else { continue }
+                guard vote.token == token.bytes else {
                     throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
                 }
-                if (row[1] as Int64) != 0 { continue }
-                try db.cachedStatement(sql: "UPDATE votes SET live = 1 WHERE app = ? AND key = ? AND voter = ?")
-                    .execute(arguments: [app, key, pseudonym])
+                if vote.live { continue }
+                try setVote(live: true, app: app, key: key, voter: pseudonym)
                 try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
             case .withdraw(_, let token):
-                let pseudonym = Data(voter(device, hash))
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?
-                    """), arguments: [app, key, pseudonym]) else { continue }
-                guard [UInt8](row[0] as Data) == token.bytes else {
+                let pseudonym = voter(device, hash)
+                guard let vote = try readVote(app: app, key: key, voter: pseudonym) else { continue }
+                guard vote.token == token.bytes else {
                     throw Refusal(message: "a withdrawal carries a different token than this device's vote for the same hash")
                 }
-                guard (row[1] as Int64) != 0 else { continue }
-                try db.cachedStatement(sql: "UPDATE votes SET live = 0 WHERE app = ? AND key = ? AND voter = ?")
-                    .execute(arguments: [app, key, pseudonym])
+                guard vote.live else { continue }
+                try setVote(live: false, app: app, key: key, voter: pseudonym)
                 try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
             case .signal(_, let counts):
                 guard counts.views < 1 << 40, counts.shown < 1 << 40, counts.engaged < 1 << 40 else {
@@ -104,13 +104,34 @@ struct CloudFold {
             }
         }
         for (hash, counts) in signals.sorted(by: { $0.key < $1.key }) {
-            let key = keys[hash]!
-            try db.cachedStatement(sql: """
-                INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, ?, ?, ?)
-                ON CONFLICT (app, key) DO UPDATE
-                SET views = views + excluded.views, shown = shown + excluded.shown, engaged = engaged + excluded.engaged
-                """).execute(arguments: [app, key, Int64(counts.views), Int64(counts.shown), Int64(counts.engaged)])
+            let add = try statements.statement(.addSignals, db)
+            add.bind(1, app)
+            add.bind(2, keys[hash]!)
+            add.bind(3, Int64(counts.views))
+            add.bind(4, Int64(counts.shown))
+            add.bind(5, Int64(counts.engaged))
+            try add.execute()
         }
+    }
+
+    /// The device's vote for a hash under its pseudonym, if it voted.
+    private func readVote(app: String, key: Data, voter: [UInt8]) throws -> (token: [UInt8], live: Bool)? {
+        let read = try statements.statement(.readVote, db)
+        defer { read.reset() }
+        read.bind(1, app)
+        read.bind(2, key)
+        read.bind(3, voter)
+        guard try read.step() else { return nil }
+        return (read.blob(0), read.int64(1) != 0)
+    }
+
+    private func setVote(live: Bool, app: String, key: Data, voter: [UInt8]) throws {
+        let update = try statements.statement(.setVoteLive, db)
+        update.bind(1, live)
+        update.bind(2, app)
+        update.bind(3, key)
+        update.bind(4, voter)
+        try update.execute()
     }
 
     /// Moves the live-vote and distinct-voter counts in one upsert, then the
@@ -118,16 +139,23 @@ struct CloudFold {
     /// wanted (and its raw hash is kept, to ask for it); below K its raw hash
     /// and content go.
     private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64) throws {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?1, ?2, ?3, ?4, 0, 0, 0)
-            ON CONFLICT (app, key) DO UPDATE SET live_votes = live_votes + ?3, voters = voters + ?4
-            RETURNING live_votes, wanted_seq, has_content
-            """), arguments: [app, key, live, voters]) else { return }
+        let change = try statements.statement(.changeVotes, db)
+        change.bind(1, app)
+        change.bind(2, key)
+        change.bind(3, live)
+        change.bind(4, voters)
+        let state: (liveVotes: Int64, isWanted: Bool, hasContent: Bool)
+        do {
+            // SQLite makes all of an upsert's changes at its first step.
+            defer { change.reset() }
+            guard try change.step() else { return }
+            state = (change.int64(0), !change.isNull(1), change.int64(2) != 0)
+        }
         // The raw hash is held exactly while live votes are at least K, so the
         // rule derives whether it was held from the count. (SQLite 3.40 returned
         // 1 for `hash IS NOT NULL` of a NULL hash in this upsert's RETURNING.)
-        let actions = ThresholdRule.actions(liveVotes: row[0], delta: live, threshold: threshold,
-                                            hasContent: (row[2] as Int64) != 0, isWanted: (row[1] as Int64?) != nil)
+        let actions = ThresholdRule.actions(liveVotes: state.liveVotes, delta: live, threshold: threshold,
+                                            hasContent: state.hasContent, isWanted: state.isWanted)
         if actions.keepRawHash {
             try db.cachedStatement(sql: "UPDATE hashes SET hash = ? WHERE app = ? AND key = ?")
                 .execute(arguments: [Data(hash.bytes), app, key])

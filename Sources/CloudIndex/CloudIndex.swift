@@ -78,6 +78,9 @@ public final class CloudIndex: CloudStore {
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
     let enrolled = Mutex<[String: EnrolledDevice]>([:])
+    /// The statements ingest runs for every frame, kept for the connection's
+    /// life (`CloudStatement`).
+    let statements = StatementSlots(count: CloudStatement.allCases.count)
 
     struct EnrolledDevice {
         let app: String

@@ -10,20 +10,35 @@ import SyncWire
 /// store"). The projections are a fold over it.
 enum CloudLog {
     /// Appends `frame` (whose messages from `acceptedFrom` on are new) and returns its log seq.
-    static func append(_ frame: UploadFrame, acceptedFrom: UInt64, receivedAt: Timestamp, db: Database) throws -> Int64 {
-        let previous = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1"))
-        let seq = (previous.map { $0[0] as Int64 } ?? 0) + 1
-        let previousHash = previous.map { [UInt8]($0[1] as Data) } ?? [UInt8](repeating: 0, count: 32)
+    static func append(_ frame: UploadFrame, acceptedFrom: UInt64, receivedAt: Timestamp, db: Database,
+                       statements: StatementSlots) throws -> Int64 {
+        let head = try statements.statement(.logHead, db)
+        var seq: Int64 = 1
+        var previousHash = [UInt8](repeating: 0, count: 32)
+        do {
+            defer { head.reset() }
+            if try head.step() {
+                seq = head.int64(0) + 1
+                previousHash = head.blob(1)
+            }
+        }
         let hash = chainHash(previous: previousHash, device: frame.device, epoch: frame.epoch, firstSeq: frame.firstSeq,
                              lastSeq: frame.lastSeq, acceptedFrom: acceptedFrom, digest: frame.digest, receivedAt: receivedAt)
-        try db.cachedStatement(sql: """
-            INSERT INTO cloud_log (seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
-                                   digest, payload, received_at, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [seq, frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
-                                     Int64(acceptedFrom), Int64(frame.codec.rawValue), frame.uncompressedLength,
-                                     Data(frame.digest), Data(frame.payload), receivedAt.millisecondsSince1970,
-                                     Data(previousHash), Data(hash)])
+        let insert = try statements.statement(.logAppend, db)
+        insert.bind(1, seq)
+        insert.bind(2, frame.device)
+        insert.bind(3, Int64(frame.epoch))
+        insert.bind(4, Int64(frame.firstSeq))
+        insert.bind(5, Int64(frame.lastSeq))
+        insert.bind(6, Int64(acceptedFrom))
+        insert.bind(7, Int64(frame.codec.rawValue))
+        insert.bind(8, Int64(frame.uncompressedLength))
+        insert.bind(9, frame.digest)
+        insert.bind(10, frame.payload)
+        insert.bind(11, receivedAt.millisecondsSince1970)
+        insert.bind(12, previousHash)
+        insert.bind(13, hash)
+        try insert.execute()
         return seq
     }
 
@@ -154,7 +169,7 @@ extension CloudIndex {
     private func replayLog(from source: Database, into target: Database) throws {
         let apps = Dictionary(uniqueKeysWithValues: try Row.fetchAll(source, sql: "SELECT device, app FROM devices")
             .map { ($0[0] as String, $0[1] as String) })
-        let fold = fold(target)
+        let fold = fold(target, statements: StatementSlots(count: CloudStatement.allCases.count))
         let rows = try Row.fetchCursor(source, sql: """
             SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload
             FROM cloud_log ORDER BY seq

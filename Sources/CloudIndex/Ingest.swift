@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// What one `ingest` did.
@@ -117,9 +118,13 @@ extension CloudIndex {
     /// Classifies the frame against the device's epochs and, when it brings new
     /// messages, appends and folds them. Runs inside the write transaction.
     private func apply(_ frame: UploadFrame, messages: [OutboxMessage], app: String, db: Database) throws -> Decision {
-        let epochs = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT epoch, last_seq FROM device_epochs WHERE device = ? ORDER BY epoch
-            """), arguments: [frame.device]).map { (epoch: UInt64($0[0] as Int64), last: UInt64($0[1] as Int64)) }
+        let read = try statements.statement(.epochs, db)
+        read.bind(1, frame.device)
+        var epochs: [(epoch: UInt64, last: UInt64)] = []
+        do {
+            defer { read.reset() }
+            while try read.step() { epochs.append((UInt64(read.int64(0)), UInt64(read.int64(1)))) }
+        }
         // Where the cloud holds the device through: an equivocation names it,
         // so that a device whose epoch another incarnation of it already used
         // can move above it.
@@ -145,19 +150,21 @@ extension CloudIndex {
             acceptedFrom = from
         }
         let fresh = messages[Int(acceptedFrom - frame.firstSeq)...]
-        let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: clock.now(), db: db)
+        let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: clock.now(), db: db, statements: statements)
         // A `Refusal` from the fold rolls the whole transaction back.
-        try fold(db).apply(fresh, device: frame.device, app: app, logSeq: logSeq)
-        try db.cachedStatement(sql: """
-            INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
-            ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
-            """).execute(arguments: [frame.device, Int64(frame.epoch), Int64(frame.lastSeq)])
+        try fold(db, statements: statements).apply(fresh, device: frame.device, app: app, logSeq: logSeq)
+        let record = try statements.statement(.recordEpoch, db)
+        record.bind(1, frame.device)
+        record.bind(2, Int64(frame.epoch))
+        record.bind(3, Int64(frame.lastSeq))
+        try record.execute()
         if !epochs.contains(where: { $0.epoch == frame.epoch }) {
             // A new epoch is a restored device, which may have lost the
             // content requests it was given with the store it was restored
             // over: every hash still wanted is offered to it again.
-            try db.cachedStatement(sql: "UPDATE devices SET requests_offered = 0, requests_delivered = 0 WHERE device = ?")
-                .execute(arguments: [frame.device])
+            let restart = try statements.statement(.restartRequests, db)
+            restart.bind(1, frame.device)
+            try restart.execute()
         }
         let ackValue = try ack(device: frame.device, app: app, through: frame.last, cursor: cursor, db: db)
         return .accepted(ackValue, messages: fresh.count)
@@ -168,8 +175,9 @@ extension CloudIndex {
                   expected: head)
     }
 
-    func fold(_ db: Database) -> CloudFold {
-        CloudFold(db: db, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) },
+    /// The fold into `db`'s projections; `statements` are the slots kept for `db`.
+    func fold(_ db: Database, statements: StatementSlots) -> CloudFold {
+        CloudFold(db: db, statements: statements, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) },
                   key: { [self] app, hash in key(app: app, hash: hash) })
     }
 
@@ -183,25 +191,44 @@ extension CloudIndex {
     /// --events-per-device 80 --faults heavy --threshold 3`.)
     private func ack(device: String, app: String, through head: OutboxPosition, cursor: OutboxPosition?, db: Database) throws -> Ack {
         if let cursor {
-            try db.cachedStatement(sql: """
-                UPDATE devices SET requests_delivered = requests_offered
-                WHERE device = ? AND (offered_at_epoch, offered_at_seq) <= (?, ?)
-                """).execute(arguments: [device, Int64(cursor.epoch), Int64(cursor.seq)])
+            let deliver = try statements.statement(.deliverRequests, db)
+            deliver.bind(1, device)
+            deliver.bind(2, Int64(cursor.epoch))
+            deliver.bind(3, Int64(cursor.seq))
+            try deliver.execute()
         }
-        let registry = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT requests_delivered, backed_up_epoch, backed_up_seq FROM devices WHERE device = ?
-            """), arguments: [device])
-        let since: Int64 = registry?[0] ?? 0
-        let backedUp = OutboxPosition(epoch: UInt64(registry?[1] as Int64? ?? 0), seq: UInt64(registry?[2] as Int64? ?? 0))
-        let wanted = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT hash, wanted_seq FROM hashes WHERE app = ? AND wanted_seq > ? ORDER BY wanted_seq LIMIT ?
-            """), arguments: [app, since, CloudIndex.requestsPerAck])
-        if let offered = wanted.last.map({ $0[1] as Int64 }) {
-            try db.cachedStatement(sql: """
-                UPDATE devices SET requests_offered = ?, offered_at_epoch = ?, offered_at_seq = ? WHERE device = ?
-                """).execute(arguments: [offered, Int64(head.epoch), Int64(head.seq), device])
+        let registry = try statements.statement(.registry, db)
+        registry.bind(1, device)
+        var since: Int64 = 0
+        var backedUp = OutboxPosition(epoch: 0, seq: 0)
+        do {
+            defer { registry.reset() }
+            if try registry.step() {
+                since = registry.optionalInt64(0) ?? 0
+                backedUp = OutboxPosition(epoch: UInt64(registry.optionalInt64(1) ?? 0), seq: UInt64(registry.optionalInt64(2) ?? 0))
+            }
         }
-        let hashes = wanted.compactMap { PublicHash([UInt8]($0[0] as Data)) }
+        let read = try statements.statement(.wanted, db)
+        read.bind(1, app)
+        read.bind(2, since)
+        read.bind(3, Int64(CloudIndex.requestsPerAck))
+        var hashes: [PublicHash] = []
+        var offered: Int64?
+        do {
+            defer { read.reset() }
+            while try read.step() {
+                if let hash = PublicHash(read.blob(0)) { hashes.append(hash) }
+                offered = read.int64(1)
+            }
+        }
+        if let offered {
+            let offer = try statements.statement(.offerRequests, db)
+            offer.bind(1, offered)
+            offer.bind(2, Int64(head.epoch))
+            offer.bind(3, Int64(head.seq))
+            offer.bind(4, device)
+            try offer.execute()
+        }
         return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
     }
 
@@ -211,13 +238,18 @@ extension CloudIndex {
     /// one the cloud log holds, or nil when they all agree.
     private func firstConflict(_ frame: UploadFrame, messages: [OutboxMessage], through: UInt64, db: Database) throws -> UInt64? {
         // The common case, a resent frame: the same range with the same digest.
-        if try Bool.fetchOne(db.cachedStatement(sql: """
-            SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
-                           AND accepted_from = first_seq AND digest = ?)
-            """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
-                              Data(frame.digest)]) == true {
-            return nil
+        let same = try statements.statement(.sameFrame, db)
+        same.bind(1, frame.device)
+        same.bind(2, Int64(frame.epoch))
+        same.bind(3, Int64(frame.firstSeq))
+        same.bind(4, Int64(frame.lastSeq))
+        same.bind(5, frame.digest)
+        let resent: Bool
+        do {
+            defer { same.reset() }
+            resent = try same.step() && same.int64(0) != 0
         }
+        if resent { return nil }
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT first_seq, accepted_from, codec, uncompressed_length, payload, digest, last_seq FROM cloud_log
             WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
