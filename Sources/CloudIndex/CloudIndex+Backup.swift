@@ -40,27 +40,71 @@ public struct CloudSnapshotManifest: Hashable, Sendable {
     }
 }
 
+/// A consistent copy of the cloud store made for a backup snapshot, not yet
+/// written as one (`CloudIndex.copyForSnapshot(to:)`). Writing it touches
+/// only files, so it may run on any thread while the cloud keeps serving.
+public struct CloudSnapshotCopy: Sendable {
+    /// Where the snapshot will be.
+    public let destination: String
+    let copyPath: String
+    let manifest: JSONObject
+    /// Each device's newest epoch and the last seq of it the copy holds.
+    let held: [HeldPosition]
+
+    struct HeldPosition: Sendable {
+        let device: String
+        let epoch: Int64
+        let seq: Int64
+    }
+
+    /// Writes the snapshot file from the copy (`SnapshotFile.write`, with
+    /// `workers` threads deflating) and removes the copy. The snapshot is
+    /// not yet the cloud's backup: `CloudIndex.recordSnapshot(_:)` makes it so.
+    public func write(key: SymmetricKey? = nil, workers: Int = SnapshotFile.defaultWorkers) throws(CloudError) {
+        defer { StoreFiles.remove(copyPath) }
+        do {
+            try SnapshotFile.write(source: copyPath, destination: destination, manifest: manifest, key: key, workers: workers)
+        } catch {
+            throw CloudError(.snapshot, error.message)
+        }
+    }
+
+    /// Removes the copy and any snapshot written from it.
+    public func discard() {
+        StoreFiles.remove(copyPath)
+        StoreFiles.remove(destination)
+    }
+}
+
 extension CloudIndex {
     /// Writes a backup snapshot of the cloud store while it keeps serving, in
     /// the device snapshot's container (`Journal/FORMAT.md`, "Snapshot files").
     /// Afterwards each device's *backed-up* position is what the snapshot holds
     /// of it; acks carry it, and devices keep every message after it, so that a
     /// restore of this snapshot can be brought up to date by resending.
+    ///
+    /// The three steps, for a caller that writes the file elsewhere:
+    /// `copyForSnapshot(to:)`, `CloudSnapshotCopy.write`, `recordSnapshot(_:)`.
     @discardableResult
     public func snapshot(to path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
+        let copy = try copyForSnapshot(to: path)
+        try copy.write(key: key)
+        return try recordSnapshot(copy)
+    }
+
+    /// Copies the store, in one read transaction, for a snapshot at `path`:
+    /// the only step of a snapshot that reads the cloud store.
+    public func copyForSnapshot(to path: String) throws(CloudError) -> CloudSnapshotCopy {
         let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
         StoreFiles.remove(copy)
-        defer { StoreFiles.remove(copy) }
-        let manifest: JSONObject
-        let held: [(device: String, epoch: Int64, seq: Int64)]
         do {
             let destination = try DatabaseQueue(path: copy)
-            (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
+            let (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
                 let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
                 let held = try Row.fetchAll(db, sql: """
                     SELECT device, epoch, last_seq FROM device_epochs e
                     WHERE epoch = (SELECT max(epoch) FROM device_epochs WHERE device = e.device) ORDER BY device
-                    """).map { (device: $0[0] as String, epoch: $0[1] as Int64, seq: $0[2] as Int64) }
+                    """).map { CloudSnapshotCopy.HeldPosition(device: $0[0], epoch: $0[1], seq: $0[2]) }
                 let manifest: JSONObject = [
                     "format": .string("sightline-snapshot"),
                     "version": .integer(1),
@@ -74,14 +118,18 @@ extension CloudIndex {
                 return (manifest, held)
             }
             try destination.close()
+            return CloudSnapshotCopy(destination: path, copyPath: copy, manifest: manifest, held: held)
         } catch {
+            StoreFiles.remove(copy)
             throw CloudError(.snapshot, "cannot copy the cloud store for a snapshot: \(CloudIndex.describe(error))")
         }
-        do {
-            try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
-        } catch {
-            throw CloudError(.snapshot, error.message)
-        }
+    }
+
+    /// Makes the snapshot written from `copy` the cloud's backup: each
+    /// device's backed-up position moves up to what the copy holds of it.
+    /// Returns the written snapshot's manifest.
+    @discardableResult
+    public func recordSnapshot(_ copy: CloudSnapshotCopy) throws(CloudError) -> CloudSnapshotManifest {
         // The snapshot is on disk: devices may now drop what it holds.
         // One statement for every device: compiled once per device, the
         // update took 2.5 s of a 10,000-device simulation's 17 snapshots.
@@ -90,11 +138,11 @@ extension CloudIndex {
                 UPDATE devices SET backed_up_epoch = ?, backed_up_seq = ?
                 WHERE device = ? AND (backed_up_epoch, backed_up_seq) < (?, ?)
                 """)
-            for device in held {
+            for device in copy.held {
                 try update.execute(arguments: [device.epoch, device.seq, device.device, device.epoch, device.seq])
             }
         }
-        return try CloudIndex.readManifest(path)
+        return try CloudIndex.readManifest(copy.destination)
     }
 
     public static func readManifest(_ path: String) throws(CloudError) -> CloudSnapshotManifest {

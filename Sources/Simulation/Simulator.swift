@@ -25,6 +25,7 @@ public final class Simulator {
         case heal(partition: UInt64)
         case cloudUp(restore: Bool, incarnation: Int)
         case cloudSnapshot
+        case cloudSnapshotWritten
         case deviceBackup(Int)
         case hostile
         case sample
@@ -69,6 +70,8 @@ public final class Simulator {
     /// The cloud's kept backups, oldest first.
     var cloudSnapshots: [String] = []
     var cloudSnapshotsTaken = 0
+    /// The cloud snapshot being written, if any (`takeCloudSnapshot`).
+    var pendingCloudSnapshot: PendingCloudSnapshot?
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
@@ -276,6 +279,9 @@ public final class Simulator {
                 try handle(next.event)
             }
             try settleAll()
+            // A snapshot still being written when the run went quiet never became the cloud's backup.
+            pendingCloudSnapshot?.copy.discard()
+            pendingCloudSnapshot = nil
         } catch let error as SimulationError {
             throw error
         } catch {
@@ -307,6 +313,13 @@ public final class Simulator {
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
+    /// A cloud snapshot is the cloud's backup this long after its copy was
+    /// taken: the time its file takes to write. The lane writes it meanwhile,
+    /// and must be done before the loop needs it even where virtual time runs
+    /// fastest: near the end of a 10,000-device run, 15 virtual seconds take
+    /// about one wall second, and the file about half of one. With 1 virtual
+    /// second the loop waited for the lane there.
+    static let cloudSnapshotWriteTime: Int64 = 15_000
     static let requestTimeout: Int64 = 4_000
 
     private var isFinished: Bool {
@@ -395,6 +408,8 @@ public final class Simulator {
         case .cloudSnapshot:
             try takeCloudSnapshot()
             queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
+        case .cloudSnapshotWritten:
+            try finishCloudSnapshot()
         case .deviceBackup(let number):
             if case .faults = phase {
                 try settle(devices[number])

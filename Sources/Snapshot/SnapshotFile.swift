@@ -16,6 +16,8 @@ public enum SnapshotFile {
     /// Read once: Foundation reads the cgroup's CPU quota and cpuset files
     /// each time it is asked, 4% of each small snapshot the simulator takes.
     static let processors = ProcessInfo.processInfo.activeProcessorCount
+    /// Chunks `write` deflates at a time by default: two per core.
+    public static let defaultWorkers = max(2, processors * 2)
     /// A sealed chunk is at most its deflate bound plus the GCM tag.
     static let maximumSealedChunk = chunkBytes + chunkBytes / 100 + 4096
     static let maximumManifestBytes = 16 * 1024 * 1024
@@ -25,8 +27,9 @@ public enum SnapshotFile {
     /// fsynced, so a crash leaves the old file or the whole new one. `manifest`
     /// gets the content fields (`contentBytes`, `contentSHA256`, `chunkBytes`,
     /// `compression`, `encryption`) added.
+    /// `workers` chunks are deflated at a time, each on a thread of its own.
     public static func write(source: String, destination: String, manifest: JSONObject,
-                             key: SymmetricKey?, level: Int32 = 1) throws(SnapshotError) {
+                             key: SymmetricKey?, level: Int32 = 1, workers: Int = defaultWorkers) throws(SnapshotError) {
         let temporary = destination + ".writing-\(ProcessInfo.processInfo.processIdentifier)"
         do {
             guard let input = FileHandle(forReadingAtPath: source) else {
@@ -45,7 +48,7 @@ public enum SnapshotFile {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
                 // Chunks are deflated a few at a time on every core, and written in order.
-                let parallel = max(2, processors * 2)
+                let parallel = max(1, workers)
                 while true {
                     var plains: [[UInt8]] = []
                     while plains.count < parallel {

@@ -726,6 +726,38 @@ extension DeviceRestoreTests {
         #expect(try back.projectionDigest() == digest, "the restored cloud converged to exactly the state it lost")
     }
 
+    /// A snapshot written from its copy elsewhere (the simulator writes it on
+    /// another thread) is the cloud's backup only once recorded: until then
+    /// acks tell devices nothing is backed up, so they keep every message.
+    @Test func aCloudSnapshotCountsAsTheBackupOnlyOnceRecorded() async throws {
+        let directory = try temporaryDirectory("sightline-cloud-snapshot-steps")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        let clock = ManualClock(harnessStart)
+        let (switchboard, stores) = try fleet(at: path, clock: clock)
+        let cloud = try #require(switchboard.cloud)
+        try vote(stores)
+        try await sync(stores, through: switchboard)
+        let copy = try cloud.copyForSnapshot(to: snapshot)
+        try copy.write(workers: 1)
+        #expect(FileManager.default.fileExists(atPath: snapshot))
+        for store in stores { try store.recordShown(ref: recipeURL) }
+        try await sync(stores, through: switchboard)
+        for store in stores {
+            #expect(try store.syncStatus().durable == .start, "written but not recorded: nothing may be dropped")
+        }
+        let manifest = try cloud.recordSnapshot(copy)
+        #expect(manifest.devices == 3)
+        for store in stores { try store.recordEngaged(ref: recipeURL) }
+        try await sync(stores, through: switchboard)
+        for store in stores {
+            let status = try store.syncStatus()
+            #expect(status.durable > .start && status.durable < status.acknowledged,
+                    "backed up through what the copy held, not the messages sent after it")
+        }
+    }
+
     /// A device, restored, begins a new epoch while its previous epoch's tail
     /// is only in a cloud that is then restored from a snapshot lacking it.
     /// The new epoch's first frame names where the previous one ended, so the
