@@ -449,7 +449,7 @@ public final class Simulator {
         let calls = scripted.count + drawn
         guard calls > 0 else { return }
         // The user found an entry by searching for its title first.
-        let searching = device.number % Simulator.searchingDeviceStride == 0
+        let searching = device.number % searchingStride == 0
         let catalogue = self.catalogue
         try handOff(device) { device in
             device.takeTurn(scripted: scripted, drawn: drawn, searching: searching, catalogue: catalogue)
@@ -478,6 +478,14 @@ public final class Simulator {
     /// costs about as much as the calls themselves (a run with every device
     /// searching took 29% longer), so most devices skip it.
     static let searchingDeviceStride = 4
+    /// Beyond this many searching devices, devices search proportionally
+    /// less often (one in `devices / searchingDevices`), as backups do: a
+    /// search checks one device's ranked index against its own calls, so a
+    /// thousand devices already check every path each search takes, and each
+    /// more costs a 10,000-device run about as much again (session 18,
+    /// `docs/benchmarks.md`). A run of up to 4,999 devices searches as before.
+    static let searchingDevices = 1_000
+    var searchingStride: Int { max(Simulator.searchingDeviceStride, devices.count / Simulator.searchingDevices) }
 
     // MARK: - The call lane
 
