@@ -125,7 +125,7 @@ extension Simulator {
         if case .file(let old) = replaced { StoreFiles.remove(old) }
         // What the device was told was durable may be gone from a cloud
         // restored from an older backup; the restored journal has it or not.
-        capDurableSeen(device, atMost: try cloudHolds(device).merging(device.store.impliedOutboxHeads(), uniquingKeysWith: max))
+        capDurableSeen(device, atMost: try reach(device, cloudHolds: cloudHolds(device)))
         // A backup of the current epoch: the restored device resends its
         // messages, so the cloud must end up with them. A backup of an epoch
         // the device had already left by an earlier restore: its tail beyond
@@ -200,12 +200,29 @@ extension Simulator {
             // nor the device's journal has (a wipe took it) is lost with both
             // copies: no longer owed.
             for device in devices {
-                let holds = try cloud.heldEpochs(device: device.name).merging(device.store.impliedOutboxHeads(),
-                                                                              uniquingKeysWith: max)
+                let holds = try reach(device, cloudHolds: cloud.heldEpochs(device: device.name))
                 try owe(device, atMost: holds)
                 capDurableSeen(device, atMost: holds)
             }
         }
+    }
+
+    /// How far each epoch of `device` can still reach the cloud, which holds
+    /// `held` of it: as far as the cloud holds it, or as far as the device's
+    /// outbox or journal can send it again (`impliedOutboxHeads`), whichever
+    /// is further. Only epochs where the cloud holds less than the device is
+    /// owed or was told was durable matter to `owe` and `capDurableSeen`, so
+    /// only those are looked up: the outbox head answers for its own epoch
+    /// (the journal implies the same last message), and the journal is
+    /// replayed only for an older one. Replaying every device's journal after
+    /// each cloud restore took about 9 s of a 10,000-device run.
+    func reach(_ device: SimDevice, cloudHolds held: [UInt64: UInt64]) throws -> [UInt64: UInt64] {
+        let short = Set(device.mustHold.compactMap { epoch, owed in owed.seq > (held[epoch] ?? 0) ? epoch : nil })
+            .union(device.durableSeen.compactMap { epoch, seen in seen > (held[epoch] ?? 0) ? epoch : nil })
+        guard !short.isEmpty else { return held }
+        let head = try device.store.syncStatus().head
+        let implied = short == [head.epoch] ? [head.epoch: head.seq] : try device.store.impliedOutboxHeads()
+        return held.merging(implied, uniquingKeysWith: max)
     }
 
     /// Lowers what `device` is owed to at most `held` (the last seq per epoch
