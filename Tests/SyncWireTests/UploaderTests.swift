@@ -101,6 +101,29 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         #expect(at.millisecondsSince1970 - t0.millisecondsSince1970 == delays[0], "the same seed gives the same jitter")
     }
 
+    @Test func aBackoffEndsOnTimeWhenTheClockWentBack() throws {
+        var uploader = makeUploader(UploaderConfiguration(initialBackoffMilliseconds: 1_000, maximumBackoffMilliseconds: 5_000))
+        let sent = uploader.nextFrame(now: t0, pending: outbox(3))
+        let frame = try #require(sent)
+        guard case .retryScheduled(let at, _, _) = uploader.failed(now: t0, reason: "timeout").first else {
+            Issue.record("expected a retry")
+            return
+        }
+        let ordinary = uploader.wakeTime(now: t0)
+        #expect(ordinary == at, "an ordinary backoff keeps its end")
+
+        // The device's clock jumps back ten minutes: the backoff ends at most
+        // the longest backoff from the new time, not ten minutes later.
+        let back = t0.adding(milliseconds: -600_000)
+        let woke = uploader.wakeTime(now: back)
+        let wake = try #require(woke)
+        #expect(wake == back.adding(milliseconds: 5_000))
+        let early = uploader.nextFrame(now: back.adding(milliseconds: 4_999), pending: outbox(3))
+        #expect(early == nil)
+        let again = uploader.nextFrame(now: wake, pending: outbox(3))
+        #expect(again == frame, "the same frame goes again")
+    }
+
     @Test func aReplyNotSignedByTheCloudIsTreatedAsNoReply() throws {
         var uploader = makeUploader()
         let sent = uploader.nextFrame(now: t0, pending: outbox(3))

@@ -293,7 +293,7 @@ public struct SyncSession: Sendable {
     /// What to do at `now`.
     public mutating func next(store: DeviceStore, now: Timestamp) throws(DeviceStoreError) -> Step {
         if done { return try finish(store) }
-        if let wake = uploader.wakeTime, wake > now { return .wait(until: wake) }
+        if let wake = uploader.wakeTime(now: now), wake > now { return .wait(until: wake) }
         let frame: UploadFrame?
         if let record = probe {
             frame = uploader.probeFrame(now: now, record: record)

@@ -73,10 +73,20 @@ public struct Uploader: Sendable {
         random = SplitMix64(seed: configuration.jitterSeed)
     }
 
-    /// When the uploader next wants to act on its own (a backoff ending), if it waits.
-    public var wakeTime: Timestamp? {
-        if case .backingOff(_, let until) = state { return until }
-        return nil
+    /// When the uploader next wants to act on its own, asked at `now`: the
+    /// end of its backoff, if it is backing off.
+    ///
+    /// No backoff is longer than `maximumBackoffMilliseconds`, so an end
+    /// further off than that from `now` means the device's clock went back
+    /// since the backoff began (clocks jump). The backoff then ends that long
+    /// after `now`: waiting for the old end would stall the device's sync for
+    /// as long as its clock went back (minutes, in simulated runs).
+    public mutating func wakeTime(now: Timestamp) -> Timestamp? {
+        guard case .backingOff(let frame, let until) = state else { return nil }
+        let latest = now.adding(milliseconds: configuration.maximumBackoffMilliseconds)
+        guard until > latest else { return until }
+        state = .backingOff(frame, until: latest)
+        return latest
     }
 
     /// The frame to send now, if any. `pending` are outbox records after
@@ -87,8 +97,8 @@ public struct Uploader: Sendable {
         switch state {
         case .stopped, .awaitingReply:
             return nil
-        case .backingOff(let frame, let until):
-            guard now >= until else { return nil }
+        case .backingOff(let frame, _):
+            guard let until = wakeTime(now: now), now >= until else { return nil }
             attempts += 1
             state = .awaitingReply(frame)
             return frame
