@@ -77,6 +77,17 @@ extension CloudIndex {
         try read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(seq), 0) FROM cloud_log") ?? 0 }
     }
 
+    /// The seq of the last content request the cloud made (a hash reached K
+    /// live votes without content and became wanted), 0 before any. Acks
+    /// offer each device of the app every request after the last one it was
+    /// offered, so a device whose sync began at this head has heard them all.
+    /// It only grows, until a restore takes the cloud back.
+    public func contentRequestHead() throws(CloudError) -> Int64 {
+        try read { db in
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0
+        }
+    }
+
     public func stats() throws(CloudError) -> CloudStats {
         try read { db in
             func count(_ sql: String) throws -> Int { try Int.fetchOne(db.cachedStatement(sql: sql)) ?? 0 }

@@ -73,10 +73,10 @@ final class SimDevice {
         didSet { maxPending = max(maxPending, lastPending) }
     }
     var maxPending = 0
-    /// The cloud's count of accepted frames when the device's last
+    /// The cloud's news (`Simulator.cloudNews`) when the device's last
     /// successful sync began, and when the running one began.
-    var heardCloudAt = -1
-    var sessionStartedAt = 0
+    var heardCloudAt: CloudNews?
+    var sessionStartedAt: CloudNews?
     var restores = 0
     /// Against a remote cloud: the furthest position an ack to this device named.
     var remoteHead: OutboxPosition?
@@ -235,4 +235,11 @@ struct SimReindexer: ReindexDelegate {
         guard !items.isEmpty else { return }
         try device.perform(.index(index: index, items: items), catalogue: catalogue)
     }
+}
+
+/// Where the cloud stood when a device heard it: its incarnation and the
+/// last content request it made (or, for a remote cloud, its log's length).
+struct CloudNews: Hashable {
+    var incarnation: Int
+    var mark: Int64
 }

@@ -42,13 +42,26 @@ extension Simulator {
         queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered), at: now + latency)
     }
 
-    /// How many times the cloud took something new: the embedded cloud's
-    /// accepted frames, or a remote cloud's log length (a replayed frame the
-    /// cloud took counts too), so that convergence waits for every device to
-    /// hear the cloud after its last change.
-    func cloudAcceptances() throws -> Int {
-        guard options.remote != nil, let cloud else { return counters.accepted }
-        return Int(try cloud.logHead())
+    /// What a device must have heard from the cloud to be quiet: news since
+    /// its last sync means it syncs again while converging.
+    ///
+    /// From the embedded cloud, its incarnation (a restart or restore may
+    /// have lost what the device was told) and its last content request
+    /// (acks carry the requests to every device of the app, and only a
+    /// device that heard one can answer it). Nothing else the cloud takes is
+    /// news to a device that has nothing to send. Counting every accepted
+    /// frame instead made each device probe again after any other device's
+    /// upload: about 12 probes per device in the 31 virtual seconds of
+    /// converging, 122,000 of 144,000 in a 10,000-device run. A remote cloud
+    /// says only how long its log is, so there every frame it took is news.
+    func cloudNews() throws -> CloudNews {
+        if options.remote != nil, let cloud {
+            return CloudNews(incarnation: cloudIncarnation, mark: try cloud.logHead())
+        }
+        if newsRead.accepted != counters.accepted || newsRead.news.incarnation != cloudIncarnation, let cloud {
+            newsRead = (counters.accepted, CloudNews(incarnation: cloudIncarnation, mark: try cloud.contentRequestHead()))
+        }
+        return newsRead.news
     }
 
     func deliverToCloud(from number: Int?, request: UInt64, bytes: [UInt8]) throws {

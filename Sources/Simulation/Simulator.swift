@@ -67,6 +67,9 @@ public final class Simulator {
     let cloudPath: String
     var cloud: CloudIndex?
     var cloudIncarnation = 0
+    /// The cloud's news as last read, with the accepted count it was read at
+    /// (only an accepted frame or a new incarnation changes it).
+    var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
     /// The cloud's kept backups, oldest first.
     var cloudSnapshots: [String] = []
     var cloudSnapshotsTaken = 0
@@ -541,14 +544,14 @@ public final class Simulator {
         // Converging, a device syncs until it has nothing to send and has
         // heard the cloud since the cloud last took anything new (a content
         // request may be waiting for it). Otherwise it probes once a minute.
-        let stale = try converging ? device.heardCloudAt != cloudAcceptances() : now >= device.nextProbe
+        let stale = try converging ? device.heardCloudAt != cloudNews() : now >= device.nextProbe
         guard status.pending > 0 || stale else { return }
         device.nextProbe = now + 60_000
         device.sessionNumber += 1
         device.session = try SyncSession(store: device.store, configuration: UploaderConfiguration(
             maximumMessages: 200, initialBackoffMilliseconds: 200, maximumBackoffMilliseconds: 10_000,
             jitterSeed: device.random.next()), maximumAttempts: 6)
-        device.sessionStartedAt = try cloudAcceptances()
+        device.sessionStartedAt = try cloudNews()
         try drive(device)
     }
 
@@ -597,9 +600,9 @@ public final class Simulator {
     private func convergenceCheck() throws {
         guard let since = convergenceStart else { return }
         let now = world.milliseconds
-        let acceptances = try cloudAcceptances()
+        let news = try cloudNews()
         let quiet = try cloud != nil && devices.allSatisfy { device throws in
-            guard device.session == nil, device.heardCloudAt == acceptances else { return false }
+            guard device.session == nil, device.heardCloudAt == news else { return false }
             try settle(device)
             device.lastPending = try device.store.syncStatus().pending
             return device.lastPending == 0
