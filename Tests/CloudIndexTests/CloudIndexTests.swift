@@ -77,6 +77,25 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(entry.isPublic && entry.content?.title == "Baked Potato Chips", "the request reached a device that could answer")
     }
 
+    /// The simulator waits for every device to hear the cloud after its last
+    /// content request: the head moves when a hash becomes wanted, and not
+    /// for frames that ask for nothing.
+    @Test func theContentRequestHeadMovesOnlyWhenAHashBecomesWanted() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let first = try harness.addDevice(), second = try harness.addDevice()
+        #expect(try harness.cloud.contentRequestHead() == 0)
+        try vote([first])
+        try harness.sync(first)
+        #expect(try harness.cloud.contentRequestHead() == 0, "one vote of two asks for nothing")
+        try vote([second])
+        try harness.sync(second)
+        let head = try harness.cloud.contentRequestHead()
+        #expect(head == 1, "the second vote makes the hash wanted")
+        try first.recordShown(ref: recipeURL)
+        try harness.sync(first)
+        #expect(try harness.cloud.contentRequestHead() == head, "engagement is no request")
+    }
+
     /// A cloud store of format version 1 (before the offered-at columns) is
     /// brought to the current version when opened for writing, and ingests.
     @Test func aVersionOneCloudStoreIsMigratedOnOpen() throws {
