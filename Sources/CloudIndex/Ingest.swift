@@ -232,7 +232,9 @@ extension CloudIndex {
         return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
     }
 
-    static let requestsPerAck = 256
+    /// The most content requests one ack carries; a device hears the rest
+    /// in later acks.
+    public static let requestsPerAck = 256
 
     /// The first seq in `frame.first...through` whose message differs from the
     /// one the cloud log holds, or nil when they all agree.

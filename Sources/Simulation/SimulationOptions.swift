@@ -64,8 +64,14 @@ public struct SimulationOptions: Sendable {
         if remote != nil && drill != nil {
             throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")
         }
-        guard (1...100_000).contains(catalogueSize) else {
-            throw SimulationError("the catalogue must hold between 1 and 100,000 entries, not \(catalogueSize)")
+        // Every entry and the Sybil group's may be wanted at once, and a
+        // converging device that heard one ack after the last request must
+        // have heard them all (`Simulator.cloudNews`): one ack must carry them.
+        guard (1..<CloudIndex.requestsPerAck).contains(catalogueSize) else {
+            throw SimulationError("""
+                the catalogue must hold between 1 and \(CloudIndex.requestsPerAck - 1) entries, so that one ack \
+                can ask for all of them, not \(catalogueSize)
+                """)
         }
     }
 }

@@ -278,5 +278,9 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(devices?.message.contains("--devices") == true)
         let threshold = #expect(throws: SimulationError.self) { try Simulator(options: SimulationOptions(threshold: 0)) }
         #expect(threshold?.message.contains("--threshold") == true)
+        let catalogue = #expect(throws: SimulationError.self) {
+            try Simulator(options: SimulationOptions(catalogueSize: 256))
+        }
+        #expect(catalogue?.message.contains("between 1 and 255 entries") == true)
     }
 }
