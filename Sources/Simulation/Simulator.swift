@@ -542,8 +542,8 @@ public final class Simulator {
         let status = try device.store.syncStatus()
         device.lastPending = status.pending
         // Converging, a device syncs until it has nothing to send and has
-        // heard the cloud since the cloud last took anything new (a content
-        // request may be waiting for it). Otherwise it probes once a minute.
+        // heard the cloud since its last news (`cloudNews`: a content request
+        // may be waiting for it). Otherwise it probes once a minute.
         let stale = try converging ? device.heardCloudAt != cloudNews() : now >= device.nextProbe
         guard status.pending > 0 || stale else { return }
         device.nextProbe = now + 60_000
