@@ -46,7 +46,7 @@ struct RebuildBenchmark {
                                                                            app: SyncBenchmark.app))
             let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
             for start in stride(from: 0, to: calls.count, by: 1000) {
-                try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
+                _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
             }
             try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID.rawValue,
                                                    enrolmentSecret: SyncBenchmark.secret))

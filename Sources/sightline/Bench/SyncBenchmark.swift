@@ -82,7 +82,7 @@ struct SyncBenchmark {
                 random: SeededRandom(seed: seed &+ UInt64(index)), durability: .normal, app: SyncBenchmark.app))
             let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
             for start in stride(from: 0, to: calls.count, by: 1000) {
-                try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
+                _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
             }
             try store.setDeviceKey(try await HTTPEnrolment.enrol(baseURL: url, app: SyncBenchmark.app,
                                                                  device: store.deviceID.rawValue, secret: SyncBenchmark.secret))
