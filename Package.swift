@@ -168,6 +168,8 @@ let package = Package(
             ],
             path: "Tests/QueryTestSupport"
         ),
+        // Temporary directories that the test process removes when it exits.
+        .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
         .testTarget(
             name: "SyncWireTests",
             dependencies: ["SyncWire", "IndexModel"]
@@ -205,6 +207,7 @@ let package = Package(
                 "IndexModel",
                 "IndexQuery",
                 "QueryTestSupport",
+                "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
@@ -220,7 +223,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "DeviceStore", "IndexModel"]
+            dependencies: ["sightline", "DeviceStore", "IndexModel", "ScratchDirectory"]
         ),
     ],
     swiftLanguageModes: [.v6]

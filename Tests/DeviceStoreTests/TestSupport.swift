@@ -1,6 +1,7 @@
 import DeviceStore
 import Foundation
 import IndexModel
+import ScratchDirectory
 
 let testStart = ISO8601.parse("2026-11-22T00:00:00Z")!
 
@@ -20,11 +21,9 @@ func item(_ identifier: String, domain: String? = nil, title: String? = nil, des
                           expirationDate: expires)
 }
 
-/// A fresh directory under the system's temporary directory.
+/// A fresh directory under the system's temporary directory, removed when the tests end.
 func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-tests-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    try ScratchDirectory.make("sightline-tests")
 }
 
 extension DeviceStore {

@@ -1,5 +1,6 @@
 import Foundation
 import IndexModel
+import ScratchDirectory
 
 /// Runs the built `sightline` binary, as a user would.
 struct CLIRunner {
@@ -58,10 +59,9 @@ struct CLIRunner {
     }
 }
 
+/// A fresh directory under the system's temporary directory, removed when the tests end.
 func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-cli-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
+    try ScratchDirectory.make("sightline-cli")
 }
 
 func write(_ lines: [String], to url: URL) throws {
