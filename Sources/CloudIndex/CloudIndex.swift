@@ -1,10 +1,10 @@
 import Crypto
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
-import SyncWire
+import SQLiteSupport
 import Synchronization
+import SyncWire
 
 /// Where a cloud store lives.
 public enum CloudLocation: Hashable, Sendable {

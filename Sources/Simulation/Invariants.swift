@@ -1,6 +1,6 @@
 import CloudIndex
-import Foundation
 import DeviceStore
+import Foundation
 import IndexModel
 import SyncWire
 

@@ -253,8 +253,9 @@ extension Simulator {
     }
 
     /// Copies the cloud store for a backup snapshot. The lane (if any)
-    /// writes the file, which touches only files, while the loop goes on; a
-    /// virtual second later `finishCloudSnapshot` makes it the cloud's backup.
+    /// writes the file, which touches only files, while the loop goes on;
+    /// `cloudSnapshotWriteTime` later `finishCloudSnapshot` makes it the
+    /// cloud's backup.
     /// Writing took a tenth of the event loop's time near the end of a
     /// 10,000-device run, when it is the only thread with work.
     func takeCloudSnapshot() throws {

@@ -484,9 +484,10 @@ public final class Simulator {
     /// Beyond this many searching devices, devices search proportionally
     /// less often (one in `devices / searchingDevices`), as backups do: a
     /// search checks one device's ranked index against its own calls, so a
-    /// thousand devices already check every path each search takes, and each
-    /// more costs a 10,000-device run about as much again (session 18,
-    /// `docs/benchmarks.md`). A run of up to 4,999 devices searches as before.
+    /// thousand devices already take every path a search has. At 10,000
+    /// devices every fourth searching cost about 9 s more than every tenth
+    /// (session 18, `docs/benchmarks.md`). A run of up to 4,999 devices
+    /// searches as before.
     static let searchingDevices = 1_000
     var searchingStride: Int { max(Simulator.searchingDeviceStride, devices.count / Simulator.searchingDevices) }
 

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// Appends the events of one call inside a write transaction: encodes each event,

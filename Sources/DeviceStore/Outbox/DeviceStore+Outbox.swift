@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// One outbox message as stored, with the journal event that produced it.

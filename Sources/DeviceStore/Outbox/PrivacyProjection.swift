@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// The privacy projection: the fold from journal events to the outbox, the only

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
+import SQLiteSupport
 
 /// The fold from journal events to projections. The write path and
 /// `rebuildProjections()` both call `apply`, and nothing else writes projection

@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexQuery
+import SQLiteSupport
 
 /// Top-k ranked search over `SearchIndex`, reading posting lists best first and
 /// stopping as soon as no unread posting can beat the results it has.

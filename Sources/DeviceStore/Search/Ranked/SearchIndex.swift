@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import SQLiteSupport
 import IndexModel
+import SQLiteSupport
 
 /// The ranked-search index: impact-ordered posting lists that let a search stop
 /// after the best matches instead of scoring every match.
