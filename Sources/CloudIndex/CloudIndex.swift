@@ -82,6 +82,13 @@ public final class CloudIndex: CloudStore {
     /// life (`CloudStatement`).
     let statements = StatementSlots(count: CloudStatement.allCases.count)
 
+    /// SQLite's page cache for the store, allocated only as pages are read.
+    /// Ingest reads a few pages at random per frame (the device's row, its
+    /// epochs, its votes, the log's index): with SQLite's 2 MiB default the
+    /// 10,000-device simulation read 1.09 million pages back from the OS,
+    /// with 64 MiB 306,000, and took 2–4 s less (docs/benchmarks.md).
+    static let pageCacheBytes = 64 << 20
+
     struct EnrolledDevice {
         let app: String
         let key: [UInt8]
@@ -99,6 +106,7 @@ public final class CloudIndex: CloudStore {
         configuration.busyMode = .timeout(10)
         configuration.label = "CloudIndex"
         configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -\(CloudIndex.pageCacheBytes >> 10)") }
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"
             let exclusive = options.exclusive
