@@ -107,6 +107,13 @@ extension CloudIndex {
         }
     }
 
+    /// How many entries are public: `stats().publicItems` without the
+    /// counts that scan the whole log (the simulator samples this every few
+    /// virtual seconds).
+    public func publicItemCount() throws(CloudError) -> Int {
+        try read { db in try Int.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM public_content")) ?? 0 }
+    }
+
     private static let entrySQL = """
         SELECT h.app, h.key, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq,
                c.activity_type, c.title, c.keywords, c.description, c.url, c.key IS NOT NULL

@@ -72,6 +72,9 @@ public final class Simulator {
     var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
     /// The cloud's kept backups, oldest first.
     var cloudSnapshots: [String] = []
+    /// The numbers of the devices that have taken a backup, in order: a
+    /// device restore picks among them.
+    var backedUpDevices: [Int] = []
     var cloudSnapshotsTaken = 0
     /// The cloud snapshot being written, if any (`takeCloudSnapshot`).
     var pendingCloudSnapshot: PendingCloudSnapshot?
@@ -164,8 +167,12 @@ public final class Simulator {
             // enrolled with the cloud in device order again.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
             let stores = try makeStores(seeds.map(\.store))
+            let keys = try stores.map { new in try enrol(new.store.deviceID.rawValue) }
+            let cargo = LaneCargo(value: stores)
+            _ = try onBothThreads(stores.count) { number in
+                Result { try cargo.value[number].store.setDeviceKey(keys[number]) }
+            }
             for (number, new) in stores.enumerated() {
-                try new.store.setDeviceKey(try enrol(new.store.deviceID.rawValue))
                 devices.append(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
                                          workload: Workload(device: number, random: seeds[number].workload)))
             }
@@ -207,11 +214,10 @@ public final class Simulator {
         let location: StoreLocation
     }
 
-    /// A store for each seed, in order: with the call lane, the lane makes
-    /// every other one while this thread makes the rest (setting up 10,000
-    /// stores took 3.4 s on one thread).
+    /// A store for each seed, in order (setting up 10,000 stores took 3.4 s
+    /// on one thread).
     private func makeStores(_ seeds: [UInt64]) throws -> [NewStore] {
-        let make: @Sendable (Int) -> Result<NewStore, any Error> = { [options, world, directory] number in
+        try onBothThreads(seeds.count) { [options, world, directory] number in
             let clock = DeviceClock(world: world)
             let random = SeededRandom(seed: seeds[number])
             let location: StoreLocation = options.directory == nil ? .memory : .file(Simulator.devicePath(directory, number))
@@ -220,12 +226,18 @@ public final class Simulator {
                          clock: clock, random: random, location: location)
             }
         }
-        guard let lane, seeds.count > 1 else { return try seeds.indices.map { try make($0).get() } }
-        let odd = LaneCargo(value: ResultShelf<NewStore>())
-        let job = lane.hand { odd.value.results = stride(from: 1, to: seeds.count, by: 2).map(make) }
-        let even = stride(from: 0, to: seeds.count, by: 2).map(make)
+    }
+
+    /// `work` for each of `0..<count`, and what each made, in order: with the
+    /// call lane, the lane takes every other number while this thread takes
+    /// the rest. For setting up, where each number touches only its own device.
+    private func onBothThreads<Value>(_ count: Int, _ work: @escaping @Sendable (Int) -> Result<Value, any Error>) throws -> [Value] {
+        guard let lane, count > 1 else { return try (0..<count).map { try work($0).get() } }
+        let odd = LaneCargo(value: ResultShelf<Value>())
+        let job = lane.hand { odd.value.results = stride(from: 1, to: count, by: 2).map(work) }
+        let even = stride(from: 0, to: count, by: 2).map(work)
         lane.settle(job)
-        return try seeds.indices.map { number in try (number % 2 == 0 ? even[number / 2] : odd.value.results[number / 2]).get() }
+        return try (0..<count).map { number in try (number % 2 == 0 ? even[number / 2] : odd.value.results[number / 2]).get() }
     }
 
     func devicePath(_ number: Int) -> String { Simulator.devicePath(directory, number) }
@@ -623,9 +635,9 @@ public final class Simulator {
 
     private func sample() throws {
         let backlog = devices.reduce(0) { $0 + $1.lastPending }
-        let stats = try cloud?.stats()
+        let publicItems = try cloud?.publicItemCount()
         timeline.append(TimelineSample(at: world.milliseconds - Simulator.start.millisecondsSince1970, backlog: backlog,
-                                       publicItems: stats?.publicItems ?? timeline.last?.publicItems ?? 0,
+                                       publicItems: publicItems ?? timeline.last?.publicItems ?? 0,
                                        cloudUp: cloud != nil))
     }
 }
