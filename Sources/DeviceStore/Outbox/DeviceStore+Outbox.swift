@@ -141,7 +141,7 @@ extension DeviceStore {
                                       durableThrough: OutboxPosition) throws(DeviceStoreError) {
         let slots = writePath.outbox
         try write { db in
-            try OutboxStore.recordAcknowledgement(db, state: OutboxState.read(db, slots), acceptedThrough: acceptedThrough,
+            try OutboxStore.recordAcknowledgement(db, slots, state: OutboxState.read(db, slots), acceptedThrough: acceptedThrough,
                                                   durableThrough: durableThrough)
         }
     }
@@ -151,7 +151,7 @@ extension OutboxStore {
 
     /// The same, from `state` read in this transaction. A position that does
     /// not move is not written again.
-    static func recordAcknowledgement(_ db: Database, state: OutboxState, acceptedThrough: OutboxPosition,
+    static func recordAcknowledgement(_ db: Database, _ slots: StatementSlots, state: OutboxState, acceptedThrough: OutboxPosition,
                                       durableThrough: OutboxPosition) throws {
         let head = state.head
         guard durableThrough <= acceptedThrough else {
@@ -170,11 +170,11 @@ extension OutboxStore {
         }
         let acknowledged = max(state.acknowledged, min(acceptedThrough, head))
         let durable = max(state.durable, min(durableThrough, head))
-        if acknowledged != state.acknowledged { try OutboxStore.setPosition(db, "acknowledged", acknowledged) }
-        if durable != state.durable { try OutboxStore.setPosition(db, "durable", durable) }
+        if acknowledged != state.acknowledged { try OutboxStore.setPosition(db, slots, "acknowledged", acknowledged) }
+        if durable != state.durable { try OutboxStore.setPosition(db, slots, "durable", durable) }
         // Even when the durable position stays: the last message is kept
         // until a later one is appended, and then it can go.
-        try OutboxStore.prune(db, through: durable, head: head)
+        try OutboxStore.prune(db, slots, through: durable, head: head)
     }
 }
 
@@ -187,7 +187,7 @@ struct OutboxState {
 
     /// The store's statements for its sync state, in `WritePath.outbox`.
     enum Statement: Int, CaseIterable {
-        case state, pending, records
+        case state, pending, records, setPosition, prune
     }
 
     /// One statement, for `syncStatus()` and the ack alike. It is kept in the
@@ -253,24 +253,36 @@ enum OutboxStore {
         return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
     }
 
-    static func setPosition(_ db: Database, _ name: String, _ position: OutboxPosition) throws {
-        for (suffix, value) in [("_epoch", position.epoch), ("_seq", position.seq)] {
-            try db.cachedStatement(sql: """
-                INSERT INTO sync_state (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                """).execute(arguments: [name + suffix, Int64(value)])
+    /// Stores the position `name` (`acknowledged` or `durable`). `slots` are
+    /// the store connection's `WritePath.outbox`: an ack writes here.
+    static func setPosition(_ db: Database, _ slots: StatementSlots, _ name: String, _ position: OutboxPosition) throws {
+        let statement = try slots.statement(OutboxState.Statement.setPosition.rawValue) {
+            try DirectStatement(db, """
+                INSERT INTO sync_state (key, value) VALUES (?1, ?2), (?3, ?4)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """)
         }
+        statement.bind(1, name + "_epoch")
+        statement.bind(2, Int64(position.epoch))
+        statement.bind(3, name + "_seq")
+        statement.bind(4, Int64(position.seq))
+        try statement.execute()
     }
 
     /// Drops the messages at or before `position`, except the last message
     /// ever appended, which holds the head.
-    static func prune(_ db: Database, through position: OutboxPosition) throws {
-        try prune(db, through: position, head: head(db))
+    static func prune(_ db: Database, _ slots: StatementSlots, through position: OutboxPosition) throws {
+        try prune(db, slots, through: position, head: head(db))
     }
 
     /// The same, with the outbox head already read in this transaction.
-    static func prune(_ db: Database, through position: OutboxPosition, head: OutboxPosition) throws {
+    static func prune(_ db: Database, _ slots: StatementSlots, through position: OutboxPosition, head: OutboxPosition) throws {
         let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
-        try db.cachedStatement(sql: "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
-            .execute(arguments: [Int64(through.epoch), Int64(through.seq)])
+        let statement = try slots.statement(OutboxState.Statement.prune.rawValue) {
+            try DirectStatement(db, "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
+        }
+        statement.bind(1, Int64(through.epoch))
+        statement.bind(2, Int64(through.seq))
+        try statement.execute()
     }
 }

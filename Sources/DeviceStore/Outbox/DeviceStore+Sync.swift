@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 extension DeviceStore {
@@ -150,7 +151,7 @@ extension DeviceStore {
             // What comes after `position` must not be dropped again before
             // the cloud's backup holds it once more.
             if try OutboxStore.durable(db) > position {
-                try OutboxStore.setPosition(db, "durable", position)
+                try OutboxStore.setPosition(db, writePath.outbox, "durable", position)
             }
         }
         return missing.count
@@ -170,8 +171,8 @@ extension DeviceStore {
             let epoch = state.epoch
             let beyond = position.epoch > epoch
                 || (position.epoch == epoch && state.acknowledged.epoch < epoch && position > state.head)
-            if beyond { return try DeviceStore.advanceEpoch(db, past: position, now: now, keys: keys) }
-            try OutboxStore.recordAcknowledgement(db, state: state, acceptedThrough: position, durableThrough: durable)
+            if beyond { return try DeviceStore.advanceEpoch(db, slots, past: position, now: now, keys: keys) }
+            try OutboxStore.recordAcknowledgement(db, slots, state: state, acceptedThrough: position, durableThrough: durable)
             return nil
         }
     }
@@ -198,17 +199,18 @@ extension DeviceStore {
     func advanceEpoch(past cloudHead: OutboxPosition, held: OutboxPosition? = nil) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
         let now = clock.now()
         let keys = privacyKeys
-        return try write { db in try DeviceStore.advanceEpoch(db, past: cloudHead, held: held, now: now, keys: keys) }
+        let slots = writePath.outbox
+        return try write { db in try DeviceStore.advanceEpoch(db, slots, past: cloudHead, held: held, now: now, keys: keys) }
     }
 
-    private static func advanceEpoch(_ db: Database, past cloudHead: OutboxPosition, held: OutboxPosition? = nil,
+    private static func advanceEpoch(_ db: Database, _ slots: StatementSlots, past cloudHead: OutboxPosition, held: OutboxPosition? = nil,
                                      now: Timestamp, keys: PrivacyProjection.Keys) throws -> (from: UInt64, to: UInt64)? {
         let epoch = try OutboxStore.epoch(db)
         let acknowledged = try OutboxStore.acknowledged(db)
         guard cloudHead.epoch >= epoch else {
             // An older epoch collided: its messages cannot be sent, and the
             // device goes on after the cloud's head.
-            try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
+            try OutboxStore.setPosition(db, slots, "acknowledged", max(acknowledged, cloudHead))
             return nil
         }
         let kept = held.map { $0.epoch == epoch ? $0.seq : 0 } ?? 0
@@ -223,7 +225,7 @@ extension DeviceStore {
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(next)])
         let appender = try JournalAppender(db: db, time: now, keys: keys)
         try appender.append(.epochAdvanced(from: epoch, to: next, kept: kept))
-        try OutboxStore.setPosition(db, "acknowledged", max(acknowledged, cloudHead))
+        try OutboxStore.setPosition(db, slots, "acknowledged", max(acknowledged, cloudHead))
         return (epoch, next)
     }
 }

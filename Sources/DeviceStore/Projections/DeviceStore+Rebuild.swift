@@ -122,7 +122,10 @@ extension DeviceStore {
             try DeviceStore.replayJournal(from: db, into: JournalFold(into: db, keys: privacyKeys))
             // The cloud holds the messages up to the durable watermark, so they
             // are dropped again; the positions after it come out the same.
-            try OutboxStore.prune(db, through: OutboxStore.durable(db))
+            // (With slots of its own: a restore rebuilds a store it then
+            // closes, which the write path's kept statements would keep open.)
+            try OutboxStore.prune(db, StatementSlots(count: OutboxState.Statement.allCases.count),
+                                  through: OutboxStore.durable(db))
         }
     }
 
