@@ -20,6 +20,7 @@ struct Sightline: AsyncParsableCommand {
     /// then runs the command.
     static func main() async {
         _ = sightline_disable_sqlite_memory_statistics()
+        _ = sightline_use_sqlite_multithread_mode()
         if let command = CommandLine.arguments.dropFirst().first, ["simulate", "drill"].contains(command) {
             HugePageHeap.start()
         }
