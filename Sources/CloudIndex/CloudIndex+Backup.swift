@@ -165,29 +165,47 @@ extension CloudIndex {
     @discardableResult
     public static func restore(snapshot: String, to path: String, force: Bool = false, key: SymmetricKey? = nil,
                                options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
-        let manifest = try readManifest(snapshot)
         if FileManager.default.fileExists(atPath: path) && !force {
+            _ = try readManifest(snapshot)
             throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
-        StoreFiles.remove(temporary)
+        let manifest = try stageRestore(snapshot: snapshot, at: temporary, key: key, options: options)
+        try finishRestore(staged: temporary, to: path, options: options)
+        return manifest
+    }
+
+    /// The first half of `restore`: extracts `snapshot` into a new store at
+    /// `staging` (replacing anything there) and checks it as `restore` does.
+    /// On failure nothing is left at `staging`. Touches no other file, so it
+    /// may run while the store it will replace is still in use.
+    public static func stageRestore(snapshot: String, at staging: String, key: SymmetricKey? = nil,
+                                    options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
+        let manifest = try readManifest(snapshot)
+        StoreFiles.remove(staging)
         do {
-            _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
+            _ = try SnapshotFile.extract(snapshot, to: staging, key: key)
         } catch {
             throw CloudError(.snapshot, error.message)
         }
         do {
-            try verifyRestored(temporary, manifest: manifest, options: options)
+            try verifyRestored(staging, manifest: manifest, options: options)
         } catch {
-            StoreFiles.remove(temporary)
+            StoreFiles.remove(staging)
             throw error
         }
+        return manifest
+    }
+
+    /// The second half of `restore`: puts the store `stageRestore` made at
+    /// `staging` in the place of `path` in one rename, keeping an existing
+    /// store beside it.
+    public static func finishRestore(staged staging: String, to path: String, options: CloudOptions = CloudOptions()) throws(CloudError) {
         do {
-            _ = try StoreFiles.replace(path, with: temporary, stamp: options.clock.now().millisecondsSince1970)
+            _ = try StoreFiles.replace(path, with: staging, stamp: options.clock.now().millisecondsSince1970)
         } catch {
             throw CloudError(.snapshot, error.message)
         }
-        return manifest
     }
 
     private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {

@@ -61,6 +61,7 @@ extension Simulator {
             try restore(device, from: backup)
             device.offlineUntil = 0
         case .cloud:
+            beginCloudRestore()
             try bringCloudUp(restore: true)
         }
         drill.restoredAt = world.milliseconds

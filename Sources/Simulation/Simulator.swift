@@ -78,6 +78,7 @@ public final class Simulator {
     var cloudSnapshotsTaken = 0
     /// The cloud snapshot being written, if any (`takeCloudSnapshot`).
     var pendingCloudSnapshot: PendingCloudSnapshot?
+    var pendingCloudRestore: PendingCloudRestore?
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
@@ -600,7 +601,8 @@ public final class Simulator {
         phase = .converging(since: now)
         partitions.removeAll()
         for device in devices { device.offlineUntil = 0 }
-        if cloud == nil { queue.schedule(.cloudUp(restore: false, incarnation: cloudIncarnation), at: now) }
+        // A restore begun when the cloud went down is carried through.
+        if cloud == nil { queue.schedule(.cloudUp(restore: pendingCloudRestore != nil, incarnation: cloudIncarnation), at: now) }
         queue.schedule(.convergenceCheck, at: now + 5_000)
     }
 

@@ -132,8 +132,10 @@ private func vote(_ stores: [DeviceStore]) throws {
         try vote(stores)
         try harness.syncAll()
         #expect(try harness.cloud.publicIndex(app: app).count == 1)
+        #expect(try harness.cloud.publicItemCount() == 1 && harness.cloud.stats().publicItems == 1)
         try stores[0].perform(.deleteActivities(identifiers: ["r1"]))
         try harness.syncAll()
+        #expect(try harness.cloud.publicItemCount() == 0)
         let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.liveVotes == 2 && entry.voters == 3 && entry.content == nil && entry.hash == nil)
         #expect(try harness.cloud.publicIndex(app: app).isEmpty)
@@ -920,5 +922,35 @@ extension DeviceRestoreTests {
         #expect(FileManager.default.contents(atPath: path) == before)
         let refused = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path) }
         #expect(refused.message.contains("--force"))
+    }
+
+    /// A restore in two steps (the simulator stages one while its cloud is
+    /// down): staging extracts and checks the backup beside the store and
+    /// leaves the store as it is; finishing puts the backup in its place. A
+    /// bad backup fails to stage and leaves nothing behind.
+    @Test func aStagedRestoreLeavesTheStoreAsItIsUntilFinished() throws {
+        let directory = try temporaryDirectory("sightline-cloud-staged")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        let staged = path + ".staged"
+        do {
+            let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 2))
+            try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+            try cloud.snapshot(to: snapshot)
+            _ = try cloud.enrol(app: app, device: "after-the-backup", enrolmentSecret: enrolmentSecret)
+        }
+        let manifest = try CloudIndex.stageRestore(snapshot: snapshot, at: staged)
+        #expect(manifest.logRows == 0)
+        #expect(try CloudIndex(at: .file(path)).stats().devices == 1, "staging changed the store")
+        try CloudIndex.finishRestore(staged: staged, to: path)
+        #expect(try CloudIndex(at: .file(path)).stats().devices == 0, "the backup is not in the store's place")
+        #expect(!FileManager.default.fileExists(atPath: staged))
+
+        var raw = try #require(FileManager.default.contents(atPath: snapshot))
+        raw[raw.count - 10] ^= 0x40
+        try raw.write(to: URL(fileURLWithPath: snapshot))
+        #expect(throws: CloudError.self) { try CloudIndex.stageRestore(snapshot: snapshot, at: staged) }
+        #expect(!FileManager.default.fileExists(atPath: staged))
     }
 }
