@@ -74,6 +74,24 @@ public final class CloudIndex: CloudStore {
     let clock: any StoreClock
     let random: any RandomSource
     let voterSecret: [UInt8]
+    /// HMAC-SHA256 keyed with `voterSecret`, before any message: `key` and
+    /// `voter` copy it instead of keying a new one for every message.
+    private let secretMAC: KeyedMAC
+    /// `key`'s answers, which a cloud asks for over and over for the same
+    /// few popular hashes. Emptied when it reaches `keyMemoLimit` entries.
+    private let keyMemo = Mutex<[KeyMemoEntry: [UInt8]]>([:])
+    private static let keyMemoLimit = 1 << 16
+
+    /// A keyed HMAC that is only ever copied, never changed: safe to share
+    /// between threads, though swift-crypto does not mark it Sendable.
+    private struct KeyedMAC: @unchecked Sendable {
+        let initial: HMAC<SHA256>
+    }
+
+    private struct KeyMemoEntry: Hashable {
+        let app: String
+        let hash: PublicHash
+    }
     /// Enrolled devices' apps and keys, as ingest has read them. A device is
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
@@ -158,6 +176,7 @@ public final class CloudIndex: CloudStore {
                 }
             self.threshold = opened.threshold
             voterSecret = opened.secret
+            secretMAC = KeyedMAC(initial: HMAC(key: SymmetricKey(data: opened.secret)))
             if opened.changed {
                 // Which hashes are public, and which content is kept, depend on K.
                 try rebuildProjections()
@@ -277,11 +296,20 @@ public final class CloudIndex: CloudStore {
     /// with the cloud's secret. Below K this is all the projections hold, so a
     /// copy of them does not let anyone test which URLs were voted for.
     func key(app: String, hash: PublicHash) -> [UInt8] {
+        let entry = KeyMemoEntry(app: app, hash: hash)
+        if let known = keyMemo.withLock({ $0[entry] }) { return known }
         var writer = BinaryWriter()
         writer.string("hash")
         writer.string(app)
         writer.raw(hash.bytes)
-        return Array(HMAC<SHA256>.authenticationCode(for: writer.bytes, using: SymmetricKey(data: voterSecret)))
+        var mac = secretMAC.initial
+        mac.update(data: writer.bytes)
+        let key = Array(mac.finalize())
+        keyMemo.withLock { memo in
+            if memo.count >= CloudIndex.keyMemoLimit { memo.removeAll(keepingCapacity: true) }
+            memo[entry] = key
+        }
+        return key
     }
 
     /// The cloud's pseudonym for `device` voting on `hash`: the key its votes are
@@ -291,8 +319,9 @@ public final class CloudIndex: CloudStore {
         var writer = BinaryWriter()
         writer.string(device)
         writer.raw(hash.bytes)
-        let mac = HMAC<SHA256>.authenticationCode(for: writer.bytes, using: SymmetricKey(data: voterSecret))
-        return Array(Array(mac).prefix(16))
+        var mac = secretMAC.initial
+        mac.update(data: writer.bytes)
+        return Array(Array(mac.finalize()).prefix(16))
     }
 }
 
