@@ -39,7 +39,7 @@ final class CallLane: @unchecked Sendable {
     /// Calls waiting beyond this many hold the event loop back: the loop
     /// otherwise runs ahead, holding every waiting call's memory. The lane's
     /// thread holds the lane until `close()`.
-    init(capacity: Int = 4_096) {
+    init(capacity: Int = 4_096, name: String = "sightline-calls") {
         jobs = Handoff(capacity: capacity)
         let thread = Thread { [self] in
             while let job = jobs.next() {
@@ -48,7 +48,7 @@ final class CallLane: @unchecked Sendable {
                 complete(job)
             }
         }
-        thread.name = "sightline-calls"
+        thread.name = name
         // SQLite's parser and a search's query compiler recurse: the
         // 512 KiB default of a secondary thread is not enough for every query.
         thread.stackSize = 8 << 20

@@ -178,8 +178,9 @@ extension Simulator {
 
     /// Chooses the backup the cloud comes up from, if it has one, and
     /// extracts and checks it beside the store (`CloudIndex.stageRestore`)
-    /// while the cloud is down: on the lane, when there is one. That took
-    /// about 1.2 s of the event loop's time per restore at 10,000 devices.
+    /// while the cloud is down: on `restoreLane`, when there is a call lane.
+    /// That took about 1.2 s of the event loop's time per restore at 10,000
+    /// devices.
     /// The store's file stays as the crash left it until `bringCloudUp`
     /// puts the backup in its place (a device restored meanwhile reads it).
     func beginCloudRestore() {
@@ -189,9 +190,11 @@ extension Simulator {
         // them again from their journals).
         let chosen = cloudSnapshots.count > 1 && faultRandom.chance(1.0 / 3) ? cloudSnapshots.count - 2 : cloudSnapshots.count - 1
         let pending = PendingCloudRestore(chosen: chosen, snapshot: cloudSnapshots[chosen], staging: cloudPath + ".staged")
-        if let lane {
+        if lane != nil {
+            let restoreLane = self.restoreLane ?? CallLane(capacity: 1, name: "sightline-restore")
+            self.restoreLane = restoreLane
             let cargo = LaneCargo(value: pending)
-            pending.job = lane.hand { cargo.value.stage() }
+            pending.job = restoreLane.hand { cargo.value.stage() }
         } else {
             pending.stage()
         }
@@ -201,7 +204,7 @@ extension Simulator {
     func bringCloudUp(restore: Bool) throws {
         if restore, let pending = pendingCloudRestore {
             pendingCloudRestore = nil
-            if let job = pending.job { lane?.settle(job) }
+            if let job = pending.job { restoreLane?.settle(job) }
             do {
                 if let failure = pending.failure { throw failure }
                 try CloudIndex.finishRestore(staged: pending.staging, to: cloudPath, options: CloudOptions(clock: world))
