@@ -64,8 +64,23 @@ extension CloudIndex {
     public func heldEpochs(device: String) throws(CloudError) -> [UInt64: UInt64] {
         try read { db in
             var held: [UInt64: UInt64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?", arguments: [device]) {
+            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?"),
+                                        arguments: [device])
+            for row in rows {
                 held[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)
+            }
+            return held
+        }
+    }
+
+    /// `heldEpochs(device:)` of every device that sent anything, read in one
+    /// pass (after a cloud restore the simulator asks for all 10,000).
+    public func heldEpochsByDevice() throws(CloudError) -> [String: [UInt64: UInt64]] {
+        try read { db in
+            var held: [String: [UInt64: UInt64]] = [:]
+            let rows = try Row.fetchCursor(db, sql: "SELECT device, epoch, last_seq FROM device_epochs")
+            while let row = try rows.next() {
+                held[row[0] as String, default: [:]][UInt64(row[1] as Int64)] = UInt64(row[2] as Int64)
             }
             return held
         }

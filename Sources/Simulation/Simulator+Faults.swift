@@ -228,8 +228,9 @@ extension Simulator {
             // outbox or makes again from its journal; what neither the cloud
             // nor the device's journal has (a wipe took it) is lost with both
             // copies: no longer owed.
+            let held = try cloud.heldEpochsByDevice()
             for device in devices {
-                let holds = try reach(device, cloudHolds: cloud.heldEpochs(device: device.name))
+                let holds = try reach(device, cloudHolds: held[device.name] ?? [:])
                 try owe(device, atMost: holds)
                 capDurableSeen(device, atMost: holds)
             }

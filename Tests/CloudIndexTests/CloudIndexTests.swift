@@ -197,6 +197,24 @@ private func vote(_ stores: [DeviceStore]) throws {
         #expect(try store.syncStatus().pending == 0)
     }
 
+    /// What the cloud holds of each device, per epoch: read for one device,
+    /// or for all in one pass, the same; a device that sent nothing is absent.
+    @Test func theHeldEpochsOfAllDevicesAreEachDevicesHeldEpochs() throws {
+        let harness = try SyncHarness()
+        let stores = try (0..<3).map { _ in try harness.addDevice() }
+        try vote(Array(stores.prefix(2)))
+        try harness.syncAll()
+        try stores[0].recordEngaged(ref: recipeURL)
+        try harness.sync(stores[0])
+        let all = try harness.cloud.heldEpochsByDevice()
+        #expect(all.count == 2 && all[stores[2].deviceID.rawValue] == nil)
+        for store in stores.prefix(2) {
+            let one = try harness.cloud.heldEpochs(device: store.deviceID.rawValue)
+            #expect(!one.isEmpty && all[store.deviceID.rawValue] == one)
+        }
+        #expect(all[stores[0].deviceID.rawValue] == [1: 3])
+    }
+
     @Test func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged() throws {
         let harness = try SyncHarness()
         let store = try harness.addDevice()
