@@ -179,10 +179,10 @@ extension Simulator {
     /// Chooses the backup the cloud comes up from, if it has one, and
     /// extracts and checks it beside the store (`CloudIndex.stageRestore`)
     /// while the cloud is down: on `restoreLane`, when there is a call lane.
-    /// That took about 1.2 s of the event loop's time per restore at 10,000
-    /// devices.
-    /// The store's file stays as the crash left it until `bringCloudUp`
-    /// puts the backup in its place (a device restored meanwhile reads it).
+    /// Restoring on the event loop took about 1.2 s of it per restore at
+    /// 10,000 devices. The store's file stays as the crash left it until
+    /// `bringCloudUp` puts the backup in its place (a device restored
+    /// meanwhile reads it).
     func beginCloudRestore() {
         guard !cloudSnapshots.isEmpty else { return }
         // Mostly the latest backup; a third of the time the one before,
@@ -393,7 +393,6 @@ extension Simulator {
     }
 }
 
-/// A cloud snapshot whose file is being written, on the lane or already.
 /// A cloud restore being staged while the cloud is down (`beginCloudRestore`).
 final class PendingCloudRestore: @unchecked Sendable {
     /// The backup's place in `Simulator.cloudSnapshots`.
@@ -422,6 +421,7 @@ final class PendingCloudRestore: @unchecked Sendable {
     }
 }
 
+/// A cloud snapshot whose file is being written, on the lane or already.
 final class PendingCloudSnapshot: @unchecked Sendable {
     let copy: CloudSnapshotCopy
     /// The cloud's incarnation when the copy was taken.

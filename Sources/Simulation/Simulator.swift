@@ -78,6 +78,8 @@ public final class Simulator {
     var cloudSnapshotsTaken = 0
     /// The cloud snapshot being written, if any (`takeCloudSnapshot`).
     var pendingCloudSnapshot: PendingCloudSnapshot?
+    /// The cloud restore being staged while the cloud is down, if any
+    /// (`beginCloudRestore`).
     var pendingCloudRestore: PendingCloudRestore?
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
@@ -171,8 +173,9 @@ public final class Simulator {
         }
         do {
             // Each device's seeds are drawn in device order; the stores, which
-            // touch nothing in common, are then made on both threads, and
-            // enrolled with the cloud in device order again.
+            // touch nothing in common, are then made on both threads,
+            // enrolled with the cloud in device order again, and given their
+            // keys on both threads.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
             let stores = try makeStores(seeds.map(\.store))
             let keys = try stores.map { new in try enrol(new.store.deviceID.rawValue) }
