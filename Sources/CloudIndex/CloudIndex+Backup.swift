@@ -166,6 +166,7 @@ extension CloudIndex {
     public static func restore(snapshot: String, to path: String, force: Bool = false, key: SymmetricKey? = nil,
                                options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
         if FileManager.default.fileExists(atPath: path) && !force {
+            // A file that is not a snapshot is said first; staging reads the manifest otherwise.
             _ = try readManifest(snapshot)
             throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
         }

@@ -551,9 +551,9 @@ public final class Simulator {
 
     /// `settle` for every device, in the order of their numbers, then waits
     /// for the lane's other jobs. Settling first takes back every call the
-    /// lane has not begun: when the lane is busy with a long job (staging a
-    /// cloud restore took it 2 s at 10,000 devices), the loop runs the calls
-    /// queued behind it instead of waiting for it to reach them.
+    /// lane has not begun: when the lane is busy with a long job (writing a
+    /// cloud snapshot or a device backup), the loop runs the calls queued
+    /// behind it instead of waiting for it to reach them.
     func settleAll() throws(SimulationError) {
         for device in devices { try settle(device) }
         lane?.waitForAll()
