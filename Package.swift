@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [
-                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery",
+                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import Snapshot
 import SQLiteSupport
 import SyncWire
 
@@ -74,6 +75,50 @@ enum CloudLog {
     }
 }
 
+/// A row of the cloud log as a replay folds it: the messages that were new
+/// when its frame was accepted.
+struct LoggedFrame: Sendable {
+    let seq: Int64
+    let device: String
+    let epoch: Int64
+    let lastSeq: Int64
+    let messages: ArraySlice<OutboxMessage>
+}
+
+/// Folds cloud log rows, in log order, into projections made afresh: a
+/// rebuild, or a restore's check of a snapshot's projections.
+struct LogReplay {
+    let fold: CloudFold
+    /// Each enrolled device's app.
+    var apps: [String: String] = [:]
+    /// Each device's epochs and the last seq the log holds of each, written
+    /// to `device_epochs` by `finish()`: nothing in the fold reads them, and
+    /// an upsert per row was an eighth of a replay.
+    private var epochs: [String: [Int64: Int64]] = [:]
+
+    init(fold: CloudFold) {
+        self.fold = fold
+    }
+
+    mutating func apply(_ frame: LoggedFrame) throws {
+        guard let app = apps[frame.device] else {
+            throw CloudError(.corruptLog, "log seq \(frame.seq) is from device \(frame.device), which is not enrolled")
+        }
+        try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq)
+        epochs[frame.device, default: [:]][frame.epoch] = frame.lastSeq
+    }
+
+    /// Writes the epochs the replayed rows held.
+    func finish() throws {
+        let insert = try fold.db.makeStatement(sql: "INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)")
+        for (device, held) in epochs.sorted(by: { $0.key < $1.key }) {
+            for (epoch, lastSeq) in held.sorted(by: { $0.key < $1.key }) {
+                try insert.execute(arguments: [device, epoch, lastSeq])
+            }
+        }
+    }
+}
+
 /// The result of checking the cloud log row by row.
 public struct CloudLogVerification: Sendable {
     public var verifiedRows = 0
@@ -87,6 +132,14 @@ extension CloudIndex {
     /// to the predecessor's hash, each hash recomputed, each payload inflating to
     /// its digest and decoding to its count of messages. Stops at the first bad row.
     public func verifyLog() throws(CloudError) -> CloudLogVerification {
+        try verifyLog(handingTo: nil)
+    }
+
+    /// `verifyLog()`, handing each verified row's newly accepted messages to
+    /// `stream` for a replay on another thread (a restore's check of the
+    /// projections), so that each payload is inflated and decoded once. The
+    /// caller finishes the stream.
+    func verifyLog(handingTo stream: RowStream<LoggedFrame>?) throws(CloudError) -> CloudLogVerification {
         try read { db in
             var result = CloudLogVerification()
             var previous = [UInt8](repeating: 0, count: 32)
@@ -118,9 +171,12 @@ extension CloudIndex {
                         result.firstProblem = "log seq \(seq): seqs \(first)...\(last) accepted from \(from) are not a range"
                         break
                     }
-                    _ = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
-                                              digest: digest, count: Int(last - first + 1))
+                    let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7],
+                                                         payload: [UInt8](row[9] as Data), digest: digest,
+                                                         count: Int(last - first + 1))
                     result.messages += Int(last - from + 1)
+                    stream?.append(LoggedFrame(seq: seq, device: row[1], epoch: row[2], lastSeq: Int64(last),
+                                               messages: messages[Int(from - first)...]))
                 } catch {
                     result.firstProblem = "log seq \(seq): \(error)"
                     break
@@ -140,11 +196,40 @@ extension CloudIndex {
     /// Replays the cloud log into fresh projections in a private in-memory
     /// database and returns their digest; the store is not modified.
     public func rebuiltProjectionDigest() throws(CloudError) -> String {
+        try inScratchProjections { replay in
+            try queue.snapshotRead { source in
+                replay.apps = try CloudIndex.enrolledApps(source)
+                try CloudIndex.readLog(from: source, into: &replay)
+            }
+        }
+    }
+
+    /// `rebuiltProjectionDigest()` over the frames of `stream`, which another
+    /// thread reads, verifies and decodes meanwhile (`verifyLog(handingTo:)`,
+    /// in a restore): the log is read once for both checks. A stream that ends
+    /// early (the verification stopped at a bad row) gives the digest of the
+    /// rows before it.
+    func rebuiltProjectionDigest(replaying stream: RowStream<LoggedFrame>) throws(CloudError) -> String {
+        defer { stream.abandon() }
+        return try inScratchProjections { replay in
+            replay.apps = try read { db in try CloudIndex.enrolledApps(db) }
+            while let batch = stream.nextBatch() {
+                for frame in batch { try replay.apply(frame) }
+                stream.recycle(consume batch)
+            }
+        }
+    }
+
+    /// Makes fresh projections in a private in-memory database, lets `body`
+    /// fold the log into them, and returns their digest.
+    private func inScratchProjections(_ body: (inout LogReplay) throws -> Void) throws(CloudError) -> String {
         do {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
                 try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: voterSecret, createdAt: 0)
-                try queue.snapshotRead { source in try replayLog(from: source, into: scratchDB) }
+                var replay = LogReplay(fold: fold(scratchDB, statements: StatementSlots(count: CloudStatement.allCases.count)))
+                try body(&replay)
+                try replay.finish()
                 return try CloudIndex.digest(scratchDB)
             }
         } catch let error as CloudError {
@@ -161,33 +246,31 @@ extension CloudIndex {
     public func rebuildProjections() throws(CloudError) {
         try write { db in
             for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
-            try replayLog(from: db, into: db)
+            var replay = LogReplay(fold: fold(db, statements: StatementSlots(count: CloudStatement.allCases.count)))
+            replay.apps = try CloudIndex.enrolledApps(db)
+            try CloudIndex.readLog(from: db, into: &replay)
+            try replay.finish()
             try db.execute(sql: "UPDATE devices SET requests_delivered = 0, requests_offered = 0")
         }
     }
 
-    private func replayLog(from source: Database, into target: Database) throws {
-        let apps = Dictionary(uniqueKeysWithValues: try Row.fetchAll(source, sql: "SELECT device, app FROM devices")
+    private static func enrolledApps(_ db: Database) throws -> [String: String] {
+        Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT device, app FROM devices")
             .map { ($0[0] as String, $0[1] as String) })
-        let fold = fold(target, statements: StatementSlots(count: CloudStatement.allCases.count))
+    }
+
+    /// Folds every row of the cloud log in `source` into `replay`, in order.
+    private static func readLog(from source: Database, into replay: inout LogReplay) throws {
         let rows = try Row.fetchCursor(source, sql: """
             SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload
             FROM cloud_log ORDER BY seq
             """)
         while let row = try rows.next() {
-            let seq: Int64 = row[0]
-            let device: String = row[1]
-            guard let app = apps[device] else {
-                throw CloudError(.corruptLog, "log seq \(seq) is from device \(device), which is not enrolled")
-            }
             let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64), from = UInt64(row[5] as Int64)
             let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
                                                  digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
-            try fold.apply(messages[Int(from - first)...], device: device, app: app, logSeq: seq)
-            try target.cachedStatement(sql: """
-                INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
-                ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
-                """).execute(arguments: [device, row[2] as Int64, row[4] as Int64])
+            try replay.apply(LoggedFrame(seq: row[0], device: row[1], epoch: row[2], lastSeq: Int64(last),
+                                         messages: messages[Int(from - first)...]))
         }
     }
 

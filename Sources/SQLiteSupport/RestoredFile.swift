@@ -4,7 +4,11 @@ import GRDB
 public enum RestoredFile {
     /// What `PRAGMA integrity_check` reports, or nil when the file is sound.
     private static func integrityProblems(at path: String) throws -> String? {
-        let queue = try DatabaseQueue(path: path)
+        // A restore runs this beside connections that read the same file, and
+        // a reader can meet a lock a moment old (one rebuilding the WAL index).
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         defer { try? queue.close() }
         let report = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
         return report == ["ok"] ? nil : report.prefix(3).joined(separator: "; ")

@@ -5,8 +5,8 @@ import Foundation
 /// it was called from a thread of a busy pool (a restore runs on Swift's
 /// cooperative pool, which on Linux is dispatch's, already as wide as the
 /// machine): chunks of a snapshot were inflated on one core.
-enum Parallel {
-    static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
+public enum Parallel {
+    public static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
         guard iterations > 1 else {
             if iterations == 1 { body(0) }
             return

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import IndexQuery
 import IndexModel
+import Snapshot
 import SyncWire
 import Testing
 
@@ -969,6 +970,46 @@ extension DeviceRestoreTests {
         raw[raw.count - 10] ^= 0x40
         try raw.write(to: URL(fileURLWithPath: snapshot))
         #expect(throws: CloudError.self) { try CloudIndex.stageRestore(snapshot: snapshot, at: staged) }
+        #expect(!FileManager.default.fileExists(atPath: staged))
+    }
+
+    /// A snapshot whose container is sound but whose store was altered before
+    /// it was written: a restore checks the log's chain and the projections
+    /// against a replay of the log (on threads of their own) and names what
+    /// failed, and leaves nothing behind.
+    @Test(arguments: [
+        ("UPDATE cloud_log SET received_at = received_at + 1 WHERE seq = 1",
+         "the snapshot's cloud log does not verify: log seq 1: stored hash does not match the row's content (row altered)"),
+        ("UPDATE hashes SET views = views + 1", "the snapshot's projections differ from a replay of its cloud log"),
+        ("DELETE FROM device_epochs", "the snapshot's projections differ from a replay of its cloud log"),
+    ])
+    func aSnapshotOfAnAlteredStoreIsRefusedNamingTheCheck(alteration: String, refusal: String) throws {
+        let directory = try temporaryDirectory("sightline-cloud-altered")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        let altered = directory.appendingPathComponent("altered.snap").path
+        let staged = path + ".staged"
+        do {
+            let harness = try SyncHarness(location: .file(path))
+            let stores = try (0..<3).map { _ in try harness.addDevice() }
+            try vote(stores)
+            try harness.syncAll()
+            try stores[0].recordShown(ref: recipeURL)
+            try harness.syncAll()
+            try harness.cloud.snapshot(to: snapshot)
+        }
+        #expect(try CloudIndex.stageRestore(snapshot: snapshot, at: staged).logRows > 3, "the unaltered snapshot restores")
+
+        let store = directory.appendingPathComponent("extracted.sqlite").path
+        let manifest = try SnapshotFile.extract(snapshot, to: store, key: nil)
+        try DatabaseQueue(path: store).write { db in
+            try db.execute(sql: alteration)
+            #expect(db.changesCount > 0, "the alteration changed nothing")
+        }
+        try SnapshotFile.write(source: store, destination: altered, manifest: manifest, key: nil)
+        let failure = try #require(throws: CloudError.self) { try CloudIndex.stageRestore(snapshot: altered, at: staged) }
+        #expect(failure.message == refusal)
         #expect(!FileManager.default.fileExists(atPath: staged))
     }
 }
