@@ -144,16 +144,18 @@ struct CloudFold {
         change.bind(2, key)
         change.bind(3, live)
         change.bind(4, voters)
+        try change.execute()
+        let read = try statements.statement(.voteState, db)
+        read.bind(1, app)
+        read.bind(2, key)
         let state: (liveVotes: Int64, isWanted: Bool, hasContent: Bool)
         do {
-            // SQLite makes all of an upsert's changes at its first step.
-            defer { change.reset() }
-            guard try change.step() else { return }
-            state = (change.int64(0), !change.isNull(1), change.int64(2) != 0)
+            defer { read.reset() }
+            guard try read.step() else { return }
+            state = (read.int64(0), !read.isNull(1), read.int64(2) != 0)
         }
         // The raw hash is held exactly while live votes are at least K, so the
-        // rule derives whether it was held from the count. (SQLite 3.40 returned
-        // 1 for `hash IS NOT NULL` of a NULL hash in this upsert's RETURNING.)
+        // rule derives whether it was held from the count.
         let actions = ThresholdRule.actions(liveVotes: state.liveVotes, delta: live, threshold: threshold,
                                             hasContent: state.hasContent, isWanted: state.isWanted)
         if actions.keepRawHash {

@@ -8,7 +8,7 @@ import SQLiteSupport
 enum CloudStatement: Int, CaseIterable {
     case epochs, recordEpoch, restartRequests, deliverRequests, registry, wanted, offerRequests, sameFrame
     case logHead, logAppend
-    case insertVote, readVote, setVoteLive, addSignals, changeVotes
+    case insertVote, readVote, setVoteLive, addSignals, changeVotes, voteState
 
     var sql: String {
         switch self {
@@ -43,11 +43,14 @@ enum CloudStatement: Int, CaseIterable {
             ON CONFLICT (app, key) DO UPDATE
             SET views = views + excluded.views, shown = shown + excluded.shown, engaged = engaged + excluded.engaged
             """
+        // Not one upsert with RETURNING: SQLite gathers returned rows in a
+        // table of their own, whose page cache it allocates and frees on
+        // every step.
         case .changeVotes: """
             INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?1, ?2, ?3, ?4, 0, 0, 0)
             ON CONFLICT (app, key) DO UPDATE SET live_votes = live_votes + ?3, voters = voters + ?4
-            RETURNING live_votes, wanted_seq, has_content
             """
+        case .voteState: "SELECT live_votes, wanted_seq, has_content FROM hashes WHERE app = ? AND key = ?"
         }
     }
 }
