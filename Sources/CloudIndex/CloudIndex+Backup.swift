@@ -180,9 +180,21 @@ extension CloudIndex {
     /// The first half of `restore`: extracts `snapshot` into a new store at
     /// `staging` (replacing anything there) and checks it as `restore` does.
     /// On failure nothing is left at `staging`. Touches no other file, so it
-    /// may run while the store it will replace is still in use.
+    /// may run while the store it will replace is still in use. It is
+    /// `extractForRestore` and `verifyStaged` in a row.
     public static func stageRestore(snapshot: String, at staging: String, key: SymmetricKey? = nil,
                                     options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
+        let manifest = try extractForRestore(snapshot: snapshot, at: staging, key: key)
+        try verifyStaged(staging, manifest: manifest, options: options)
+        return manifest
+    }
+
+    /// Extracts `snapshot` into a new store at `staging` (replacing anything
+    /// there), checking the container, its checksum and key, and returns its
+    /// manifest. Nothing else about the store is checked yet: that is
+    /// `verifyStaged`. On failure nothing is left at `staging`.
+    public static func extractForRestore(snapshot: String, at staging: String,
+                                         key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
         let manifest = try readManifest(snapshot)
         StoreFiles.remove(staging)
         do {
@@ -190,13 +202,21 @@ extension CloudIndex {
         } catch {
             throw CloudError(.snapshot, error.message)
         }
+        return manifest
+    }
+
+    /// Checks the store `extractForRestore` made at `staging` against the
+    /// snapshot's `manifest`: SQLite's integrity check, the cloud log's chain
+    /// and payloads, the log head, and the projections against a replay of
+    /// the log. On failure the store at `staging` is removed.
+    public static func verifyStaged(_ staging: String, manifest: CloudSnapshotManifest,
+                                    options: CloudOptions = CloudOptions()) throws(CloudError) {
         do {
             try verifyRestored(staging, manifest: manifest, options: options)
         } catch {
             StoreFiles.remove(staging)
             throw error
         }
-        return manifest
     }
 
     /// The second half of `restore`: puts the store `stageRestore` made at

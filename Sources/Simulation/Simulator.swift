@@ -81,6 +81,9 @@ public final class Simulator {
     /// The cloud restore being staged while the cloud is down, if any
     /// (`beginCloudRestore`).
     var pendingCloudRestore: PendingCloudRestore?
+    /// The last cloud restore, while its checks may still be running on the
+    /// restore thread (`settleCloudRestoreChecks`).
+    var verifyingCloudRestore: PendingCloudRestore?
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
@@ -306,6 +309,7 @@ public final class Simulator {
                 try handle(next.event)
             }
             try settleAll()
+            try settleCloudRestoreChecks()
             // A snapshot still being written when the run went quiet never became the cloud's backup.
             pendingCloudSnapshot?.copy.discard()
             pendingCloudSnapshot = nil
