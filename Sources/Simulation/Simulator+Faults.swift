@@ -189,9 +189,11 @@ extension Simulator {
         // whose messages the devices may have dropped since (they make
         // them again from their journals).
         let chosen = cloudSnapshots.count > 1 && faultRandom.chance(1.0 / 3) ? cloudSnapshots.count - 2 : cloudSnapshots.count - 1
-        let pending = PendingCloudRestore(chosen: chosen, snapshot: cloudSnapshots[chosen], staging: cloudPath + ".staged")
+        let pending = PendingCloudRestore(chosen: chosen, snapshot: cloudSnapshots[chosen], staging: cloudPath + ".staged",
+                                          checked: cloudPath + ".checked-\(cloudIncarnation)")
         if lane != nil {
-            let restoreLane = self.restoreLane ?? CallLane(capacity: 1, name: "sightline-restore")
+            // Room for this restore's two jobs while the last one's checks run.
+            let restoreLane = self.restoreLane ?? CallLane(capacity: 2, name: "sightline-restore")
             self.restoreLane = restoreLane
             let cargo = LaneCargo(value: pending)
             pending.extraction = restoreLane.hand { cargo.value.extract(copyingForChecks: true) }
@@ -204,8 +206,8 @@ extension Simulator {
     }
 
     /// Waits for the checks of the last cloud restore, if they may still be
-    /// running, and stops the run if they failed: before the next cloud
-    /// restore begins, and before the run's checks.
+    /// running, and stops the run if they failed: when the next restored
+    /// cloud comes up, and before the run's checks.
     func settleCloudRestoreChecks() throws(SimulationError) {
         guard let verifying = verifyingCloudRestore else { return }
         verifyingCloudRestore = nil
@@ -219,7 +221,8 @@ extension Simulator {
         if restore, let pending = pendingCloudRestore {
             pendingCloudRestore = nil
             if let job = pending.extraction { restoreLane?.settle(job) }
-            // The restore thread checked the previous restore before it extracted this one.
+            // The restore thread checks the previous restore before it
+            // extracts this one, so this waits only if the loop extracted it.
             try settleCloudRestoreChecks()
             do {
                 if let failure = pending.extractionFailure ?? (pending.verification == nil ? pending.verificationFailure : nil) {
@@ -430,8 +433,9 @@ final class PendingCloudRestore: @unchecked Sendable {
     let chosen: Int
     let snapshot: String
     let staging: String
-    /// Where the copy that is checked is extracted to.
-    var checked: String { staging + ".checked" }
+    /// Where the copy that is checked is kept: a path of this restore's
+    /// own, since the last restore's checks may still be reading theirs.
+    let checked: String
     var extraction: CallLane.Job?
     var verification: CallLane.Job?
     private var manifest: CloudSnapshotManifest?
@@ -439,20 +443,22 @@ final class PendingCloudRestore: @unchecked Sendable {
     private(set) var extractionFailure: CloudError?
     private(set) var verificationFailure: CloudError?
 
-    init(chosen: Int, snapshot: String, staging: String) {
+    init(chosen: Int, snapshot: String, staging: String, checked: String) {
         self.chosen = chosen
         self.snapshot = snapshot
         self.staging = staging
+        self.checked = checked
     }
 
     func extract(copyingForChecks copying: Bool) {
         do {
-            manifest = try CloudIndex.extractForRestore(snapshot: snapshot, at: staging)
+            let extracted = try CloudIndex.extractForRestore(snapshot: snapshot, at: staging)
             if copying {
                 StoreFiles.remove(checked)
                 try FileManager.default.copyItem(atPath: staging, toPath: checked)
                 copied = true
             }
+            manifest = extracted
         } catch let error as CloudError {
             extractionFailure = error
         } catch {

@@ -27,7 +27,8 @@ import Testing
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshot = try backup(in: directory)
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path)
+        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
+                                          checked: directory.appendingPathComponent("checked").path)
         pending.extract(copyingForChecks: true)
         #expect(pending.extractionFailure == nil)
         #expect(FileManager.default.contentsEqual(atPath: pending.staging, andPath: pending.checked))
@@ -41,7 +42,8 @@ import Testing
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshot = try backup(in: directory)
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path)
+        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
+                                          checked: directory.appendingPathComponent("checked").path)
         pending.extract(copyingForChecks: true)
         try #require(pending.extractionFailure == nil)
         // A projection row no log row implies, in the copy the checks read.
@@ -60,7 +62,8 @@ import Testing
         var raw = try #require(FileManager.default.contents(atPath: snapshot))
         raw[raw.count - 10] ^= 0x40
         try raw.write(to: URL(fileURLWithPath: snapshot))
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path)
+        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
+                                          checked: directory.appendingPathComponent("checked").path)
         pending.extract(copyingForChecks: true)
         #expect(pending.extractionFailure != nil)
         #expect(!FileManager.default.fileExists(atPath: pending.staging))
