@@ -23,13 +23,19 @@ import Testing
         return directory
     }
 
+    /// A restore of `snapshot` into `directory`, extracted and copied as on a call lane.
+    private func extracted(_ snapshot: String, in directory: URL) -> PendingCloudRestore {
+        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
+                                          checked: directory.appendingPathComponent("checked").path)
+        pending.extract(copyingForChecks: true)
+        return pending
+    }
+
     @Test func aSoundBackupIsExtractedAndItsCheckedCopyRemovedOnceChecked() throws {
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshot = try backup(in: directory)
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
-                                          checked: directory.appendingPathComponent("checked").path)
-        pending.extract(copyingForChecks: true)
+        let pending = extracted(snapshot, in: directory)
         #expect(pending.extractionFailure == nil)
         #expect(FileManager.default.contentsEqual(atPath: pending.staging, andPath: pending.checked))
         pending.verify()
@@ -42,9 +48,7 @@ import Testing
         let directory = try scratch()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshot = try backup(in: directory)
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
-                                          checked: directory.appendingPathComponent("checked").path)
-        pending.extract(copyingForChecks: true)
+        let pending = extracted(snapshot, in: directory)
         try #require(pending.extractionFailure == nil)
         // A projection row no log row implies, in the copy the checks read.
         try DatabaseQueue(path: pending.checked).write { db in
@@ -62,9 +66,7 @@ import Testing
         var raw = try #require(FileManager.default.contents(atPath: snapshot))
         raw[raw.count - 10] ^= 0x40
         try raw.write(to: URL(fileURLWithPath: snapshot))
-        let pending = PendingCloudRestore(chosen: 0, snapshot: snapshot, staging: directory.appendingPathComponent("staged").path,
-                                          checked: directory.appendingPathComponent("checked").path)
-        pending.extract(copyingForChecks: true)
+        let pending = extracted(snapshot, in: directory)
         #expect(pending.extractionFailure != nil)
         #expect(!FileManager.default.fileExists(atPath: pending.staging))
         #expect(!FileManager.default.fileExists(atPath: pending.checked))
