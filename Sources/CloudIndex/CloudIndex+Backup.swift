@@ -4,7 +4,6 @@ import GRDB
 import IndexModel
 import Snapshot
 import SQLiteSupport
-import Synchronization
 import SyncWire
 
 /// What a cloud snapshot's manifest says.
@@ -254,33 +253,22 @@ extension CloudIndex {
             throw error
         }
         let stream = RowStream<LoggedFrame>()
-        let outcomes = RestoreChecks()
-        Parallel.perform(iterations: 3) { part in
-            switch part {
-            case 0:
-                let projections = Result { () throws(CloudError) in
-                    // Whatever fails here, the chain must not wait for a replay that will never take its rows.
-                    defer { stream.abandon() }
-                    return (try cloud.projectionDigest(), try cloud.rebuiltProjectionDigest(replaying: stream))
-                }
-                outcomes.set { $0.projections = projections }
-            case 1:
-                let chain = Result { () throws(CloudError) in
-                    defer { stream.finish() }
-                    return try verifier.verifyLog(handingTo: stream)
-                }
-                outcomes.set { $0.chain = chain }
-            default:
-                let failure = RestoredFile.integrityFailure(at: path)
-                outcomes.set { $0.integrityFailure = failure }
+        let checks = Parallel.beside({ () -> Result<CloudLogVerification, CloudError> in
+            Result { () throws(CloudError) in
+                defer { stream.finish() }
+                return try verifier.verifyLog(handingTo: stream)
             }
-        }
+        }, { RestoredFile.integrityFailure(at: path) }, while: {
+            Result { () throws(CloudError) in
+                // Whatever fails here, the chain must not wait for a replay that will never take its rows.
+                defer { stream.abandon() }
+                return (try cloud.projectionDigest(), try cloud.rebuiltProjectionDigest(replaying: stream))
+            }
+        })
         try? verifier.queue.close()
-        let checks = outcomes.get()
-        if let failure = checks.integrityFailure { throw CloudError(.snapshot, failure) }
-        guard let chain = checks.chain, let projections = checks.projections else {
-            preconditionFailure("a restore check ended without an outcome")
-        }
+        if let failure = checks.second.0 { throw CloudError(.snapshot, failure) }
+        let chain = checks.first.0
+        let projections = checks.main
         let verification = try chain.get()
         if let problem = verification.firstProblem {
             throw CloudError(.snapshot, "the snapshot's cloud log does not verify: \(problem)")
@@ -300,25 +288,6 @@ extension CloudIndex {
             try RestoredFile.closeSelfContained(cloud.queue)
         } catch {
             throw CloudError(.snapshot, "cannot close the restored cloud store: \(describe(error))")
-        }
-    }
-
-    /// What `verifyRestored`'s threads found, each part set by its own thread.
-    private final class RestoreChecks: Sendable {
-        struct Outcomes {
-            var integrityFailure: String?
-            var chain: Result<CloudLogVerification, CloudError>?
-            var projections: Result<(String, String), CloudError>?
-        }
-
-        private let outcomes = Mutex(Outcomes())
-
-        func set(_ body: (inout Outcomes) -> Void) {
-            outcomes.withLock { body(&$0) }
-        }
-
-        func get() -> Outcomes {
-            outcomes.withLock { $0 }
         }
     }
 }

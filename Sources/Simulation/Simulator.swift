@@ -101,12 +101,13 @@ public final class Simulator {
     /// The second thread for app calls (`SimulationOptions.callLane`); nil:
     /// every call runs on the event loop's thread.
     let lane: CallLane?
-    /// A thread for staging cloud restores, made with the first (when there
-    /// is a call lane): a restore must be ready when the cloud comes up, 2
-    /// to 30 virtual seconds later, which near the end of a 10,000-device
-    /// run is less wall time than staging takes. Queued behind the lane's
-    /// calls it started late, and the loop then waited for it; on a thread
-    /// of its own it begins at once and uses what the two busy threads leave.
+    /// A thread for cloud restores, made with the first (when there is a
+    /// call lane): it extracts the backup while the cloud is down, 2 to 30
+    /// virtual seconds, which near the end of a 10,000-device run is little
+    /// wall time, and checks a copy of it once the cloud is up
+    /// (`PendingCloudRestore`). Queued behind the lane's calls a restore
+    /// started late, and the loop then waited for it; on a thread of its own
+    /// it begins at once and uses what the two busy threads leave.
     var restoreLane: CallLane?
 
     /// Prepares a run: the directory, the cloud, and every device enrolled.

@@ -295,22 +295,35 @@ extension DeviceStore {
         }
         timer.lap("open the store")
         let verified = VerifiedEventStream()
-        let otherCores = OtherCoreChecks()
-        otherCores.start(verifier: verifier, path: path, handingTo: verified)
-        let projectionsMatch = Result { () throws(DeviceStoreError) -> Bool in
-            // Whatever fails here, the chain must not wait for a replay that will never take its rows.
-            defer { verified.abandon() }
-            return try store.projectionDigest() == store.rebuiltProjectionDigest(replaying: verified)
-        }
-        timer.lap("projections against a replay")
-        let checks = otherCores.wait()
+        // Beside the replay, each on a thread of its own: the hash chain, which
+        // hands each verified row to the replay and waits whenever the replay
+        // is behind, and SQLite's integrity check, which runs in the time the
+        // chain waits. (Run after the chain, on the chain's thread, it ended
+        // the restore 0.15–0.3 s after the replay; at the lowest priority it
+        // measured no better than at the normal one, and could starve on a
+        // busy machine.)
+        let checks = Parallel.beside({ () -> Result<JournalVerification, DeviceStoreError> in
+            Result { () throws(DeviceStoreError) -> JournalVerification in
+                defer { verified.finish() }
+                return try verifier.verifyJournal { record, event in verified.append(record, event) }
+            }
+        }, { Result { () throws(DeviceStoreError) in try DeviceStore.checkIntegrity(path) } }, while: {
+            let match = Result { () throws(DeviceStoreError) -> Bool in
+                // Whatever fails here, the chain must not wait for a replay that will never take its rows.
+                defer { verified.abandon() }
+                return try store.projectionDigest() == store.rebuiltProjectionDigest(replaying: verified)
+            }
+            timer.lap("projections against a replay")
+            return match
+        })
         timer.lap("waiting for the other threads")
         // The verifier must let go before the store leaves WAL mode.
         try? verifier.queue.close()
-        timer.add("(other thread) hash chain", checks.chainTime)
-        timer.add("(other thread) integrity check", checks.integrityTime)
-        try checks.integrity.get()
-        let verification = try checks.chain.get()
+        timer.add("(other thread) hash chain", checks.first.1)
+        timer.add("(other thread) integrity check", checks.second.1)
+        let projectionsMatch = checks.main
+        try checks.second.0.get()
+        let verification = try checks.first.0.get()
         if let problem = verification.firstProblem {
             throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
         }
@@ -330,57 +343,5 @@ extension DeviceStore {
     /// SQLite's `PRAGMA integrity_check` of the file at `path`.
     private static func checkIntegrity(_ path: String) throws(DeviceStoreError) {
         if let failure = RestoredFile.integrityFailure(at: path) { throw DeviceStoreError(.snapshot, failure) }
-    }
-
-    /// The checks a restore runs beside the replay, each on a thread of its
-    /// own: the hash chain, which hands each verified row to the replay and
-    /// waits whenever the replay is behind, and SQLite's integrity check,
-    /// which runs in the time the chain waits. (Run after the chain, on the
-    /// chain's thread, it ended the restore 0.15–0.3 s after the replay; at
-    /// the lowest priority it measured no better than at the normal one, and
-    /// could starve on a busy machine.) Real threads, not dispatch's pool: a
-    /// restore runs on Swift's cooperative pool, which is dispatch's on Linux
-    /// and already as wide as the machine.
-    private final class OtherCoreChecks: @unchecked Sendable {
-        struct Outcome {
-            var chain: Result<JournalVerification, DeviceStoreError>
-            var chainTime: Duration
-            var integrity: Result<Void, DeviceStoreError>
-            var integrityTime: Duration
-        }
-
-        private let done = DispatchSemaphore(value: 0)
-        // Each written by its thread before it signals `done`, read after both have.
-        private var chain: (Result<JournalVerification, DeviceStoreError>, Duration)?
-        private var integrity: (Result<Void, DeviceStoreError>, Duration)?
-
-        /// Verifies the chain through `verifier`, handing each verified row
-        /// to `stream` (which is finished, whatever happens), and checks the
-        /// integrity of the file at `path`.
-        func start(verifier: DeviceStore, path: String, handingTo stream: VerifiedEventStream) {
-            Thread.detachNewThread { [self] in
-                let start = ContinuousClock.now
-                let result = Result { () throws(DeviceStoreError) -> JournalVerification in
-                    defer { stream.finish() }
-                    return try verifier.verifyJournal { record, event in stream.append(record, event) }
-                }
-                chain = (result, start.duration(to: .now))
-                done.signal()
-            }
-            Thread.detachNewThread { [self] in
-                let start = ContinuousClock.now
-                let result = Result { () throws(DeviceStoreError) in try DeviceStore.checkIntegrity(path) }
-                integrity = (result, start.duration(to: .now))
-                done.signal()
-            }
-        }
-
-        /// Both outcomes, once both threads are done.
-        func wait() -> Outcome {
-            done.wait()
-            done.wait()
-            guard let chain, let integrity else { preconditionFailure("a check's thread ended without an outcome") }
-            return Outcome(chain: chain.0, chainTime: chain.1, integrity: integrity.0, integrityTime: integrity.1)
-        }
     }
 }
