@@ -36,6 +36,9 @@ let package = Package(
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // Process-wide SQLite settings that need sqlite3_config (variadic, so not callable from Swift).
         .systemLibrary(name: "CSQLiteTuning", path: "Sources/CSQLiteTuning"),
+        // jemalloc as the sightline binary's allocator, with huge pages (tools/install-deps
+        // installs libjemalloc-dev); Sources/CAllocator/allocator.c says why.
+        .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
         .target(
             name: "SyncWire",
             dependencies: [
@@ -141,6 +144,7 @@ let package = Package(
                 "Snapshot",
                 "Simulation",
                 "CSQLiteTuning",
+                "CAllocator",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
@@ -223,7 +227,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "DeviceStore", "IndexModel", "ScratchDirectory"]
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "ScratchDirectory"]
         ),
     ],
     swiftLanguageModes: [.v6]

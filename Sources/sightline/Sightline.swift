@@ -21,9 +21,6 @@ struct Sightline: AsyncParsableCommand {
     static func main() async {
         _ = sightline_disable_sqlite_memory_statistics()
         _ = sightline_use_sqlite_multithread_mode()
-        if let command = CommandLine.arguments.dropFirst().first, ["simulate", "drill"].contains(command) {
-            HugePageHeap.start()
-        }
         await main(nil)
     }
 }
