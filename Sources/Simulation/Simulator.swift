@@ -113,6 +113,8 @@ public final class Simulator {
     /// Prepares a run: the directory, the cloud, and every device enrolled.
     public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
         try options.validate()
+        // Before anything is made: stores on disk stay open all run.
+        if options.directory != nil { try OpenFiles.ensure(devices: options.devices) }
         self.options = options
         self.progress = progress
         // A drill reads every device's store at each reply; it runs serially.

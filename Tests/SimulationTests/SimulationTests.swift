@@ -284,4 +284,18 @@ private func failures(_ report: SimulationReport) -> String {
         }
         #expect(catalogue?.message.contains("between 1 and 255 entries") == true)
     }
+
+    /// `--out` keeps three files open per device store all run: a run that
+    /// needs more than the process may ever open is refused up front, saying
+    /// how many devices fit, and a soft limit that is merely low is raised.
+    @Test func aRunOnDiskNeedingMoreOpenFilesThanAllowedIsRefusedWithHowManyFit() {
+        #expect(OpenFiles.decide(devices: 1_000, soft: 20_000, hard: 20_000) == .enough)
+        #expect(OpenFiles.decide(devices: 6_000, soft: 1_024, hard: 1_048_576) == .raise(to: 18_064))
+        guard case .refuse(let error) = OpenFiles.decide(devices: 10_000, soft: 20_000, hard: 20_000) else {
+            Issue.record("10,000 stores of 3 files each do not fit in 20,000")
+            return
+        }
+        #expect(error.message.contains("10000 devices need about 30064 open files"))
+        #expect(error.message.contains("at most 6645 devices"))
+    }
 }
