@@ -207,12 +207,14 @@ let package = Package(
             name: "DeviceStoreTests",
             dependencies: [
                 "DeviceStore",
+                "SQLiteSupport",
                 "SyncWire",
                 "IndexModel",
                 "IndexQuery",
                 "QueryTestSupport",
                 "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),

@@ -58,6 +58,6 @@ enum CloudStatement: Int, CaseIterable {
 extension StatementSlots {
     /// The statement for `kind` on `db`, the connection these slots are kept for.
     func statement(_ kind: CloudStatement, _ db: Database) throws -> DirectStatement {
-        try statement(kind.rawValue) { try DirectStatement(db, kind.sql) }
+        try statement(kind.rawValue, db, kind.sql)
     }
 }

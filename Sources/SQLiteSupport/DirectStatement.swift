@@ -3,13 +3,16 @@ import GRDBSQLite
 
 /// A statement on a hot path, bound and stepped through the SQLite C API.
 ///
-/// GRDB prepares and owns the statement (it is one of the connection's cached
-/// statements, finalized when the connection closes); values are bound directly
-/// instead of through `StatementArguments`, whose type-erased values cost more
-/// than the insert itself on the journal's hot path (`sightline bench append`).
-/// Text and blobs are bound with `SQLITE_TRANSIENT`, so SQLite copies them.
+/// Either GRDB prepares and owns the statement (one of the connection's
+/// cached statements, finalized when the connection closes), or it is
+/// prepared outside GRDB (`init(owned:_:)`) and finalized when the last copy
+/// of this value goes. Values are bound directly instead of through
+/// `StatementArguments`, whose type-erased values cost more than the insert
+/// itself on the journal's hot path (`sightline bench append`). Text and
+/// blobs are bound with `SQLITE_TRANSIENT`, so SQLite copies them.
 public struct DirectStatement {
-    private let statement: Statement
+    /// What keeps the statement alive: GRDB's `Statement` or an `OwnedStatement`.
+    private let owner: AnyObject
     private let handle: OpaquePointer
     private let connection: OpaquePointer?
 
@@ -24,8 +27,25 @@ public struct DirectStatement {
         try self.init(db.makeStatement(sql: sql), db)
     }
 
+    /// A statement prepared outside GRDB and kept by whoever keeps this value
+    /// (`StatementSlots(count:owned:)`): finalized when the last copy goes.
+    ///
+    /// GRDB keeps, beside each statement it prepares, what the statement reads
+    /// (tables and columns, for observation) and its SQL as a cache key: about
+    /// 40 KB for a device store's 60 statements, 400 MB of a 10,000-device
+    /// simulation (`docs/benchmarks.md`, session 22). A connection with such
+    /// statements can only be closed by being released (GRDB then closes it
+    /// with `sqlite3_close_v2`, which waits for them); an explicit `close()`
+    /// would fail while one is alive.
+    public init(owned db: Database, _ sql: String) throws {
+        let owned = try OwnedStatement(db, sql)
+        owner = owned
+        handle = owned.handle
+        connection = db.sqliteConnection
+    }
+
     private init(_ statement: Statement, _ db: Database) {
-        self.statement = statement
+        owner = statement
         handle = statement.sqliteStatement
         connection = db.sqliteConnection
     }
@@ -150,6 +170,29 @@ public struct DirectStatement {
     private func failure(_ code: Int32) -> DatabaseError {
         let message = connection.map { String(cString: sqlite3_errmsg($0)) }
         sqlite3_reset(handle)
-        return DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        return DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: String(cString: sqlite3_sql(handle)))
+    }
+}
+
+/// A prepared statement outside GRDB's cache, finalized with its last reference.
+///
+/// GRDB's statement authorizer still sees it compile (it is the connection's),
+/// and forgets what it saw when GRDB next prepares a statement of its own.
+private final class OwnedStatement {
+    let handle: OpaquePointer
+
+    init(_ db: Database, _ sql: String) throws {
+        var prepared: OpaquePointer?
+        let code = sqlite3_prepare_v3(db.sqliteConnection, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil)
+        guard code == SQLITE_OK, let prepared else {
+            sqlite3_finalize(prepared)
+            let message = db.sqliteConnection.map { String(cString: sqlite3_errmsg($0)) }
+            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: sql)
+        }
+        handle = prepared
+    }
+
+    deinit {
+        sqlite3_finalize(handle)
     }
 }

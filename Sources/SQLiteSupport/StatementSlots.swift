@@ -12,15 +12,22 @@ import GRDB
 /// queue runs one at a time; hence unchecked.
 public final class StatementSlots: @unchecked Sendable {
     private var slots: [DirectStatement?]
+    private let owned: Bool
 
-    public init(count: Int) {
+    /// `owned`: the slots prepare their statements outside GRDB's cache
+    /// (`DirectStatement.init(owned:_:)`), for a connection that is never
+    /// closed explicitly, only released, and whose statements are all
+    /// kept here for its life. Otherwise they come from GRDB's cache, where a
+    /// short-lived set of slots finds what the connection prepared before.
+    public init(count: Int, owned: Bool = false) {
         slots = Array(repeating: nil, count: count)
+        self.owned = owned
     }
 
-    /// The statement in slot `index`, prepared by `make` the first time.
-    public func statement(_ index: Int, _ make: () throws -> DirectStatement) rethrows -> DirectStatement {
+    /// The statement in slot `index`, prepared from `sql` on `db` the first time.
+    public func statement(_ index: Int, _ db: Database, _ sql: @autoclosure () -> String) throws -> DirectStatement {
         if let statement = slots[index] { return statement }
-        let statement = try make()
+        let statement = owned ? try DirectStatement(owned: db, sql()) : try DirectStatement(db, sql())
         slots[index] = statement
         return statement
     }

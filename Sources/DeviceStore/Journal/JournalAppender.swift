@@ -39,12 +39,10 @@ final class JournalAppender {
         projector = Projector(db: db, statements: path.projector, expiry: path.expiry)
         privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy)
         let journal = path.journal
-        insert = try journal.statement(Statements.insert.rawValue) {
-            try DirectStatement(db, """
+        insert = try journal.statement(Statements.insert.rawValue, db, """
                 INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-        }
         if let known = path.head {
             epoch = known.epoch
             head = known.seq
@@ -52,14 +50,10 @@ final class JournalAppender {
             call = known.call.next
             return
         }
-        let readEpoch = try journal.statement(Statements.epoch.rawValue) {
-            try DirectStatement(db, "SELECT value FROM store_meta WHERE key = 'epoch'")
-        }
+        let readEpoch = try journal.statement(Statements.epoch.rawValue, db, "SELECT value FROM store_meta WHERE key = 'epoch'")
         defer { readEpoch.reset() }
         epoch = Epoch(UInt64(try readEpoch.step() ? readEpoch.int64(0) : 1))
-        let readHead = try journal.statement(Statements.head.rawValue) {
-            try DirectStatement(db, "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
-        }
+        let readHead = try journal.statement(Statements.head.rawValue, db, "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
         defer { readHead.reset() }
         if try readHead.step() {
             let seq = readHead.int64(0)

@@ -57,9 +57,7 @@ extension DeviceStore {
     static func readSyncStatus(_ db: Database, _ slots: StatementSlots) throws -> SyncStatus {
         let state = try OutboxState.read(db, slots)
         let acknowledged = state.acknowledged
-        let count = try slots.statement(OutboxState.Statement.pending.rawValue) {
-            try DirectStatement(db, "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)")
-        }
+        let count = try slots.statement(OutboxState.Statement.pending.rawValue, db, "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)")
         defer { count.reset() }
         count.bind(1, Int64(acknowledged.epoch))
         count.bind(2, Int64(acknowledged.seq))
@@ -72,11 +70,9 @@ extension DeviceStore {
     /// event loop reads the outbox for nearly every frame.
     public func pendingOutbox(after position: OutboxPosition, limit: Int) throws(DeviceStoreError) -> [OutboxRecord] {
         try read { db in
-            let statement = try writePath.outbox.statement(OutboxState.Statement.records.rawValue) {
-                try DirectStatement(db, """
+            let statement = try writePath.outbox.statement(OutboxState.Statement.records.rawValue, db, """
                     SELECT epoch, seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
                     """)
-            }
             defer { statement.reset() }
             statement.bind(1, Int64(position.epoch))
             statement.bind(2, Int64(position.seq))
@@ -195,8 +191,7 @@ struct OutboxState {
     /// statement cache and rows it cost a 10,000-device simulation's event
     /// loop 6 s, for a status read before nearly every sync.
     static func read(_ db: Database, _ slots: StatementSlots) throws -> OutboxState {
-        let statement = try slots.statement(Statement.state.rawValue) {
-            try DirectStatement(db, """
+        let statement = try slots.statement(Statement.state.rawValue, db, """
                 SELECT (SELECT value FROM store_meta WHERE key = 'epoch'),
                        (SELECT value FROM sync_state WHERE key = 'acknowledged_epoch'),
                        (SELECT value FROM sync_state WHERE key = 'acknowledged_seq'),
@@ -205,7 +200,6 @@ struct OutboxState {
                        (SELECT epoch FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1),
                        (SELECT seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1)
                 """)
-        }
         defer { statement.reset() }
         // A SELECT of scalar subqueries always returns its one row.
         _ = try statement.step()
@@ -256,12 +250,10 @@ enum OutboxStore {
     /// Stores the position `name` (`acknowledged` or `durable`). `slots` are
     /// the store connection's `WritePath.outbox`: an ack writes here.
     static func setPosition(_ db: Database, _ slots: StatementSlots, _ name: String, _ position: OutboxPosition) throws {
-        let statement = try slots.statement(OutboxState.Statement.setPosition.rawValue) {
-            try DirectStatement(db, """
+        let statement = try slots.statement(OutboxState.Statement.setPosition.rawValue, db, """
                 INSERT INTO sync_state (key, value) VALUES (?1, ?2), (?3, ?4)
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """)
-        }
         statement.bind(1, name + "_epoch")
         statement.bind(2, Int64(position.epoch))
         statement.bind(3, name + "_seq")
@@ -278,9 +270,7 @@ enum OutboxStore {
     /// The same, with the outbox head already read in this transaction.
     static func prune(_ db: Database, _ slots: StatementSlots, through position: OutboxPosition, head: OutboxPosition) throws {
         let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
-        let statement = try slots.statement(OutboxState.Statement.prune.rawValue) {
-            try DirectStatement(db, "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
-        }
+        let statement = try slots.statement(OutboxState.Statement.prune.rawValue, db, "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
         statement.bind(1, Int64(through.epoch))
         statement.bind(2, Int64(through.seq))
         try statement.execute()

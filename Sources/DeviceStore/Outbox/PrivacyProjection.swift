@@ -296,7 +296,7 @@ final class PrivacyProjection {
     // MARK: - Statements
 
     private func prepared(_ sql: SQL) throws -> DirectStatement {
-        try statements.statement(sql.rawValue) { try DirectStatement(db, sql.text) }
+        try statements.statement(sql.rawValue, db, sql.text)
     }
 
     static var statementCount: Int { SQL.allCases.count }

@@ -67,7 +67,7 @@ public final class DeviceStore: Sendable {
     /// The device key, once `deviceKey()` has read it.
     let knownDeviceKey = Mutex<[UInt8]?>(nil)
     /// The write path's statements and memo, kept for the connection's life.
-    let writePath = WritePath()
+    let writePath: WritePath
 
     /// How much of a store file SQLite maps into memory: as much as it will
     /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
@@ -82,6 +82,7 @@ public final class DeviceStore: Sendable {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
+        writePath = WritePath(owned: location == .memory)
         let app = options.app
         guard !app.isEmpty, app.utf8.count <= 256, !app.contains(where: \.isNewline) else {
             throw DeviceStoreError(.invalidOption, "the app name must be 1 to 256 bytes on one line, not \"\(app)\"")

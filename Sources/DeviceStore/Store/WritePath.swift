@@ -9,14 +9,26 @@ import SQLiteSupport
 /// Only touched inside the store's transactions, which its queue runs one at
 /// a time; hence unchecked.
 final class WritePath: @unchecked Sendable {
-    let journal = StatementSlots(count: JournalAppender.statementCount)
-    let projector = StatementSlots(count: Projector.statementCount)
-    let privacy = StatementSlots(count: PrivacyProjection.statementCount)
-    let outbox = StatementSlots(count: OutboxState.Statement.allCases.count)
+    let journal: StatementSlots
+    let projector: StatementSlots
+    let privacy: StatementSlots
+    let outbox: StatementSlots
     let expiry = Projector.EarliestExpiry()
     /// The journal's last row after the last append on this path; nil when
     /// not known. `DeviceStore.write` forgets it like the expiry date.
     var head: JournalAppender.Head?
 
-    init() {}
+    /// `owned`: the statements are prepared outside GRDB's cache and kept
+    /// only here (`StatementSlots(count:owned:)`), for the path of an
+    /// in-memory store, which lives as long as its connection and is never
+    /// closed explicitly: a simulation keeps 10,000 of them. A store file's
+    /// connection may be closed explicitly (a restore closes the restored
+    /// file), so its path takes its statements from GRDB's cache, as a
+    /// one-off path does.
+    init(owned: Bool = false) {
+        journal = StatementSlots(count: JournalAppender.statementCount, owned: owned)
+        projector = StatementSlots(count: Projector.statementCount, owned: owned)
+        privacy = StatementSlots(count: PrivacyProjection.statementCount, owned: owned)
+        outbox = StatementSlots(count: OutboxState.Statement.allCases.count, owned: owned)
+    }
 }
