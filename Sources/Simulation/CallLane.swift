@@ -36,9 +36,9 @@ final class CallLane: @unchecked Sendable {
     /// Jobs handed over; only the event loop's thread reads and writes it.
     private var handed: UInt64 = 0
 
-    /// Calls waiting beyond this many hold the event loop back: the loop
-    /// otherwise runs ahead, holding every waiting call's memory. The lane's
-    /// thread holds the lane until `close()`.
+    /// At most this many calls wait: the loop otherwise runs ahead, holding
+    /// every waiting call's memory. Beyond it `hand` waits for room and
+    /// `handIfRoom` declines. The lane's thread holds the lane until `close()`.
     init(capacity: Int = 4_096, name: String = "sightline-calls") {
         jobs = Handoff(capacity: capacity)
         let thread = Thread { [self] in
@@ -60,6 +60,16 @@ final class CallLane: @unchecked Sendable {
         let job = Job(work)
         handed += 1
         jobs.put(job)
+        return job
+    }
+
+    /// Runs `work` on the lane as `hand` does, unless `capacity` jobs wait
+    /// already: then nil, and the caller runs it itself instead of waiting
+    /// for room.
+    func handIfRoom(_ work: @escaping @Sendable () -> Void) -> Job? {
+        let job = Job(work)
+        guard jobs.offer(job) else { return nil }
+        handed += 1
         return job
     }
 

@@ -33,15 +33,34 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
     public func put(_ element: Element) -> Bool {
         condition.lock()
         defer { condition.unlock() }
-        while waiting.count - first >= capacity && !abandoned {
+        while isFull && !abandoned {
             condition.wait()
         }
         guard !abandoned else { return false }
+        append(element)
+        return true
+    }
+
+    /// Hands `element` over only if there is room now: false, without
+    /// waiting, when `capacity` elements wait already or the consumer has
+    /// abandoned the handoff. For a producer that can do the work itself.
+    public func offer(_ element: Element) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        guard !isFull && !abandoned else { return false }
+        append(element)
+        return true
+    }
+
+    /// Under the lock.
+    private var isFull: Bool { waiting.count - first >= capacity }
+
+    /// Under the lock.
+    private func append(_ element: Element) {
         // Only an empty handoff can have the consumer waiting.
         let wasEmpty = first == waiting.count
         waiting.append(element)
         if wasEmpty { condition.broadcast() }
-        return true
     }
 
     /// No more elements: the consumer gets those waiting, then nil.
@@ -64,7 +83,7 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
         }
         guard first < waiting.count, let element = waiting[first] else { return nil }
         // Only a full handoff can have the producer waiting.
-        let wasFull = waiting.count - first >= capacity
+        let wasFull = isFull
         waiting[first] = nil
         first += 1
         if first == waiting.count {

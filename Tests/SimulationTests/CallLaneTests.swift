@@ -42,6 +42,33 @@ import Testing
         #expect(count.value.runs == 1)
     }
 
+    /// The loop never waits for room: with the lane busy and its queue
+    /// full, `handIfRoom` declines at once (the loop then runs the call
+    /// itself), and takes calls again once the lane has worked some off.
+    @Test func aFullLaneDeclinesACallAtOnceInsteadOfWaitingForRoom() {
+        let lane = CallLane(capacity: 2)
+        defer { lane.close() }
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let blocking = lane.hand {
+            started.signal()
+            release.wait()
+        }
+        started.wait()
+        let count = LaneCargo(value: Counter())
+        let queued = [lane.handIfRoom { count.value.add() }, lane.handIfRoom { count.value.add() }]
+        #expect(queued.allSatisfy { $0 != nil }, "two calls fit behind the running one")
+        #expect(lane.handIfRoom { count.value.add() } == nil, "the third finds the queue full")
+        release.signal()
+        lane.settle(blocking)
+        lane.waitForAll()
+        #expect(count.value.total == 2)
+        let later = lane.handIfRoom { count.value.add() }
+        #expect(later != nil, "the lane takes calls again once it has room")
+        later.map(lane.settle)
+        #expect(count.value.total == 3)
+    }
+
     @Test func waitingForAllWaitsForCallsTakenBackAndCallsLeftToTheLane() {
         let lane = CallLane()
         defer { lane.close() }
