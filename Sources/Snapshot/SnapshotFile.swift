@@ -36,8 +36,8 @@ public enum SnapshotFile {
                 throw SnapshotError(.io, "cannot read \(source)")
             }
             defer { try? input.close() }
-            FileManager.default.createFile(atPath: temporary, contents: nil)
-            guard let output = FileHandle(forWritingAtPath: temporary) else {
+            guard FileManager.default.createFile(atPath: temporary, contents: nil),
+                  let output = FileHandle(forWritingAtPath: temporary) else {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
             var hasher = SHA256()
@@ -128,8 +128,8 @@ public enum SnapshotFile {
             throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
         }
         do {
-            FileManager.default.createFile(atPath: destination, contents: nil)
-            guard let output = FileHandle(forWritingAtPath: destination) else {
+            guard FileManager.default.createFile(atPath: destination, contents: nil),
+                  let output = FileHandle(forWritingAtPath: destination) else {
                 throw SnapshotError(.io, "cannot create \(destination)")
             }
             var hasher = SHA256()
