@@ -99,6 +99,9 @@ public final class CloudIndex: CloudStore {
     /// The statements ingest runs for every frame, kept for the connection's
     /// life (`CloudStatement`).
     let statements = StatementSlots(count: CloudStatement.allCases.count)
+    /// BEGIN and COMMIT for every read and write, from GRDB's cache: a
+    /// restore closes the restored store explicitly.
+    let transactions = TransactionStatements()
 
     /// SQLite's page cache for the store, allocated only as pages are read.
     /// Ingest reads a few pages at random per frame (the device's row, its
@@ -217,7 +220,7 @@ public final class CloudIndex: CloudStore {
 
     func write<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.cachedWrite(body)
+            return try queue.cachedWrite(transactions, body)
         } catch let error as CloudError {
             throw error
         } catch {
@@ -227,7 +230,7 @@ public final class CloudIndex: CloudStore {
 
     func read<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.snapshotRead(body)
+            return try queue.snapshotRead(transactions, body)
         } catch let error as CloudError {
             throw error
         } catch {

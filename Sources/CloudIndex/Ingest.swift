@@ -64,7 +64,7 @@ extension CloudIndex {
             return reject(error, device: frame.device, key: device.key)
         }
         do {
-            let decision = try queue.cachedWrite { db in
+            let decision = try queue.cachedWrite(transactions) { db in
                 try self.apply(frame, messages: messages, app: device.app, db: db)
             }
             switch decision {

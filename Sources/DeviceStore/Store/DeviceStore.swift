@@ -308,7 +308,7 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
-            return try queue.cachedWrite { db in
+            return try queue.cachedWrite(writePath.transactions) { db in
                 if !keepsMemos || !isInMemory { forgetMemos() }
                 return try body(db)
             }
@@ -344,7 +344,7 @@ public final class DeviceStore: Sendable {
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            return try queue.snapshotRead(body)
+            return try queue.snapshotRead(writePath.transactions, body)
         } catch let error as DeviceStoreError {
             throw error
         } catch {

@@ -3,8 +3,8 @@ import SQLiteSupport
 
 /// What one store's connection keeps for its calls' write path: the
 /// journal's, projector's and privacy projection's statements, the sync
-/// state's (read by acks and status reads too), and two memos: the
-/// projections' earliest expiry date and the journal's head.
+/// state's (read by acks and status reads too), BEGIN and COMMIT, and two
+/// memos: the projections' earliest expiry date and the journal's head.
 ///
 /// Only touched inside the store's transactions, which its queue runs one at
 /// a time; hence unchecked.
@@ -13,6 +13,8 @@ final class WritePath: @unchecked Sendable {
     let projector: StatementSlots
     let privacy: StatementSlots
     let outbox: StatementSlots
+    /// BEGIN and COMMIT, for every read and write of the store.
+    let transactions: TransactionStatements
     let expiry = Projector.EarliestExpiry()
     /// The journal's last row after the last append on this path; nil when
     /// not known. `DeviceStore.write` forgets it like the expiry date.
@@ -30,5 +32,6 @@ final class WritePath: @unchecked Sendable {
         projector = StatementSlots(count: Projector.statementCount, owned: owned)
         privacy = StatementSlots(count: PrivacyProjection.statementCount, owned: owned)
         outbox = StatementSlots(count: OutboxState.Statement.allCases.count, owned: owned)
+        transactions = TransactionStatements(owned: owned)
     }
 }
