@@ -31,9 +31,9 @@ public struct DirectStatement {
     /// (`StatementSlots(count:owned:)`): finalized when the last copy goes.
     ///
     /// GRDB keeps, beside each statement it prepares, what the statement reads
-    /// (tables and columns, for observation) and its SQL as a cache key: about
-    /// 40 KB for a device store's 60 statements, 400 MB of a 10,000-device
-    /// simulation (`docs/benchmarks.md`, session 22). A connection with such
+    /// (tables and columns, for observation) and its SQL as a cache key: 230 MB
+    /// of a 10,000-device simulation's peak memory (`docs/benchmarks.md`,
+    /// session 22). A connection with such
     /// statements can only be closed by being released (GRDB then closes it
     /// with `sqlite3_close_v2`, which waits for them); an explicit `close()`
     /// would fail while one is alive.
