@@ -84,6 +84,13 @@ final class SimDevice {
     /// for the event loop, until the loop settles the device.
     var laneJob: CallLane.Job?
     var turn: Turn?
+    /// A reply the device took where its calls run, until the loop acts on
+    /// it (`Simulator.takeReply`); written there, read once the device is settled.
+    var takenReply: TakenReply?
+    /// The loop's own: the token of the reply being taken, if any (nil once
+    /// acted on or dropped with the session), and the last token given.
+    var awaitingReply: UInt64?
+    var replyTokens: UInt64 = 0
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
         self.number = number

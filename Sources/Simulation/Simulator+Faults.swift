@@ -50,10 +50,16 @@ extension Simulator {
         queue.schedule(.heal(partition: nextPartition), at: world.milliseconds + faultRandom.between(5_000, 120_000))
     }
 
+    /// Ends the device's sync session where it stands. The device must be
+    /// settled: a reply it took and the loop has not acted on yet
+    /// (`takeReply`) holds the session's latest report, and is dropped.
     func dropSession(_ device: SimDevice) {
-        if let session = device.session { counters.absorb(session.report) }
+        let latest = device.awaitingReply != nil ? device.takenReply?.session : nil
+        if let session = latest ?? device.session { counters.absorb(session.report) }
         device.session = nil
         device.inFlight = nil
+        device.awaitingReply = nil
+        device.takenReply = nil
     }
 
     /// The device's process dies: its sync session and anything in flight are
@@ -369,49 +375,6 @@ extension Simulator {
             bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
-    }
-
-    /// The device moved its epoch above `cloudHead`, where the cloud holds it
-    /// through (its clock ran back past an earlier restore, or an earlier
-    /// incarnation used its epoch). By the rule of docs/SYNC.md ("Epochs") the
-    /// messages of its old epoch, none of which the cloud holds, keep their
-    /// seqs in the new one: the oracle moves them too.
-    func followEpochAdvance(_ device: SimDevice, cloudHead: OutboxPosition) throws {
-        let advanced = try device.store.journalHead().epoch.rawValue
-        guard advanced > cloudHead.epoch, advanced > device.epoch else {
-            findings.append("""
-                device \(device.number) moved its epoch from \(device.epoch) to \(advanced), not above \
-                \(cloudHead.epoch), the newest epoch the cloud holds of it
-                """)
-            device.epoch = advanced
-            return
-        }
-        if device.expected[advanced] != nil {
-            findings.append("""
-                device \(device.number) moved its epoch \(device.epoch) to \(advanced), which it had already used: \
-                (epoch, seq) positions repeat
-                """)
-            counters.epochReuses += 1
-        }
-        // The messages the store moved are the last ones of its old epoch
-        // (the cloud holds the others there, `Rejection.ended`): the oracle
-        // moves as many of the calls' messages, which must be the same ones.
-        let moved = try device.store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: 0))
-            .filter { if case .content = $0.message { false } else { true } }
-            .map { Invariants.expected($0.message, catalogue) }
-        let old = device.expected.removeValue(forKey: device.epoch) ?? []
-        if let (kept, carried) = SimDevice.split(old, moving: moved) {
-            if kept.contains(where: { !$0.isEmpty }) { device.expected[device.epoch] = kept }
-            device.expected[advanced] = carried
-        } else {
-            findings.append("""
-                device \(device.number) moved \(moved.count) message(s) from epoch \(device.epoch) to \(advanced) \
-                that \(SimDevice.notTheLast) of that epoch
-                """)
-            device.expected[advanced] = old
-        }
-        device.epoch = advanced
-        counters.mark(.epochAdvance)
     }
 }
 

@@ -20,6 +20,7 @@ public final class Simulator {
         case sessionWake(Int, session: UInt64)
         case toCloud(from: Int?, request: UInt64, bytes: [UInt8])
         case toDevice(Int, request: UInt64, bytes: [UInt8])
+        case replyTaken(Int, token: UInt64)
         case timeout(Int, request: UInt64)
         case chaos
         case heal(partition: UInt64)
@@ -380,45 +381,29 @@ public final class Simulator {
         case .sessionWake(let number, let session):
             let device = devices[number]
             try settle(device)
-            if device.session != nil, device.sessionNumber == session, device.inFlight == nil { try drive(device) }
+            if device.session != nil, device.sessionNumber == session, device.inFlight == nil, device.awaitingReply == nil {
+                try drive(device)
+            }
         case .toCloud(let from, let request, let bytes):
             try deliverToCloud(from: from, request: request, bytes: bytes)
         case .toDevice(let number, let request, let bytes):
             let device = devices[number]
             try settle(device)
-            guard device.inFlight == request, var session = device.session else { return }
+            guard device.inFlight == request, let session = device.session else { return }
             device.inFlight = nil
-            let before = session.uploader.acknowledged
-            let durableBefore = session.uploader.durable
-            let requestsBefore = session.report.contentRequests
-            let advancesBefore = session.report.epochAdvances
-            let recoveredBefore = session.report.messagesRecovered
-            let now = device.clock.now()
-            try session.received(bytes, store: device.store, now: now)
-            if session.report.messagesRecovered > recoveredBefore { counters.mark(.recoveryFromJournal) }
-            if session.report.contentRequests > requestsBefore {
-                // Journaling the requests was a write of its own, with its expiry sweep.
-                device.expected[device.epoch, default: []].append(device.model.sweep(now: now))
-            }
-            if session.uploader.acknowledged < before { counters.mark(.cloudRegression) }
-            if session.report.epochAdvances > advancesBefore {
-                try followEpochAdvance(device, cloudHead: session.uploader.acknowledged)
-            } else if session.uploader.acknowledged.epoch > device.epoch {
-                findings.append("""
-                    device \(device.number) writes in epoch \(device.epoch), but the cloud holds it through \
-                    \(session.uploader.acknowledged) (its clock ran back past an earlier restore) and it did not move its epoch above
-                    """)
-            }
+            try takeReply(device, bytes: bytes, session: session)
+        case .replyTaken(let number, let token):
+            let device = devices[number]
+            try settle(device)
+            guard device.awaitingReply == token, let taken = device.takenReply else { return }
+            device.awaitingReply = nil
+            device.takenReply = nil
+            for mark in taken.marks { counters.mark(mark) }
+            findings += taken.findings
+            counters.epochReuses += taken.epochReuses
             if drill != nil { try drillCaughtUp() }
-            // Only an ack that moves the watermark tells the device anything:
-            // a restored store starts from the watermark of its backup, which
-            // a cloud restored from an older backup may no longer hold.
-            if session.uploader.durable > durableBefore {
-                device.durableSeen[session.uploader.durable.epoch] = max(device.durableSeen[session.uploader.durable.epoch] ?? 0,
-                                                                         session.uploader.durable.seq)
-            }
-            device.session = session
-            try drive(device)
+            device.session = taken.session
+            try act(device, on: taken.step, newFrame: taken.newFrame)
         case .timeout(let number, let request):
             let device = devices[number]
             try settle(device)
@@ -604,16 +589,22 @@ public final class Simulator {
         guard var session = device.session else { return }
         let framesBefore = session.report.framesSent
         let step = try session.next(store: device.store, now: device.clock.now())
+        device.session = session
+        try act(device, on: step, newFrame: session.report.framesSent > framesBefore)
+    }
+
+    /// Does the session's `step`: sends the frame (`newFrame`: one it had
+    /// not sent before), waits, or ends the session.
+    private func act(_ device: SimDevice, on step: SyncSession.Step, newFrame: Bool) throws {
+        guard let session = device.session else { return }
         switch step {
         case .send(let frame):
-            device.session = session
             nextRequest += 1
             device.inFlight = nextRequest
-            if session.report.framesSent > framesBefore && frame.epoch < device.epoch { counters.mark(.resendAfterRestore) }
+            if newFrame && frame.epoch < device.epoch { counters.mark(.resendAfterRestore) }
             send(from: device, request: nextRequest, bytes: frame.encoded)
             queue.schedule(.timeout(device.number, request: nextRequest), at: world.milliseconds + Simulator.requestTimeout)
         case .wait(let until):
-            device.session = session
             queue.schedule(.sessionWake(device.number, session: device.sessionNumber),
                            at: max(device.clock.worldTime(of: until), world.milliseconds + 1))
         case .finished:
@@ -622,6 +613,34 @@ public final class Simulator {
             if session.report.failure == nil { device.heardCloudAt = device.sessionStartedAt }
             device.session = nil
         }
+    }
+
+    /// A device takes the cloud's reply this long after it arrives: its
+    /// store records the ack (or rewinds, or makes lost messages again from
+    /// its journal) and builds the next frame, which leaves then. That work
+    /// touches only the device, so it runs where the device's calls run
+    /// (`handOff`), and the loop goes on meanwhile: on the loop it was work
+    /// the lane could have done, most of all near the end of a run, when few
+    /// calls are left (`docs/benchmarks.md`, session 22).
+    static let replyProcessing: Int64 = 10
+
+    /// Hands the device's half of taking a reply (`SimDevice.take(reply:)`)
+    /// to where its calls run, and acts on what it made `replyProcessing`
+    /// later (`.replyTaken`), unless the session is dropped meanwhile.
+    private func takeReply(_ device: SimDevice, bytes: [UInt8], session: SyncSession) throws(SimulationError) {
+        device.replyTokens &+= 1
+        let token = device.replyTokens
+        device.awaitingReply = token
+        let catalogue = self.catalogue
+        try handOff(device) { device in
+            do {
+                try device.take(reply: bytes, session: session, token: token, catalogue: catalogue)
+                return SimDevice.Turn()
+            } catch {
+                return SimDevice.Turn(failure: SimulationError("device \(device.number) could not take the cloud's reply: \(error)"))
+            }
+        }
+        queue.schedule(.replyTaken(device.number, token: token), at: world.milliseconds + Simulator.replyProcessing)
     }
 
     // MARK: - Convergence

@@ -1,0 +1,112 @@
+import DeviceStore
+import IndexModel
+import SyncWire
+
+/// A device taking the cloud's reply: the device's own half, which touches
+/// only the device and so runs where its calls run (`Simulator.takeReply`).
+extension SimDevice {
+    /// What the device made of a reply, for the event loop to act on
+    /// `Simulator.replyProcessing` later: the session after it, its next
+    /// step, and what the loop records.
+    struct TakenReply {
+        let token: UInt64
+        let session: SyncSession
+        let step: SyncSession.Step
+        /// The step sent a frame the session had not sent before.
+        let newFrame: Bool
+        var marks: [RecoveryPath] = []
+        var findings: [String] = []
+        var epochReuses = 0
+    }
+
+    /// Takes `bytes`, the reply to the request `session` had in flight: the
+    /// store records the ack (or rewinds, or moves its epoch), the oracle
+    /// follows what the store journaled, and the session says what to do
+    /// next, at the device's time now. Leaves the result in `takenReply`.
+    func take(reply bytes: [UInt8], session: SyncSession, token: UInt64, catalogue: Catalogue) throws {
+        var session = session
+        let before = session.uploader.acknowledged
+        let durableBefore = session.uploader.durable
+        let requestsBefore = session.report.contentRequests
+        let advancesBefore = session.report.epochAdvances
+        let recoveredBefore = session.report.messagesRecovered
+        let now = clock.now()
+        try session.received(bytes, store: store, now: now)
+        var marks: [RecoveryPath] = []
+        var findings: [String] = []
+        var epochReuses = 0
+        if session.report.messagesRecovered > recoveredBefore { marks.append(.recoveryFromJournal) }
+        if session.report.contentRequests > requestsBefore {
+            // Journaling the requests was a write of its own, with its expiry sweep.
+            expected[epoch, default: []].append(model.sweep(now: now))
+        }
+        if session.uploader.acknowledged < before { marks.append(.cloudRegression) }
+        if session.report.epochAdvances > advancesBefore {
+            let followed = try followEpochAdvance(cloudHead: session.uploader.acknowledged, catalogue: catalogue)
+            findings += followed.findings
+            if followed.reused { epochReuses += 1 }
+            if followed.advanced { marks.append(.epochAdvance) }
+        } else if session.uploader.acknowledged.epoch > epoch {
+            findings.append("""
+                device \(number) writes in epoch \(epoch), but the cloud holds it through \
+                \(session.uploader.acknowledged) (its clock ran back past an earlier restore) and it did not move its epoch above
+                """)
+        }
+        // Only an ack that moves the watermark tells the device anything:
+        // a restored store starts from the watermark of its backup, which
+        // a cloud restored from an older backup may no longer hold.
+        if session.uploader.durable > durableBefore {
+            durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? 0,
+                                                              session.uploader.durable.seq)
+        }
+        let framesBefore = session.report.framesSent
+        let step = try session.next(store: store, now: now)
+        takenReply = TakenReply(token: token, session: session, step: step, newFrame: session.report.framesSent > framesBefore,
+                                marks: marks, findings: findings, epochReuses: epochReuses)
+    }
+
+    /// The device moved its epoch above `cloudHead`, where the cloud holds it
+    /// through (its clock ran back past an earlier restore, or an earlier
+    /// incarnation used its epoch). By the rule of docs/SYNC.md ("Epochs") the
+    /// messages of its old epoch, none of which the cloud holds, keep their
+    /// seqs in the new one: the oracle moves them too.
+    private func followEpochAdvance(cloudHead: OutboxPosition, catalogue: Catalogue) throws
+        -> (findings: [String], reused: Bool, advanced: Bool) {
+        let advanced = try store.journalHead().epoch.rawValue
+        guard advanced > cloudHead.epoch, advanced > epoch else {
+            let finding = """
+                device \(number) moved its epoch from \(epoch) to \(advanced), not above \
+                \(cloudHead.epoch), the newest epoch the cloud holds of it
+                """
+            epoch = advanced
+            return ([finding], false, false)
+        }
+        var findings: [String] = []
+        let reused = expected[advanced] != nil
+        if reused {
+            findings.append("""
+                device \(number) moved its epoch \(epoch) to \(advanced), which it had already used: \
+                (epoch, seq) positions repeat
+                """)
+        }
+        // The messages the store moved are the last ones of its old epoch
+        // (the cloud holds the others there, `Rejection.ended`): the oracle
+        // moves as many of the calls' messages, which must be the same ones.
+        let moved = try store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: 0))
+            .filter { if case .content = $0.message { false } else { true } }
+            .map { Invariants.expected($0.message, catalogue) }
+        let old = expected.removeValue(forKey: epoch) ?? []
+        if let (kept, carried) = SimDevice.split(old, moving: moved) {
+            if kept.contains(where: { !$0.isEmpty }) { expected[epoch] = kept }
+            expected[advanced] = carried
+        } else {
+            findings.append("""
+                device \(number) moved \(moved.count) message(s) from epoch \(epoch) to \(advanced) \
+                that \(SimDevice.notTheLast) of that epoch
+                """)
+            expected[advanced] = old
+        }
+        epoch = advanced
+        return (findings, reused, true)
+    }
+}
