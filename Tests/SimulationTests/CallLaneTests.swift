@@ -6,21 +6,14 @@ import Testing
     /// The loop must not wait behind every call handed over before the one
     /// it needs: a call the lane has not begun runs on the settling thread.
     @Test func settlingACallTheLaneHasNotBegunRunsItOnTheSettlingThread() {
-        let lane = CallLane()
+        let busy = BusyLane()
+        let lane = busy.lane
         defer { lane.close() }
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let blocking = lane.hand {
-            started.signal()
-            release.wait()
-        }
-        started.wait()
         let ranOn = LaneCargo(value: RanOn())
         let second = lane.hand { ranOn.value.thread = Thread.current }
         lane.settle(second)
         #expect(ranOn.value.thread == Thread.current, "the lane was busy: the settling thread ran the call")
-        release.signal()
-        lane.settle(blocking)
+        busy.finish()
         lane.waitForAll()
     }
 
@@ -46,21 +39,14 @@ import Testing
     /// full, `handIfRoom` declines at once (the loop then runs the call
     /// itself), and takes calls again once the lane has worked some off.
     @Test func aFullLaneDeclinesACallAtOnceInsteadOfWaitingForRoom() {
-        let lane = CallLane(capacity: 2)
+        let busy = BusyLane(capacity: 2)
+        let lane = busy.lane
         defer { lane.close() }
-        let started = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let blocking = lane.hand {
-            started.signal()
-            release.wait()
-        }
-        started.wait()
         let count = LaneCargo(value: Counter())
         let queued = [lane.handIfRoom { count.value.add() }, lane.handIfRoom { count.value.add() }]
         #expect(queued.allSatisfy { $0 != nil }, "two calls fit behind the running one")
         #expect(lane.handIfRoom { count.value.add() } == nil, "the third finds the queue full")
-        release.signal()
-        lane.settle(blocking)
+        busy.finish()
         lane.waitForAll()
         #expect(count.value.total == 2)
         let later = lane.handIfRoom { count.value.add() }
@@ -78,6 +64,30 @@ import Testing
         for job in jobs.enumerated() where job.offset % 3 == 0 { lane.settle(job.element) }
         lane.waitForAll()
         #expect(count.value.total == 1_000)
+    }
+}
+
+/// A lane running a call that holds it until `finish()`.
+private struct BusyLane {
+    let lane: CallLane
+    let release = DispatchSemaphore(value: 0)
+    let blocking: CallLane.Job
+
+    init(capacity: Int? = nil) {
+        lane = capacity.map { CallLane(capacity: $0) } ?? CallLane()
+        let started = DispatchSemaphore(value: 0)
+        let release = self.release
+        blocking = lane.hand {
+            started.signal()
+            release.wait()
+        }
+        started.wait()
+    }
+
+    /// Lets the blocking call end and waits for it.
+    func finish() {
+        release.signal()
+        lane.settle(blocking)
     }
 }
 
