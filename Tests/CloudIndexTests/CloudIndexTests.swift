@@ -776,7 +776,7 @@ extension DeviceRestoreTests {
         let snapshot = directory.appendingPathComponent("cloud.snap").path
         let clock = ManualClock(harnessStart)
         let (switchboard, stores) = try fleet(at: path, clock: clock)
-        let cloud = try #require(switchboard.cloud)
+        let cloud = switchboard.cloud
         try vote(stores)
         try await sync(stores, through: switchboard)
         let copy = try cloud.copyForSnapshot(to: snapshot)

@@ -261,7 +261,7 @@ extension SnapshotTests {
             try store.snapshot(to: snapshot)
             try store.index(named: "photos").indexSearchableItems([app.items["photos"]![1]])
         }
-        try DeviceStore.restore(snapshot: snapshot, to: path, force: true)
+        _ = try DeviceStore.restore(snapshot: snapshot, to: path, force: true)
         let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
         #expect(try restored.identifiers(in: "photos") == ["1"], "the snapshot predates item 2")
         #expect(try restored.processReindexRequests(with: app) == 1)

@@ -57,7 +57,7 @@ import Testing
         let snapshot = try temporaryDirectory().appendingPathComponent("second.slsnap").path
         try second.snapshot(to: snapshot)
         let restored = try temporaryDirectory().appendingPathComponent("restored.sqlite").path
-        try DeviceStore.restore(snapshot: snapshot, to: restored)
+        _ = try DeviceStore.restore(snapshot: snapshot, to: restored)
         let memorySchema = try DatabaseQueue(path: restored).read { db in try Row.fetchAll(db, sql: schema) }
         #expect(memorySchema == fileSchema)
     }
