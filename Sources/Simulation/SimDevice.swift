@@ -85,11 +85,11 @@ final class SimDevice {
     var laneJob: CallLane.Job?
     var turn: Turn?
     /// A reply the device took where its calls run, until the loop acts on
-    /// it (`Simulator.takeReply`); written there, read once the device is settled.
+    /// it or drops it with the session (`Simulator.takeReply`); written
+    /// there, read once the device is settled.
     var takenReply: TakenReply?
-    /// The loop's own: the token of the reply being taken, if any (nil once
-    /// acted on or dropped with the session), and the last token given.
-    var awaitingReply: UInt64?
+    /// The loop's own: the token of the last reply handed over, so that the
+    /// loop acts on a taken reply only at its own `replyTaken` event.
     var replyTokens: UInt64 = 0
 
     init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {

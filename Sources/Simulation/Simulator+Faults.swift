@@ -54,11 +54,9 @@ extension Simulator {
     /// settled: a reply it took and the loop has not acted on yet
     /// (`takeReply`) holds the session's latest report, and is dropped.
     func dropSession(_ device: SimDevice) {
-        let latest = device.awaitingReply != nil ? device.takenReply?.session : nil
-        if let session = latest ?? device.session { counters.absorb(session.report) }
+        if let session = device.takenReply?.session ?? device.session { counters.absorb(session.report) }
         device.session = nil
         device.inFlight = nil
-        device.awaitingReply = nil
         device.takenReply = nil
     }
 

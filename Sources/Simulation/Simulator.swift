@@ -381,7 +381,7 @@ public final class Simulator {
         case .sessionWake(let number, let session):
             let device = devices[number]
             try settle(device)
-            if device.session != nil, device.sessionNumber == session, device.inFlight == nil, device.awaitingReply == nil {
+            if device.session != nil, device.sessionNumber == session, device.inFlight == nil, device.takenReply == nil {
                 try drive(device)
             }
         case .toCloud(let from, let request, let bytes):
@@ -395,8 +395,7 @@ public final class Simulator {
         case .replyTaken(let number, let token):
             let device = devices[number]
             try settle(device)
-            guard device.awaitingReply == token, let taken = device.takenReply else { return }
-            device.awaitingReply = nil
+            guard let taken = device.takenReply, taken.token == token else { return }
             device.takenReply = nil
             for mark in taken.marks { counters.mark(mark) }
             findings += taken.findings
@@ -630,7 +629,6 @@ public final class Simulator {
     private func takeReply(_ device: SimDevice, bytes: [UInt8], session: SyncSession) throws(SimulationError) {
         device.replyTokens &+= 1
         let token = device.replyTokens
-        device.awaitingReply = token
         let catalogue = self.catalogue
         try handOff(device) { device in
             do {
