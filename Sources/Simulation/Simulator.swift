@@ -110,6 +110,9 @@ public final class Simulator {
     /// started late, and the loop then waited for it; on a thread of its own
     /// it begins at once and uses what the two busy threads leave.
     var restoreLane: CallLane?
+    /// Called before the loop handles each event, for tests that make a
+    /// fault happen at one exact moment (a crash while a reply is being taken).
+    var beforeEvent: ((Event) throws -> Void)?
 
     /// Prepares a run: the directory, the cloud, and every device enrolled.
     public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
@@ -310,6 +313,7 @@ public final class Simulator {
                     throw SimulationError("the fault phase ran past \(Simulator.faultPhaseLimit / 3_600_000) virtual hours without the devices finishing their calls")
                 }
                 world.move(to: next.time)
+                try beforeEvent?(next.event)
                 try handle(next.event)
             }
             try settleAll()
