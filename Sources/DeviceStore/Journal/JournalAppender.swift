@@ -37,7 +37,7 @@ final class JournalAppender {
         self.time = time
         self.path = path
         projector = Projector(db: db, statements: path.projector, expiry: path.expiry)
-        privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy)
+        privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy, head: path.outboxHead)
         let journal = path.journal
         insert = try journal.statement(Statements.insert.rawValue, db, """
                 INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
@@ -97,6 +97,7 @@ final class JournalAppender {
         head = seq
         headHash = hash
         path.head = Head(epoch: epoch, seq: seq, hash: hash, call: call)
+        if let outboxHead = privacy.outboxHead { path.outboxHead = outboxHead }
         if firstAppended == nil { firstAppended = seq }
         return seq
     }

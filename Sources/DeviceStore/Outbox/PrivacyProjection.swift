@@ -65,15 +65,19 @@ final class PrivacyProjection {
     private(set) var messagesSent = 0
     /// Whether this fold moved outbox messages to another epoch.
     private(set) var movedEpoch = false
-    /// The last message in the outbox, once this fold has written one.
+    /// The last message in the outbox, once this fold knows it: it was
+    /// given, or the fold has written or moved one.
     var outboxHead: OutboxPosition? { head }
     private let statements: StatementSlots
 
     /// `statements` must be slots of `db`'s connection (see `Projector.init`).
-    init(db: Database, keys: Keys, statements: StatementSlots = StatementSlots(count: PrivacyProjection.statementCount)) {
+    /// `head`, when known, is the outbox's last message in `db` now.
+    init(db: Database, keys: Keys, statements: StatementSlots = StatementSlots(count: PrivacyProjection.statementCount),
+         head: OutboxPosition? = nil) {
         self.db = db
         self.keys = keys
         self.statements = statements
+        self.head = head
     }
 
     /// Before `event` is folded: the public state the event is about to change.

@@ -340,6 +340,7 @@ public final class DeviceStore: Sendable {
         forgetStatus()
         writePath.expiry.forget()
         writePath.head = nil
+        writePath.outboxHead = nil
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
