@@ -49,6 +49,10 @@ struct StoreModel {
     private(set) var activities: [String: Activity] = [:]
     /// Entries with a live vote on this device.
     private(set) var votes: Set<Int> = []
+    /// No item or activity expires before this (nil: none expires), so a
+    /// call's sweep before it has nothing to do. Looking at every item and
+    /// activity at every call cost a 10,000-device run 1% of its CPU.
+    private var nextExpiry: Timestamp?
 
     /// Folds one call made at `now` (the device's clock) and returns the
     /// messages it implies, per entry in the order the device sends them.
@@ -72,6 +76,14 @@ struct StoreModel {
         case .index, .update, .delete, .deleteDomains, .deleteAll:
             let index = operation.indexName!
             let removed = ItemFold.apply(operation, to: &items[index, default: [:]])
+            switch operation {
+            case .index(_, let new):
+                for item in new { noteExpiry(item.expirationDate) }
+            case .update(_, let updates):
+                for update in updates { noteExpiry(items[index]?[update.uniqueIdentifier]?.expirationDate) }
+            default:
+                break
+            }
             for identifier in removed { itemGone(identifier, into: &out) }
         case .batch(let batch):
             for inner in batch.operations { apply(inner, catalogue: catalogue, into: &out) }
@@ -88,6 +100,7 @@ struct StoreModel {
                                                                  activity.weakRelatedUniqueIdentifier].compactMap { $0 }),
                                        live: true, related: activity.relatedUniqueIdentifier,
                                        domain: activity.domainIdentifier, expires: activity.expirationDate)
+            noteExpiry(activity.expirationDate)
             if let entry {
                 if emptied == entry { emptied = nil }
                 if votes.contains(entry) { out.append(.view(entry)) }
@@ -115,8 +128,14 @@ struct StoreModel {
         }
     }
 
+    private mutating func noteExpiry(_ date: Timestamp?) {
+        guard let date else { return }
+        nextExpiry = min(nextExpiry ?? date, date)
+    }
+
     /// The expiry sweep every call starts with.
     private mutating func expire(now: Timestamp, into out: inout [ExpectedMessage]) {
+        guard let next = nextExpiry, next <= now else { return }
         // Every call runs this: only what has expired is sorted (into a fixed order).
         for index in items.keys.sorted() {
             let expired = items[index]!.filter { $0.value.expirationDate.map { $0 <= now } ?? false }.keys.sorted()
@@ -128,6 +147,11 @@ struct StoreModel {
         for key in activities.filter({ $0.value.expires.map { $0 <= now } ?? false }).keys.sorted() {
             removeActivity(key, into: &out)
         }
+        nextExpiry = nil
+        for index in items.values {
+            for item in index.values { noteExpiry(item.expirationDate) }
+        }
+        for activity in activities.values { noteExpiry(activity.expires) }
     }
 
     /// After an item left an index: once no index holds its identifier, the
