@@ -136,7 +136,11 @@ extension DeviceStore {
     public func recordAcknowledgement(acceptedThrough: OutboxPosition,
                                       durableThrough: OutboxPosition) throws(DeviceStoreError) {
         let slots = writePath.outbox
-        try write { db in
+        // The ack moves the sync status, but not the journal's head, the
+        // outbox's last message (pruning keeps it) or any expiry: an
+        // in-memory store's next call need not read those again.
+        try write(keepsMemos: true) { db in
+            forgetStatus()
             try OutboxStore.recordAcknowledgement(db, slots, state: OutboxState.read(db, slots), acceptedThrough: acceptedThrough,
                                                   durableThrough: durableThrough)
         }

@@ -296,13 +296,14 @@ public final class DeviceStore: Sendable {
     /// Runs `body` in a write transaction.
     ///
     /// An in-memory store remembers, between writes, its sync status, its
-    /// earliest expiry date and its journal's head: no other connection can
-    /// change them. A write forgets them unless `keepsMemos`: the calls'
-    /// write path keeps the expiry date and the head current itself and moves
-    /// the status when it writes the outbox, and a search writes none of
-    /// them. Any write that fails forgets them, since its rollback undoes what
-    /// they may have seen. A file store forgets them at every write, since
-    /// another process may have written.
+    /// earliest expiry date, its journal's head and its outbox's: no other
+    /// connection can change them. A write forgets them unless `keepsMemos`:
+    /// the calls' write path keeps the expiry date and the heads current
+    /// itself and moves the status when it writes the outbox, a search writes
+    /// none of them, and an ack moves only the status, which it forgets
+    /// (`recordAcknowledgement`). Any write that fails forgets them, since its
+    /// rollback undoes what they may have seen. A file store forgets them at
+    /// every write, since another process may have written.
     func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
