@@ -59,9 +59,8 @@ extension SimDevice {
             durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? 0,
                                                               session.uploader.durable.seq)
         }
-        let framesBefore = session.report.framesSent
-        let step = try session.next(store: store, now: now)
-        takenReply = TakenReply(token: token, session: session, step: step, newFrame: session.report.framesSent > framesBefore,
+        let (step, newFrame) = try session.nextStep(store: store, now: now)
+        takenReply = TakenReply(token: token, session: session, step: step, newFrame: newFrame,
                                 marks: marks, findings: findings, epochReuses: epochReuses)
     }
 
@@ -108,5 +107,15 @@ extension SimDevice {
         }
         epoch = advanced
         return (findings, reused, true)
+    }
+}
+
+extension SyncSession {
+    /// The session's next step, and whether the step sends a frame the
+    /// session had not sent before (not a retry).
+    mutating func nextStep(store: DeviceStore, now: Timestamp) throws -> (step: Step, newFrame: Bool) {
+        let framesBefore = report.framesSent
+        let step = try next(store: store, now: now)
+        return (step, report.framesSent > framesBefore)
     }
 }

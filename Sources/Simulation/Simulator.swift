@@ -590,10 +590,9 @@ public final class Simulator {
     /// Steps the device's session until it sends, waits or finishes.
     private func drive(_ device: SimDevice) throws {
         guard var session = device.session else { return }
-        let framesBefore = session.report.framesSent
-        let step = try session.next(store: device.store, now: device.clock.now())
+        let (step, newFrame) = try session.nextStep(store: device.store, now: device.clock.now())
         device.session = session
-        try act(device, on: step, newFrame: session.report.framesSent > framesBefore)
+        try act(device, on: step, newFrame: newFrame)
     }
 
     /// Does the session's `step`: sends the frame (`newFrame`: one it had

@@ -226,12 +226,17 @@ enum OutboxStore {
     /// The last message appended, or seq 0 of epoch 1 when there is none.
     /// Pruning always keeps the last message, so it is the outbox's last row.
     static func head(_ db: Database) throws -> OutboxPosition {
-        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-            SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1
-            """)) else {
-            return .start
-        }
-        return OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64))
+        try head(DirectStatement(db, headSQL))
+    }
+
+    static let headSQL = "SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1"
+
+    /// The same, with `statement`, a prepared `headSQL` of the connection's
+    /// own (the privacy projection keeps one in its slots).
+    static func head(_ statement: DirectStatement) throws -> OutboxPosition {
+        defer { statement.reset() }
+        guard try statement.step() else { return .start }
+        return OutboxPosition(epoch: UInt64(statement.int64(0)), seq: UInt64(statement.int64(1)))
     }
 
     static func acknowledged(_ db: Database) throws -> OutboxPosition {

@@ -269,7 +269,7 @@ final class PrivacyProjection {
     /// Appends `message` at the next outbox position of `epoch`: seqs are dense
     /// from 1 in each epoch and say nothing about how many private events passed.
     private func send(_ message: OutboxMessage, epoch: Epoch, seq: Seq) throws {
-        let current = try head ?? readHead()
+        let current = try head ?? OutboxStore.head(prepared(.head))
         let position = current.epoch == epoch.rawValue
             ? OutboxPosition(epoch: epoch.rawValue, seq: current.seq + 1)
             : OutboxPosition(epoch: epoch.rawValue, seq: 1)
@@ -281,15 +281,6 @@ final class PrivacyProjection {
         try insert.execute()
         head = position
         messagesSent += 1
-    }
-
-    /// The outbox's last message, as `OutboxStore.head` reads it, with a
-    /// statement of this projection's.
-    private func readHead() throws -> OutboxPosition {
-        let statement = try prepared(.head)
-        defer { statement.reset() }
-        guard try statement.step() else { return .start }
-        return OutboxPosition(epoch: UInt64(statement.int64(0)), seq: UInt64(statement.int64(1)))
     }
 
     /// The messages of epoch `from` after seq `kept`, which the cloud does
@@ -372,7 +363,7 @@ final class PrivacyProjection {
             case .moveEpoch:
                 "UPDATE outbox SET epoch = ?1, seq = seq - ?2 WHERE epoch = ?3 AND seq > ?2"
             case .head:
-                "SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1"
+                OutboxStore.headSQL
             }
         }
     }
