@@ -222,6 +222,7 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "CloudIndex",
+                "IndexModel",
                 "Simulation",
                 "SyncWire",
                 .product(name: "GRDB", package: "GRDB.swift"),

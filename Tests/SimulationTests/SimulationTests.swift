@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IndexModel
 import SyncWire
 import Testing
 @testable import CloudIndex
@@ -261,8 +262,33 @@ private func failures(_ report: SimulationReport) -> String {
             #expect(failures(drill.simulation) == "")
             #expect(drill.doubleCounts == 0 && drill.simulation.converged)
             #expect(drill.eventsLost.values.reduce(0, +) > 0, "the wipe destroys what came after the backup")
-            #expect(drill.rtoVirtualSeconds >= 10, "the outage is part of the recovery time")
+            #expect((drill.rtoVirtualSeconds ?? 0) >= 10, "the outage is part of the recovery time")
         }
+    }
+
+    /// A recovery that never catches up (here: a device that held more at
+    /// the restore than the cloud ever acknowledged) fails the drill with
+    /// no RTO and says which device and where, rather than erroring out.
+    @Test func aDrillWhoseCloudNeverCaughtUpFailsAndNamesTheDevice() throws {
+        var options = SimulationOptions(devices: 4, eventsPerDevice: 40, seed: 2, faults: .none, threshold: 3)
+        options.drill = .cloud
+        let simulator = try Simulator(options: options)
+        let report = try simulator.run()
+        let target = try #require(simulator.drill?.targets[2])
+        let unreached = OutboxPosition(epoch: target.epoch, seq: target.seq + 1_000)
+        simulator.drill?.targets[2] = unreached
+        simulator.drill?.caughtUpAt = nil
+        let acknowledged = try simulator.devices[2].store.syncStatus().acknowledged
+        let drill = try DrillReport(simulator: simulator, report: report)
+        #expect(!drill.passed && !drill.caughtUp && drill.rtoVirtualSeconds == nil)
+        #expect(drill.behind == ["device 2 held through \(unreached) at the restore; the cloud acknowledged through \(acknowledged)"])
+        let rto = try #require(drill.summaryRows.first { $0.first == "RTO" })
+        #expect(rto.last?.hasPrefix("never: device 2 held through") == true, "\(rto)")
+        guard case .object(let json) = drill.jsonValue, case .object(let rtoJSON)? = json["rto"] else {
+            Issue.record("the drill's JSON has no rto object: \(drill.jsonValue)")
+            return
+        }
+        #expect(rtoJSON["virtualSeconds"] == .null && json["caughtUp"] == .bool(false))
     }
 
     @Test func aCloudRestoreDrillLosesNothingBecauseDevicesResend() throws {

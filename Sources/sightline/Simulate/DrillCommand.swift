@@ -66,6 +66,7 @@ struct RestoreDrillCommand: ParsableCommand {
             for failure in report.simulation.failures {
                 Output.error("invariant \(failure.name) failed (seed=\(seed)): \(failure.detail)")
             }
+            for device in report.behind { Output.error("not caught up (seed=\(seed)): \(device)") }
             if report.doubleCounts > 0 { Output.error("\(report.doubleCounts) message(s) counted twice (seed=\(seed))") }
             throw ExitStatus.checkFailed
         }
