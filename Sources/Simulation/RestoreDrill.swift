@@ -73,17 +73,12 @@ public struct DrillReport: Sendable {
               drill.restoredAt != nil else {
             throw SimulationError("the drill's backup, destruction or restore did not happen before the run ended")
         }
-        var behind: [String] = []
-        for (number, target) in drill.targets.sorted(by: { $0.key < $1.key }) {
-            let acknowledged: OutboxPosition
-            do {
-                acknowledged = try simulator.devices[number].store.syncStatus().acknowledged
-            } catch {
-                throw SimulationError("device \(number)'s sync status could not be read after the drill: \(error)")
+        do {
+            behind = try simulator.drillBehind().map {
+                "device \($0.device) held through \($0.held) at the restore; the cloud acknowledged through \($0.acknowledged)"
             }
-            if acknowledged < target {
-                behind.append("device \(number) held through \(target) at the restore; the cloud acknowledged through \(acknowledged)")
-            }
+        } catch {
+            throw SimulationError("the devices' sync status could not be read after the drill: \(error)")
         }
         let tally = simulator.lastTally
         side = drill.side
@@ -93,7 +88,6 @@ public struct DrillReport: Sendable {
         doubleCounts = tally.extraMessages
         messagesLost = tally.missingMessages
         rtoVirtualSeconds = drill.caughtUpAt.map { Double($0 - destroyedAt) / 1_000 }
-        self.behind = behind
         restoreWallSeconds = Double(drill.restoreWall.components.seconds)
             + Double(drill.restoreWall.components.attoseconds) / 1e18
     }

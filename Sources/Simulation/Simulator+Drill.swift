@@ -77,11 +77,18 @@ extension Simulator {
     static let drillOutage: Int64 = 10_000
 
     func drillCaughtUp() throws {
-        guard var drill, drill.restoredAt != nil, drill.caughtUpAt == nil else { return }
-        for (number, target) in drill.targets where try devices[number].store.syncStatus().acknowledged < target {
-            return
-        }
+        guard var drill, drill.restoredAt != nil, drill.caughtUpAt == nil, try drillBehind().isEmpty else { return }
         drill.caughtUpAt = world.milliseconds
         self.drill = drill
+    }
+
+    /// The devices whose outbox head at the restore the cloud has not yet
+    /// acknowledged, in device order: what each held, what is acknowledged.
+    func drillBehind() throws -> [(device: Int, held: OutboxPosition, acknowledged: OutboxPosition)] {
+        guard let drill else { return [] }
+        return try drill.targets.sorted { $0.key < $1.key }.compactMap { number, target in
+            let acknowledged = try devices[number].store.syncStatus().acknowledged
+            return acknowledged < target ? (number, target, acknowledged) : nil
+        }
     }
 }
