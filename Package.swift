@@ -190,7 +190,7 @@ let package = Package(
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [
-                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot",
+                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

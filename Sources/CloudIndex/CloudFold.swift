@@ -36,24 +36,31 @@ struct CloudFold {
     let voter: (String, PublicHash) -> [UInt8]
     let key: (String, PublicHash) -> [UInt8]
 
-    /// Folds one frame's messages. Signals only add to counts that nothing else
-    /// in the fold reads, so they are summed per hash and written once at the
-    /// end of the frame; everything else is applied in order.
-    func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64) throws {
-        var keys: [PublicHash: Data] = [:]
+    /// What the fold of one frame knows of one hash: its key, and, once a
+    /// message needed them, the device's pseudonym, whether its vote is live
+    /// and what it has added to the hash's counts today.
+    private struct FrameHash {
+        let key: Data
+        var voter: [UInt8]?
+        var vote: (live: Bool, allowance: PopularityRule.Allowance)?
+    }
+
+    /// Folds one frame's messages, accepted at `receivedAt`. Signals only add
+    /// to counts that nothing else in the fold reads, so they are summed per
+    /// hash and written once at the end of the frame; everything else is
+    /// applied in order.
+    func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64, receivedAt: Timestamp) throws {
+        var known: [PublicHash: FrameHash] = [:]
         var signals: [PublicHash: Popularity] = [:]
         for message in messages {
             let hash = message.hash
-            let key: Data
-            if let known = keys[hash] {
-                key = known
-            } else {
-                key = Data(self.key(app, hash))
-                keys[hash] = key
-            }
+            var state = known[hash] ?? FrameHash(key: Data(self.key(app, hash)))
+            let key = state.key
+            let pseudonym = state.voter ?? voter(device, hash)
+            state.voter = pseudonym
+            defer { known[hash] = state }
             switch message {
             case .vote(_, let token):
-                let pseudonym = voter(device, hash)
                 let insert = try statements.statement(.insertVote, db)
                 insert.bind(1, app)
                 insert.bind(2, key)
@@ -61,6 +68,7 @@ struct CloudFold {
                 insert.bind(4, token.bytes)
                 try insert.execute()
                 if insert.changes > 0 {
+                    state.vote = (true, PopularityRule.Allowance(day: 0, used: Popularity()))
                     try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
                     continue
                 }
@@ -68,31 +76,34 @@ struct CloudFold {
                 guard vote.token == token.bytes else {
                     throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
                 }
+                state.vote = (true, vote.allowance)
                 if vote.live { continue }
                 try setVote(live: true, app: app, key: key, voter: pseudonym)
                 try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
             case .withdraw(_, let token):
-                let pseudonym = voter(device, hash)
                 guard let vote = try readVote(app: app, key: key, voter: pseudonym) else { continue }
                 guard vote.token == token.bytes else {
                     throw Refusal(message: "a withdrawal carries a different token than this device's vote for the same hash")
                 }
+                state.vote = (false, vote.allowance)
                 guard vote.live else { continue }
                 try setVote(live: false, app: app, key: key, voter: pseudonym)
                 try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
             case .signal(_, let counts):
-                guard counts.views < 1 << 40, counts.shown < 1 << 40, counts.engaged < 1 << 40 else {
-                    throw Refusal(message: "a signal carries an implausible count")
+                if state.vote == nil, let vote = try readVote(app: app, key: key, voter: pseudonym) {
+                    state.vote = (vote.live, vote.allowance)
                 }
+                // Only a live voter's signals count (`PopularityRule`).
+                guard state.vote?.live == true else { continue }
                 signals[hash, default: Popularity()] += counts
             case .content(_, let content):
                 guard PublicHash.of(app: app, content: content) == hash else {
                     throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
-                guard let state = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT live_votes, has_content FROM hashes WHERE app = ? AND key = ?
-                    """), arguments: [app, key]),
-                    (state[0] as Int64) >= Int64(threshold), (state[1] as Int64) == 0 else { continue }
+                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+                    SELECT live_votes >= ? AND has_content = 0 FROM hashes WHERE app = ? AND key = ?
+                    """), arguments: [threshold, app, key]),
+                    try Stored.column(row, 0, "hashes.live_votes and has_content") as Bool else { continue }
                 try db.cachedStatement(sql: """
                     INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -103,26 +114,43 @@ struct CloudFold {
                     .execute(arguments: [app, key])
             }
         }
-        for (hash, counts) in signals.sorted(by: { $0.key < $1.key }) {
+        let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)
+        for (hash, offered) in signals.sorted(by: { $0.key < $1.key }) {
+            guard let state = known[hash], let voter = state.voter, let vote = state.vote else { continue }
+            let (counted, allowance) = PopularityRule.admit(offered, on: day, after: vote.allowance)
+            guard allowance != vote.allowance else { continue }
+            let spend = try statements.statement(.spendSignals, db)
+            spend.bind(1, allowance.day)
+            spend.bind(2, Int64(allowance.used.views))
+            spend.bind(3, Int64(allowance.used.shown))
+            spend.bind(4, Int64(allowance.used.engaged))
+            spend.bind(5, app)
+            spend.bind(6, state.key)
+            spend.bind(7, voter)
+            try spend.execute()
             let add = try statements.statement(.addSignals, db)
             add.bind(1, app)
-            add.bind(2, keys[hash]!)
-            add.bind(3, Int64(counts.views))
-            add.bind(4, Int64(counts.shown))
-            add.bind(5, Int64(counts.engaged))
+            add.bind(2, state.key)
+            add.bind(3, Int64(counted.views))
+            add.bind(4, Int64(counted.shown))
+            add.bind(5, Int64(counted.engaged))
             try add.execute()
         }
     }
 
     /// The device's vote for a hash under its pseudonym, if it voted.
-    private func readVote(app: String, key: Data, voter: [UInt8]) throws -> (token: [UInt8], live: Bool)? {
+    private func readVote(app: String, key: Data, voter: [UInt8]) throws -> (token: [UInt8], live: Bool, allowance: PopularityRule.Allowance)? {
         let read = try statements.statement(.readVote, db)
         defer { read.reset() }
         read.bind(1, app)
         read.bind(2, key)
         read.bind(3, voter)
         guard try read.step() else { return nil }
-        return (read.blob(0), read.int64(1) != 0)
+        func count(_ column: Int32, _ name: String) throws(CloudError) -> UInt64 {
+            UInt64(try Stored.count(read.int64(column), "votes.\(name)"))
+        }
+        let used = Popularity(views: try count(3, "day_views"), shown: try count(4, "day_shown"), engaged: try count(5, "day_engaged"))
+        return (read.blob(0), read.int64(1) != 0, PopularityRule.Allowance(day: read.int64(2), used: used))
     }
 
     private func setVote(live: Bool, app: String, key: Data, voter: [UInt8]) throws {

@@ -47,7 +47,7 @@ extension CloudIndex {
     public func entries(app: String) throws(CloudError) -> [HashEntry] {
         try read { db in
             try Row.fetchAll(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? ORDER BY h.key", arguments: [app])
-                .map(CloudIndex.entry)
+                .map { row throws(CloudError) in try CloudIndex.entry(row) }
         }
     }
 
@@ -56,7 +56,7 @@ extension CloudIndex {
         let key = Data(key(app: app, hash: hash))
         return try read { db in
             try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.key = ?", arguments: [app, key])
-                .map(CloudIndex.entry)
+                .map { row throws(CloudError) in try CloudIndex.entry(row) }
         }
     }
 
@@ -67,7 +67,8 @@ extension CloudIndex {
             let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?"),
                                         arguments: [device])
             for row in rows {
-                held[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)
+                held[try Stored.position(Stored.column(row, 0, "device_epochs.epoch"), "device_epochs.epoch of \(device)")] =
+                    try Stored.position(Stored.column(row, 1, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)")
             }
             return held
         }
@@ -80,7 +81,9 @@ extension CloudIndex {
             var held: [String: [UInt64: UInt64]] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT device, epoch, last_seq FROM device_epochs")
             while let row = try rows.next() {
-                held[row[0] as String, default: [:]][UInt64(row[1] as Int64)] = UInt64(row[2] as Int64)
+                let device: String = try Stored.column(row, 0, "device_epochs.device")
+                held[device, default: [:]][try Stored.position(Stored.column(row, 1, "device_epochs.epoch"), "device_epochs.epoch of \(device)")] =
+                    try Stored.position(Stored.column(row, 2, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)")
             }
             return held
         }
@@ -135,17 +138,38 @@ extension CloudIndex {
         FROM hashes h LEFT JOIN public_content c ON c.app = h.app AND c.key = h.key
         """
 
-    private static func entry(_ row: Row) -> HashEntry {
-        var content: PublicContent?
-        if (row[14] as Int64) != 0 {
-            content = PublicContent(activityType: row[9], title: row[10],
-                                    keywords: PublicKeywords.decode([UInt8](row[11] as Data)) ?? [],
-                                    contentDescription: row[12], webpageURL: row[13])
+    /// A row of `entrySQL`, every column checked: a projection row someone
+    /// edited is a `corruptStore` error, never a trap.
+    private static func entry(_ row: Row) throws(CloudError) -> HashEntry {
+        func column<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws(CloudError) -> Value {
+            try Stored.column(row, index, name)
         }
-        return HashEntry(app: row[0], key: [UInt8](row[1] as Data), hash: (row[2] as Data?).flatMap { PublicHash([UInt8]($0)) },
-                         liveVotes: row[3], voters: row[4],
-                         popularity: Popularity(views: UInt64(row[5] as Int64), shown: UInt64(row[6] as Int64),
-                                                engaged: UInt64(row[7] as Int64)),
-                         content: content, isWanted: (row[8] as Int64?) != nil)
+        func count(_ index: Int, _ name: String) throws(CloudError) -> Int64 {
+            try Stored.count(column(index, name), name)
+        }
+        var content: PublicContent?
+        if try column(14, "public_content presence") as Bool {
+            let keywords = [UInt8](try column(11, "public_content.keywords") as Data)
+            guard let decoded = PublicKeywords.decode(keywords) else {
+                throw CloudError(.corruptStore, "public_content.keywords is not a list of strings")
+            }
+            content = PublicContent(activityType: try column(9, "public_content.activity_type"),
+                                    title: try column(10, "public_content.title"), keywords: decoded,
+                                    contentDescription: try column(12, "public_content.description"),
+                                    webpageURL: try column(13, "public_content.url"))
+        }
+        let hash: Data? = try column(2, "hashes.hash")
+        return HashEntry(app: try column(0, "hashes.app"), key: [UInt8](try column(1, "hashes.key") as Data),
+                         hash: try hash.map { bytes throws(CloudError) in
+                             guard let hash = PublicHash([UInt8](bytes)) else {
+                                 throw CloudError(.corruptStore, "hashes.hash is \(bytes.count) bytes, not \(PublicHash.byteCount)")
+                             }
+                             return hash
+                         },
+                         liveVotes: Int(try count(3, "hashes.live_votes")), voters: Int(try count(4, "hashes.voters")),
+                         popularity: Popularity(views: UInt64(try count(5, "hashes.views")),
+                                                shown: UInt64(try count(6, "hashes.shown")),
+                                                engaged: UInt64(try count(7, "hashes.engaged"))),
+                         content: content, isWanted: try (column(8, "hashes.wanted_seq") as Int64?) != nil)
     }
 }

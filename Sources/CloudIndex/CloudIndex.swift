@@ -172,8 +172,8 @@ public final class CloudIndex: CloudStore {
                         return (initial, secret, false)
                     }
                     let meta = try CloudIndex.checkMeta(db)
-                    if meta.version < CloudSchema.formatVersion { try CloudSchema.migrate(db, from: meta.version) }
-                    guard let threshold, meta.threshold != threshold else { return (meta.threshold, meta.secret, false) }
+                    let migrated = meta.version < CloudSchema.formatVersion ? try CloudSchema.migrate(db, from: meta.version) : false
+                    guard let threshold, meta.threshold != threshold else { return (meta.threshold, meta.secret, migrated) }
                     try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
                     return (threshold, meta.secret, true)
                 }
@@ -181,7 +181,8 @@ public final class CloudIndex: CloudStore {
             voterSecret = opened.secret
             secretMAC = KeyedMAC(initial: HMAC(key: SymmetricKey(data: opened.secret)))
             if opened.changed {
-                // Which hashes are public, and which content is kept, depend on K.
+                // Which hashes are public, and which content is kept, depend
+                // on K and on the fold's rules, which a migration may change.
                 try rebuildProjections()
             }
         } catch let error as CloudError {
@@ -337,6 +338,9 @@ public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
         case enrolmentRefused
         case alreadyEnrolled
         case corruptLog
+        /// A registry or projection row holds a value no cloud writes (a
+        /// NULL, a REAL, a number out of range): the file was edited or damaged.
+        case corruptStore
         case database
         /// A snapshot cannot be written, or is refused for restore.
         case snapshot

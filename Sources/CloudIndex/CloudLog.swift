@@ -60,12 +60,12 @@ enum CloudLog {
     }
 
     /// The `count` messages a logged payload holds, checked against its digest.
-    static func messages(codec: Int64, uncompressedLength: Int64, payload: [UInt8], digest: [UInt8],
+    static func messages(codec: Int64, uncompressedLength: Int, payload: [UInt8], digest: [UInt8],
                          count: Int) throws -> [OutboxMessage] {
         let plain: [UInt8]
         switch UploadFrame.Codec(rawValue: UInt8(clamping: codec)) {
         case .stored: plain = payload
-        case .deflate: plain = try Deflate.decompress(payload, limit: Int(uncompressedLength))
+        case .deflate: plain = try Deflate.decompress(payload, limit: uncompressedLength)
         case nil: throw CloudError(.corruptLog, "unknown codec \(codec) in the cloud log")
         }
         guard Array(SHA256.hash(data: plain)) == digest else {
@@ -82,6 +82,8 @@ struct LoggedFrame: Sendable {
     let device: String
     let epoch: Int64
     let lastSeq: Int64
+    /// When the cloud accepted the frame: the day its signals count towards.
+    let receivedAt: Timestamp
     let messages: ArraySlice<OutboxMessage>
 }
 
@@ -104,7 +106,7 @@ struct LogReplay {
         guard let app = apps[frame.device] else {
             throw CloudError(.corruptLog, "log seq \(frame.seq) is from device \(frame.device), which is not enrolled")
         }
-        try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq)
+        try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq, receivedAt: frame.receivedAt)
         epochs[frame.device, default: [:]][frame.epoch] = frame.lastSeq
     }
 
@@ -144,44 +146,38 @@ extension CloudIndex {
             var result = CloudLogVerification()
             var previous = [UInt8](repeating: 0, count: 32)
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload,
-                       received_at, prev_hash, hash FROM cloud_log ORDER BY seq
+                SELECT \(StoredLogRow.columns), prev_hash, hash FROM cloud_log ORDER BY seq
                 """)
             while let row = try rows.next() {
-                let seq: Int64 = row[0]
-                guard seq == Int64(result.verifiedRows + 1) else {
-                    result.firstProblem = "log seq \(result.verifiedRows + 1) is missing (the next row is \(seq))"
-                    break
-                }
-                let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64), from = UInt64(row[5] as Int64)
-                let digest = [UInt8](row[8] as Data)
-                guard [UInt8](row[11] as Data) == previous else {
-                    result.firstProblem = "log seq \(seq): previous hash does not match the hash of seq \(seq - 1) (chain broken)"
-                    break
-                }
-                let recomputed = CloudLog.chainHash(previous: previous, device: row[1], epoch: UInt64(row[2] as Int64),
-                                                    firstSeq: first, lastSeq: last, acceptedFrom: from, digest: digest,
-                                                    receivedAt: Timestamp(millisecondsSince1970: row[10]))
-                guard recomputed == [UInt8](row[12] as Data) else {
-                    result.firstProblem = "log seq \(seq): stored hash does not match the row's content (row altered)"
-                    break
-                }
-                do {
-                    guard last >= first, from >= first, from <= last else {
-                        result.firstProblem = "log seq \(seq): seqs \(first)...\(last) accepted from \(from) are not a range"
+                do throws(CloudError) {
+                    let stored = try StoredLogRow(row)
+                    let seq = stored.seq
+                    guard seq == Int64(result.verifiedRows + 1) else {
+                        result.firstProblem = "log seq \(result.verifiedRows + 1) is missing (the next row is \(seq))"
                         break
                     }
-                    let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7],
-                                                         payload: [UInt8](row[9] as Data), digest: digest,
-                                                         count: Int(last - first + 1))
-                    result.messages += Int(last - from + 1)
-                    stream?.append(LoggedFrame(seq: seq, device: row[1], epoch: row[2], lastSeq: Int64(last),
-                                               messages: messages[Int(from - first)...]))
+                    guard [UInt8](try Stored.column(row, 11, "prev_hash") as Data) == previous else {
+                        result.firstProblem = "log seq \(seq): previous hash does not match the hash of seq \(seq - 1) (chain broken)"
+                        break
+                    }
+                    let recomputed = CloudLog.chainHash(previous: previous, device: stored.device, epoch: stored.epoch,
+                                                        firstSeq: stored.firstSeq, lastSeq: stored.lastSeq,
+                                                        acceptedFrom: stored.acceptedFrom, digest: stored.digest,
+                                                        receivedAt: stored.receivedAt)
+                    guard recomputed == [UInt8](try Stored.column(row, 12, "hash") as Data) else {
+                        result.firstProblem = "log seq \(seq): stored hash does not match the row's content (row altered)"
+                        break
+                    }
+                    let messages = try stored.messages()
+                    result.messages += Int(stored.lastSeq - stored.acceptedFrom + 1)
+                    stream?.append(LoggedFrame(seq: seq, device: stored.device, epoch: Int64(stored.epoch),
+                                               lastSeq: Int64(stored.lastSeq), receivedAt: stored.receivedAt,
+                                               messages: messages[Int(stored.acceptedFrom - stored.firstSeq)...]))
+                    previous = recomputed
                 } catch {
-                    result.firstProblem = "log seq \(seq): \(error)"
+                    result.firstProblem = error.message
                     break
                 }
-                previous = recomputed
                 result.verifiedRows += 1
             }
             return result
@@ -255,29 +251,29 @@ extension CloudIndex {
     }
 
     private static func enrolledApps(_ db: Database) throws -> [String: String] {
-        Dictionary(uniqueKeysWithValues: try Row.fetchAll(db, sql: "SELECT device, app FROM devices")
-            .map { ($0[0] as String, $0[1] as String) })
+        var apps: [String: String] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT device, app FROM devices") {
+            apps[try Stored.column(row, 0, "devices.device")] = try Stored.column(row, 1, "devices.app")
+        }
+        return apps
     }
 
     /// Folds every row of the cloud log in `source` into `replay`, in order.
     private static func readLog(from source: Database, into replay: inout LogReplay) throws {
-        let rows = try Row.fetchCursor(source, sql: """
-            SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload
-            FROM cloud_log ORDER BY seq
-            """)
+        let rows = try Row.fetchCursor(source, sql: "SELECT \(StoredLogRow.columns) FROM cloud_log ORDER BY seq")
         while let row = try rows.next() {
-            let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64), from = UInt64(row[5] as Int64)
-            let messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
-                                                 digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
-            try replay.apply(LoggedFrame(seq: row[0], device: row[1], epoch: row[2], lastSeq: Int64(last),
-                                         messages: messages[Int(from - first)...]))
+            let stored = try StoredLogRow(row)
+            let messages = try stored.messages()
+            try replay.apply(LoggedFrame(seq: stored.seq, device: stored.device, epoch: Int64(stored.epoch),
+                                         lastSeq: Int64(stored.lastSeq), receivedAt: stored.receivedAt,
+                                         messages: messages[Int(stored.acceptedFrom - stored.firstSeq)...]))
         }
     }
 
     static let digestQueries = [
         "SELECT device, epoch, last_seq FROM device_epochs ORDER BY device, epoch",
         "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content FROM hashes ORDER BY app, key",
-        "SELECT app, key, voter, token, live FROM votes ORDER BY app, key, voter",
+        "SELECT app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged FROM votes ORDER BY app, key, voter",
         "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
         "SELECT key, value FROM fold_state ORDER BY key",
     ]
@@ -308,23 +304,15 @@ extension CloudIndex {
     public func scanLog(from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
         try read { db in
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload,
-                       received_at, hash FROM cloud_log WHERE seq >= ? ORDER BY seq
+                SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE seq >= ? ORDER BY seq
                 """, arguments: [start])
             while let row = try rows.next() {
-                let first = UInt64(row[3] as Int64), last = UInt64(row[4] as Int64)
-                let seq: Int64 = row[0]
-                let messages: [OutboxMessage]
-                do {
-                    messages = try CloudLog.messages(codec: row[6], uncompressedLength: row[7], payload: [UInt8](row[9] as Data),
-                                                     digest: [UInt8](row[8] as Data), count: Int(last - first + 1))
-                } catch {
-                    throw CloudError(.corruptLog, "log seq \(seq) cannot be read: \(error)")
-                }
-                let record = CloudLogRecord(seq: seq, device: row[1], epoch: UInt64(row[2] as Int64), firstSeq: first,
-                                            lastSeq: last, acceptedFrom: UInt64(row[5] as Int64),
-                                            receivedAt: Timestamp(millisecondsSince1970: row[10]),
-                                            hash: [UInt8](row[11] as Data), messages: messages)
+                let stored = try StoredLogRow(row)
+                let record = CloudLogRecord(seq: stored.seq, device: stored.device, epoch: stored.epoch,
+                                            firstSeq: stored.firstSeq, lastSeq: stored.lastSeq,
+                                            acceptedFrom: stored.acceptedFrom, receivedAt: stored.receivedAt,
+                                            hash: [UInt8](try Stored.column(row, 11, "hash") as Data),
+                                            messages: try stored.messages())
                 guard try body(record) else { break }
             }
         }

@@ -5,8 +5,9 @@ import GRDB
 /// store"). The cloud log is the source of truth; the projections are a fold
 /// over it that `CloudIndex.rebuildProjections()` can make again.
 enum CloudSchema {
-    /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`.
-    static let formatVersion = 2
+    /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`;
+    /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`).
+    static let formatVersion = 3
     static let application = "sightline-cloud-store"
 
     /// Not projections: who may send, and what each device was last offered.
@@ -82,6 +83,10 @@ enum CloudSchema {
             voter BLOB NOT NULL,
             token BLOB NOT NULL,
             live INTEGER NOT NULL,
+            signal_day INTEGER NOT NULL DEFAULT 0,
+            day_views INTEGER NOT NULL DEFAULT 0,
+            day_shown INTEGER NOT NULL DEFAULT 0,
+            day_engaged INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (app, key, voter)
         ) WITHOUT ROWID;
         CREATE TABLE public_content (
@@ -100,15 +105,27 @@ enum CloudSchema {
 
     static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state"]
 
-    /// Brings a store of an older version to this one, in the caller's transaction.
-    static func migrate(_ db: Database, from version: Int) throws {
+    /// Brings a store of an older version to this one, in the caller's
+    /// transaction. Returns whether the projections must be rebuilt: from
+    /// version 3 on signals count only from live voters and within each
+    /// device's daily allowance, so older projections differ from a replay.
+    static func migrate(_ db: Database, from version: Int) throws -> Bool {
         if version < 2 {
             try db.execute(sql: """
                 ALTER TABLE devices ADD COLUMN offered_at_epoch INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE devices ADD COLUMN offered_at_seq INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        if version < 3 {
+            try db.execute(sql: """
+                ALTER TABLE votes ADD COLUMN signal_day INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE votes ADD COLUMN day_views INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE votes ADD COLUMN day_shown INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE votes ADD COLUMN day_engaged INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+        return version < 3
     }
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {

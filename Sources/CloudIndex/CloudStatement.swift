@@ -8,7 +8,7 @@ import SQLiteSupport
 enum CloudStatement: Int, CaseIterable {
     case epochs, recordEpoch, restartRequests, deliverRequests, registry, wanted, offerRequests, sameFrame
     case logHead, logAppend
-    case insertVote, readVote, setVoteLive, addSignals, changeVotes, voteState
+    case insertVote, readVote, setVoteLive, spendSignals, addSignals, changeVotes, voteState
 
     var sql: String {
         switch self {
@@ -36,12 +36,18 @@ enum CloudStatement: Int, CaseIterable {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .insertVote: "INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING"
-        case .readVote: "SELECT token, live FROM votes WHERE app = ? AND key = ? AND voter = ?"
+        case .readVote: """
+            SELECT token, live, signal_day, day_views, day_shown, day_engaged FROM votes WHERE app = ? AND key = ? AND voter = ?
+            """
+        case .spendSignals: """
+            UPDATE votes SET signal_day = ?, day_views = ?, day_shown = ?, day_engaged = ? WHERE app = ? AND key = ? AND voter = ?
+            """
         case .setVoteLive: "UPDATE votes SET live = ? WHERE app = ? AND key = ? AND voter = ?"
         case .addSignals: """
             INSERT INTO hashes (app, key, live_votes, voters, views, shown, engaged) VALUES (?, ?, 0, 0, ?, ?, ?)
             ON CONFLICT (app, key) DO UPDATE
-            SET views = views + excluded.views, shown = shown + excluded.shown, engaged = engaged + excluded.engaged
+            SET views = min(views + excluded.views, \(Stored.maximumCount)), shown = min(shown + excluded.shown, \(Stored.maximumCount)),
+                engaged = min(engaged + excluded.engaged, \(Stored.maximumCount))
             """
         // Not one upsert with RETURNING: SQLite gathers returned rows in a
         // table of their own, whose page cache it allocates and frees on

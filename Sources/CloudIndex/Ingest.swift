@@ -97,8 +97,10 @@ extension CloudIndex {
     private func enrolledDevice(_ device: String) throws -> EnrolledDevice? {
         if let known = enrolled.withLock({ $0[device] }) { return known }
         let read = try self.read { db in
-            try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
-                             arguments: [device]).map { EnrolledDevice(app: $0[0], key: [UInt8]($0[1] as Data)) }
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
+                                             arguments: [device]) else { return nil as EnrolledDevice? }
+            return EnrolledDevice(app: try Stored.column(row, 0, "devices.app of \(device)"),
+                                  key: [UInt8](try Stored.column(row, 1, "devices.key of \(device)") as Data))
         }
         if let read { enrolled.withLock { $0[device] = read } }
         return read
@@ -123,7 +125,10 @@ extension CloudIndex {
         var epochs: [(epoch: UInt64, last: UInt64)] = []
         do {
             defer { read.reset() }
-            while try read.step() { epochs.append((UInt64(read.int64(0)), UInt64(read.int64(1)))) }
+            while try read.step() {
+                epochs.append((try Stored.position(read.int64(0), "device_epochs.epoch of \(frame.device)"),
+                               try Stored.position(read.int64(1), "device_epochs.last_seq of \(frame.device)")))
+            }
         }
         // Where the cloud holds the device through: an equivocation names it,
         // so that a device whose epoch another incarnation of it already used
@@ -150,9 +155,10 @@ extension CloudIndex {
             acceptedFrom = from
         }
         let fresh = messages[Int(acceptedFrom - frame.firstSeq)...]
-        let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: clock.now(), db: db, statements: statements)
+        let receivedAt = clock.now()
+        let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt, db: db, statements: statements)
         // A `Refusal` from the fold rolls the whole transaction back.
-        try fold(db, statements: statements).apply(fresh, device: frame.device, app: app, logSeq: logSeq)
+        try fold(db, statements: statements).apply(fresh, device: frame.device, app: app, logSeq: logSeq, receivedAt: receivedAt)
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, frame.device)
         record.bind(2, Int64(frame.epoch))
@@ -205,7 +211,8 @@ extension CloudIndex {
             defer { registry.reset() }
             if try registry.step() {
                 since = registry.optionalInt64(0) ?? 0
-                backedUp = OutboxPosition(epoch: UInt64(registry.optionalInt64(1) ?? 0), seq: UInt64(registry.optionalInt64(2) ?? 0))
+                backedUp = OutboxPosition(epoch: try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_epoch of \(device)"),
+                                          seq: try Stored.position(registry.optionalInt64(2) ?? 0, "devices.backed_up_seq of \(device)"))
             }
         }
         let read = try statements.statement(.wanted, db)
@@ -253,17 +260,14 @@ extension CloudIndex {
         }
         if resent { return nil }
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT first_seq, accepted_from, codec, uncompressed_length, payload, digest, last_seq FROM cloud_log
+            SELECT \(StoredLogRow.columns) FROM cloud_log
             WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
             """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(through)])
         for row in rows {
-            let first = UInt64(row[0] as Int64)
-            let logged = try CloudLog.messages(codec: row[2], uncompressedLength: row[3], payload: [UInt8](row[4] as Data),
-                                               digest: [UInt8](row[5] as Data), count: Int(row[6] as Int64) - Int(first) + 1)
-            let acceptedFrom = UInt64(row[1] as Int64)
-            for (offset, message) in logged.enumerated() {
-                let seq = first + UInt64(offset)
-                guard seq >= acceptedFrom, seq >= frame.firstSeq, seq <= through else { continue }
+            let stored = try StoredLogRow(row)
+            for (offset, message) in try stored.messages().enumerated() {
+                let seq = stored.firstSeq + UInt64(offset)
+                guard seq >= stored.acceptedFrom, seq >= frame.firstSeq, seq <= through, seq <= frame.lastSeq else { continue }
                 if messages[Int(seq - frame.firstSeq)] != message { return seq }
             }
         }

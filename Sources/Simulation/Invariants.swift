@@ -20,7 +20,8 @@ struct Invariants {
     /// The messages the cloud log holds for one (device, epoch), new ones
     /// only, in position order.
     struct Held {
-        var messages: [(seq: UInt64, message: OutboxMessage)] = []
+        /// Each message with its seq and the day of cloud time it was accepted on.
+        var messages: [(seq: UInt64, message: OutboxMessage, day: Int64)] = []
     }
 
     /// Messages counted while checking.
@@ -75,13 +76,14 @@ struct Invariants {
                 if record.device == Simulator.hostileName { hostileRows += 1 }
                 let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq))
                 var epoch = held[record.device, default: [:]][record.epoch, default: Held()]
+                let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
                 for (offset, message) in new.enumerated() {
                     let seq = record.acceptedFrom + UInt64(offset)
                     let expected = (epoch.messages.last?.seq ?? 0) + 1
                     if seq != expected {
                         logProblems.append("the cloud log holds \(record.device) epoch \(record.epoch) seq \(seq) after seq \(expected - 1)")
                     }
-                    epoch.messages.append((seq, message))
+                    epoch.messages.append((seq, message, day))
                     if case .content(let hash, let content) = message {
                         if let number = catalogue.number(of: hash) {
                             if catalogue.entry(number).content != content {
@@ -141,7 +143,7 @@ struct Invariants {
                             remaining.remove(at: index)
                         }
                     }
-                    for (message, source) in zip(actual, take) { model.apply(message, device: device.name, seq: source.seq) }
+                    for (message, source) in zip(actual, take) { model.apply(message, device: device.name, day: source.day) }
                     position += take.count
                 }
                 let implied = groups.reduce(0) { $0 + $1.count }
@@ -427,17 +429,20 @@ final class CloudChecks {
 }
 
 /// The oracle's cloud: the fold of the messages the cloud holds, written from
-/// the semantics (a vote counts once per device while live; signals add).
+/// the semantics (a vote counts once per device while live; a device's signals
+/// add while its vote is live, up to its daily allowance per hash).
 struct CloudModel {
     struct Entry {
         var live: Set<String> = []
         var everVoted: Set<String> = []
         var popularity = Popularity()
+        /// What each device added on the day it last signalled.
+        var allowances: [String: PopularityRule.Allowance] = [:]
     }
 
     var entries: [Int: Entry] = [:]
 
-    mutating func apply(_ message: ExpectedMessage, device: String, seq: UInt64) {
+    mutating func apply(_ message: ExpectedMessage, device: String, day: Int64) {
         switch message {
         case .vote(let number):
             entries[number, default: Entry()].live.insert(device)
@@ -445,11 +450,21 @@ struct CloudModel {
         case .withdraw(let number):
             entries[number, default: Entry()].live.remove(device)
         case .view(let number):
-            entries[number, default: Entry()].popularity.views += 1
+            signal(number, Popularity(views: 1), device: device, day: day)
         case .shown(let number):
-            entries[number, default: Entry()].popularity.shown += 1
+            signal(number, Popularity(shown: 1), device: device, day: day)
         case .engaged(let number):
-            entries[number, default: Entry()].popularity.engaged += 1
+            signal(number, Popularity(engaged: 1), device: device, day: day)
         }
+    }
+
+    private mutating func signal(_ number: Int, _ counts: Popularity, device: String, day: Int64) {
+        var entry = entries[number, default: Entry()]
+        defer { entries[number] = entry }
+        guard entry.live.contains(device) else { return }
+        let used = entry.allowances[device] ?? PopularityRule.Allowance(day: day, used: Popularity())
+        let admitted = PopularityRule.admit(counts, on: day, after: used)
+        entry.allowances[device] = admitted.allowance
+        entry.popularity += admitted.counted
     }
 }

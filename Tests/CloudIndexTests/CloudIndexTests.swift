@@ -99,7 +99,7 @@ private func vote(_ stores: [DeviceStore]) throws {
 
     /// A cloud store of format version 1 (before the offered-at columns) is
     /// brought to the current version when opened for writing, and ingests.
-    @Test func aVersionOneCloudStoreIsMigratedOnOpen() throws {
+    @Test func aVersionOneCloudStoreIsMigratedOnOpenAndItsProjectionsRebuilt() throws {
         let directory = try temporaryDirectory("sightline-migrate")
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cloud.sqlite").path
@@ -112,6 +112,10 @@ private func vote(_ stores: [DeviceStore]) throws {
             try db.execute(sql: """
                 ALTER TABLE devices DROP COLUMN offered_at_epoch;
                 ALTER TABLE devices DROP COLUMN offered_at_seq;
+                ALTER TABLE votes DROP COLUMN signal_day;
+                ALTER TABLE votes DROP COLUMN day_views;
+                ALTER TABLE votes DROP COLUMN day_shown;
+                ALTER TABLE votes DROP COLUMN day_engaged;
                 UPDATE cloud_meta SET value = 1 WHERE key = 'format_version';
                 """)
         }
@@ -124,7 +128,8 @@ private func vote(_ stores: [DeviceStore]) throws {
         let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
         #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
         let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-        #expect(version == 2)
+        #expect(version == 3)
+        #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
     }
 
     @Test func withdrawalsBelowTheThresholdRemoveTheContent() throws {

@@ -92,3 +92,34 @@ extension FramePlacementTests {
         #expect(below == ThresholdRule.Actions(), "below K and nothing held: nothing to do")
     }
 }
+
+@Suite struct PopularityRuleTests {
+    private let cap = PopularityRule.maximumPerDevicePerDay
+
+    @Test func aDeviceAddsAtMostItsDailyAllowancePerHash() {
+        var allowance = PopularityRule.Allowance(day: 0, used: Popularity())
+        var counted = Popularity()
+        for _ in 0..<11 {
+            let admitted = PopularityRule.admit(Popularity(views: 1_000, engaged: 1), on: 5, after: allowance)
+            counted += admitted.counted
+            allowance = admitted.allowance
+        }
+        #expect(counted == Popularity(views: cap, engaged: 11), "views stop at the cap; engagements are far below it")
+        #expect(allowance == PopularityRule.Allowance(day: 5, used: Popularity(views: cap, engaged: 11)))
+        let nextDay = PopularityRule.admit(Popularity(views: 7), on: 6, after: allowance)
+        #expect(nextDay.counted == Popularity(views: 7), "a new day of cloud time starts a new allowance")
+        #expect(nextDay.allowance == PopularityRule.Allowance(day: 6, used: Popularity(views: 7)))
+    }
+
+    @Test func anAllowanceAboveTheCapAdmitsNothing() {
+        let edited = PopularityRule.Allowance(day: 3, used: Popularity(views: .max, shown: cap + 1, engaged: cap))
+        #expect(PopularityRule.admit(Popularity(views: 1, shown: 1, engaged: 1), on: 3, after: edited).counted == Popularity())
+    }
+
+    @Test func daysAreWholeDaysOfCloudTime() {
+        #expect(PopularityRule.day(milliseconds: 0) == 0)
+        #expect(PopularityRule.day(milliseconds: PopularityRule.dayMilliseconds - 1) == 0)
+        #expect(PopularityRule.day(milliseconds: PopularityRule.dayMilliseconds) == 1)
+        #expect(PopularityRule.day(milliseconds: -1) == -1, "a clock before 1970 still has days")
+    }
+}

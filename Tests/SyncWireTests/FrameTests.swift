@@ -195,6 +195,29 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(try CloudReply.decode(ended.encoded(device: "d1", key: key), device: "d1", key: key).reply == ended,
                 "an ended epoch the cloud holds none of still says so")
     }
+
+    /// A reply is outside bytes for the device: a position past the limit
+    /// is malformed, named, and never reaches the uploader's arithmetic.
+    @Test(arguments: [
+        CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: .max), durableThrough: OutboxPosition(epoch: 1, seq: 1))),
+        .ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 1), durableThrough: OutboxPosition(epoch: 1, seq: 1),
+                 backedUpThrough: OutboxPosition(epoch: WireLimits.maximumPosition + 1, seq: 0))),
+        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: .max, seq: 1))),
+        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: 2, seq: 1), ended: OutboxPosition(epoch: 1, seq: 1 << 60))),
+    ])
+    func aReplyWithAPositionPastTheLimitIsMalformed(reply: CloudReply) throws {
+        let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: "d1", key: key), device: "d1", key: key) }
+        #expect(error.code == .malformed && error.message.contains("above the largest position"), "\(error)")
+    }
+
+    @Test func aFramePositionAtTheLimitIsAcceptedAndOnePastItIsNot() throws {
+        let top = WireLimits.maximumPosition
+        let atLimit = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), epoch: top, from: top - 1), key: key)
+        #expect(try UploadFrame.parse(atLimit.encoded).last == OutboxPosition(epoch: top, seq: top))
+        let past = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), epoch: top, from: top), key: key)
+        let error = try #require(throws: WireError.self) { try UploadFrame.parse(past.encoded) }
+        #expect(error.code == .malformed && error.message.contains("the last seq"), "\(error)")
+    }
 }
 
 @Suite struct PublicHashTests {

@@ -171,9 +171,12 @@ public enum CloudReply: Hashable, Sendable {
             let reply: CloudReply
             switch UploadFrame.FrameType(rawValue: type) {
             case .ack:
-                let accepted = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
-                let durable = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
-                let backedUp = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let accepted = OutboxPosition(epoch: try FrameHeader.position(&reader, "accepted epoch"),
+                                              seq: try FrameHeader.position(&reader, "accepted seq"))
+                let durable = OutboxPosition(epoch: try FrameHeader.position(&reader, "durable epoch"),
+                                             seq: try FrameHeader.position(&reader, "durable seq"))
+                let backedUp = OutboxPosition(epoch: try FrameHeader.position(&reader, "backed-up epoch"),
+                                              seq: try FrameHeader.position(&reader, "backed-up seq"))
                 let count = try reader.uvarint()
                 guard count <= UInt64(WireLimits.maximumRequests) else {
                     throw WireError(.tooLarge, "the ack requests \(count) hashes")
@@ -189,8 +192,10 @@ public enum CloudReply: Hashable, Sendable {
                 guard let code = WireError.Code(rawValue: try reader.byte()) else {
                     throw WireError(.malformed, "unknown rejection code at byte \(codeAt)")
                 }
-                let expected = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
-                let ended = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+                let expected = OutboxPosition(epoch: try FrameHeader.position(&reader, "expected epoch"),
+                                              seq: try FrameHeader.position(&reader, "expected seq"))
+                let ended = OutboxPosition(epoch: try FrameHeader.position(&reader, "ended epoch"),
+                                           seq: try FrameHeader.position(&reader, "ended seq"))
                 let message = try reader.string()
                 reply = .rejection(Rejection(WireError(code, message), expected: code == .gap || code == .equivocation ? expected : nil,
                                              ended: code == .gap && ended.epoch > 0 ? ended : nil))

@@ -128,9 +128,9 @@ public struct UploadFrame: Hashable, Sendable {
             try FrameHeader.readPrologue(&reader, expecting: .upload)
             let app = try FrameHeader.identifier(&reader, "app")
             let device = try FrameHeader.identifier(&reader, "device")
-            let epoch = try reader.uvarint()
-            let firstSeq = try reader.uvarint()
-            let lastSeq = try reader.uvarint()
+            let epoch = try FrameHeader.position(&reader, "epoch")
+            let firstSeq = try FrameHeader.position(&reader, "first seq")
+            let lastSeq = try FrameHeader.position(&reader, "last seq")
             let countAt = reader.offset
             let count = try reader.uvarint()
             guard epoch >= 1, firstSeq >= 1, lastSeq >= firstSeq else {
@@ -143,7 +143,8 @@ public struct UploadFrame: Hashable, Sendable {
                 throw WireError(.tooLarge, "the frame carries \(count) messages; at most \(WireLimits.maximumMessages) are accepted")
             }
             let followsAt = reader.offset
-            let follows = OutboxPosition(epoch: try reader.uvarint(), seq: try reader.uvarint())
+            let follows = OutboxPosition(epoch: try FrameHeader.position(&reader, "follows epoch"),
+                                         seq: try FrameHeader.position(&reader, "follows seq"))
             let inside = OutboxPosition(epoch: epoch, seq: firstSeq - 1)
             guard firstSeq == 1 ? follows <= inside : follows == inside else {
                 throw WireError(.malformed, """
@@ -273,6 +274,17 @@ enum FrameHeader {
     }
 
     static let maximumIdentifierBytes = 256
+
+    /// An epoch or seq, refused above `WireLimits.maximumPosition` with the
+    /// field's name and offset.
+    static func position(_ reader: inout BinaryReader, _ field: String) throws -> UInt64 {
+        let at = reader.offset
+        let value = try reader.uvarint()
+        guard value <= WireLimits.maximumPosition else {
+            throw WireError(.malformed, "the \(field) at byte \(at) is \(value), above the largest position \(WireLimits.maximumPosition)")
+        }
+        return value
+    }
 
     static func identifier(_ reader: inout BinaryReader, _ what: String) throws -> String {
         let at = reader.offset

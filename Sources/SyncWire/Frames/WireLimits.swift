@@ -16,4 +16,13 @@ public enum WireLimits {
     public static let maximumKeywords = 64
     /// Hashes named in one acknowledgement's content requests.
     public static let maximumRequests = 10_000
+    /// The largest epoch or outbox seq a frame or a reply may carry: 2^53 − 1,
+    /// so that every position is exact as an `Int64` in a store, as a `Double`
+    /// and as a JSON number. A device that wrote one message a microsecond
+    /// would need 285 years to reach it.
+    public static let maximumPosition: UInt64 = (1 << 53) - 1
+    /// One count (views, shown or engaged) of one signal message. An honest
+    /// device sends one event per message; the cloud caps each device's sum
+    /// per hash and day besides (`docs/CLOUD.md`, "Popularity").
+    public static let maximumSignalCount: UInt64 = 1_000
 }

@@ -113,7 +113,17 @@ extension OutboxMessage {
             let token = VoteToken(unchecked: try reader.fixedBytes(VoteToken.byteCount, "vote token"))
             return tag == .vote ? .vote(hash, token) : .withdraw(hash, token)
         case .signal:
-            let counts = Popularity(views: try reader.uvarint(), shown: try reader.uvarint(), engaged: try reader.uvarint())
+            func count(_ reader: inout BinaryReader, _ field: String) throws(CodecError) -> UInt64 {
+                let at = reader.offset
+                let value = try reader.uvarint()
+                guard value <= WireLimits.maximumSignalCount else {
+                    throw CodecError(.limitExceeded, at: at,
+                                     "a signal's \(field) count is \(value), above \(WireLimits.maximumSignalCount)")
+                }
+                return value
+            }
+            let counts = Popularity(views: try count(&reader, "views"), shown: try count(&reader, "shown"),
+                                    engaged: try count(&reader, "engaged"))
             return .signal(hash, counts)
         case .content:
             func limitedString(_ reader: inout BinaryReader) throws(CodecError) -> String {

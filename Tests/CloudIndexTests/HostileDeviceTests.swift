@@ -1,0 +1,219 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import GRDB
+import IndexModel
+import ScratchDirectory
+import SyncWire
+import Testing
+
+/// An enrolled device that writes its own frames: every number, message and
+/// name is the attacker's choice, signed with the device's real key.
+private struct Attacker {
+    let harness: SyncHarness
+    let name: String
+    let key: [UInt8]
+
+    init(_ harness: SyncHarness, name: String = "mallory") throws {
+        self.harness = harness
+        self.name = name
+        key = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret)
+    }
+
+    /// Sends `messages` at consecutive positions from `epoch:seq`, signed.
+    @discardableResult
+    func send(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64 = 1,
+              follows: OutboxPosition? = nil) -> IngestResult.Outcome {
+        let records = messages.enumerated().map { offset, message in
+            OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64(offset)), message: message)
+        }
+        return harness.deliver(UploadFrame(app: app, device: name, records: records, key: key, follows: follows).encoded).outcome
+    }
+}
+
+private func hash(_ name: String) -> PublicHash {
+    PublicHash.of(app: app, activityType: "com.example.read", identity: "url:https://example.com/" + name)
+}
+
+private func token(_ byte: UInt8) -> VoteToken {
+    VoteToken([UInt8](repeating: byte, count: VoteToken.byteCount))!
+}
+
+/// A path for a cloud store file in a directory removed when the tests end.
+private func scratchStore() throws -> String {
+    try ScratchDirectory.make("sightline-hostile").appendingPathComponent("cloud.sqlite").path
+}
+
+/// What a refused frame must leave as it was.
+private struct CloudState: Equatable {
+    let logRows: Int
+    let projections: String
+
+    init(_ cloud: CloudIndex) throws {
+        logRows = try cloud.stats().logRows
+        projections = try cloud.projectionDigest()
+    }
+}
+
+@Suite struct InputBoundaryTests {
+    /// Positions near 2^64 parse as varints; the cloud refuses them as
+    /// malformed instead of trapping where it stores them as `Int64`.
+    @Test(arguments: [
+        (UInt64.max - 1, UInt64(1)), (UInt64(1) << 63, UInt64(1)), (UInt64(1), UInt64.max - 10),
+        (WireLimits.maximumPosition + 1, UInt64(1)), (UInt64(1), WireLimits.maximumPosition + 1),
+    ])
+    func aSignedFrameWithAnExtremePositionIsMalformedAndChangesNothing(epoch: UInt64, seq: UInt64) throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        attacker.send([.vote(hash("a"), token(1))])
+        let before = try CloudState(harness.cloud)
+        let outcome = attacker.send([.vote(hash("b"), token(1))], epoch: epoch, from: seq,
+                                    follows: OutboxPosition(epoch: 1, seq: 1))
+        guard case .rejected(let error) = outcome else {
+            Issue.record("a frame at \(epoch):\(seq) was accepted")
+            return
+        }
+        #expect(error.code == .malformed && error.message.contains("above the largest position"), "\(error)")
+        #expect(try CloudState(harness.cloud) == before)
+        #expect(attacker.send([.vote(hash("b"), token(1))], from: 2) == .accepted(messages: 1), "the cloud still ingests")
+    }
+
+    @Test func aFrameThatFollowsAnExtremePositionIsMalformed() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        let outcome = attacker.send([.vote(hash("a"), token(1))], epoch: 2, follows: OutboxPosition(epoch: 1, seq: .max))
+        guard case .rejected(let error) = outcome else {
+            Issue.record("accepted")
+            return
+        }
+        #expect(error.code == .malformed && error.message.contains("follows seq"), "\(error)")
+        #expect(try harness.cloud.stats().logRows == 0)
+    }
+
+    @Test func aSignalCountAboveTheLimitIsMalformedAndChangesNothing() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        attacker.send([.vote(hash("a"), token(1))])
+        let before = try CloudState(harness.cloud)
+        for counts in [Popularity(views: WireLimits.maximumSignalCount + 1), Popularity(shown: .max),
+                       Popularity(engaged: 1 << 62)] {
+            guard case .rejected(let error) = attacker.send([.signal(hash("a"), counts)], from: 2) else {
+                Issue.record("a signal of \(counts) was accepted")
+                continue
+            }
+            #expect(error.code == .malformed && error.message.contains("above \(WireLimits.maximumSignalCount)"), "\(error)")
+        }
+        #expect(try CloudState(harness.cloud) == before)
+    }
+
+    /// A count someone wrote into the store file as a REAL, a NULL, a string
+    /// or a number past the cap is a typed error on every read, not a trap.
+    @Test(arguments: ["9.5e18", "NULL", "'many'", "-1", "\((1 << 53) + 1)"])
+    func anEditedProjectionCountIsACorruptStoreErrorOnRead(value: String) throws {
+        let path = try scratchStore()
+        do {
+            let harness = try SyncHarness(threshold: 1, location: .file(path))
+            let attacker = try Attacker(harness)
+            attacker.send([.vote(hash("a"), token(1))])
+        }
+        try DatabaseQueue(path: path).write { db in
+            // Dropping NOT NULL needs a table rebuild; writable_schema keeps the test short.
+            try db.execute(sql: "PRAGMA writable_schema = ON")
+            try db.execute(sql: "UPDATE sqlite_schema SET sql = replace(sql, 'views INTEGER NOT NULL', 'views') WHERE name = 'hashes'")
+            try db.execute(sql: "PRAGMA writable_schema = OFF")
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE hashes SET views = \(value)") }
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
+        let error = try #require(throws: CloudError.self) { try cloud.entries(app: app) }
+        #expect(error.code == .corruptStore && error.message.contains("hashes.views"), "\(error)")
+        #expect(throws: CloudError.self) { try cloud.entry(app: app, hash: hash("a")) }
+        #expect(throws: CloudError.self) { try cloud.search(app: app, text: "") }
+    }
+
+    @Test(arguments: [("epoch", "-1"), ("last_seq", "9.5e18"), ("accepted_from", "last_seq + 1"), ("payload", "NULL"),
+                      ("uncompressed_length", "1 << 40"), ("device", "x'00ff'")])
+    func anEditedLogRowIsReportedByVerificationAndRefusedByARebuild(column: String, value: String) throws {
+        let path = try scratchStore()
+        do {
+            let harness = try SyncHarness(threshold: 1, location: .file(path))
+            let attacker = try Attacker(harness)
+            attacker.send([.vote(hash("a"), token(1)), .signal(hash("a"), Popularity(views: 2))])
+        }
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "PRAGMA writable_schema = ON")
+            try db.execute(sql: "UPDATE sqlite_schema SET sql = replace(sql, 'NOT NULL', '') WHERE name = 'cloud_log'")
+            try db.execute(sql: "PRAGMA writable_schema = OFF")
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE cloud_log SET \(column) = \(value)") }
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 1))
+        let verification = try cloud.verifyLog()
+        #expect(verification.firstProblem?.hasPrefix("log seq 1") == true, "\(verification)")
+        let rebuild = try #require(throws: CloudError.self) { try cloud.rebuildProjections() }
+        #expect(rebuild.code == .corruptLog && rebuild.message.contains("log seq 1"), "\(rebuild)")
+        #expect(throws: CloudError.self) { try cloud.scanLog { _ in true } }
+    }
+}
+
+@Suite struct HostilePopularityTests {
+    private func popularity(_ harness: SyncHarness, _ name: String) throws -> Popularity {
+        try harness.cloud.entry(app: app, hash: hash(name))?.popularity ?? Popularity()
+    }
+
+    @Test func signalsFromADeviceThatNeverVotedCountNothing() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        #expect(attacker.send((0..<50).map { _ in .signal(hash("a"), Popularity(views: 1_000, engaged: 1_000)) })
+                == .accepted(messages: 50), "the frame is taken, so the device's stream goes on")
+        #expect(try popularity(harness, "a") == Popularity())
+    }
+
+    @Test func signalsCountOnlyWhileTheVoteIsLive() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        attacker.send([.signal(hash("a"), Popularity(views: 1)), .vote(hash("a"), token(1)),
+                       .signal(hash("a"), Popularity(views: 2)), .withdraw(hash("a"), token(1)),
+                       .signal(hash("a"), Popularity(views: 4)), .vote(hash("a"), token(1)),
+                       .signal(hash("a"), Popularity(engaged: 8))])
+        #expect(try popularity(harness, "a") == Popularity(views: 2, engaged: 8))
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+    }
+
+    /// Legal-sized signals sent as fast as the wire allows: one device adds at
+    /// most its daily allowance, the next day another, and a rebuild from the
+    /// log, which knows each frame's day, counts the same.
+    @Test func aFloodOfLegalSignalsStopsAtTheDevicesDailyAllowance() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        attacker.send([.vote(hash("a"), token(1))])
+        let flood = (0..<200).map { _ in OutboxMessage.signal(hash("a"), Popularity(views: WireLimits.maximumSignalCount, shown: 1)) }
+        var seq: UInt64 = 2
+        for _ in 0..<3 {
+            #expect(attacker.send(flood, from: seq) == .accepted(messages: flood.count))
+            seq += UInt64(flood.count)
+        }
+        let cap = PopularityRule.maximumPerDevicePerDay
+        #expect(try popularity(harness, "a") == Popularity(views: cap, shown: 600))
+        harness.clock.advance(byMilliseconds: PopularityRule.dayMilliseconds)
+        attacker.send(flood, from: seq)
+        #expect(try popularity(harness, "a") == Popularity(views: 2 * cap, shown: 800))
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+        let honest = try Attacker(harness, name: "honest")
+        honest.send([.vote(hash("a"), token(2)), .signal(hash("a"), Popularity(views: 1))])
+        #expect(try popularity(harness, "a").views == 2 * cap + 1, "another device's allowance is its own")
+    }
+
+    /// A count at the top of its range (a long-lived store, or one edited)
+    /// saturates instead of overflowing into a REAL that breaks every read.
+    @Test func aCountAtItsLargestSaturatesAndStaysReadable() throws {
+        let path = try scratchStore()
+        let harness = try SyncHarness(threshold: 1, location: .file(path))
+        let attacker = try Attacker(harness)
+        attacker.send([.vote(hash("a"), token(1))])
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE hashes SET views = ?, engaged = ?", arguments: [Int64.max - 3, Int64(PopularityRule.maximumCount) - 2])
+        }
+        attacker.send([.signal(hash("a"), Popularity(views: 10, engaged: 10))], from: 2)
+        let entry = try #require(try harness.cloud.entry(app: app, hash: hash("a")))
+        #expect(entry.popularity.views == PopularityRule.maximumCount && entry.popularity.engaged == PopularityRule.maximumCount)
+    }
+}
