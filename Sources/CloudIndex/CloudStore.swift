@@ -16,8 +16,11 @@ public protocol CloudStore: Sendable {
     func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError)
     /// Enrols a device and returns its new 32-byte key.
     func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8]
-    /// Takes one upload frame and returns the reply; never throws (`docs/CLOUD.md`).
-    func ingest(_ frame: [UInt8]) -> IngestResult
+    /// Reads a frame and checks its signature, storing nothing: the device is
+    /// proven, or the refusal to send comes back (`docs/CLOUD.md`, "Ingest").
+    func authenticate(_ frame: [UInt8]) -> FrameAuthentication
+    /// Ingests an authenticated frame and returns the reply; never throws.
+    func ingest(_ frame: AuthenticatedFrame) -> IngestResult
 
     func entries(app: String) throws(CloudError) -> [HashEntry]
     func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry?
@@ -150,6 +153,15 @@ public enum ThresholdRule {
 }
 
 extension CloudStore {
+    /// Takes one upload frame and returns the reply; never throws: a frame
+    /// that does not authenticate is refused, and changes nothing.
+    public func ingest(_ frame: [UInt8]) -> IngestResult {
+        switch authenticate(frame) {
+        case .authenticated(let authenticated): ingest(authenticated)
+        case .refused(let refusal): refusal
+        }
+    }
+
     /// The public index of `app`: the hashes with K live votes whose content
     /// arrived, most engaged first.
     public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {

@@ -22,10 +22,69 @@ public struct IngestResult: Sendable {
     public let device: String?
 }
 
+/// A frame whose structure was read and whose signature is its enrolled
+/// device's: what `CloudStore.authenticate` hands back for `ingest`.
+public struct AuthenticatedFrame: Sendable {
+    public let frame: UploadFrame
+    /// The app the device enrolled for (the frame names the same one).
+    public let app: String
+    /// The device's key, which signs the reply.
+    let key: [UInt8]
+
+    public init(frame: UploadFrame, app: String, key: [UInt8]) {
+        self.frame = frame
+        self.app = app
+        self.key = key
+    }
+
+    /// The sending device, proven by its signature.
+    public var device: String { frame.device }
+}
+
+/// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.
+public enum FrameAuthentication: Sendable {
+    case authenticated(AuthenticatedFrame)
+    /// The frame is malformed, its device unknown or its signature wrong;
+    /// nothing of it was stored.
+    case refused(IngestResult)
+}
+
 extension CloudIndex {
-    /// Takes one upload frame and returns the reply. The checks run in the order
-    /// of `docs/CLOUD.md`: structure and limits, the device and its tenant, the
-    /// signature (before any inflating), the payload, then the frame's position
+    /// Reads a frame's structure and limits, finds its enrolled device and
+    /// checks the signature (in constant time, before any inflating). Nothing
+    /// is stored. A caller that rate-limits devices charges one only after
+    /// this proved who sent the frame (`docs/SECURITY.md`).
+    public func authenticate(_ bytes: [UInt8]) -> FrameAuthentication {
+        let frame: UploadFrame
+        do {
+            frame = try UploadFrame.parse(bytes)
+        } catch {
+            return .refused(reject(error, device: nil, key: nil))
+        }
+        let device: EnrolledDevice?
+        do {
+            device = try enrolledDevice(frame.device)
+        } catch {
+            return .refused(reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, key: nil))
+        }
+        guard let device else {
+            return .refused(reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, key: nil))
+        }
+        guard frame.isSigned(by: device.key) else {
+            // Unsigned: the cloud never signs a reply to a frame whose own
+            // signature failed, or anyone could collect signed replies.
+            return .refused(reject(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
+                                   device: frame.device, key: nil))
+        }
+        guard frame.app == device.app else {
+            return .refused(reject(WireError(.badSignature, "the frame names app \(frame.app) but device \(frame.device) is enrolled for another app"),
+                                   device: frame.device, key: device.key))
+        }
+        return .authenticated(AuthenticatedFrame(frame: frame, app: device.app, key: device.key))
+    }
+
+    /// Ingests an authenticated frame and returns the reply. The checks go on
+    /// in the order of `docs/CLOUD.md`: the payload, then the frame's position
     /// against what the cloud holds for the device:
     /// - the next positions: appended to the cloud log and folded in one
     ///   transaction; the ack is built after the commit;
@@ -33,30 +92,9 @@ extension CloudIndex {
     ///   nothing changes (a retry, a duplicate, a replay);
     /// - positions already held with other messages: `equivocation`, flagged;
     /// - a gap: `gap` with the position the cloud expects.
-    public func ingest(_ bytes: [UInt8]) -> IngestResult {
-        let frame: UploadFrame
-        do {
-            frame = try UploadFrame.parse(bytes)
-        } catch {
-            return reject(error, device: nil, key: nil)
-        }
-        let device: EnrolledDevice?
-        do {
-            device = try enrolledDevice(frame.device)
-        } catch {
-            return reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, key: nil)
-        }
-        guard let device else {
-            return reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, key: nil)
-        }
-        guard frame.isSigned(by: device.key) else {
-            return reject(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
-                          device: frame.device, key: device.key)
-        }
-        guard frame.app == device.app else {
-            return reject(WireError(.badSignature, "the frame names app \(frame.app) but device \(frame.device) is enrolled for another app"),
-                          device: frame.device, key: device.key)
-        }
+    public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
+        let frame = authenticated.frame
+        let device = EnrolledDevice(app: authenticated.app, key: authenticated.key)
         let messages: [OutboxMessage]
         do {
             messages = try frame.messages()

@@ -17,17 +17,46 @@ public struct CloudServerConfiguration: Sendable {
     public var port: Int
     /// The largest request body accepted, compressed frames included.
     public var maximumBodyBytes: Int
-    /// Frames per second each device may send, and the burst it may save up.
+    /// Frames per second each device may send once its signature verified,
+    /// and the burst it may save up.
     public var framesPerSecond: Double
     public var burst: Double
+    /// Requests per second each client address may make without proving a
+    /// device (enrolments, public reads, frames that do not authenticate),
+    /// and the burst it may save up.
+    public var addressRequestsPerSecond: Double
+    public var addressBurst: Double
+    /// The most devices and addresses each limiter remembers.
+    public var limiterCapacity: Int
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = WireLimits.maximumFrameBytes,
-                framesPerSecond: Double = 200, burst: Double = 400) {
+                framesPerSecond: Double = 200, burst: Double = 400,
+                addressRequestsPerSecond: Double = 100, addressBurst: Double = 1_000, limiterCapacity: Int = 100_000) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
         self.framesPerSecond = framesPerSecond
         self.burst = burst
+        self.addressRequestsPerSecond = addressRequestsPerSecond
+        self.addressBurst = addressBurst
+        self.limiterCapacity = limiterCapacity
+    }
+}
+
+/// A request's context: Hummingbird's core, and the address of the client,
+/// which keys the limit on requests that prove no device.
+public struct CloudRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+
+    /// The client's IP address (without its port), or "unknown".
+    var clientAddress: String {
+        remoteAddress?.ipAddress ?? "unknown"
     }
 }
 
@@ -43,7 +72,10 @@ public struct CloudServer: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let logger: Logger
     private let metrics: ServerMetrics
-    private let limiter: RateLimiter
+    /// Keyed by `app/device`, charged only once a frame's signature verified.
+    private let devices: RateLimiter
+    /// Keyed by client address, charged by every request that proves no device.
+    private let addresses: RateLimiter
 
     public init(cloud: any CloudStore, configuration: CloudServerConfiguration = CloudServerConfiguration(),
                 logger: Logger = Logger(label: "sightline.cloud")) {
@@ -52,7 +84,9 @@ public struct CloudServer: Sendable {
         self.logger = logger
         registry = PrometheusCollectorRegistry()
         metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
-        limiter = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst)
+        devices = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst, capacity: configuration.limiterCapacity)
+        addresses = RateLimiter(rate: configuration.addressRequestsPerSecond, burst: configuration.addressBurst,
+                                capacity: configuration.limiterCapacity)
     }
 
     /// The application, ready to `run()`; `onRunning` receives the bound port.
@@ -64,8 +98,8 @@ public struct CloudServer: Sendable {
                     logger: logger)
     }
 
-    func router() -> Router<BasicRequestContext> {
-        let router = Router()
+    func router() -> Router<CloudRequestContext> {
+        let router = Router(context: CloudRequestContext.self)
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
@@ -75,11 +109,12 @@ public struct CloudServer: Sendable {
             return Response(status: .ok, headers: headers,
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.post("v1/enrol") { request, _ in
-            await enrol(request)
+        router.post("v1/enrol") { request, context in
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
+            return await enrol(request)
         }
-        router.post("v1/sync") { request, _ in
-            await sync(request)
+        router.post("v1/sync") { request, context in
+            await sync(request, context: context)
         }
         router.get("v1/stats") { _, _ in
             do {
@@ -89,6 +124,7 @@ public struct CloudServer: Sendable {
             }
         }
         router.get("v1/apps/:app/public") { request, context in
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
             guard let app = context.parameters.get("app") else { return CloudServer.error(.badRequest, "malformed", "no app") }
             let text = request.uri.queryParameters.get("q").map { String($0) } ?? ""
             let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 20
@@ -111,6 +147,7 @@ public struct CloudServer: Sendable {
             }
         }
         router.get("v1/apps/:app/items/:hash") { _, context in
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
             guard let app = context.parameters.get("app"), let hex = context.parameters.get("hash"),
                   let hash = PublicHash(hex: hex) else {
                 return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
@@ -156,21 +193,38 @@ public struct CloudServer: Sendable {
         }
     }
 
-    private func sync(_ request: Request) async -> Response {
+    /// A frame is charged to its device only once its signature verified, so
+    /// junk naming a victim costs the victim nothing. Frames that do not
+    /// authenticate are charged to the client's address, and an address out
+    /// of tokens is refused before its next frame is read.
+    private func sync(_ request: Request, context: CloudRequestContext) async -> Response {
+        let address = context.clientAddress
+        if addresses.isExhausted(address, now: ContinuousClock.now) {
+            metrics.rejected(.rateLimited)
+            return addressLimited(context)
+        }
         let body: [UInt8]
         do {
             body = try await CloudServer.collect(request, upTo: configuration.maximumBodyBytes)
         } catch {
             metrics.rejected(.tooLarge)
+            _ = addresses.allow(address, now: ContinuousClock.now)
             return CloudServer.error(.contentTooLarge, "tooLarge",
                                      "a sync body is at most \(configuration.maximumBodyBytes) bytes")
         }
-        if let device = UploadFrame.deviceName(in: body), !limiter.allow(device, now: ContinuousClock.now) {
-            metrics.rejected(.rateLimited)
-            logger.notice("rate limited", metadata: ["device": "\(device)"])
-            return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")
+        let result: IngestResult
+        switch cloud.authenticate(body) {
+        case .refused(let refusal):
+            _ = addresses.allow(address, now: ContinuousClock.now)
+            result = refusal
+        case .authenticated(let frame):
+            guard devices.allow(frame.app + "/" + frame.device, now: ContinuousClock.now) else {
+                metrics.rejected(.rateLimited)
+                logger.notice("rate limited", metadata: ["device": "\(frame.device)"])
+                return CloudServer.error(.tooManyRequests, "rateLimited", "device \(frame.device) sends faster than its rate limit; retry later")
+            }
+            result = cloud.ingest(frame)
         }
-        let result = cloud.ingest(body)
         let device = result.device ?? "-"
         switch result.outcome {
         case .accepted(let count):
@@ -190,6 +244,12 @@ public struct CloudServer: Sendable {
                 "reply": .string(Data(result.reply).base64EncodedString()),
             ])
         }
+    }
+
+    private func addressLimited(_ context: CloudRequestContext) -> Response {
+        logger.notice("address rate limited", metadata: ["address": "\(context.clientAddress)"])
+        return CloudServer.error(.tooManyRequests, "rateLimited",
+                                 "this address makes requests that prove no device faster than its rate limit; retry later")
     }
 
     static func status(for code: WireError.Code) -> HTTPResponse.Status {
@@ -231,33 +291,6 @@ public struct CloudServer: Sendable {
         var headers = HTTPFields()
         headers[.contentType] = "application/octet-stream"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
-    }
-}
-
-/// A token bucket per device, in memory: a restart forgets it, which only
-/// errs towards letting a device through.
-final class RateLimiter: Sendable {
-    private let rate: Double
-    private let burst: Double
-    private let buckets = Mutex<[String: (tokens: Double, at: ContinuousClock.Instant)]>([:])
-
-    init(rate: Double, burst: Double) {
-        self.rate = max(rate, 0.001)
-        self.burst = max(burst, 1)
-    }
-
-    func allow(_ device: String, now: ContinuousClock.Instant) -> Bool {
-        buckets.withLock { buckets in
-            var bucket = buckets[device] ?? (burst, now)
-            let elapsed = bucket.at.duration(to: now)
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            bucket.tokens = min(burst, bucket.tokens + seconds * rate)
-            bucket.at = now
-            let allowed = bucket.tokens >= 1
-            if allowed { bucket.tokens -= 1 }
-            buckets[device] = bucket
-            return allowed
-        }
     }
 }
 

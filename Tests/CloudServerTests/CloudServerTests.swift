@@ -1,6 +1,5 @@
 import AsyncHTTPClient
 import CloudIndex
-import CloudServer
 import DeviceStore
 import Foundation
 import IndexModel
@@ -9,6 +8,7 @@ import NIOCore
 import SyncHTTP
 import SyncWire
 import Testing
+@testable import CloudServer
 
 private let app = StoreOptions.defaultApp
 private let secret = "an-enrolment-secret-for-http-tests"
@@ -182,5 +182,69 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
         let limited = try await server.request("/v1/sync", body: frame.encoded)
         #expect(try outcome(limited) == "429 rateLimited")
+    }
+
+    /// Junk that names a device is charged to the address that sent it, not
+    /// to the device it names: however much flows, the victim's own signed
+    /// frame goes through, and only the victim's proven frames use its budget.
+    @Test func framesThatDoNotAuthenticateNeverUseTheNamedDevicesBudget() async throws {
+        let server = try await RunningServer.start(configuration: CloudServerConfiguration(framesPerSecond: 0.001, burst: 1))
+        defer { Task { await server.stop() } }
+        let victim = try await device(seed: 1, server: server)
+        try engage(victim)
+        let records = try victim.pendingOutbox(after: .start, limit: 10)
+        let forged = UploadFrame(app: app, device: victim.deviceID.rawValue, records: records, key: [UInt8](repeating: 9, count: 32))
+        for _ in 0..<20 {
+            #expect(try outcome(try await server.request("/v1/sync", body: forged.encoded)) == "401 badSignature")
+        }
+        var uploader = try victim.makeUploader()
+        let frame = try #require(try victim.nextFrame(&uploader, now: victim.now))
+        #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
+        #expect(try outcome(try await server.request("/v1/sync", body: frame.encoded)) == "429 rateLimited",
+                "the victim's own second frame is what its budget of one pays for")
+    }
+
+    /// An address that keeps sending what proves no device (bad frames,
+    /// enrolments, public reads) runs out of its own budget, and is refused
+    /// before its next frame is even read.
+    @Test func anAddressThatSendsJunkIsLimitedOnEveryUnauthenticatedRoute() async throws {
+        let server = try await RunningServer.start(configuration: CloudServerConfiguration(
+            addressRequestsPerSecond: 0.001, addressBurst: 3))
+        defer { Task { await server.stop() } }
+        for _ in 0..<3 {
+            #expect(try outcome(try await server.request("/v1/sync", body: Array("junk".utf8))) == "400 malformed")
+        }
+        #expect(try outcome(try await server.request("/v1/sync", body: Array("junk".utf8))) == "429 rateLimited")
+        #expect(try outcome(try await server.request("/v1/apps/\(app)/public?q=x")) == "429 rateLimited")
+        let enrol = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"late","secret":"\(secret)"}
+            """.utf8))
+        #expect(try outcome(enrol) == "429 rateLimited")
+        #expect(try server.cloud.stats().devices == 0 && server.cloud.stats().logRows == 0)
+    }
+}
+
+@Suite struct RateLimiterTests {
+    @Test func aBucketRefillsAtItsRateUpToItsBurst() {
+        let limiter = RateLimiter(rate: 10, burst: 2)
+        let start = ContinuousClock.now
+        #expect(limiter.allow("a", now: start) && limiter.allow("a", now: start))
+        #expect(!limiter.allow("a", now: start) && limiter.isExhausted("a", now: start))
+        #expect(limiter.allow("b", now: start), "each key has its own bucket")
+        #expect(limiter.allow("a", now: start + .milliseconds(100)), "a tenth of a second at 10/s is one token")
+        #expect(!limiter.isExhausted("a", now: start + .seconds(60)) && !limiter.isExhausted("never-seen", now: start))
+    }
+
+    /// A flood of new keys (spoofed device names, many addresses) never
+    /// grows the limiter past its capacity, and the keys it keeps are the
+    /// ones still short of tokens.
+    @Test func theLimiterRemembersAtMostItsCapacity() {
+        let limiter = RateLimiter(rate: 0.001, burst: 1, capacity: 1_000)
+        let start = ContinuousClock.now
+        for index in 0..<50_000 {
+            _ = limiter.allow("key-\(index)", now: start + .microseconds(index))
+            #expect(limiter.count <= 1_000)
+        }
+        #expect(limiter.isExhausted("key-49999", now: start + .seconds(1)), "the newest keys are kept")
     }
 }

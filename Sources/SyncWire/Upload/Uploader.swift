@@ -153,8 +153,10 @@ public struct Uploader: Sendable {
         } catch {
             return failed(now: now, reason: "unreadable reply: \(error)")
         }
-        if case .rejection(let rejection) = decoded.reply, rejection.error.code == .unknownDevice {
-            // The cloud does not know the key, so it cannot sign this one.
+        if case .rejection(let rejection) = decoded.reply, [.unknownDevice, .badSignature].contains(rejection.error.code) {
+            // The cloud does not know the key, or the frame's signature did
+            // not verify: either way it does not sign its answer, since a
+            // signed reply to an unproven frame would be a signing oracle.
             state = .stopped(rejection.error)
             return [.stopped(rejection.error)]
         }

@@ -60,8 +60,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
     var app: String?
 
-    @Option(name: .long, help: "Frames per second each device may send.")
+    @Option(name: .long, help: "Frames per second each device may send, counted once its signature verified (burst: twice this).")
     var rate: Double = 200
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Requests per second each client address may make that prove no device: enrolments, public reads, frames that do not authenticate.",
+        valueName: "rate"))
+    var addressRate: Double = 100
+
+    @Option(name: .long, help: ArgumentHelp("The burst of such requests an address may save up.", valueName: "count"))
+    var addressBurst: Double = 1_000
 
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "info"
@@ -108,7 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
         var logger = Logger(label: "sightline.cloud")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let server = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(
-            host: host, port: port, framesPerSecond: rate, burst: rate * 2), logger: logger)
+            host: host, port: port, framesPerSecond: rate, burst: rate * 2,
+            addressRequestsPerSecond: addressRate, addressBurst: addressBurst), logger: logger)
         let host = self.host
         let threshold = cloud.threshold
         let application = server.application { port in
