@@ -36,63 +36,74 @@ struct CloudFold {
     let voter: (String, PublicHash) -> [UInt8]
     let key: (String, PublicHash) -> [UInt8]
 
-    /// What the fold of one frame knows of one hash: its key, and, once a
-    /// message needed them, the device's pseudonym, whether its vote is live
-    /// and what it has added to the hash's counts today.
-    private struct FrameHash {
-        let key: Data
-        var voter: [UInt8]?
-        var vote: (live: Bool, allowance: PopularityRule.Allowance)?
-    }
-
-    /// Folds one frame's messages, accepted at `receivedAt`. Signals only add
-    /// to counts that nothing else in the fold reads, so they are summed per
-    /// hash and written once at the end of the frame; everything else is
-    /// applied in order.
-    func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64, receivedAt: Timestamp) throws {
-        var known: [PublicHash: FrameHash] = [:]
+    /// Folds one frame's messages, accepted at `receivedAt`, with `memory`
+    /// (a new one per frame on ingest; one for a whole replay). Signals only
+    /// add to counts that nothing else in the fold reads, so they are summed
+    /// per hash and written once at the end of the frame; everything else is
+    /// applied in order. The device's allowances are written when `memory`
+    /// is flushed: the caller flushes it before its transaction commits.
+    func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64, receivedAt: Timestamp,
+               memory: FoldMemory) throws {
         var signals: [PublicHash: Popularity] = [:]
+        // The device's entries, taken out of the memory while the frame is
+        // folded (so that changing them copies nothing) and put back after.
+        var known = memory.devices.removeValue(forKey: device) ?? [:]
+        defer { memory.devices[device] = known }
         for message in messages {
             let hash = message.hash
-            var state = known[hash] ?? FrameHash(key: Data(self.key(app, hash)))
+            let state: FoldMemory.Entry
+            if let remembered = known[hash] {
+                state = remembered
+            } else {
+                state = FoldMemory.Entry(app: app, key: Data(self.key(app, hash)), voter: voter(device, hash))
+                known[hash] = state
+                memory.count += 1
+            }
             let key = state.key
-            let pseudonym = state.voter ?? voter(device, hash)
-            state.voter = pseudonym
-            defer { known[hash] = state }
             switch message {
             case .vote(_, let token):
-                let insert = try statements.statement(.insertVote, db)
-                insert.bind(1, app)
-                insert.bind(2, key)
-                insert.bind(3, pseudonym)
-                insert.bind(4, token.bytes)
-                try insert.execute()
-                if insert.changes > 0 {
-                    state.vote = (true, PopularityRule.Allowance(day: 0, used: Popularity()))
-                    try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
-                    continue
+                if state.vote == nil {
+                    // Insert first: on a first vote (every vote of a replay
+                    // from scratch) the row's absence needs no read.
+                    let insert = try statements.statement(.insertVote, db)
+                    insert.bind(1, app)
+                    insert.bind(2, key)
+                    insert.bind(3, state.voter)
+                    insert.bind(4, token.bytes)
+                    try insert.execute()
+                    if insert.changes > 0 {
+                        state.vote = FoldMemory.Vote(token: token.bytes, live: true, allowance: .none)
+                        state.isLoaded = true
+                        try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
+                        continue
+                    }
+                    try load(state, app: app)
                 }
-                guard let vote = try readVote(app: app, key: key, voter: pseudonym) else { continue }
+                guard var vote = state.vote else {
+                    // The insert met a row that the read then did not find.
+                    throw CloudError(.database, "a vote row was neither inserted nor found")
+                }
                 guard vote.token == token.bytes else {
                     throw Refusal(message: "a vote carries a different token than this device's earlier vote for the same hash")
                 }
-                state.vote = (true, vote.allowance)
                 if vote.live { continue }
-                try setVote(live: true, app: app, key: key, voter: pseudonym)
+                vote.live = true
+                state.vote = vote
+                try setVote(live: true, app: app, key: key, voter: state.voter)
                 try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
             case .withdraw(_, let token):
-                guard let vote = try readVote(app: app, key: key, voter: pseudonym) else { continue }
+                if !state.isLoaded { try load(state, app: app) }
+                guard var vote = state.vote else { continue }
                 guard vote.token == token.bytes else {
                     throw Refusal(message: "a withdrawal carries a different token than this device's vote for the same hash")
                 }
-                state.vote = (false, vote.allowance)
                 guard vote.live else { continue }
-                try setVote(live: false, app: app, key: key, voter: pseudonym)
+                vote.live = false
+                state.vote = vote
+                try setVote(live: false, app: app, key: key, voter: state.voter)
                 try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
             case .signal(_, let counts):
-                if state.vote == nil, let vote = try readVote(app: app, key: key, voter: pseudonym) {
-                    state.vote = (vote.live, vote.allowance)
-                }
+                if !state.isLoaded { try load(state, app: app) }
                 // Only a live voter's signals count (`PopularityRule`).
                 guard state.vote?.live == true else { continue }
                 signals[hash, default: Popularity()] += counts
@@ -100,10 +111,16 @@ struct CloudFold {
                 guard PublicHash.of(app: app, content: content) == hash else {
                     throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
-                guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                    SELECT live_votes >= ? AND has_content = 0 FROM hashes WHERE app = ? AND key = ?
-                    """), arguments: [threshold, app, key]),
-                    try Stored.column(row, 0, "hashes.live_votes and has_content") as Bool else { continue }
+                if !state.isLoaded { try load(state, app: app) }
+                // A device's vote precedes its content in its own stream, so
+                // an honest device has always voted by the time its content
+                // arrives.
+                guard state.vote != nil else {
+                    throw Refusal(message: "content for a hash this device never voted for")
+                }
+                guard let open = try hashState(app: app, key: key), open.liveVotes >= Int64(threshold), !open.hasContent else {
+                    continue
+                }
                 try db.cachedStatement(sql: """
                     INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -116,18 +133,15 @@ struct CloudFold {
         }
         let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)
         for (hash, offered) in signals.sorted(by: { $0.key < $1.key }) {
-            guard let state = known[hash], let voter = state.voter, let vote = state.vote else { continue }
+            guard let state = known[hash], var vote = state.vote else { continue }
             let (counted, allowance) = PopularityRule.admit(offered, on: day, after: vote.allowance)
             guard allowance != vote.allowance else { continue }
-            let spend = try statements.statement(.spendSignals, db)
-            spend.bind(1, allowance.day)
-            spend.bind(2, Int64(allowance.used.views))
-            spend.bind(3, Int64(allowance.used.shown))
-            spend.bind(4, Int64(allowance.used.engaged))
-            spend.bind(5, app)
-            spend.bind(6, state.key)
-            spend.bind(7, voter)
-            try spend.execute()
+            vote.allowance = allowance
+            state.vote = vote
+            if state.isAllowanceWritten {
+                state.isAllowanceWritten = false
+                memory.unwritten.append(state)
+            }
             let add = try statements.statement(.addSignals, db)
             add.bind(1, app)
             add.bind(2, state.key)
@@ -136,6 +150,56 @@ struct CloudFold {
             add.bind(5, Int64(counted.engaged))
             try add.execute()
         }
+    }
+
+    /// Writes the allowances `memory` changed to their vote rows. With
+    /// `forgetting`, `memory` then forgets everything (the end of a replay, or
+    /// a memory past its bound); otherwise it goes on knowing the rows, as the
+    /// store now holds them.
+    func flush(_ memory: FoldMemory, forgetting: Bool) throws {
+        for state in memory.unwritten {
+            guard let vote = state.vote else { continue }
+            let spend = try statements.statement(.spendSignals, db)
+            spend.bind(1, vote.allowance.day)
+            spend.bind(2, Int64(vote.allowance.used.views))
+            spend.bind(3, Int64(vote.allowance.used.shown))
+            spend.bind(4, Int64(vote.allowance.used.engaged))
+            spend.bind(5, state.app)
+            spend.bind(6, state.key)
+            spend.bind(7, state.voter)
+            try spend.execute()
+            state.isAllowanceWritten = true
+        }
+        memory.unwritten.removeAll(keepingCapacity: true)
+        if forgetting || memory.count > FoldMemory.limit { memory.forget() }
+    }
+
+    /// Reads the device's vote row for the entry's hash into it.
+    private func load(_ state: FoldMemory.Entry, app: String) throws {
+        if let read = try readVote(app: app, key: state.key, voter: state.voter) {
+            state.vote = FoldMemory.Vote(token: read.token, live: read.live, allowance: read.allowance)
+        }
+        state.isLoaded = true
+    }
+
+    /// Gives the hash the next wanted seq: every device of the app is asked
+    /// for its content (again).
+    private func markWanted(app: String, key: Data) throws {
+        let next = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0) + 1
+        try db.cachedStatement(sql: """
+            INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
+            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            """).execute(arguments: [next])
+        try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
+            .execute(arguments: [next, app, key])
+    }
+
+    /// A hash's live votes and whether its content is public, if it is counted.
+    private func hashState(app: String, key: Data) throws -> (liveVotes: Int64, hasContent: Bool)? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT live_votes, has_content FROM hashes WHERE app = ? AND key = ?"),
+                                         arguments: [app, key]) else { return nil }
+        return (try Stored.count(Stored.column(row, 0, "hashes.live_votes"), "hashes.live_votes"),
+                try Stored.column(row, 1, "hashes.has_content"))
     }
 
     /// The device's vote for a hash under its pseudonym, if it voted.
@@ -191,13 +255,7 @@ struct CloudFold {
                 .execute(arguments: [Data(hash.bytes), app, key])
         }
         if actions.markWanted {
-            let next = (try Int64.fetchOne(db, sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'") ?? 0) + 1
-            try db.execute(sql: """
-                INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
-                ON CONFLICT (key) DO UPDATE SET value = excluded.value
-                """, arguments: [next])
-            try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
-                .execute(arguments: [next, app, key])
+            try markWanted(app: app, key: key)
         }
         if actions.dropContent {
             try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
@@ -230,4 +288,65 @@ enum PublicKeywords {
         }
         return reader.isAtEnd ? keywords : nil
     }
+}
+
+/// What the fold knows of each (device, public hash) it met: the hash's key,
+/// the device's pseudonym, and the device's vote row as the store holds it.
+/// A replay keeps one across all the log's frames, so a vote row is read at
+/// most once and its signal allowance written once, at the end. Ingest keeps
+/// one across frames (`CloudIndex.IngestMemory`), so a popular hash's row is
+/// not read again with every frame of every device.
+///
+/// Everything the fold writes to a vote row it writes here too, so the memory
+/// never differs from the rows of the transaction it is used in. Whoever
+/// keeps one past a transaction must forget it when the transaction rolls
+/// back or anything else writes the votes (`IngestMemory` does).
+final class FoldMemory {
+
+    struct Vote {
+        var token: [UInt8]
+        var live: Bool
+        var allowance: PopularityRule.Allowance
+    }
+
+    /// A class, so that the fold changes it where the memory holds it.
+    final class Entry {
+        let app: String
+        let key: Data
+        let voter: [UInt8]
+        /// The vote row, once read or written: nil when the device never voted.
+        var vote: Vote?
+        /// Whether `vote` says what the store holds (else it was not read yet).
+        var isLoaded = false
+        /// Whether the store holds `vote.allowance` (else `flush` writes it).
+        var isAllowanceWritten = true
+
+        init(app: String, key: Data, voter: [UInt8]) {
+            self.app = app
+            self.key = key
+            self.voter = voter
+        }
+    }
+
+    /// By device, then by hash.
+    var devices: [String: [PublicHash: Entry]] = [:]
+    /// How many entries are held.
+    var count = 0
+    /// The entries whose allowance `flush` must write.
+    var unwritten: [Entry] = []
+
+    /// The most entries held after a flush (about 250 bytes each): past it,
+    /// the memory forgets everything and reads rows again as it meets them.
+    static let limit = 1 << 20
+
+    func forget() {
+        devices.removeAll(keepingCapacity: true)
+        unwritten.removeAll(keepingCapacity: true)
+        count = 0
+    }
+}
+
+extension PopularityRule.Allowance {
+    /// Nothing used yet (a new vote row's allowance).
+    static let none = PopularityRule.Allowance(day: 0, used: Popularity())
 }

@@ -96,6 +96,8 @@ public final class CloudIndex: CloudStore {
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
     let enrolled = Mutex<[String: EnrolledDevice]>([:])
+    /// What the fold knows of vote rows between frames (`IngestMemory`).
+    let ingestMemory = IngestMemory()
     /// The statements ingest runs for every frame, kept for the connection's
     /// life (`CloudStatement`).
     let statements = StatementSlots(count: CloudStatement.allCases.count)

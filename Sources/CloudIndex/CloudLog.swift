@@ -97,6 +97,8 @@ struct LogReplay {
     /// to `device_epochs` by `finish()`: nothing in the fold reads them, and
     /// an upsert per row was an eighth of a replay.
     private var epochs: [String: [Int64: Int64]] = [:]
+    /// The vote rows the replay has met (`FoldMemory`).
+    private let memory = FoldMemory()
 
     init(fold: CloudFold) {
         self.fold = fold
@@ -106,12 +108,17 @@ struct LogReplay {
         guard let app = apps[frame.device] else {
             throw CloudError(.corruptLog, "log seq \(frame.seq) is from device \(frame.device), which is not enrolled")
         }
-        try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq, receivedAt: frame.receivedAt)
+        try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq, receivedAt: frame.receivedAt,
+                       memory: memory)
+        if memory.count > FoldMemory.limit {
+            try fold.flush(memory, forgetting: true)
+        }
         epochs[frame.device, default: [:]][frame.epoch] = frame.lastSeq
     }
 
-    /// Writes the epochs the replayed rows held.
+    /// Writes the epochs the replayed rows held, and the allowances.
     func finish() throws {
+        try fold.flush(memory, forgetting: true)
         let insert = try fold.db.makeStatement(sql: "INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)")
         for (device, held) in epochs.sorted(by: { $0.key < $1.key }) {
             for (epoch, lastSeq) in held.sorted(by: { $0.key < $1.key }) {
@@ -240,6 +247,7 @@ extension CloudIndex {
     /// offered the wanted hashes afresh (an answer twice is harmless: content is
     /// kept once).
     public func rebuildProjections() throws(CloudError) {
+        ingestMemory.forget()
         try write { db in
             for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
             var replay = LogReplay(fold: fold(db, statements: StatementSlots(count: CloudStatement.allCases.count)))

@@ -120,11 +120,14 @@ extension CloudIndex {
                                     outcome: .rejected(rejection.error), device: frame.device)
             }
         } catch let refusal as Refusal {
-            // The transaction rolled back: nothing of the frame was kept.
+            // The transaction rolled back: nothing of the frame was kept, and
+            // the fold's memory may hold what it had folded of it.
+            ingestMemory.forget()
             return reject(WireError(.refused, refusal.message), device: frame.device, key: device.key)
         } catch {
             // The database failed (busy, full, I/O): nothing was kept, and the
             // device will send the same frame again.
+            ingestMemory.forget()
             return reject(WireError(.unavailable, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
                           device: frame.device, key: device.key)
         }
@@ -196,7 +199,10 @@ extension CloudIndex {
         let receivedAt = clock.now()
         let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt, db: db, statements: statements)
         // A `Refusal` from the fold rolls the whole transaction back.
-        try fold(db, statements: statements).apply(fresh, device: frame.device, app: app, logSeq: logSeq, receivedAt: receivedAt)
+        let fold = fold(db, statements: statements)
+        let memory = try ingestMemory.memory(db)
+        try fold.apply(fresh, device: frame.device, app: app, logSeq: logSeq, receivedAt: receivedAt, memory: memory)
+        try fold.flush(memory, forgetting: false)
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, frame.device)
         record.bind(2, Int64(frame.epoch))
@@ -319,6 +325,37 @@ extension CloudIndex {
                 INSERT INTO flags (device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, 'equivocation', ?)
                 """, arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
                                  now.millisecondsSince1970])
+        }
+    }
+}
+
+/// The fold's memory of vote rows between ingest transactions (`FoldMemory`):
+/// it is used only inside the store's write transactions, which the database
+/// queue runs one at a time. It is forgotten when a transaction rolls back,
+/// when the projections are rebuilt, and when another connection has written
+/// the file since (SQLite's `data_version` changed).
+final class IngestMemory: @unchecked Sendable {
+    private var fold = FoldMemory()
+    private var dataVersion: Int64?
+    private let lock = NSLock()
+
+    /// The memory for a write transaction on `db`, forgotten first if
+    /// another connection has committed to the store since it was last used.
+    func memory(_ db: Database) throws -> FoldMemory {
+        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version"))
+        return lock.withLock {
+            if version != dataVersion {
+                fold.forget()
+                dataVersion = version
+            }
+            return fold
+        }
+    }
+
+    func forget() {
+        lock.withLock {
+            fold.forget()
+            dataVersion = nil
         }
     }
 }

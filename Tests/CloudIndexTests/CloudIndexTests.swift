@@ -392,15 +392,17 @@ private func vote(_ stores: [DeviceStore]) throws {
             }
         }
         let transport = LossyTransport(harness: harness, loseEvery: 2)
-        for store in stores {
-            for _ in 0..<3 {
+        // Rounds of both devices: content is agreed by K = 2 voters, so both
+        // must hear the request the second vote made.
+        for _ in 0..<3 {
+            for store in stores {
                 let client = SyncClient(store: store, transport: transport,
                                         configuration: UploaderConfiguration(maximumMessages: 7), sleep: { _ in })
                 let report = try await client.run()
                 #expect(report.failure == nil)
             }
-            #expect(try store.syncStatus().pending == 0)
         }
+        for store in stores { #expect(try store.syncStatus().pending == 0) }
         let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.popularity == Popularity(views: 0, shown: 60, engaged: 62))
         #expect(entry.isPublic, "the content request survived the lost replies")

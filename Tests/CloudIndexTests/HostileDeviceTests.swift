@@ -217,3 +217,59 @@ private struct CloudState: Equatable {
         #expect(entry.popularity.views == PopularityRule.maximumCount && entry.popularity.engaged == PopularityRule.maximumCount)
     }
 }
+
+@Suite struct HostileContentTests {
+    private let url = "https://example.com/recipe"
+    private var theHash: PublicHash { PublicHash.of(app: app, activityType: "com.example.read", identity: "url:" + url) }
+
+    /// An honest device's vote precedes its content in its own stream: content
+    /// from a device that never voted for the hash is refused whole.
+    @Test func contentFromADeviceThatNeverVotedIsRefusedAndChangesNothing() throws {
+        let harness = try SyncHarness(threshold: 2)
+        for index in 0..<2 {
+            let voter = try Attacker(harness, name: "voter-\(index)")
+            #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
+        }
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isWanted == true)
+        let stranger = try Attacker(harness, name: "stranger")
+        let before = try CloudState(harness.cloud)
+        let spam = PublicContent(activityType: "com.example.read", title: "Buy pills", keywords: [], contentDescription: nil,
+                                 webpageURL: url)
+        guard case .rejected(let error) = stranger.send([.content(theHash, spam)]) else {
+            Issue.record("a non-voter's content was accepted")
+            return
+        }
+        #expect(error.code == .refused && error.message.contains("never voted"), "\(error)")
+        #expect(try CloudState(harness.cloud) == before)
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false)
+    }
+}
+
+/// Ingest remembers vote rows between frames (`IngestMemory`); what it
+/// remembers must never outlive what the store holds.
+@Suite struct IngestMemoryTests {
+    @Test func aRefusedFrameLeavesNothingRememberedOfWhatItFolded() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        let lie = PublicContent(activityType: "com.example.read", title: "x", keywords: [], contentDescription: nil,
+                                webpageURL: "https://example.com/other")
+        guard case .rejected = attacker.send([.vote(hash("a"), token(1)), .content(hash("a"), lie)]) else {
+            Issue.record("content for another hash was accepted")
+            return
+        }
+        #expect(attacker.send([.signal(hash("a"), Popularity(views: 5))]) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: hash("a"))?.popularity ?? Popularity() == Popularity(),
+                "the vote rolled back with its frame, so the signal is a non-voter's")
+    }
+
+    @Test func aWriteByAnotherConnectionIsSeenByTheNextFrame() throws {
+        let path = try scratchStore()
+        let harness = try SyncHarness(location: .file(path))
+        let attacker = try Attacker(harness)
+        attacker.send([.vote(hash("a"), token(1)), .signal(hash("a"), Popularity(views: 1))])
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE votes SET live = 0") }
+        attacker.send([.signal(hash("a"), Popularity(views: 1))], from: 3)
+        #expect(try harness.cloud.entry(app: app, hash: hash("a"))?.popularity.views == 1,
+                "the vote another connection made not live is not live to ingest")
+    }
+}

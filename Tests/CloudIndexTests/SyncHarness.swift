@@ -39,23 +39,24 @@ final class SyncHarness {
         return result
     }
 
-    /// Syncs `store` until its outbox is sent (no faults).
+    /// Runs one sync session of `store` (no faults): its outbox is sent, or,
+    /// with nothing pending, it probes, and so hears the cloud's requests.
     @discardableResult
     func sync(_ store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration()) throws -> [IngestResult] {
-        var uploader = try store.makeUploader(configuration: configuration)
+        var session = try SyncSession(store: store, configuration: configuration)
         var results: [IngestResult] = []
-        while let frame = try store.nextFrame(&uploader, now: clock.now()) {
+        while case .send(let frame) = try session.next(store: store, now: clock.now()) {
             let result = deliver(frame.encoded)
             results.append(result)
-            try store.receive(result.reply, into: &uploader, now: clock.now())
-            if case .stopped = uploader.state { break }
+            try session.received(result.reply, store: store, now: clock.now())
         }
         return results
     }
 
     func syncAll() throws {
-        // Twice: content requested in one round is answered in the next.
-        for _ in 0..<2 { for store in devices { try sync(store) } }
+        // Three rounds: a hash wanted in the first is heard by every device
+        // in the second and its answers arrive by the third.
+        for _ in 0..<3 { for store in devices { try sync(store) } }
     }
 }
 
