@@ -171,7 +171,7 @@ struct CloudFold {
             state.isAllowanceWritten = true
         }
         memory.unwritten.removeAll(keepingCapacity: true)
-        if forgetting || memory.count > FoldMemory.limit { memory.forget() }
+        if forgetting || memory.count > memory.limit { memory.forget() }
     }
 
     /// Reads the device's vote row for the entry's hash into it.
@@ -337,7 +337,11 @@ final class FoldMemory {
 
     /// The most entries held after a flush (about 250 bytes each): past it,
     /// the memory forgets everything and reads rows again as it meets them.
-    static let limit = 1 << 20
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
 
     func forget() {
         devices.removeAll(keepingCapacity: true)

@@ -98,7 +98,7 @@ struct LogReplay {
     /// an upsert per row was an eighth of a replay.
     private var epochs: [String: [Int64: Int64]] = [:]
     /// The vote rows the replay has met (`FoldMemory`).
-    private let memory = FoldMemory()
+    private let memory = FoldMemory(limit: 1 << 20)
 
     init(fold: CloudFold) {
         self.fold = fold
@@ -110,7 +110,7 @@ struct LogReplay {
         }
         try fold.apply(frame.messages, device: frame.device, app: app, logSeq: frame.seq, receivedAt: frame.receivedAt,
                        memory: memory)
-        if memory.count > FoldMemory.limit {
+        if memory.count > memory.limit {
             try fold.flush(memory, forgetting: true)
         }
         epochs[frame.device, default: [:]][frame.epoch] = frame.lastSeq

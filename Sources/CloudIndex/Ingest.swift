@@ -335,7 +335,8 @@ extension CloudIndex {
 /// when the projections are rebuilt, and when another connection has written
 /// the file since (SQLite's `data_version` changed).
 final class IngestMemory: @unchecked Sendable {
-    private var fold = FoldMemory()
+    /// A server's memory for it stays near 32 MiB, whatever devices send.
+    private var fold = FoldMemory(limit: 1 << 17)
     private var dataVersion: Int64?
     private let lock = NSLock()
 
