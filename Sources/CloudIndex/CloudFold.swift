@@ -37,7 +37,7 @@ struct CloudFold {
     let key: (String, PublicHash) -> [UInt8]
 
     /// Folds one frame's messages, accepted at `receivedAt`, with `memory`
-    /// (a new one per frame on ingest; one for a whole replay). Signals only
+    /// (`IngestMemory`'s on ingest; one for a whole replay). Signals only
     /// add to counts that nothing else in the fold reads, so they are summed
     /// per hash and written once at the end of the frame; everything else is
     /// applied in order. The device's allowances are written when `memory`
