@@ -273,3 +273,31 @@ private struct CloudState: Equatable {
                 "the vote another connection made not live is not live to ingest")
     }
 }
+
+@Suite struct ReplyBindingTests {
+    /// Every reply names the frame it answers by that frame's signature, so
+    /// a device can tell an answer to its frame from a replayed one; a frame
+    /// the cloud could not read is answered with the all-zero name, and a
+    /// frame whose signature failed gets an unsigned answer.
+    @Test func everyReplyNamesTheFrameItAnswers() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        let record = OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .vote(hash("a"), token(1)))
+        let frame = UploadFrame(app: app, device: attacker.name, records: [record], key: attacker.key)
+        for expected in [IngestResult.Outcome.accepted(messages: 1), .duplicate] {
+            let result = harness.deliver(frame.encoded)
+            #expect(result.outcome == expected)
+            let reply = try CloudReply.decode(result.reply, device: attacker.name, key: attacker.key)
+            #expect(reply.isAnswer(to: frame) && reply.isAuthentic)
+        }
+
+        let forged = UploadFrame(app: app, device: attacker.name, records: [record], key: [UInt8](repeating: 7, count: 32))
+        let refused = try CloudReply.decode(harness.deliver(forged.encoded).reply, device: attacker.name, key: attacker.key)
+        #expect(refused.isAnswer(to: forged) && !refused.isAuthentic)
+
+        var junk = frame.encoded
+        junk[4] = 99
+        let unread = try CloudReply.decode(harness.deliver(junk).reply, device: "", key: attacker.key)
+        #expect(unread.answers == CloudReply.unreadFrame && !unread.isAuthentic)
+    }
+}
