@@ -178,8 +178,15 @@ public struct CloudServer: Sendable {
               case .string(let secret)? = object["secret"] else {
             return CloudServer.error(.badRequest, "malformed", "expected a JSON object with string members app, device and secret")
         }
+        var proof: [UInt8]?
+        if let member = object["proof"] {
+            guard case .string(let encoded) = member, let decoded = Data(base64Encoded: encoded), (16...64).contains(decoded.count) else {
+                return CloudServer.error(.badRequest, "malformed", "proof must be 16 to 64 bytes in base64")
+            }
+            proof = [UInt8](decoded)
+        }
         do {
-            let key = try cloud.enrol(app: app, device: device, enrolmentSecret: secret)
+            let key = try cloud.enrol(app: app, device: device, enrolmentSecret: secret, proof: proof)
             logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
             return CloudServer.json(.ok, ["device": .string(device), "key": .string(Data(key).base64EncodedString())])
         } catch {

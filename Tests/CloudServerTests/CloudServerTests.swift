@@ -157,6 +157,29 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(try server.cloud.stats().logRows == 0)
     }
 
+    /// The answer to an enrolment is lost; the device asks again with its
+    /// proof and gets the same key, while anyone else asking for its name
+    /// gets 409, and a malformed proof is a 400.
+    @Test func aDeviceWhoseEnrolmentAnswerWasLostGetsTheSameKeyAgain() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 21)))
+        let name = store.deviceID.rawValue
+        let lost = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
+        let again = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
+        #expect(again == lost)
+        try store.setDeviceKey(again)
+        let thief = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 22)))
+        await #expect(throws: HTTPEnrolment.Failure.self) {
+            try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: thief.enrolmentProof)
+        }
+        let badProof = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"x","secret":"\(secret)","proof":"AAAA"}
+            """.utf8))
+        #expect(badProof.status == 400)
+        #expect(try server.cloud.stats().devices == 1)
+    }
+
     @Test func aGapIsA409WhoseSignedReplyRewindsTheUploader() async throws {
         let server = try await RunningServer.start()
         defer { Task { await server.stop() } }

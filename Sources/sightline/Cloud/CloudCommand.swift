@@ -60,6 +60,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
     var app: String?
 
+    @Option(name: .long, help: ArgumentHelp("With --app: the most devices that may enrol for it (default: no limit).", valueName: "count"))
+    var maxDevices: Int?
+
     @Option(name: .long, help: "Frames per second each device may send, counted once its signature verified (burst: twice this).")
     var rate: Double = 200
 
@@ -92,6 +95,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
+        if let maxDevices {
+            guard app != nil else { throw ValidationError("--max-devices needs --app") }
+            guard (1...100_000_000).contains(maxDevices) else { throw ValidationError("--max-devices must be between 1 and 100,000,000") }
+        }
         if let snapshotEvery {
             guard snapshotEvery >= 1 else { throw ValidationError("--snapshot-every must be at least 1 second") }
             guard snapshotDir != nil else { throw ValidationError("--snapshot-every needs --snapshot-dir") }
@@ -107,7 +114,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
             do {
-                try cloud.registerApp(app, enrolmentSecret: secret)
+                try cloud.registerApp(app, enrolmentSecret: secret, maximumDevices: maxDevices)
             } catch {
                 Output.error("error: \(error.message)")
                 throw ExitStatus.invalidInput

@@ -56,7 +56,7 @@ struct SyncCommand: AsyncParsableCommand {
                     throw ExitStatus.invalidInput
                 }
                 let key = try await HTTPEnrolment.enrol(baseURL: cloud, app: device.app, device: device.deviceID.rawValue,
-                                                        secret: secret, timeout: .seconds(Int64(timeout)))
+                                                        secret: secret, proof: device.enrolmentProof, timeout: .seconds(Int64(timeout)))
                 try device.setDeviceKey(key)
                 enrolled = true
             }
