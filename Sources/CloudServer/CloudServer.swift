@@ -98,8 +98,19 @@ public struct CloudServer: Sendable {
                     logger: logger)
     }
 
-    func router() -> Router<CloudRequestContext> {
-        let router = Router(context: CloudRequestContext.self)
+    /// The operator's application, on its own listener (loopback unless told
+    /// otherwise): `/healthz`, `/metrics` and `/v1/stats`, which count
+    /// devices, hashes and votes below K and so stay off the public API.
+    public func adminApplication(host: String = "127.0.0.1", port: Int,
+                                 onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(router: adminRouter(),
+                    configuration: .init(address: .hostname(host, port: port), serverName: "sightline-admin"),
+                    onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+                    logger: logger)
+    }
+
+    func adminRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
@@ -109,19 +120,27 @@ public struct CloudServer: Sendable {
             return Response(status: .ok, headers: headers,
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
-        router.post("v1/enrol") { request, context in
-            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            return await enrol(request)
-        }
-        router.post("v1/sync") { request, context in
-            await sync(request, context: context)
-        }
         router.get("v1/stats") { _, _ in
             do {
                 return CloudServer.json(.ok, try cloud.stats().jsonValue)
             } catch {
                 return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
             }
+        }
+        return router
+    }
+
+    func router() -> Router<CloudRequestContext> {
+        let router = Router(context: CloudRequestContext.self)
+        router.get("healthz") { _, _ in
+            CloudServer.json(.ok, ["status": .string("ok")])
+        }
+        router.post("v1/enrol") { request, context in
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
+            return await enrol(request)
+        }
+        router.post("v1/sync") { request, context in
+            await sync(request, context: context)
         }
         router.get("v1/apps/:app/public") { request, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }

@@ -17,8 +17,10 @@ private let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
 /// A real server on a loopback port picked by the system.
 private struct RunningServer {
     let url: String
+    /// The operator's listener: metrics and stats.
+    let adminURL: String
     let cloud: CloudIndex
-    let task: Task<Void, any Error>
+    let tasks: [Task<Void, any Error>]
 
     static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0)) async throws -> RunningServer {
         let cloud = try CloudIndex(at: .memory, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
@@ -28,18 +30,34 @@ private struct RunningServer {
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "sightline.cloud.test")
         logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
-        let application = CloudServer(cloud: cloud, configuration: configuration, logger: logger).application { port in
+        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
+        let application = server.application { port in
             continuation.yield(port)
         }
         let task = Task { try await application.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TransportError("the server did not start") }
-        return RunningServer(url: "http://127.0.0.1:\(port)", cloud: cloud, task: task)
+        let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
+        let admin = server.adminApplication(port: 0) { port in adminContinuation.yield(port) }
+        let adminTask = Task { try await admin.run() }
+        var adminIterator = adminPorts.makeAsyncIterator()
+        guard let adminPort = await adminIterator.next() else { throw TransportError("the admin listener did not start") }
+        return RunningServer(url: "http://127.0.0.1:\(port)", adminURL: "http://127.0.0.1:\(adminPort)", cloud: cloud,
+                             tasks: [task, adminTask])
     }
 
     func stop() async {
-        task.cancel()
-        _ = try? await task.value
+        for task in tasks {
+            task.cancel()
+            _ = try? await task.value
+        }
+    }
+
+    /// GET `path` on the admin listener.
+    func admin(_ path: String) async throws -> (status: UInt, body: String) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: adminURL + path), timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 1 << 22)
+        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
     }
 
     /// GET `path`, or POST `body` to it.
@@ -103,11 +121,36 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         }
         #expect(first["title"] == .string("Baked Potato Chips"))
         #expect(first["devices"] == .integer(3) && first["engaged"] == .integer(3) && first["shown"] == .integer(3))
-        let stats = try object(try await server.request("/v1/stats").body)
+        let stats = try object(try await server.admin("/v1/stats").body)
         #expect(stats["publicItems"] == .integer(1) && stats["devices"] == .integer(3))
-        let metrics = try await server.request("/metrics")
+        let metrics = try await server.admin("/metrics")
         #expect(metrics.body.contains("sightline_messages_accepted_total"))
         #expect(try await server.request("/healthz").status == 200)
+        #expect(try await server.admin("/healthz").status == 200)
+    }
+
+    /// Stats count devices, hashes and votes below K: an oracle for who
+    /// voted for what. They, and the metrics, are served only on the
+    /// operator's listener; the public one does not have them, and answers
+    /// the same for an item below K as for one that does not exist.
+    @Test func thePublicListenerRevealsNothingBelowTheThreshold() async throws {
+        let server = try await RunningServer.start(threshold: 3)
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 31, server: server)
+        try engage(store)
+        _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
+        #expect(try server.cloud.stats().hashes == 1)
+        for path in ["/v1/stats", "/metrics"] {
+            #expect(try await server.request(path).status == 404, "\(path) on the public listener")
+        }
+        let voted = PublicHash.of(app: app, activityType: "com.yummly/browseRecipe", identity: "url:" + recipeURL)
+        let unknown = PublicHash.of(app: app, activityType: "com.yummly/browseRecipe", identity: "url:https://nobody.example")
+        #expect(try server.cloud.entry(app: app, hash: voted)?.liveVotes == 1, "the item exists below K")
+        let below = try await server.request("/v1/apps/\(app)/items/\(voted.hex)")
+        let absent = try await server.request("/v1/apps/\(app)/items/\(unknown.hex)")
+        #expect(below.status == 404 && below == absent)
+        let search = try await server.request("/v1/apps/\(app)/public?q=potato")
+        #expect(search.status == 200 && search.body == "{\"results\":[]}\n")
     }
 
     @Test func aFramePostedTwiceIsAcknowledgedTwiceAndCountedOnce() async throws {

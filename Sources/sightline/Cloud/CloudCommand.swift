@@ -53,6 +53,14 @@ struct ServeCommand: AsyncParsableCommand {
     var port: Int = 8080
 
     @Option(name: .long, help: ArgumentHelp(
+        "Serve /metrics, /v1/stats and /healthz for operators on this port (0: any free one); none when not given.",
+        valueName: "port"))
+    var adminPort: Int?
+
+    @Option(name: .long, help: "The address the admin port listens on.")
+    var adminHost: String = "127.0.0.1"
+
+    @Option(name: .long, help: ArgumentHelp(
         "K: distinct devices with a live vote before a public activity's content is asked for and shown (default 5 for a new store; changing it rebuilds the projections).",
         valueName: "k"))
     var threshold: Int?
@@ -90,6 +98,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
         if let threshold, !(1...1_000_000).contains(threshold) {
             throw ValidationError("--threshold must be between 1 and 1,000,000")
         }
@@ -135,6 +144,14 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let snapshotting = Task { await snapshots?.run() }
         defer { snapshotting.cancel() }
+        let adminHost = self.adminHost
+        let administering = adminPort.map { adminPort in
+            let admin = server.adminApplication(host: adminHost, port: adminPort) { port in
+                Output.error("admin listening on http://\(adminHost):\(port)")
+            }
+            return Task { try await admin.run() }
+        }
+        defer { administering?.cancel() }
         try await application.runService()
     }
 }
