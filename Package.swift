@@ -91,6 +91,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
@@ -181,8 +182,9 @@ let package = Package(
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
-                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
+                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "ScratchDirectory",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

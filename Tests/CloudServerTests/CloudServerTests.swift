@@ -2,9 +2,12 @@ import AsyncHTTPClient
 import CloudIndex
 import DeviceStore
 import Foundation
+import Glibc
+import GRDB
 import IndexModel
 import Logging
 import NIOCore
+import ScratchDirectory
 import SyncHTTP
 import SyncWire
 import Testing
@@ -22,8 +25,9 @@ private struct RunningServer {
     let cloud: CloudIndex
     let tasks: [Task<Void, any Error>]
 
-    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0)) async throws -> RunningServer {
-        let cloud = try CloudIndex(at: .memory, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
+    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0),
+                      location: CloudLocation = .memory) async throws -> RunningServer {
+        let cloud = try CloudIndex(at: location, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
         try cloud.registerApp(app, enrolmentSecret: secret)
         var configuration = configuration
         configuration.port = 0
@@ -238,6 +242,69 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
                                                       expected: OutboxPosition(epoch: 0, seq: 1))))
     }
 
+    /// Ingest blocks on SQLite; it runs on NIO's blocking pool, so frames
+    /// waiting for a store another process holds locked do not keep the
+    /// server from answering anything else.
+    @Test func framesWaitingOnALockedStoreDoNotStallOtherRequests() async throws {
+        let path = try ScratchDirectory.make("sightline-stall").appendingPathComponent("cloud.sqlite").path
+        let server = try await RunningServer.start(location: .file(path))
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 41, server: server)
+        try engage(store)
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+
+        let holder = try DatabaseQueue(path: path)
+        let locked = AsyncStream<Void>.makeStream()
+        let release = AsyncStream<Void>.makeStream()
+        let holding = Task.detached {
+            try holder.inDatabase { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.continuation.yield()
+                // Blocks this thread until the test lets go: a slow transaction.
+                let semaphore = DispatchSemaphore(value: 0)
+                Task { for await _ in release.stream { semaphore.signal(); return } }
+                semaphore.wait()
+                try db.execute(sql: "COMMIT")
+            }
+        }
+        var lockedIterator = locked.stream.makeAsyncIterator()
+        await lockedIterator.next()
+        let syncs = (0..<16).map { _ in Task { try await server.request("/v1/sync", body: frame.encoded).status } }
+        try await Task.sleep(for: .milliseconds(300))
+        // A client of its own: the shared one's connections to the server
+        // are all busy with the waiting frames.
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let started = ContinuousClock.now
+        let answer = try? await client.execute(HTTPClientRequest(url: server.url + "/healthz"), timeout: .seconds(3))
+        try await client.shutdown()
+        #expect(answer?.status == .ok)
+        #expect(ContinuousClock.now - started < .seconds(1), "the health check waited for the locked store")
+        release.continuation.yield()
+        try await holding.value
+        for sync in syncs {
+            #expect(try await sync.value == 200)
+        }
+    }
+
+    /// A client that sends its body a byte at a time, never idle long
+    /// enough for the idle timeout, gets 408 once the client timeout is up,
+    /// and its connection is closed.
+    @Test func aBodyThatTricklesInIsCutOffAtTheClientTimeout() async throws {
+        var configuration = CloudServerConfiguration(port: 0)
+        configuration.clientTimeout = .milliseconds(500)
+        let server = try await RunningServer.start(configuration: configuration)
+        defer { Task { await server.stop() } }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let head = Array("POST /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n".utf8)
+        let (open, answer) = try await Task.detached {
+            try RawClient.trickle(port: port, head: head, every: .milliseconds(100), forAtMost: .seconds(5))
+        }.value
+        #expect(open < .seconds(2), "the server kept a trickling client for \(open)")
+        #expect(answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
+        #expect(try await server.request("/healthz").status == 200)
+    }
+
     @Test func aDeviceOverItsRateLimitGets429() async throws {
         let server = try await RunningServer.start(configuration: CloudServerConfiguration(framesPerSecond: 0.001, burst: 1))
         defer { Task { await server.stop() } }
@@ -312,5 +379,46 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
             #expect(limiter.count <= 1_000)
         }
         #expect(limiter.isExhausted("key-49999", now: start + .seconds(1)), "the newest keys are kept")
+    }
+}
+
+/// A TCP client that writes bytes and reads until the server closes: what
+/// a slow or broken HTTP client looks like to the server.
+enum RawClient {
+    struct Failure: Error {
+        let step: String
+    }
+
+    /// Sends `head`, then one body byte every `interval` until the server
+    /// closes the connection; returns how long it stayed open and what the
+    /// server sent.
+    static func trickle(port: Int, head: [UInt8], every interval: Duration,
+                        forAtMost limit: Duration) throws -> (open: Duration, answer: String) {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure(step: "socket") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(step: "connect") }
+        let started = ContinuousClock.now
+        guard head.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == head.count else {
+            throw Failure(step: "send")
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received: [UInt8] = []
+        while ContinuousClock.now - started < limit {
+            Thread.sleep(forTimeInterval: Double(interval.components.attoseconds) / 1e18 + Double(interval.components.seconds))
+            var byte: UInt8 = 0x41
+            if send(socket, &byte, 1, Int32(MSG_NOSIGNAL)) < 0 { break }
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 { received += buffer[..<count] }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { break }
+        }
+        return (ContinuousClock.now - started, String(decoding: received, as: UTF8.self))
     }
 }

@@ -82,6 +82,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The burst of such requests an address may save up.", valueName: "count"))
     var addressBurst: Double = 1_000
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Seconds a client has to send a whole request body; a connection idle this long is closed.", valueName: "seconds"))
+    var clientTimeout: Int = 30
+
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "info"
 
@@ -104,6 +108,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
+        guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
         if let maxDevices {
             guard app != nil else { throw ValidationError("--max-devices needs --app") }
             guard (1...100_000_000).contains(maxDevices) else { throw ValidationError("--max-devices must be between 1 and 100,000,000") }
@@ -133,7 +138,7 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let server = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(
             host: host, port: port, framesPerSecond: rate, burst: rate * 2,
-            addressRequestsPerSecond: addressRate, addressBurst: addressBurst), logger: logger)
+            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout)), logger: logger)
         let host = self.host
         let threshold = cloud.threshold
         let application = server.application { port in
