@@ -98,6 +98,7 @@ extension CloudIndex {
         let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
         StoreFiles.remove(copy)
         do {
+            guard StoreFiles.createPrivate(copy) else { throw CloudError(.database, "cannot create \(copy) (errno \(errno))") }
             let destination = try DatabaseQueue(path: copy)
             let (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
                 let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import Snapshot
 import SQLiteSupport
 import Synchronization
 import SyncWire
@@ -148,6 +149,9 @@ public final class CloudIndex: CloudStore {
                     throw CloudError(.storeNotFound, "no cloud store at \(path): check the path (read-only commands never create one)")
                 }
                 if !options.readOnly { configuration.journalMode = .wal }
+                if !FileManager.default.fileExists(atPath: path) && !StoreFiles.createPrivate(path) {
+                    throw CloudError(.database, "cannot create \(path) (errno \(errno))")
+                }
                 queue = try DatabaseQueue(path: path, configuration: configuration)
             }
         } catch let error as CloudError {

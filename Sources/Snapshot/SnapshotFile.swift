@@ -36,7 +36,7 @@ public enum SnapshotFile {
                 throw SnapshotError(.io, "cannot read \(source)")
             }
             defer { try? input.close() }
-            guard FileManager.default.createFile(atPath: temporary, contents: nil),
+            guard StoreFiles.createPrivate(temporary),
                   let output = FileHandle(forWritingAtPath: temporary) else {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
@@ -128,7 +128,7 @@ public enum SnapshotFile {
             throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
         }
         do {
-            guard FileManager.default.createFile(atPath: destination, contents: nil),
+            guard StoreFiles.createPrivate(destination),
                   let output = FileHandle(forWritingAtPath: destination) else {
                 throw SnapshotError(.io, "cannot create \(destination)")
             }

@@ -1,4 +1,4 @@
-import DeviceStore
+@testable import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
@@ -13,6 +13,52 @@ import Testing
             (error as? DeviceStoreError)?.code == .storeNotFound
         }
         #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    /// Stores and snapshots hold the device key: they, and the WAL beside a
+    /// store, are created readable by their owner only.
+    @Test func storesSnapshotsAndRestoresAreCreatedOwnerOnly() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("owner.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 3)))
+        try store.setDeviceKey([UInt8](repeating: 7, count: 32))
+        try store.index(named: "notes").indexSearchableItems([item("1", title: "a note")])
+        let snapshot = directory.appendingPathComponent("owner.snap").path
+        try store.snapshot(to: snapshot)
+        let restored = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: ManualClock(testStart)))
+        for file in [path, path + "-wal", snapshot, restored] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(file) has mode \(String(mode, radix: 8))")
+        }
+    }
+
+    /// A read-only look at a store whose writer died may need a private copy
+    /// (when SQLite cannot make the WAL index a reader needs), and that copy,
+    /// which holds the device key, is gone from disk as soon as it is open.
+    @Test func theInspectionCopyOfAStoreIsLeftNowhereOnDisk() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("live.sqlite").path
+        let writer = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 4)))
+        try writer.setDeviceKey([UInt8](repeating: 9, count: 32))
+        try writer.index(named: "notes").indexSearchableItems([item("1", title: "kept in the WAL")])
+        // What a killed writer leaves: the database and its WAL, no index.
+        let dead = directory.appendingPathComponent("dead.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: dead)
+        try FileManager.default.copyItem(atPath: path + "-wal", toPath: dead + "-wal")
+        let scratch = FileManager.default.temporaryDirectory.path
+        let prefix = "sightline-inspect-\(ProcessInfo.processInfo.processIdentifier)-"
+        let before = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasPrefix(prefix) }
+        // Run as root, the tests cannot deny SQLite the WAL index that makes
+        // a read-only open fall back to the copy; they make the copy directly.
+        var configuration = Configuration()
+        configuration.readonly = true
+        let copy = try DeviceStore.inspectionCopy(of: dead, configuration: configuration)
+        #expect(try copy.read { db in try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'") } == Data(repeating: 9, count: 32))
+        let after = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasPrefix(prefix) }
+        #expect(after == before, "an inspection copy is left in \(scratch)")
+        #expect(try copy.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM event_journal") } ?? 0 > 0,
+                "the copy reads on with no name on disk")
     }
 
     @Test func aFileThatIsNotSQLiteIsRefused() throws {

@@ -107,6 +107,7 @@ extension DeviceStore {
         do {
             var configuration = Configuration()
             configuration.journalMode = .default
+            guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
             let destination = try DatabaseQueue(path: copy, configuration: configuration)
             let createdAt = clock.now()
             manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
