@@ -1,6 +1,7 @@
 import ArgumentParser
 import CloudIndex
 import CloudServer
+import Crypto
 import Foundation
 import Hummingbird
 import IndexModel
@@ -100,6 +101,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Periodic snapshots to keep.")
     var snapshotsKept: Int = 3
 
+    @OptionGroup var keyOption: KeyFileOption
+
+    @Flag(name: .long, help: "Write periodic snapshots unencrypted although they hold every device key.")
+    var plaintextSnapshots = false
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
@@ -116,6 +122,12 @@ struct ServeCommand: AsyncParsableCommand {
         if let snapshotEvery {
             guard snapshotEvery >= 1 else { throw ValidationError("--snapshot-every must be at least 1 second") }
             guard snapshotDir != nil else { throw ValidationError("--snapshot-every needs --snapshot-dir") }
+            guard keyOption.keyFile != nil || plaintextSnapshots else {
+                throw ValidationError("""
+                    --snapshot-every writes every device key into each snapshot: give --key-file to encrypt them, \
+                    or --plaintext-snapshots to write them unencrypted
+                    """)
+            }
         }
         guard snapshotsKept >= 1 else { throw ValidationError("--snapshots-kept must be at least 1") }
     }
@@ -144,8 +156,9 @@ struct ServeCommand: AsyncParsableCommand {
         let application = server.application { port in
             Output.error("listening on http://\(host):\(port) (threshold K = \(threshold))")
         }
+        let key = try keyOption.key().map { $0.withUnsafeBytes { Array($0) } }
         let snapshots = snapshotEvery.flatMap { every in
-            snapshotDir.map { PeriodicSnapshots(cloud: cloud, directory: $0, every: every, kept: snapshotsKept, logger: logger) }
+            snapshotDir.map { PeriodicSnapshots(cloud: cloud, directory: $0, every: every, kept: snapshotsKept, key: key, logger: logger) }
         }
         let snapshotting = Task { await snapshots?.run() }
         defer { snapshotting.cancel() }
@@ -169,6 +182,9 @@ struct PeriodicSnapshots: Sendable {
     let directory: String
     let every: Int
     let kept: Int
+    /// Seals each snapshot (they hold every device key); nil only when the
+    /// operator asked for plaintext snapshots.
+    let key: [UInt8]?
     let logger: Logger
 
     func run() async {
@@ -179,7 +195,7 @@ struct PeriodicSnapshots: Sendable {
             let name = "cloud-\(cloud.now.millisecondsSince1970).snap"
             let path = (directory as NSString).appendingPathComponent(name)
             do {
-                let manifest = try cloud.snapshot(to: path)
+                let manifest = try cloud.snapshot(to: path, key: key.map { SymmetricKey(data: $0) })
                 logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
             } catch {
                 logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
