@@ -192,6 +192,12 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
+        do {
+            try checkRestoredSchema(temporary)
+        } catch {
+            StoreFiles.remove(temporary)
+            throw error
+        }
         timer.lap("extract and checksum")
         let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now(), random: options.random)
         let head: Seq
@@ -212,6 +218,99 @@ extension DeviceStore {
         }
         timer.lap("replace the store")
         return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases)
+    }
+
+    /// The schema of a new device store of this build.
+    private static let currentSchema: Result<[SchemaObject], DeviceStoreError> = Result { () throws(DeviceStoreError) in
+        do {
+            let queue = try DatabaseQueue()
+            try queue.write { db in
+                try StoreSchema.create(db, deviceID: "schema", app: "schema", voteSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+                try db.execute(sql: SearchIndex.ddl)
+            }
+            return try queue.read { db in try SchemaCheck.objects(db) }
+        } catch {
+            throw DeviceStoreError(.database, "cannot make the store schema to compare with: \(DeviceStore.describe(error))")
+        }
+    }
+
+    /// Refuses a restored file whose schema is not one this build makes
+    /// (`SchemaCheck`; a store older than version 3 may still hold its FTS5
+    /// tables, which opening it drops), before anything opens it as a store.
+    static func checkRestoredSchema(_ path: String) throws(DeviceStoreError) {
+        let expected = try currentSchema.get()
+        let found: (objects: [SchemaObject], version: DatabaseValue?)
+        do {
+            var configuration = Configuration()
+            configuration.readonly = true
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? queue.close() }
+            found = try queue.read { db in
+                let objects = try SchemaCheck.objects(db)
+                guard objects.contains(where: { $0.name == "store_meta" }) else { return (objects, nil) }
+                let version = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'")
+                if objects.contains(where: { $0.name == "sync_state" }) { try checkSyncState(db) }
+                return (objects, version)
+            }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            if let failure = RestoredFile.integrityFailure(at: path) { throw DeviceStoreError(.snapshot, failure) }
+            throw DeviceStoreError(.snapshot, "the snapshot's database cannot be read: \(DeviceStore.describe(error))")
+        }
+        guard case .int64(let version)? = found.version?.storage,
+              StoreSchema.readableVersions.contains(Int(clamping: version)) else {
+            throw DeviceStoreError(.snapshot, """
+                the snapshot's database is not a device store of a version this build reads \
+                (\(StoreSchema.readableVersions.lowerBound) to \(StoreSchema.readableVersions.upperBound))
+                """)
+        }
+        let verdict = SchemaCheck.verdict(found: found.objects, expected: expected,
+                                          isCurrentVersion: version == Int64(StoreSchema.formatVersion),
+                                          derived: SearchIndex.schemaObjects) { object in
+            version < 3 && object.type == "table" && StoreSchema.droppedFullTextTables.contains(object.name)
+        }
+        switch verdict {
+        case .accepted:
+            break
+        case .acceptedDroppingDerived(let tables):
+            // The search index of another layout: the store builds it again on the next search.
+            do {
+                let queue = try DatabaseQueue(path: path)
+                defer { try? queue.close() }
+                try queue.write { db in for table in tables { try db.execute(sql: "DROP TABLE IF EXISTS \(table)") } }
+            } catch {
+                throw DeviceStoreError(.snapshot, "cannot drop the restored file's search index: \(DeviceStore.describe(error))")
+            }
+        case .refused(let problem):
+            throw DeviceStoreError(.snapshot, "\(problem): refused")
+        }
+    }
+
+    /// The restored file's sync state and epoch, which no projection check
+    /// covers (a rebuild keeps them): each position an integer from 0 to
+    /// 2^53 − 1, the device key 32 bytes, nothing else.
+    private static func checkSyncState(_ db: Database) throws {
+        let positions: Set<String> = ["acknowledged_epoch", "acknowledged_seq", "durable_epoch", "durable_seq"]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM sync_state") {
+            guard case .string(let key) = (row[0] as DatabaseValue).storage else {
+                throw DeviceStoreError(.snapshot, "the restored file's sync_state has a key that is not text: refused")
+            }
+            let value = (row[1] as DatabaseValue).storage
+            switch (key, value) {
+            case ("device_key", .blob(let bytes)) where bytes.count == 32:
+                continue
+            case (let name, .int64(let number)) where positions.contains(name) && number >= 0 && UInt64(number) <= WireLimits.maximumPosition:
+                continue
+            default:
+                throw DeviceStoreError(.snapshot, "the restored file's sync_state \(key) holds \(row[1] as DatabaseValue), not a position or a 32-byte key: refused")
+            }
+        }
+        if let epoch = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") {
+            guard case .int64(let number) = epoch.storage, number >= 1, UInt64(number) <= WireLimits.maximumPosition else {
+                throw DeviceStoreError(.snapshot, "the restored file's epoch is \(epoch), not a position: refused")
+            }
+        }
     }
 
     /// The epoch a store restored from a snapshot of `epoch` begins: the
