@@ -2,11 +2,14 @@ import CloudIndex
 import CoreMetrics
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import IndexModel
 import IndexQuery
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Prometheus
 import Synchronization
 import SyncWire
@@ -33,6 +36,9 @@ public struct CloudServerConfiguration: Sendable {
     /// connection idle for this long is closed: a slow client holds nothing
     /// for longer.
     public var clientTimeout: Duration
+    /// Serve HTTPS with this certificate and key (`tlsConfiguration(certificateFile:keyFile:)`);
+    /// nil: plain HTTP.
+    public var tls: TLSConfiguration?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = WireLimits.maximumFrameBytes,
                 framesPerSecond: Double = 200, burst: Double = 400,
@@ -101,10 +107,25 @@ public struct CloudServer: Sendable {
                                 capacity: configuration.limiterCapacity)
     }
 
+    /// A server TLS configuration from PEM files: the certificate chain
+    /// (leaf first) and its private key.
+    public static func tlsConfiguration(certificateFile: String, keyFile: String) throws -> TLSConfiguration {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
+        guard !chain.isEmpty else { throw TLSFileError("\(certificateFile) holds no PEM certificate") }
+        let key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    }
+
+    public struct TLSFileError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     /// The application, ready to `run()`; `onRunning` receives the bound port.
-    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(router: router(),
-                    server: .http1(configuration: .init(idleTimeout: TimeAmount(configuration.clientTimeout))),
+    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.clientTimeout)))
+        return Application(router: router(),
+                    server: try configuration.tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
                     configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                          serverName: "sightline"),
                     onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },

@@ -2,7 +2,22 @@ import AsyncHTTPClient
 import Foundation
 import IndexModel
 import NIOCore
+import NIOSSL
 import SyncWire
+
+/// HTTP clients for talking to a cloud.
+public enum CloudClients {
+    /// A client that, for https:// URLs, trusts the certificates in the PEM
+    /// file `caFile` (and only them), as a device trusts its operator's CA.
+    /// The caller shuts it down.
+    public static func trusting(caFile: String) throws -> HTTPClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        let roots = try NIOSSLCertificate.fromPEMFile(caFile)
+        guard !roots.isEmpty else { throw TransportError("\(caFile) holds no PEM certificate") }
+        tls.trustRoots = .certificates(roots)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+    }
+}
 
 /// The sync transport over HTTP: POST /v1/sync with the frame as the body.
 ///

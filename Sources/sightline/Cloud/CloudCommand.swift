@@ -61,6 +61,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The address the admin port listens on.")
     var adminHost: String = "127.0.0.1"
 
+    @Option(name: .long, help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.",
+                                            valueName: "pem"))
+    var tlsCert: String?
+
+    @Option(name: .long, help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "pem"))
+    var tlsKey: String?
+
     @Option(name: .long, help: ArgumentHelp(
         "K: distinct devices with a live vote before a public activity's content is asked for and shown (default 5 for a new store; changing it rebuilds the projections).",
         valueName: "k"))
@@ -109,6 +116,7 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
         if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let threshold, !(1...1_000_000).contains(threshold) {
             throw ValidationError("--threshold must be between 1 and 1,000,000")
         }
@@ -148,13 +156,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "sightline.cloud")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let server = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(
+        var configuration = CloudServerConfiguration(
             host: host, port: port, framesPerSecond: rate, burst: rate * 2,
-            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout)), logger: logger)
+            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout))
+        if let tlsCert, let tlsKey {
+            do {
+                configuration.tls = try CloudServer.tlsConfiguration(certificateFile: tlsCert, keyFile: tlsKey)
+            } catch {
+                Output.error("error: cannot read the TLS certificate \(tlsCert) or key \(tlsKey): \(error)")
+                throw ExitStatus.invalidInput
+            }
+        }
+        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
         let host = self.host
         let threshold = cloud.threshold
-        let application = server.application { port in
-            Output.error("listening on http://\(host):\(port) (threshold K = \(threshold))")
+        let scheme = tlsCert == nil ? "http" : "https"
+        let application = try server.application { port in
+            Output.error("listening on \(scheme)://\(host):\(port) (threshold K = \(threshold))")
         }
         let key = try keyOption.key().map { $0.withUnsafeBytes { Array($0) } }
         let snapshots = snapshotEvery.flatMap { every in
