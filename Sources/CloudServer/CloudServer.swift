@@ -145,6 +145,9 @@ public struct CloudServer: Sendable {
 
     func adminRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: MethodNotAllowedMiddleware(routes: [
+            (["healthz"], [.get]), (["metrics"], [.get]), (["v1", "stats"], [.get]),
+        ]))
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
@@ -166,6 +169,10 @@ public struct CloudServer: Sendable {
 
     func router() -> Router<CloudRequestContext> {
         let router = Router(context: CloudRequestContext.self)
+        router.add(middleware: MethodNotAllowedMiddleware(routes: [
+            (["healthz"], [.get]), (["v1", "enrol"], [.post]), (["v1", "sync"], [.post]),
+            (["v1", "apps", "*", "public"], [.get]), (["v1", "apps", "*", "items", "*"], [.get]),
+        ]))
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
@@ -179,10 +186,15 @@ public struct CloudServer: Sendable {
         router.get("v1/apps/:app/public") { request, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
             guard let app = context.parameters.get("app") else { return CloudServer.error(.badRequest, "malformed", "no app") }
-            let text = request.uri.queryParameters.get("q").map { String($0) } ?? ""
-            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 20
+            let parameters = request.uri.queryParameters
+            guard ["q", "limit", "query"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
+                return CloudServer.error(.badRequest, "malformed", "q, limit and query may each be given once")
+            }
+            let text = parameters.get("q").map { String($0) } ?? ""
+            let limitText = parameters.get("limit").map { String($0) }
+            let limit = limitText.map { Int($0) ?? 0 } ?? 20
             guard (1...1000).contains(limit), text.utf8.count <= 1024 else {
-                return CloudServer.error(.badRequest, "malformed", "limit must be 1 to 1000 and q at most 1024 bytes")
+                return CloudServer.error(.badRequest, "malformed", "limit must be an integer from 1 to 1000 and q at most 1024 bytes")
             }
             var filter: CompiledQuery?
             if let query = request.uri.queryParameters.get("query").map({ String($0) }) {

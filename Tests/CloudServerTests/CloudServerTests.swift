@@ -7,6 +7,7 @@ import GRDB
 import IndexModel
 import Logging
 import NIOCore
+import NIOHTTP1
 import ScratchDirectory
 import SyncHTTP
 import SyncWire
@@ -202,6 +203,30 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let badQuery = try await server.request("/v1/apps/\(app)/public?query=title%20%3D%3D")
         #expect(try outcome(badQuery) == "400 invalidQuery")
         #expect(try server.cloud.stats().logRows == 0)
+    }
+
+    /// A route's path with a method it does not declare is 405 with an
+    /// `Allow` header; a path no route has is 404; query parameters that are
+    /// not what the API says (repeated, not an integer) are 400.
+    @Test func undeclaredMethodsAre405AndOddParametersAre400() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        for (method, path, allow) in [(HTTPMethod.PUT, "/v1/sync", "POST"), (.GET, "/v1/enrol", "POST"),
+                                      (.DELETE, "/v1/apps/a/public", "GET"), (.POST, "/v1/apps/a/items/00", "GET"),
+                                      (.TRACE, "/healthz", "GET")] {
+            var request = HTTPClientRequest(url: server.url + path)
+            request.method = method
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            #expect(response.status == .methodNotAllowed && response.headers["Allow"] == [allow], "\(method) \(path)")
+        }
+        let admin = try await HTTPClient.shared.execute({ var r = HTTPClientRequest(url: server.adminURL + "/metrics"); r.method = .POST; return r }(),
+                                                        timeout: .seconds(10))
+        #expect(admin.status == .methodNotAllowed)
+        #expect(try await server.request("/v1/nothing").status == 404)
+        for query in ["limit=null", "limit=5&limit=6", "q=a&q=b", "limit=0", "limit=1001"] {
+            #expect(try await server.request("/v1/apps/\(app)/public?\(query)").status == 400, "\(query)")
+        }
+        #expect(try await server.request("/v1/apps/\(app)/public?limit=5&q=a").status == 200)
     }
 
     /// The answer to an enrolment is lost; the device asks again with its
