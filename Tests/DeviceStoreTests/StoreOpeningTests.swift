@@ -191,3 +191,41 @@ import Testing
         }
     }
 }
+
+/// A store file is outside bytes: a value someone wrote into it that this
+/// build never writes is a `corruptStore` error naming it, never a trap.
+@Suite struct EditedStoreTests {
+    @Test(arguments: [
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('acknowledged_epoch', 1), ('acknowledged_seq', -5)", "acknowledged"),
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('durable_epoch', -1), ('durable_seq', 1)", "durable"),
+        ("UPDATE store_meta SET value = -1 WHERE key = 'epoch'", "store_meta.epoch"),
+        ("UPDATE outbox SET epoch = -7", "outbox"),
+        ("UPDATE outbox SET seq = 9007199254740993 WHERE seq = (SELECT max(seq) FROM outbox)", "outbox"),
+    ])
+    func aNegativeOrHugeStoredPositionIsACorruptStoreError(edit: String, named: String) throws {
+        let path = try temporaryDirectory().appendingPathComponent("edited.sqlite").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+            try store.record(UserActivity(activityType: "t", title: "Edited", webpageURL: "https://example.com/e",
+                                          eligibleForSearch: true, eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/e")
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: edit) }
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
+        let reads: [() throws -> Void] = [
+            { _ = try store.syncStatus() },
+            { _ = try store.journalHead() },
+            { _ = try store.outboxEntries() },
+        ]
+        var refused = 0
+        for read in reads {
+            do {
+                try read()
+            } catch let error as DeviceStoreError {
+                #expect(error.code == .corruptStore && error.message.contains(named), "\(error)")
+                refused += 1
+            }
+        }
+        #expect(refused >= 1, "no read noticed \(edit)")
+    }
+}

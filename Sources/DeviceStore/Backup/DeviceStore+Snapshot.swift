@@ -339,7 +339,7 @@ extension DeviceStore {
         let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
         try store.write { db in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
-            guard UInt64(epoch) == manifest.epoch else {
+            guard epoch >= 0, UInt64(epoch) == manifest.epoch else {
                 throw DeviceStoreError(.snapshot, "the snapshot's store is in epoch \(epoch), its manifest says \(manifest.epoch)")
             }
             if let toSeq {
