@@ -234,35 +234,27 @@ extension CloudIndex {
     /// The schema of a new cloud store of this build.
     private static let currentSchema: Result<[SchemaObject], CloudError> = Result { () throws(CloudError) in
         do {
-            let queue = try DatabaseQueue()
-            try queue.write { db in try CloudSchema.create(db, threshold: 1, voterSecret: [UInt8](repeating: 0, count: 32), createdAt: 0) }
-            return try queue.read { db in try SchemaCheck.objects(db) }
+            return try SchemaCheck.schema { db in
+                try CloudSchema.create(db, threshold: 1, voterSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+            }
         } catch {
             throw CloudError(.database, "cannot make the cloud store schema to compare with: \(describe(error))")
         }
     }
 
     /// Refuses a restored file whose schema is not one this build makes
-    /// (`SchemaCheck`), before anything opens it as a store.
+    /// (`SchemaCheck`) or whose registry holds what this build never writes,
+    /// before anything opens it as a store.
     static func checkRestoredSchema(_ path: String) throws(CloudError) {
         let expected = try currentSchema.get()
-        let found: (objects: [SchemaObject], version: DatabaseValue?)
+        let found: (objects: [SchemaObject], version: Int64?)
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            found = try queue.read { db in
-                let objects = try SchemaCheck.objects(db)
-                let version = objects.contains { $0.name == "cloud_meta" }
-                    ? try DatabaseValue.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") : nil
-                return (objects, version)
-            }
+            found = try SchemaCheck.inspect(path, metaTable: "cloud_meta")
         } catch {
             if let failure = RestoredFile.integrityFailure(at: path) { throw CloudError(.snapshot, failure) }
             throw CloudError(.snapshot, "the snapshot's database cannot be read: \(describe(error))")
         }
-        guard case .int64(let version)? = found.version?.storage, (1...Int64(CloudSchema.formatVersion)).contains(version) else {
+        guard let version = found.version, (1...Int64(CloudSchema.formatVersion)).contains(version) else {
             throw CloudError(.snapshot, "the snapshot's database is not a cloud store of a version this build reads (1 to \(CloudSchema.formatVersion))")
         }
         switch SchemaCheck.verdict(found: found.objects, expected: expected, isCurrentVersion: version == Int64(CloudSchema.formatVersion)) {
@@ -271,11 +263,7 @@ extension CloudIndex {
         case .refused(let problem): throw CloudError(.snapshot, "\(problem): refused")
         }
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            try queue.read { db in try checkRegistry(db, version: Int(version)) }
+            try SchemaCheck.read(path) { db in try checkRegistry(db, version: Int(version)) }
         } catch let error as CloudError {
             throw CloudError(.snapshot, "\(error.message): refused")
         } catch {

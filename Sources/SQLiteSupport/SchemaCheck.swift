@@ -14,6 +14,34 @@ public struct SchemaObject: Hashable, Sendable {
 /// trigger on the cloud log could rewrite counts at every ingest). Only what
 /// this build creates is allowed.
 public enum SchemaCheck {
+    /// The schema of a new store: what `create` makes in an empty database.
+    public static func schema(of create: (Database) throws -> Void) throws -> [SchemaObject] {
+        let queue = try DatabaseQueue()
+        try queue.write(create)
+        return try queue.read(objects)
+    }
+
+    /// Reads the database at `path` without writing to it.
+    public static func read<T>(_ path: String, _ body: (Database) throws -> T) throws -> T {
+        var configuration = Configuration()
+        configuration.readonly = true
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read(body)
+    }
+
+    /// A restored file's schema and its `format_version` in `metaTable`
+    /// (nil when there is no such table or the value is not an integer).
+    public static func inspect(_ path: String, metaTable: String) throws -> (objects: [SchemaObject], version: Int64?) {
+        try read(path) { db in
+            let objects = try objects(db)
+            guard objects.contains(where: { $0.name == metaTable && $0.type == "table" }) else { return (objects, nil) }
+            let value = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM \(metaTable) WHERE key = 'format_version'")
+            guard case .int64(let version)? = value?.storage else { return (objects, nil) }
+            return (objects, version)
+        }
+    }
+
     /// Every object in `sqlite_master`, read with checks (a hostile file may
     /// hold anything in it).
     public static func objects(_ db: Database) throws -> [SchemaObject] {

@@ -303,6 +303,22 @@ private struct CloudState: Equatable {
     }
 }
 
+/// A snapshot of a cloud that took one vote, and the same snapshot with its
+/// database changed by the SQL `edit`, as someone who can write the backup
+/// location could change a plaintext snapshot.
+private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, snapshot: String, tampered: String) {
+    let directory = try ScratchDirectory.make("sightline-restore-tampered")
+    let harness = try SyncHarness(threshold: 1, location: .file(directory.appendingPathComponent("cloud.sqlite").path))
+    try Attacker(harness).send([.vote(hash("a"), token(1))])
+    let snapshot = directory.appendingPathComponent("cloud.snap").path
+    try harness.cloud.snapshot(to: snapshot)
+    let database = directory.appendingPathComponent("tampered.sqlite").path
+    let manifest = try SnapshotFile.extract(snapshot, to: database, key: nil)
+    try DatabaseQueue(path: database).writeWithoutTransaction { db in try db.execute(sql: edit) }
+    try SnapshotFile.write(source: database, destination: database + ".snap", manifest: manifest, key: nil)
+    return (directory, snapshot, database + ".snap")
+}
+
 @Suite struct RestoredCloudSchemaTests {
     /// A trigger on the cloud log would rewrite counts at every ingest of
     /// the restored cloud; a view, an extra table or index, or a table
@@ -321,18 +337,7 @@ private struct CloudState: Equatable {
         """,
     ])
     func aCloudSnapshotWithSchemaThisBuildDidNotMakeIsRefused(edit: String) throws {
-        let directory = try ScratchDirectory.make("sightline-restore-schema")
-        let harness = try SyncHarness(threshold: 1, location: .file(directory.appendingPathComponent("cloud.sqlite").path))
-        let attacker = try Attacker(harness)
-        attacker.send([.vote(hash("a"), token(1))])
-        let snapshot = directory.appendingPathComponent("cloud.snap").path
-        try harness.cloud.snapshot(to: snapshot)
-        let database = directory.appendingPathComponent("tampered.sqlite").path
-        let manifest = try SnapshotFile.extract(snapshot, to: database, key: nil)
-        try DatabaseQueue(path: database).writeWithoutTransaction { db in try db.execute(sql: edit) }
-        let bad = database + ".snap"
-        try SnapshotFile.write(source: database, destination: bad, manifest: manifest, key: nil)
-
+        let (directory, snapshot, bad) = try tamperedCloudSnapshot(edit)
         let target = directory.appendingPathComponent("restored.sqlite").path
         let error = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: bad, to: target) }
         #expect(error.code == .snapshot && error.message.hasSuffix("refused"), "\(error)")
@@ -352,17 +357,7 @@ private struct CloudState: Equatable {
         ("INSERT INTO cloud_meta (key, value) VALUES ('debug', 1)", "cloud_meta holds debug"),
     ])
     func aCloudSnapshotWithAnImpossibleRegistryIsRefused(edit: String, named: String) throws {
-        let directory = try ScratchDirectory.make("sightline-restore-registry")
-        let harness = try SyncHarness(threshold: 1, location: .file(directory.appendingPathComponent("cloud.sqlite").path))
-        let attacker = try Attacker(harness)
-        attacker.send([.vote(hash("a"), token(1))])
-        let snapshot = directory.appendingPathComponent("cloud.snap").path
-        try harness.cloud.snapshot(to: snapshot)
-        let database = directory.appendingPathComponent("tampered.sqlite").path
-        let manifest = try SnapshotFile.extract(snapshot, to: database, key: nil)
-        try DatabaseQueue(path: database).writeWithoutTransaction { db in try db.execute(sql: edit) }
-        let bad = database + ".snap"
-        try SnapshotFile.write(source: database, destination: bad, manifest: manifest, key: nil)
+        let (directory, _, bad) = try tamperedCloudSnapshot(edit)
         let target = directory.appendingPathComponent("restored.sqlite").path
         let error = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: bad, to: target) }
         #expect(error.code == .snapshot && error.message.contains(named) && error.message.hasSuffix("refused"), "\(error)")

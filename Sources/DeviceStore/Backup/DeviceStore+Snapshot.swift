@@ -223,12 +223,10 @@ extension DeviceStore {
     /// The schema of a new device store of this build.
     private static let currentSchema: Result<[SchemaObject], DeviceStoreError> = Result { () throws(DeviceStoreError) in
         do {
-            let queue = try DatabaseQueue()
-            try queue.write { db in
+            return try SchemaCheck.schema { db in
                 try StoreSchema.create(db, deviceID: "schema", app: "schema", voteSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
                 try db.execute(sql: SearchIndex.ddl)
             }
-            return try queue.read { db in try SchemaCheck.objects(db) }
         } catch {
             throw DeviceStoreError(.database, "cannot make the store schema to compare with: \(DeviceStore.describe(error))")
         }
@@ -236,30 +234,18 @@ extension DeviceStore {
 
     /// Refuses a restored file whose schema is not one this build makes
     /// (`SchemaCheck`; a store older than version 3 may still hold its FTS5
-    /// tables, which opening it drops), before anything opens it as a store.
+    /// tables, which opening it drops) or whose sync state holds what this
+    /// build never writes, before anything opens it as a store.
     static func checkRestoredSchema(_ path: String) throws(DeviceStoreError) {
         let expected = try currentSchema.get()
-        let found: (objects: [SchemaObject], version: DatabaseValue?)
+        let found: (objects: [SchemaObject], version: Int64?)
         do {
-            var configuration = Configuration()
-            configuration.readonly = true
-            let queue = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? queue.close() }
-            found = try queue.read { db in
-                let objects = try SchemaCheck.objects(db)
-                guard objects.contains(where: { $0.name == "store_meta" }) else { return (objects, nil) }
-                let version = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'")
-                if objects.contains(where: { $0.name == "sync_state" }) { try checkSyncState(db) }
-                return (objects, version)
-            }
-        } catch let error as DeviceStoreError {
-            throw error
+            found = try SchemaCheck.inspect(path, metaTable: "store_meta")
         } catch {
             if let failure = RestoredFile.integrityFailure(at: path) { throw DeviceStoreError(.snapshot, failure) }
             throw DeviceStoreError(.snapshot, "the snapshot's database cannot be read: \(DeviceStore.describe(error))")
         }
-        guard case .int64(let version)? = found.version?.storage,
-              StoreSchema.readableVersions.contains(Int(clamping: version)) else {
+        guard let version = found.version, StoreSchema.readableVersions.contains(Int(clamping: version)) else {
             throw DeviceStoreError(.snapshot, """
                 the snapshot's database is not a device store of a version this build reads \
                 (\(StoreSchema.readableVersions.lowerBound) to \(StoreSchema.readableVersions.upperBound))
@@ -284,6 +270,14 @@ extension DeviceStore {
             }
         case .refused(let problem):
             throw DeviceStoreError(.snapshot, "\(problem): refused")
+        }
+        guard found.objects.contains(where: { $0.name == "sync_state" }) else { return }
+        do {
+            try SchemaCheck.read(path) { db in try checkSyncState(db) }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.snapshot, "the snapshot's sync state cannot be read: \(DeviceStore.describe(error))")
         }
     }
 
