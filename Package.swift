@@ -156,6 +156,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The raw C API, for the benchmarks' baselines.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -7,6 +7,7 @@ import Hummingbird
 import IndexModel
 import IndexQuery
 import Logging
+import NIOPosix
 
 struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -212,12 +213,19 @@ struct PeriodicSnapshots: Sendable {
             if Task.isCancelled { return }
             let name = "cloud-\(cloud.now.millisecondsSince1970).snap"
             let path = (directory as NSString).appendingPathComponent(name)
-            do {
-                let manifest = try cloud.snapshot(to: path, key: key.map { SymmetricKey(data: $0) })
+            // A snapshot copies and deflates the whole store: on NIO's
+            // blocking pool, beside ingest, not on Swift's cooperative pool.
+            let written = try? await NIOThreadPool.singleton.runIfActive { [cloud, key] in
+                Result { () throws(CloudError) in try cloud.snapshot(to: path, key: key.map { SymmetricKey(data: $0) }) }
+            }
+            switch written {
+            case .success(let manifest)?:
                 logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
-            } catch {
+            case .failure(let error)?:
                 logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
                 continue
+            case nil:
+                return
             }
             let snapshots = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
                 .filter { $0.hasPrefix("cloud-") && $0.hasSuffix(".snap") }
