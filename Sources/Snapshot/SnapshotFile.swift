@@ -129,6 +129,9 @@ public enum SnapshotFile {
               case .integer(let chunkCount)? = manifest["chunks"] else {
             throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
         }
+        guard expectedBytes >= 0, chunkCount >= 0 else {
+            throw SnapshotError(.malformed, "the manifest says \(chunkCount) chunks of \(expectedBytes) bytes: neither may be negative")
+        }
         do {
             guard StoreFiles.createPrivate(destination),
                   let output = FileHandle(forWritingAtPath: destination) else {

@@ -131,6 +131,28 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: extracted), "the snapshot as written still opens")
     }
 
+    /// A plaintext manifest is outside bytes: a negative chunk count or
+    /// length is malformed, not a trap when the counts are compared.
+    @Test(arguments: [("chunks", Int64(-1)), ("contentBytes", Int64.min)])
+    func aNegativeCountInTheManifestIsMalformed(member: String, value: Int64) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let raw = try snapshotOfContent(in: directory, key: nil).snapshot
+        let trailer = SnapshotFile.trailerMagic.count + 4
+        let lengthAt = raw.count - trailer
+        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
+        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
+            Issue.record("no manifest")
+            return
+        }
+        manifest[member] = .integer(value)
+        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
+        let altered = Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
+            + SnapshotFile.trailerMagic
+        let error = try refusal(of: altered, in: directory, key: nil)
+        #expect(error.code == .malformed && error.message.contains("negative"), "\(error)")
+    }
+
     @Test func aShortChunkBeforeTheLastIsRefused() throws {
         // Chunks are written at k × chunkBytes as they are inflated, so a
         // chunk shorter than that before the last would leave a hole.
