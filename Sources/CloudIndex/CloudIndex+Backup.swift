@@ -275,9 +275,9 @@ extension CloudIndex {
     /// them: `cloud_meta`, the apps and the devices (whose keys sign every
     /// reply). Each value must be what this build writes.
     static func checkRegistry(_ db: Database, version: Int) throws {
-        func text(_ value: DatabaseValue, _ what: String) throws -> String {
-            guard case .string(let text) = value.storage, !text.isEmpty, text.utf8.count <= 256 else {
-                throw CloudError(.corruptStore, "\(what) is \(value), not a name of 1 to 256 bytes")
+        func text(_ value: DatabaseValue, _ what: String, upTo limit: Int = 256) throws -> String {
+            guard case .string(let text) = value.storage, !text.isEmpty, text.utf8.count <= limit else {
+                throw CloudError(.corruptStore, "\(what) is \(value), not a name of 1 to \(limit) bytes")
             }
             return text
         }
@@ -314,12 +314,18 @@ extension CloudIndex {
         }
         let proof = version >= 4 ? "enrolment_proof" : "NULL"
         let offered = version >= 2 ? "offered_at_epoch, offered_at_seq" : "0, 0"
+        let name = version >= 5 ? "name" : "device"
         for row in try Row.fetchAll(db, sql: """
             SELECT device, app, key, enrolled_at, requests_delivered, requests_offered, \(offered),
-                   backed_up_epoch, backed_up_seq, \(proof) FROM devices
+                   backed_up_epoch, backed_up_seq, \(proof), \(name) FROM devices
             """) {
-            let device = try text(row[0], "a device name")
-            _ = try text(row[1], "devices.app of \(device)")
+            // The id is the name, or the app and the name on two lines (`CloudIndex.deviceID`).
+            let device = try text(row[0], "a device id", upTo: 2 * 256 + 1)
+            let app = try text(row[1], "devices.app of \(device)")
+            let deviceName = try text(row[11], "devices.name of \(device)")
+            guard device == deviceName || device == app + "\n" + deviceName else {
+                throw CloudError(.corruptStore, "device id \(device) is neither its name \(deviceName) nor its app's and its name")
+            }
             try blob(row[2], "devices.key of \(device)")
             try integer(row[3], Int64.min...Int64.max, "devices.enrolled_at of \(device)")
             for (index, column) in [(4, "requests_delivered"), (5, "requests_offered"), (6, "offered_at_epoch"),

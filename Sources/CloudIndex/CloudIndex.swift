@@ -114,7 +114,8 @@ public final class CloudIndex: CloudStore {
     static let pageCacheBytes = 64 << 20
 
     struct EnrolledDevice {
-        let app: String
+        /// The id the cloud keeps the device's stream under (`deviceID`).
+        let id: String
         let key: [UInt8]
     }
 
@@ -299,16 +300,14 @@ public final class CloudIndex: CloudStore {
             }
             let quota = (registered[1] as DatabaseValue).isNull
                 ? nil : try Stored.count(Stored.column(registered, 1, "apps.maximum_devices of \(app)"), "apps.maximum_devices of \(app)")
-            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key, enrolment_proof FROM devices WHERE device = ?"),
-                                               arguments: [device]) {
-                let storedProof: Data? = (existing[2] as DatabaseValue).isNull
-                    ? nil : try Stored.column(existing, 2, "devices.enrolment_proof of \(device)")
-                let storedApp: String = try Stored.column(existing, 0, "devices.app of \(device)")
-                guard let proofHash, let storedProof, storedApp == app,
-                      CloudIndex.constantTimeEqual([UInt8](storedProof), [UInt8](proofHash)) else {
+            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, enrolment_proof FROM devices WHERE app = ? AND name = ?"),
+                                               arguments: [app, device]) {
+                let storedProof: Data? = (existing[1] as DatabaseValue).isNull
+                    ? nil : try Stored.column(existing, 1, "devices.enrolment_proof of \(device)")
+                guard let proofHash, let storedProof, CloudIndex.constantTimeEqual([UInt8](storedProof), [UInt8](proofHash)) else {
                     throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
                 }
-                return [UInt8](try Stored.column(existing, 1, "devices.key of \(device)") as Data)
+                return [UInt8](try Stored.column(existing, 0, "devices.key of \(device)") as Data)
             }
             if let quota {
                 let enrolled = try Int64.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM devices WHERE app = ?"), arguments: [app]) ?? 0
@@ -316,10 +315,21 @@ public final class CloudIndex: CloudStore {
                     throw CloudError(.enrolmentRefused, "enrolment refused: app \(app) has enrolled its quota of \(quota) devices")
                 }
             }
-            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at, enrolment_proof) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [device, app, Data(key), now.millisecondsSince1970, proofHash])
+            let id = try CloudIndex.deviceID(app: app, name: device, db: db)
+            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at, enrolment_proof, name) VALUES (?, ?, ?, ?, ?, ?)")
+                .execute(arguments: [id, app, Data(key), now.millisecondsSince1970, proofHash, device])
             return key
         }
+    }
+
+    /// The id the cloud keeps a newly enrolled device's stream under: its
+    /// name, or, when another app's device already has that id, the app and
+    /// the name on two lines (names never hold a line break). Device names
+    /// are per app; the log, the epochs and the fold know devices by id.
+    static func deviceID(app: String, name: String, db: Database) throws -> String {
+        let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)"),
+                                      arguments: [name]) ?? false
+        return taken ? app + "\n" + name : name
     }
 
     static func checkName(_ name: String, _ what: String) throws(CloudError) {

@@ -7,8 +7,9 @@ import GRDB
 enum CloudSchema {
     /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`;
     /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`);
-    /// version 4 `devices.enrolment_proof` and `apps.maximum_devices`.
-    static let formatVersion = 4
+    /// version 4 `devices.enrolment_proof` and `apps.maximum_devices`;
+    /// version 5 `devices.name`, so that device names are per app.
+    static let formatVersion = 5
     static let application = "sightline-cloud-store"
 
     /// Not projections: who may send, and what each device was last offered.
@@ -30,8 +31,10 @@ enum CloudSchema {
             offered_at_seq INTEGER NOT NULL DEFAULT 0,
             backed_up_epoch INTEGER NOT NULL DEFAULT 0,
             backed_up_seq INTEGER NOT NULL DEFAULT 0,
-            enrolment_proof BLOB
+            enrolment_proof BLOB,
+            name TEXT
         );
+        CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
         CREATE TABLE cloud_log (
             seq INTEGER PRIMARY KEY,
             device TEXT NOT NULL,
@@ -131,6 +134,14 @@ enum CloudSchema {
             try db.execute(sql: """
                 ALTER TABLE apps ADD COLUMN maximum_devices INTEGER;
                 ALTER TABLE devices ADD COLUMN enrolment_proof BLOB;
+                """)
+        }
+        if version < 5 {
+            // Every device enrolled so far was unique across apps: its name is its id.
+            try db.execute(sql: """
+                ALTER TABLE devices ADD COLUMN name TEXT;
+                UPDATE devices SET name = device;
+                CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
                 """)
         }
         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])

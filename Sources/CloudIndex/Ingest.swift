@@ -25,20 +25,27 @@ public struct IngestResult: Sendable {
 /// A frame whose structure was read and whose signature is its enrolled
 /// device's: what `CloudStore.authenticate` hands back for `ingest`.
 public struct AuthenticatedFrame: Sendable {
+    /// The frame, with `device` the id the cloud keeps the device's stream
+    /// under (its name unless another app's device had it first).
     public let frame: UploadFrame
-    /// The app the device enrolled for (the frame names the same one).
+    /// The device's name, as the frame gave it: replies are addressed to it.
+    public let name: String
+    /// The app the device enrolled for, which the frame names.
     public let app: String
     /// The device's key, which signs the reply.
     let key: [UInt8]
 
-    public init(frame: UploadFrame, app: String, key: [UInt8]) {
-        self.frame = frame
+    init(frame: UploadFrame, id: String, app: String, key: [UInt8]) {
+        name = frame.device
+        var stored = frame
+        stored.device = id
+        self.frame = stored
         self.app = app
         self.key = key
     }
 
-    /// The sending device, proven by its signature.
-    public var device: String { frame.device }
+    /// The sending device's name, proven by its signature.
+    public var device: String { name }
 }
 
 /// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.
@@ -63,12 +70,13 @@ extension CloudIndex {
         }
         let device: EnrolledDevice?
         do {
-            device = try enrolledDevice(frame.device)
+            device = try enrolledDevice(app: frame.app, name: frame.device)
         } catch {
             return .refused(reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, frame: frame, key: nil))
         }
         guard let device else {
-            return .refused(reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, frame: frame, key: nil))
+            return .refused(reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled for app \(frame.app)"),
+                                   device: frame.device, frame: frame, key: nil))
         }
         guard frame.isSigned(by: device.key) else {
             // Unsigned: the cloud never signs a reply to a frame whose own
@@ -76,11 +84,7 @@ extension CloudIndex {
             return .refused(reject(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
                                    device: frame.device, frame: frame, key: nil))
         }
-        guard frame.app == device.app else {
-            return .refused(reject(WireError(.badSignature, "the frame names app \(frame.app) but device \(frame.device) is enrolled for another app"),
-                                   device: frame.device, frame: frame, key: device.key))
-        }
-        return .authenticated(AuthenticatedFrame(frame: frame, app: device.app, key: device.key))
+        return .authenticated(AuthenticatedFrame(frame: frame, id: device.id, app: frame.app, key: device.key))
     }
 
     /// Ingests an authenticated frame and returns the reply. The checks go on
@@ -94,12 +98,13 @@ extension CloudIndex {
     /// - a gap: `gap` with the position the cloud expects.
     public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
         let frame = authenticated.frame
-        let device = EnrolledDevice(app: authenticated.app, key: authenticated.key)
+        let name = authenticated.name
+        let device = (app: authenticated.app, key: authenticated.key)
         let messages: [OutboxMessage]
         do {
             messages = try frame.messages()
         } catch {
-            return reject(error, device: frame.device, frame: frame, key: device.key)
+            return reject(error, device: name, frame: frame, key: device.key)
         }
         do {
             let decision = try queue.cachedWrite(transactions) { db in
@@ -107,43 +112,45 @@ extension CloudIndex {
             }
             switch decision {
             case .accepted(let ack, let count):
-                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, answering: frame.signature, key: device.key),
-                                    outcome: .accepted(messages: count), device: frame.device)
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: device.key),
+                                    outcome: .accepted(messages: count), device: name)
             case .duplicate(let ack):
-                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, answering: frame.signature, key: device.key),
-                                    outcome: .duplicate, device: frame.device)
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: device.key),
+                                    outcome: .duplicate, device: name)
             case .rejected(let rejection):
                 if rejection.error.code == .equivocation {
                     try? flagEquivocation(frame)
                 }
-                return IngestResult(reply: CloudReply.rejection(rejection).encoded(device: frame.device, answering: frame.signature, key: device.key),
-                                    outcome: .rejected(rejection.error), device: frame.device)
+                return IngestResult(reply: CloudReply.rejection(rejection).encoded(device: name, answering: frame.signature, key: device.key),
+                                    outcome: .rejected(rejection.error), device: name)
             }
         } catch let refusal as Refusal {
             // The transaction rolled back: nothing of the frame was kept, and
             // the fold's memory may hold what it had folded of it.
             ingestMemory.forget()
-            return reject(WireError(.refused, refusal.message), device: frame.device, frame: frame, key: device.key)
+            return reject(WireError(.refused, refusal.message), device: name, frame: frame, key: device.key)
         } catch {
             // The database failed (busy, full, I/O): nothing was kept, and the
             // device will send the same frame again.
             ingestMemory.forget()
             return reject(WireError(.unavailable, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
-                          device: frame.device, frame: frame, key: device.key)
+                          device: name, frame: frame, key: device.key)
         }
     }
 
-    /// The device's app and key, or nil when it is not enrolled. Each frame
-    /// needs them, so they are remembered after the first read.
-    private func enrolledDevice(_ device: String) throws -> EnrolledDevice? {
-        if let known = enrolled.withLock({ $0[device] }) { return known }
+    /// The id and key of the device named `name` in `app`, or nil when it is
+    /// not enrolled. Each frame needs them, so they are remembered after the
+    /// first read.
+    private func enrolledDevice(app: String, name: String) throws -> EnrolledDevice? {
+        let memo = app + "\n" + name
+        if let known = enrolled.withLock({ $0[memo] }) { return known }
         let read = try self.read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key FROM devices WHERE device = ?"),
-                                             arguments: [device]) else { return nil as EnrolledDevice? }
-            return EnrolledDevice(app: try Stored.column(row, 0, "devices.app of \(device)"),
-                                  key: [UInt8](try Stored.column(row, 1, "devices.key of \(device)") as Data))
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT device, key FROM devices WHERE app = ? AND name = ?"),
+                                             arguments: [app, name]) else { return nil as EnrolledDevice? }
+            return EnrolledDevice(id: try Stored.column(row, 0, "devices.device of \(name)"),
+                                  key: [UInt8](try Stored.column(row, 1, "devices.key of \(name)") as Data))
         }
-        if let read { enrolled.withLock { $0[device] = read } }
+        if let read { enrolled.withLock { $0[memo] = read } }
         return read
     }
 

@@ -117,6 +117,8 @@ private func vote(_ stores: [DeviceStore]) throws {
                 ALTER TABLE votes DROP COLUMN day_shown;
                 ALTER TABLE votes DROP COLUMN day_engaged;
                 ALTER TABLE devices DROP COLUMN enrolment_proof;
+                DROP INDEX devices_by_name;
+                ALTER TABLE devices DROP COLUMN name;
                 ALTER TABLE apps DROP COLUMN maximum_devices;
                 UPDATE cloud_meta SET value = 1 WHERE key = 'format_version';
                 """)
@@ -130,7 +132,7 @@ private func vote(_ stores: [DeviceStore]) throws {
         let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
         #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
         let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-        #expect(version == 4)
+        #expect(version == 5)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
     }
 
@@ -251,11 +253,12 @@ private func vote(_ stores: [DeviceStore]) throws {
         try vote([store])
         let records = try store.pendingOutbox(after: .start, limit: 10)
         let wrongKey = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
-        // A device of another app signs with its own key but names this app.
+        // A device of another app signs with its own key but names this app,
+        // where no device of its name is enrolled (names are per app).
         let foreign = UploadFrame(app: app, device: stranger.deviceID.rawValue, records: records,
                                   key: try #require(try stranger.deviceKey()))
         let unknown = UploadFrame(app: app, device: "not-enrolled", records: records, key: [UInt8](repeating: 1, count: 32))
-        for (frame, code) in [(wrongKey, WireError.Code.badSignature), (foreign, .badSignature), (unknown, .unknownDevice)] {
+        for (frame, code) in [(wrongKey, WireError.Code.badSignature), (foreign, .unknownDevice), (unknown, .unknownDevice)] {
             guard case .rejected(let error) = harness.deliver(frame.encoded).outcome else {
                 Issue.record("\(code) accepted")
                 continue

@@ -364,3 +364,39 @@ private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, sn
         #expect(!FileManager.default.fileExists(atPath: target))
     }
 }
+
+@Suite struct PerAppDeviceNameTests {
+    /// Device names are per app: two apps may each have a device named
+    /// "phone-1". Each enrols, syncs and re-enrols with its proof on its own;
+    /// neither's stream, key or counts touch the other's.
+    @Test func twoAppsEachHaveADeviceOfTheSameName() throws {
+        let harness = try SyncHarness(threshold: 1)
+        let other = "com.example.other"
+        try harness.cloud.registerApp(other, enrolmentSecret: enrolmentSecret)
+        let first = try harness.cloud.enrol(app: app, device: "phone-1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        let second = try harness.cloud.enrol(app: other, device: "phone-1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 2, count: 32))
+        #expect(first != second)
+        #expect(try harness.cloud.enrol(app: other, device: "phone-1", enrolmentSecret: enrolmentSecret,
+                                        proof: Array(repeating: 2, count: 32)) == second, "re-enrolment with the proof, in its own app")
+        func frame(_ appName: String, _ key: [UInt8], _ message: OutboxMessage) -> [UInt8] {
+            UploadFrame(app: appName, device: "phone-1",
+                        records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: message)], key: key).encoded
+        }
+        let otherHash = PublicHash.of(app: other, activityType: "com.example.read", identity: "url:https://example.com/x")
+        #expect(harness.deliver(frame(app, first, .vote(hash("x"), token(1)))).outcome == .accepted(messages: 1))
+        let result = harness.deliver(frame(other, second, .vote(otherHash, token(2))))
+        #expect(result.outcome == .accepted(messages: 1), "the same name and position in another app is another stream")
+        #expect(try CloudReply.decode(result.reply, device: "phone-1", key: second).isAuthentic)
+        #expect(try harness.cloud.entry(app: app, hash: hash("x"))?.liveVotes == 1)
+        #expect(try harness.cloud.entry(app: other, hash: otherHash)?.liveVotes == 1)
+        // A key of one app does not sign for the other's phone-1.
+        guard case .rejected(let error) = harness.deliver(frame(other, first, .vote(otherHash, token(1)))).outcome else {
+            Issue.record("a frame signed with the other app's key was accepted")
+            return
+        }
+        #expect(error.code == .badSignature)
+        #expect(try harness.cloud.stats().devices == 2 && harness.cloud.stats().logRows == 2)
+        #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
+        #expect(try harness.cloud.verifyLog().firstProblem == nil)
+    }
+}
