@@ -107,3 +107,8 @@ private func removeScratchDirectory() {
 func removeStoreFiles(_ path: String) {
     for suffix in ["", "-wal", "-shm", "-journal"] { try? FileManager.default.removeItem(atPath: path + suffix) }
 }
+
+/// A line on standard error, unbuffered, so it is there when a contract breaks.
+func note(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

@@ -21,7 +21,7 @@
 //   are what the accepted frames reached;
 // - no count passes `PopularityRule.maximumCount` nor what the devices could
 //   add in the days the session spanned; a public hash has K live votes, and
-//   its content is content at least K devices sent for it.
+//   its content is content that a device which voted for it sent.
 import CloudIndex
 import Crypto
 import DeviceStore
@@ -33,6 +33,9 @@ enum Target {
     static let app = Stores.app
     static let otherApp = "org.example.other"
     static let threshold = 2
+    /// How many devices that voted for a hash must have sent the content it
+    /// shows: docs/CLOUD.md keeps the first content from a device that voted.
+    static let agreeingSenders = 1
     static let type = "com.example.read"
 
     static let contents: [PublicContent] = [
@@ -66,8 +69,10 @@ enum Target {
         var acceptedMessages = 0
         /// Frames the cloud accepted or acknowledged again, to replay.
         var sent: [[UInt8]] = []
-        /// hash → content → the devices that sent it in a signed frame.
+        /// hash → content → the devices that sent it in a frame the cloud took.
         var senders: [PublicHash: [PublicContent: Set<String>]] = [:]
+        /// hash → the devices that voted for it in a frame the cloud took.
+        var voters: [PublicHash: Set<String>] = [:]
         var days: Set<Int64> = []
     }
 
@@ -81,6 +86,8 @@ enum Target {
     static let trace = ProcessInfo.processInfo.environment["SIGHTLINE_FUZZ_TRACE"] != nil
 
     static func run(_ bytes: [UInt8]) {
+        let started = ContinuousClock.now
+        defer { if trace { note("timing: total \(ContinuousClock.now - started)") } }
         var input = FuzzInput(bytes)
         let clock = Clock()
         let cloud: CloudIndex
@@ -96,12 +103,15 @@ enum Target {
         } catch {
             fatalError("fuzz: cannot set up the cloud: \(error)")
         }
+        let setUp = ContinuousClock.now
         var steps = 0
         while !input.isAtEnd && steps < 16 {
             steps += 1
             step(&input, cloud: cloud, clock: clock, session: &session)
         }
+        let stepped = ContinuousClock.now
         checkCloud(cloud, session: session)
+        if trace { note("timing: steps \(stepped - setUp), checks \(ContinuousClock.now - stepped)") }
     }
 
     static func step(_ input: inout FuzzInput, cloud: CloudIndex, clock: Clock, session: inout Session) {
@@ -214,6 +224,9 @@ enum Target {
             follows = firstSeq > 1 ? OutboxPosition(epoch: epoch, seq: firstSeq - 1) : .nothing
         }
         guard follows < first else { return nil }
+        // What `UploadFrame.parse` allows: an epoch's first frame follows
+        // any earlier position, a later one the seq before it.
+        legal = legal && (firstSeq == 1 ? true : follows == OutboxPosition(epoch: epoch, seq: firstSeq - 1))
         var records: [OutboxRecord] = []
         for offset in 0..<count {
             let (encoded, withinLimits) = message(&input, device: device)
@@ -285,7 +298,10 @@ enum Target {
         let result = cloud.ingest(bytes)
         let outcome = result.outcome
         let device = session.devices[index]
-        if trace { print("ingest: \(device.name) \(frame.map { "\($0.first)...\($0.last) follows \($0.follows)" } ?? "changed"): \(outcome)") }
+        if trace {
+            let messages = ((try? UploadFrame.parse(bytes).messages()) ?? []).map { JSONWriter.compact($0.jsonValue) }
+            note("ingest: \(device.name) \(frame.map { "\($0.first)...\($0.last) follows \($0.follows)" } ?? "changed"): \(outcome) \(messages)")
+        }
         contract(!outcome.isUnavailable, "the in-memory cloud failed: \(outcome)")
         if legal, case .rejected(let error) = outcome {
             contract(error.code != .malformed && error.code != .tooLarge, "a frame within every limit was refused: \(error)")
@@ -300,10 +316,14 @@ enum Target {
                  "the reply to a taken frame is not signed with the device's key")
         session.sent.append(bytes)
         session.days.insert(PopularityRule.day(milliseconds: clock.current.millisecondsSince1970))
-        if let frame, let messages = try? frame.messages() {
+        // The messages as the cloud read them (a header changed after
+        // building may still be taken, with its own messages).
+        if let messages = try? UploadFrame.parse(bytes).messages() {
             for message in messages {
-                if case .content(let hash, let content) = message {
-                    session.senders[hash, default: [:]][content, default: []].insert(device.name)
+                switch message {
+                case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
+                case .vote(let hash, _): session.voters[hash, default: []].insert(device.name)
+                case .withdraw, .signal: break
                 }
             }
         }
@@ -348,8 +368,10 @@ enum Target {
                 guard let content = entry.content else { continue }
                 contract(entry.liveVotes >= threshold, "a hash with \(entry.liveVotes) live votes is public")
                 let hash = PublicHash.of(app: entry.app, content: content)
-                let agreed = hash.flatMap { session.senders[$0]?[content] }?.count ?? 0
-                contract(agreed >= threshold, "public content was sent by \(agreed) devices, fewer than K = \(threshold)")
+                let senders = hash.flatMap { session.senders[$0]?[content] } ?? []
+                let voters = hash.flatMap { session.voters[$0] } ?? []
+                contract(senders.intersection(voters).count >= agreeingSenders,
+                         "public content \(content) was sent by \(senders.sorted()), of whom \(senders.intersection(voters).count) voted for it")
             }
         } catch {
             contract(false, "the in-memory cloud cannot be read: \(error)")
