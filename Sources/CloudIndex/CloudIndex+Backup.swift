@@ -98,6 +98,7 @@ extension CloudIndex {
         let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
         StoreFiles.remove(copy)
         do {
+            guard StoreFiles.createPrivate(copy) else { throw CloudError(.database, "cannot create \(copy) (errno \(errno))") }
             let destination = try DatabaseQueue(path: copy)
             let (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
                 let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
@@ -211,6 +212,7 @@ extension CloudIndex {
     public static func verifyStaged(_ staging: String, manifest: CloudSnapshotManifest,
                                     options: CloudOptions = CloudOptions()) throws(CloudError) {
         do {
+            try checkRestoredSchema(staging)
             try verifyRestored(staging, manifest: manifest, options: options)
         } catch {
             StoreFiles.remove(staging)
@@ -226,6 +228,105 @@ extension CloudIndex {
             _ = try StoreFiles.replace(path, with: staging, stamp: options.clock.now().millisecondsSince1970)
         } catch {
             throw CloudError(.snapshot, error.message)
+        }
+    }
+
+    /// The schema of a new cloud store of this build.
+    private static let currentSchema: Result<[SchemaObject], CloudError> = Result { () throws(CloudError) in
+        do {
+            return try SchemaCheck.schema { db in
+                try CloudSchema.create(db, threshold: 1, voterSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+            }
+        } catch {
+            throw CloudError(.database, "cannot make the cloud store schema to compare with: \(describe(error))")
+        }
+    }
+
+    /// Refuses a restored file whose schema is not one this build makes
+    /// (`SchemaCheck`) or whose registry holds what this build never writes,
+    /// before anything opens it as a store.
+    static func checkRestoredSchema(_ path: String) throws(CloudError) {
+        let expected = try currentSchema.get()
+        let found: (objects: [SchemaObject], version: Int64?)
+        do {
+            found = try SchemaCheck.inspect(path, metaTable: "cloud_meta")
+        } catch {
+            if let failure = RestoredFile.integrityFailure(at: path) { throw CloudError(.snapshot, failure) }
+            throw CloudError(.snapshot, "the snapshot's database cannot be read: \(describe(error))")
+        }
+        guard let version = found.version, (1...Int64(CloudSchema.formatVersion)).contains(version) else {
+            throw CloudError(.snapshot, "the snapshot's database is not a cloud store of a version this build reads (1 to \(CloudSchema.formatVersion))")
+        }
+        switch SchemaCheck.verdict(found: found.objects, expected: expected, isCurrentVersion: version == Int64(CloudSchema.formatVersion)) {
+        case .accepted: break
+        case .acceptedDroppingDerived(let tables): throw CloudError(.snapshot, "the restored file's tables \(tables) are not this build's: refused")
+        case .refused(let problem): throw CloudError(.snapshot, "\(problem): refused")
+        }
+        do {
+            try SchemaCheck.read(path) { db in try checkRegistry(db, version: Int(version)) }
+        } catch let error as CloudError {
+            throw CloudError(.snapshot, "\(error.message): refused")
+        } catch {
+            throw CloudError(.snapshot, "the snapshot's registry cannot be read: \(describe(error))")
+        }
+    }
+
+    /// The tables a replay does not check, since no projection is made of
+    /// them: `cloud_meta`, the apps and the devices (whose keys sign every
+    /// reply). Each value must be what this build writes.
+    static func checkRegistry(_ db: Database, version: Int) throws {
+        func text(_ value: DatabaseValue, _ what: String) throws -> String {
+            guard case .string(let text) = value.storage, !text.isEmpty, text.utf8.count <= 256 else {
+                throw CloudError(.corruptStore, "\(what) is \(value), not a name of 1 to 256 bytes")
+            }
+            return text
+        }
+        func blob(_ value: DatabaseValue, _ what: String) throws {
+            guard case .blob(let bytes) = value.storage, bytes.count == 32 else {
+                throw CloudError(.corruptStore, "\(what) is \(value), not 32 bytes")
+            }
+        }
+        func integer(_ value: DatabaseValue, _ range: ClosedRange<Int64>, _ what: String) throws {
+            guard case .int64(let number) = value.storage, range.contains(number) else {
+                throw CloudError(.corruptStore, "\(what) is \(value), not an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+        }
+        let position = Int64(0)...Int64(WireLimits.maximumPosition)
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM cloud_meta") {
+            let key = try text(row[0], "a cloud_meta key")
+            let value: DatabaseValue = row[1]
+            switch key {
+            case "application": guard value == CloudSchema.application.databaseValue else { throw CloudError(.corruptStore, "cloud_meta.application is \(value)") }
+            case "format_version": try integer(value, 1...Int64(CloudSchema.formatVersion), "cloud_meta.format_version")
+            case "threshold": try integer(value, 1...1_000_000, "cloud_meta.threshold")
+            case "voter_secret": try blob(value, "cloud_meta.voter_secret")
+            case "created_at": try integer(value, Int64.min...Int64.max, "cloud_meta.created_at")
+            default: throw CloudError(.corruptStore, "cloud_meta holds \(key), which no cloud store of this build has")
+            }
+        }
+        let quota = version >= 4 ? "maximum_devices" : "NULL"
+        for row in try Row.fetchAll(db, sql: "SELECT app, secret_hash, \(quota) FROM apps") {
+            let app = try text(row[0], "an app name")
+            try blob(row[1], "apps.secret_hash of \(app)")
+            if !(row[2] as DatabaseValue).isNull {
+                try integer(row[2], 1...Int64(CloudIndex.largestDeviceQuota), "apps.maximum_devices of \(app)")
+            }
+        }
+        let proof = version >= 4 ? "enrolment_proof" : "NULL"
+        let offered = version >= 2 ? "offered_at_epoch, offered_at_seq" : "0, 0"
+        for row in try Row.fetchAll(db, sql: """
+            SELECT device, app, key, enrolled_at, requests_delivered, requests_offered, \(offered),
+                   backed_up_epoch, backed_up_seq, \(proof) FROM devices
+            """) {
+            let device = try text(row[0], "a device name")
+            _ = try text(row[1], "devices.app of \(device)")
+            try blob(row[2], "devices.key of \(device)")
+            try integer(row[3], Int64.min...Int64.max, "devices.enrolled_at of \(device)")
+            for (index, column) in [(4, "requests_delivered"), (5, "requests_offered"), (6, "offered_at_epoch"),
+                                    (7, "offered_at_seq"), (8, "backed_up_epoch"), (9, "backed_up_seq")] {
+                try integer(row[index], position, "devices.\(column) of \(device)")
+            }
+            if !(row[10] as DatabaseValue).isNull { try blob(row[10], "devices.enrolment_proof of \(device)") }
         }
     }
 

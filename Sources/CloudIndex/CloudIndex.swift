@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import Snapshot
 import SQLiteSupport
 import Synchronization
 import SyncWire
@@ -148,6 +149,9 @@ public final class CloudIndex: CloudStore {
                     throw CloudError(.storeNotFound, "no cloud store at \(path): check the path (read-only commands never create one)")
                 }
                 if !options.readOnly { configuration.journalMode = .wal }
+                if !FileManager.default.fileExists(atPath: path) && !StoreFiles.createPrivate(path) {
+                    throw CloudError(.database, "cannot create \(path) (errno \(errno))")
+                }
                 queue = try DatabaseQueue(path: path, configuration: configuration)
             }
         } catch let error as CloudError {
@@ -245,42 +249,75 @@ public final class CloudIndex: CloudStore {
 
     /// Registers `app` with the secret its devices enrol with, or changes the
     /// secret of a registered app. Only a hash of the secret is kept.
-    public func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError) {
+    /// `maximumDevices` (nil: no limit) caps the devices that may enrol for
+    /// it; devices enrolled already stay.
+    public func registerApp(_ app: String, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError) {
         try CloudIndex.checkName(app, "app")
         guard enrolmentSecret.utf8.count >= 16 else {
             throw CloudError(.invalidOption, "the enrolment secret of \(app) must be at least 16 bytes")
         }
+        if let maximumDevices, !(1...CloudIndex.largestDeviceQuota).contains(maximumDevices) {
+            throw CloudError(.invalidOption, "the device quota of \(app) must be 1 to \(CloudIndex.largestDeviceQuota)")
+        }
         let hash = Data(SHA256.hash(data: Array(enrolmentSecret.utf8)))
         try write { db in
             try db.execute(sql: """
-                INSERT INTO apps (app, secret_hash) VALUES (?, ?)
-                ON CONFLICT (app) DO UPDATE SET secret_hash = excluded.secret_hash
-                """, arguments: [app, hash])
+                INSERT INTO apps (app, secret_hash, maximum_devices) VALUES (?, ?, ?)
+                ON CONFLICT (app) DO UPDATE SET secret_hash = excluded.secret_hash, maximum_devices = excluded.maximum_devices
+                """, arguments: [app, hash, maximumDevices])
         }
     }
+
+    static let largestDeviceQuota = 100_000_000
 
     /// Enrols `device` for `app` and returns its new device key (32 bytes), which
     /// signs its frames. The secret must be the app's; a device is enrolled once
     /// (its key travels in its backups, so a restored device needs no new one).
-    public func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
+    ///
+    /// Enrolment is idempotent for the device that asked first: `proof` is a
+    /// value only that device can make again (`DeviceStore.enrolmentProof()`,
+    /// derived from its own secret); the cloud keeps its SHA-256, and the same
+    /// proof later gets the same key back, so a device whose first answer was
+    /// lost is not locked out. Any other request for the name is refused as
+    /// `alreadyEnrolled`. Without a proof, the name can be enrolled only once.
+    public func enrol(app: String, device: String, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8] {
         try CloudIndex.checkName(app, "app")
         try CloudIndex.checkName(device, "device")
+        if let proof, !(16...64).contains(proof.count) {
+            throw CloudError(.invalidOption, "an enrolment proof is 16 to 64 bytes, not \(proof.count)")
+        }
         let offered = Array(SHA256.hash(data: Array(enrolmentSecret.utf8)))
+        let proofHash = proof.map { Data(SHA256.hash(data: $0)) }
         let key = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
         let now = clock.now()
         return try write { db in
             // Cached: a simulation enrols thousands of devices in a row.
-            guard let stored = try Data.fetchOne(db.cachedStatement(sql: "SELECT secret_hash FROM apps WHERE app = ?"),
-                                                 arguments: [app]),
-                  CloudIndex.constantTimeEqual([UInt8](stored), offered) else {
+            guard let registered = try Row.fetchOne(db.cachedStatement(sql: "SELECT secret_hash, maximum_devices FROM apps WHERE app = ?"),
+                                                    arguments: [app]),
+                  CloudIndex.constantTimeEqual([UInt8](try Stored.column(registered, 0, "apps.secret_hash of \(app)") as Data), offered) else {
                 throw CloudError(.enrolmentRefused, "enrolment refused: unknown app or wrong enrolment secret")
             }
-            if try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)"),
-                                 arguments: [device]) == true {
-                throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
+            let quota = (registered[1] as DatabaseValue).isNull
+                ? nil : try Stored.count(Stored.column(registered, 1, "apps.maximum_devices of \(app)"), "apps.maximum_devices of \(app)")
+            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT app, key, enrolment_proof FROM devices WHERE device = ?"),
+                                               arguments: [device]) {
+                let storedProof: Data? = (existing[2] as DatabaseValue).isNull
+                    ? nil : try Stored.column(existing, 2, "devices.enrolment_proof of \(device)")
+                let storedApp: String = try Stored.column(existing, 0, "devices.app of \(device)")
+                guard let proofHash, let storedProof, storedApp == app,
+                      CloudIndex.constantTimeEqual([UInt8](storedProof), [UInt8](proofHash)) else {
+                    throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
+                }
+                return [UInt8](try Stored.column(existing, 1, "devices.key of \(device)") as Data)
             }
-            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at) VALUES (?, ?, ?, ?)")
-                .execute(arguments: [device, app, Data(key), now.millisecondsSince1970])
+            if let quota {
+                let enrolled = try Int64.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM devices WHERE app = ?"), arguments: [app]) ?? 0
+                guard enrolled < quota else {
+                    throw CloudError(.enrolmentRefused, "enrolment refused: app \(app) has enrolled its quota of \(quota) devices")
+                }
+            }
+            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at, enrolment_proof) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [device, app, Data(key), now.millisecondsSince1970, proofHash])
             return key
         }
     }

@@ -6,8 +6,9 @@ import GRDB
 /// over it that `CloudIndex.rebuildProjections()` can make again.
 enum CloudSchema {
     /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`;
-    /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`).
-    static let formatVersion = 3
+    /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`);
+    /// version 4 `devices.enrolment_proof` and `apps.maximum_devices`.
+    static let formatVersion = 4
     static let application = "sightline-cloud-store"
 
     /// Not projections: who may send, and what each device was last offered.
@@ -15,7 +16,8 @@ enum CloudSchema {
         CREATE TABLE cloud_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
         CREATE TABLE apps (
             app TEXT PRIMARY KEY,
-            secret_hash BLOB NOT NULL
+            secret_hash BLOB NOT NULL,
+            maximum_devices INTEGER
         );
         CREATE TABLE devices (
             device TEXT PRIMARY KEY,
@@ -27,7 +29,8 @@ enum CloudSchema {
             offered_at_epoch INTEGER NOT NULL DEFAULT 0,
             offered_at_seq INTEGER NOT NULL DEFAULT 0,
             backed_up_epoch INTEGER NOT NULL DEFAULT 0,
-            backed_up_seq INTEGER NOT NULL DEFAULT 0
+            backed_up_seq INTEGER NOT NULL DEFAULT 0,
+            enrolment_proof BLOB
         );
         CREATE TABLE cloud_log (
             seq INTEGER PRIMARY KEY,
@@ -122,6 +125,12 @@ enum CloudSchema {
                 ALTER TABLE votes ADD COLUMN day_views INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE votes ADD COLUMN day_shown INTEGER NOT NULL DEFAULT 0;
                 ALTER TABLE votes ADD COLUMN day_engaged INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
+        if version < 4 {
+            try db.execute(sql: """
+                ALTER TABLE apps ADD COLUMN maximum_devices INTEGER;
+                ALTER TABLE devices ADD COLUMN enrolment_proof BLOB;
                 """)
         }
         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])

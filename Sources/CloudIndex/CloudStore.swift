@@ -13,9 +13,10 @@ public protocol CloudStore: Sendable {
     /// The store's current time (its injected clock), for `$time` in queries.
     var now: Timestamp { get }
 
-    func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError)
-    /// Enrols a device and returns its new 32-byte key.
-    func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8]
+    func registerApp(_ app: String, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
+    /// Enrols a device and returns its 32-byte key; the same `proof` gets
+    /// the same key again (`CloudIndex.enrol`).
+    func enrol(app: String, device: String, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8]
     /// Reads a frame and checks its signature, storing nothing: the device is
     /// proven, or the refusal to send comes back (`docs/CLOUD.md`, "Ingest").
     func authenticate(_ frame: [UInt8]) -> FrameAuthentication
@@ -153,6 +154,16 @@ public enum ThresholdRule {
 }
 
 extension CloudStore {
+    /// Registers an app without a device quota.
+    public func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError) {
+        try registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: nil)
+    }
+
+    /// Enrols a device that offers no proof: its name can be enrolled once.
+    public func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
+        try enrol(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: nil)
+    }
+
     /// Takes one upload frame and returns the reply; never throws: a frame
     /// that does not authenticate is refused, and changes nothing.
     public func ingest(_ frame: [UInt8]) -> IngestResult {

@@ -59,26 +59,26 @@ extension CloudIndex {
         do {
             frame = try UploadFrame.parse(bytes)
         } catch {
-            return .refused(reject(error, device: nil, key: nil))
+            return .refused(reject(error, device: nil, frame: nil, key: nil))
         }
         let device: EnrolledDevice?
         do {
             device = try enrolledDevice(frame.device)
         } catch {
-            return .refused(reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, key: nil))
+            return .refused(reject(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, frame: frame, key: nil))
         }
         guard let device else {
-            return .refused(reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, key: nil))
+            return .refused(reject(WireError(.unknownDevice, "device \(frame.device) is not enrolled"), device: frame.device, frame: frame, key: nil))
         }
         guard frame.isSigned(by: device.key) else {
             // Unsigned: the cloud never signs a reply to a frame whose own
             // signature failed, or anyone could collect signed replies.
             return .refused(reject(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
-                                   device: frame.device, key: nil))
+                                   device: frame.device, frame: frame, key: nil))
         }
         guard frame.app == device.app else {
             return .refused(reject(WireError(.badSignature, "the frame names app \(frame.app) but device \(frame.device) is enrolled for another app"),
-                                   device: frame.device, key: device.key))
+                                   device: frame.device, frame: frame, key: device.key))
         }
         return .authenticated(AuthenticatedFrame(frame: frame, app: device.app, key: device.key))
     }
@@ -99,7 +99,7 @@ extension CloudIndex {
         do {
             messages = try frame.messages()
         } catch {
-            return reject(error, device: frame.device, key: device.key)
+            return reject(error, device: frame.device, frame: frame, key: device.key)
         }
         do {
             let decision = try queue.cachedWrite(transactions) { db in
@@ -107,29 +107,29 @@ extension CloudIndex {
             }
             switch decision {
             case .accepted(let ack, let count):
-                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, key: device.key),
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, answering: frame.signature, key: device.key),
                                     outcome: .accepted(messages: count), device: frame.device)
             case .duplicate(let ack):
-                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, key: device.key),
+                return IngestResult(reply: CloudReply.ack(ack).encoded(device: frame.device, answering: frame.signature, key: device.key),
                                     outcome: .duplicate, device: frame.device)
             case .rejected(let rejection):
                 if rejection.error.code == .equivocation {
                     try? flagEquivocation(frame)
                 }
-                return IngestResult(reply: CloudReply.rejection(rejection).encoded(device: frame.device, key: device.key),
+                return IngestResult(reply: CloudReply.rejection(rejection).encoded(device: frame.device, answering: frame.signature, key: device.key),
                                     outcome: .rejected(rejection.error), device: frame.device)
             }
         } catch let refusal as Refusal {
             // The transaction rolled back: nothing of the frame was kept, and
             // the fold's memory may hold what it had folded of it.
             ingestMemory.forget()
-            return reject(WireError(.refused, refusal.message), device: frame.device, key: device.key)
+            return reject(WireError(.refused, refusal.message), device: frame.device, frame: frame, key: device.key)
         } catch {
             // The database failed (busy, full, I/O): nothing was kept, and the
             // device will send the same frame again.
             ingestMemory.forget()
             return reject(WireError(.unavailable, "the cloud could not store the frame: \(CloudIndex.describe(error))"),
-                          device: frame.device, key: device.key)
+                          device: frame.device, frame: frame, key: device.key)
         }
     }
 
@@ -147,8 +147,8 @@ extension CloudIndex {
         return read
     }
 
-    private func reject(_ error: WireError, device: String?, key: [UInt8]?) -> IngestResult {
-        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device ?? "", key: key)
+    private func reject(_ error: WireError, device: String?, frame: UploadFrame?, key: [UInt8]?) -> IngestResult {
+        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device ?? "", answering: frame?.signature, key: key)
         return IngestResult(reply: reply, outcome: .rejected(error), device: device)
     }
 

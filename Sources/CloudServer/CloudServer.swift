@@ -2,10 +2,14 @@ import CloudIndex
 import CoreMetrics
 import Foundation
 import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
 import IndexModel
 import IndexQuery
 import Logging
 import NIOCore
+import NIOPosix
+import NIOSSL
 import Prometheus
 import Synchronization
 import SyncWire
@@ -28,10 +32,18 @@ public struct CloudServerConfiguration: Sendable {
     public var addressBurst: Double
     /// The most devices and addresses each limiter remembers.
     public var limiterCapacity: Int
+    /// A client must send a whole request body within this, and a
+    /// connection idle for this long is closed: a slow client holds nothing
+    /// for longer.
+    public var clientTimeout: Duration
+    /// Serve HTTPS with this certificate and key (`tlsConfiguration(certificateFile:keyFile:)`);
+    /// nil: plain HTTP.
+    public var tls: TLSConfiguration?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = WireLimits.maximumFrameBytes,
                 framesPerSecond: Double = 200, burst: Double = 400,
-                addressRequestsPerSecond: Double = 100, addressBurst: Double = 1_000, limiterCapacity: Int = 100_000) {
+                addressRequestsPerSecond: Double = 100, addressBurst: Double = 1_000, limiterCapacity: Int = 100_000,
+                clientTimeout: Duration = .seconds(30)) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
@@ -40,6 +52,7 @@ public struct CloudServerConfiguration: Sendable {
         self.addressRequestsPerSecond = addressRequestsPerSecond
         self.addressBurst = addressBurst
         self.limiterCapacity = limiterCapacity
+        self.clientTimeout = clientTimeout
     }
 }
 
@@ -61,6 +74,11 @@ public struct CloudRequestContext: RequestContext, RemoteAddressRequestContext {
 }
 
 /// The cloud's HTTP API over any `CloudStore` (`docs/openapi.yaml`).
+///
+/// Every call into the store (it blocks: SQLite transactions, fsyncs) runs
+/// on NIO's blocking thread pool, never on Swift's cooperative pool, so a
+/// slow transaction never keeps other requests (health checks, refusals,
+/// other connections' bodies) from being served.
 ///
 /// Every refusal is a 4xx with a JSON body `{"error", "message"}`; a refused
 /// frame's body also carries the signed rejection (`reply`, base64) for the
@@ -89,17 +107,47 @@ public struct CloudServer: Sendable {
                                 capacity: configuration.limiterCapacity)
     }
 
+    /// A server TLS configuration from PEM files: the certificate chain
+    /// (leaf first) and its private key.
+    public static func tlsConfiguration(certificateFile: String, keyFile: String) throws -> TLSConfiguration {
+        let chain = try NIOSSLCertificate.fromPEMFile(certificateFile).map { NIOSSLCertificateSource.certificate($0) }
+        guard !chain.isEmpty else { throw TLSFileError("\(certificateFile) holds no PEM certificate") }
+        let key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
+    }
+
+    public struct TLSFileError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
     /// The application, ready to `run()`; `onRunning` receives the bound port.
-    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
-        Application(router: router(),
+    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+        let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.clientTimeout)))
+        return Application(router: router(),
+                    server: try configuration.tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
                     configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                          serverName: "sightline"),
                     onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
                     logger: logger)
     }
 
-    func router() -> Router<CloudRequestContext> {
-        let router = Router(context: CloudRequestContext.self)
+    /// The operator's application, on its own listener (loopback unless told
+    /// otherwise): `/healthz`, `/metrics` and `/v1/stats`, which count
+    /// devices, hashes and votes below K and so stay off the public API.
+    public func adminApplication(host: String = "127.0.0.1", port: Int,
+                                 onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
+        Application(router: adminRouter(),
+                    configuration: .init(address: .hostname(host, port: port), serverName: "sightline-admin"),
+                    onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
+                    logger: logger)
+    }
+
+    func adminRouter() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: MethodNotAllowedMiddleware(routes: [
+            (["healthz"], [.get]), (["metrics"], [.get]), (["v1", "stats"], [.get]),
+        ]))
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
@@ -109,6 +157,25 @@ public struct CloudServer: Sendable {
             return Response(status: .ok, headers: headers,
                             body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
+        router.get("v1/stats") { _, _ in
+            do {
+                return CloudServer.json(.ok, try await blocking { try cloud.stats().jsonValue })
+            } catch {
+                return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
+            }
+        }
+        return router
+    }
+
+    func router() -> Router<CloudRequestContext> {
+        let router = Router(context: CloudRequestContext.self)
+        router.add(middleware: MethodNotAllowedMiddleware(routes: [
+            (["healthz"], [.get]), (["v1", "enrol"], [.post]), (["v1", "sync"], [.post]),
+            (["v1", "apps", "*", "public"], [.get]), (["v1", "apps", "*", "items", "*"], [.get]),
+        ]))
+        router.get("healthz") { _, _ in
+            CloudServer.json(.ok, ["status": .string("ok")])
+        }
         router.post("v1/enrol") { request, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
             return await enrol(request)
@@ -116,20 +183,18 @@ public struct CloudServer: Sendable {
         router.post("v1/sync") { request, context in
             await sync(request, context: context)
         }
-        router.get("v1/stats") { _, _ in
-            do {
-                return CloudServer.json(.ok, try cloud.stats().jsonValue)
-            } catch {
-                return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
-            }
-        }
         router.get("v1/apps/:app/public") { request, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
             guard let app = context.parameters.get("app") else { return CloudServer.error(.badRequest, "malformed", "no app") }
-            let text = request.uri.queryParameters.get("q").map { String($0) } ?? ""
-            let limit = request.uri.queryParameters.get("limit").flatMap { Int($0) } ?? 20
+            let parameters = request.uri.queryParameters
+            guard ["q", "limit", "query"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
+                return CloudServer.error(.badRequest, "malformed", "q, limit and query may each be given once")
+            }
+            let text = parameters.get("q").map { String($0) } ?? ""
+            let limitText = parameters.get("limit").map { String($0) }
+            let limit = limitText.map { Int($0) ?? 0 } ?? 20
             guard (1...1000).contains(limit), text.utf8.count <= 1024 else {
-                return CloudServer.error(.badRequest, "malformed", "limit must be 1 to 1000 and q at most 1024 bytes")
+                return CloudServer.error(.badRequest, "malformed", "limit must be an integer from 1 to 1000 and q at most 1024 bytes")
             }
             var filter: CompiledQuery?
             if let query = request.uri.queryParameters.get("query").map({ String($0) }) {
@@ -140,8 +205,8 @@ public struct CloudServer: Sendable {
                 }
             }
             do {
-                let results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
-                return CloudServer.json(.ok, ["results": .array(results.map(\.jsonValue))])
+                let results = try await blocking { [filter] in try cloud.search(app: app, text: text, filter: filter, limit: limit).map(\.jsonValue) }
+                return CloudServer.json(.ok, ["results": .array(results)])
             } catch {
                 return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
             }
@@ -153,7 +218,7 @@ public struct CloudServer: Sendable {
                 return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
             }
             do {
-                guard let entry = try cloud.entry(app: app, hash: hash), entry.isPublic else {
+                guard let entry = try await blocking({ try cloud.entry(app: app, hash: hash) }), entry.isPublic else {
                     return CloudServer.error(.notFound, "notFound", "no public item with this hash")
                 }
                 return CloudServer.json(.ok, entry.jsonValue)
@@ -169,7 +234,9 @@ public struct CloudServer: Sendable {
     private func enrol(_ request: Request) async -> Response {
         let body: [UInt8]
         do {
-            body = try await CloudServer.collect(request, upTo: 16 * 1024)
+            body = try await collect(request, upTo: 16 * 1024)
+        } catch let error as BodyTimeout {
+            return error.response
         } catch {
             return CloudServer.error(.contentTooLarge, "tooLarge", "an enrolment request is at most 16 KiB")
         }
@@ -178,11 +245,23 @@ public struct CloudServer: Sendable {
               case .string(let secret)? = object["secret"] else {
             return CloudServer.error(.badRequest, "malformed", "expected a JSON object with string members app, device and secret")
         }
-        do {
-            let key = try cloud.enrol(app: app, device: device, enrolmentSecret: secret)
+        var proof: [UInt8]?
+        if let member = object["proof"] {
+            guard case .string(let encoded) = member, let decoded = Data(base64Encoded: encoded), (16...64).contains(decoded.count) else {
+                return CloudServer.error(.badRequest, "malformed", "proof must be 16 to 64 bytes in base64")
+            }
+            proof = [UInt8](decoded)
+        }
+        let enrolled = try? await blocking { [proof] in
+            Result { () throws(CloudError) in try cloud.enrol(app: app, device: device, enrolmentSecret: secret, proof: proof) }
+        }
+        switch enrolled {
+        case nil:
+            return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
+        case .success(let key)?:
             logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
             return CloudServer.json(.ok, ["device": .string(device), "key": .string(Data(key).base64EncodedString())])
-        } catch {
+        case .failure(let error)?:
             logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
             switch error.code {
             case .alreadyEnrolled: return CloudServer.error(.conflict, error.code.rawValue, error.message)
@@ -205,25 +284,39 @@ public struct CloudServer: Sendable {
         }
         let body: [UInt8]
         do {
-            body = try await CloudServer.collect(request, upTo: configuration.maximumBodyBytes)
+            body = try await collect(request, upTo: configuration.maximumBodyBytes)
+        } catch let error as BodyTimeout {
+            _ = addresses.allow(address, now: ContinuousClock.now)
+            return error.response
         } catch {
             metrics.rejected(.tooLarge)
             _ = addresses.allow(address, now: ContinuousClock.now)
             return CloudServer.error(.contentTooLarge, "tooLarge",
                                      "a sync body is at most \(configuration.maximumBodyBytes) bytes")
         }
-        let result: IngestResult
-        switch cloud.authenticate(body) {
-        case .refused(let refusal):
-            _ = addresses.allow(address, now: ContinuousClock.now)
-            result = refusal
-        case .authenticated(let frame):
-            guard devices.allow(frame.app + "/" + frame.device, now: ContinuousClock.now) else {
-                metrics.rejected(.rateLimited)
-                logger.notice("rate limited", metadata: ["device": "\(frame.device)"])
-                return CloudServer.error(.tooManyRequests, "rateLimited", "device \(frame.device) sends faster than its rate limit; retry later")
+        let ingested: Ingested
+        do {
+            ingested = try await blocking { [cloud, devices, addresses] () -> Ingested in
+                switch cloud.authenticate(body) {
+                case .refused(let refusal):
+                    _ = addresses.allow(address, now: ContinuousClock.now)
+                    return .result(refusal)
+                case .authenticated(let frame):
+                    guard devices.allow(frame.app + "/" + frame.device, now: ContinuousClock.now) else { return .deviceLimited(frame.device) }
+                    return .result(cloud.ingest(frame))
+                }
             }
-            result = cloud.ingest(frame)
+        } catch {
+            return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
+        }
+        let result: IngestResult
+        switch ingested {
+        case .deviceLimited(let device):
+            metrics.rejected(.rateLimited)
+            logger.notice("rate limited", metadata: ["device": "\(device)"])
+            return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")
+        case .result(let ingestResult):
+            result = ingestResult
         }
         let device = result.device ?? "-"
         switch result.outcome {
@@ -243,6 +336,45 @@ public struct CloudServer: Sendable {
                 "message": .string(error.message),
                 "reply": .string(Data(result.reply).base64EncodedString()),
             ])
+        }
+    }
+
+    private enum Ingested: Sendable {
+        case result(IngestResult)
+        case deviceLimited(String)
+    }
+
+    /// Runs `body`, which blocks (SQLite), on NIO's blocking thread pool.
+    private func blocking<Value: Sendable>(_ body: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+
+    /// A request body that did not arrive within the client timeout.
+    private struct BodyTimeout: Error {
+        let limit: Duration
+
+        var response: Response {
+            var response = CloudServer.error(.requestTimeout, "timeout", "the request body did not arrive within \(limit)")
+            response.headers[.connection] = "close"
+            return response
+        }
+    }
+
+    /// The request's body, at most `limit` bytes, within the client timeout.
+    private func collect(_ request: Request, upTo limit: Int) async throws -> [UInt8] {
+        let timeout = configuration.clientTimeout
+        return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+            group.addTask {
+                let buffer = try await request.body.collect(upTo: limit)
+                return buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let bytes = first else { throw BodyTimeout(limit: timeout) }
+            return bytes
         }
     }
 
@@ -266,11 +398,6 @@ public struct CloudServer: Sendable {
     }
 
     // MARK: - Bodies
-
-    private static func collect(_ request: Request, upTo limit: Int) async throws -> [UInt8] {
-        let buffer = try await request.body.collect(upTo: limit)
-        return buffer.getBytes(at: buffer.readerIndex, length: buffer.readableBytes) ?? []
-    }
 
     static func json(_ status: HTTPResponse.Status, _ object: JSONObject) -> Response {
         json(status, .object(object))

@@ -29,8 +29,13 @@ public enum FaultKind: String, CaseIterable, Hashable, Sendable, Comparable {
     case cloudRestore
     /// A device's clock jumped forwards or backwards.
     case clockJump
-    /// A hostile device sent forged, replayed and ballot-stuffing frames.
+    /// A hostile device attacked: forged, replayed, ballot-stuffing frames,
+    /// extreme positions, content for a hash it never voted for, and signal
+    /// floods for the one it did (`Simulator.hostileFrame`).
     case hostileFrame
+    /// The network delivered an old reply of a device in place of the
+    /// answer to its frame in flight.
+    case replyReplayed
 
     public static func < (lhs: FaultKind, rhs: FaultKind) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!

@@ -70,11 +70,14 @@ struct Invariants {
         var held: [String: [UInt64: Held]] = [:]
         var logProblems: [String] = []
         var contentProblems: [String] = []
-        var hostileRows = 0
+        var hostileMessages: [(message: OutboxMessage, day: Int64)] = []
         do {
             try cloud.scanLog { record in
-                if record.device == Simulator.hostileName { hostileRows += 1 }
                 let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq))
+                if record.device == Simulator.hostileName {
+                    let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
+                    hostileMessages += new.map { ($0, day) }
+                }
                 var epoch = held[record.device, default: [:]][record.epoch, default: Held()]
                 let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
                 for (offset, message) in new.enumerated() {
@@ -176,6 +179,31 @@ struct Invariants {
                 }
             }
         }
+        // The hostile device's messages the cloud took: only its vote for its
+        // target and signals for it may be there, and they count, within the
+        // daily cap, as any device's would.
+        let honest = model
+        var hostileProblems: [String] = []
+        let target = simulator.hostileTarget
+        for (message, day) in hostileMessages {
+            switch message {
+            case .vote(target.hash, Simulator.hostileToken):
+                model.apply(.vote(target.number), device: Simulator.hostileName, day: day)
+            case .signal(target.hash, let counts):
+                model.signal(target.number, counts, device: Simulator.hostileName, day: day)
+            default:
+                if hostileProblems.count < 5 { hostileProblems.append("the cloud log took \(message) from the hostile device") }
+            }
+        }
+        let hostileDays = UInt64(Set(hostileMessages.map(\.day)).count)
+        let full = model.entries[target.number]?.popularity ?? Popularity()
+        let honestPart = honest.entries[target.number]?.popularity ?? Popularity()
+        let added = Popularity(views: full.views - honestPart.views, shown: full.shown - honestPart.shown,
+                               engaged: full.engaged - honestPart.engaged)
+        let cap = PopularityRule.maximumPerDevicePerDay * hostileDays
+        if added.views > cap || added.shown > cap || added.engaged > cap {
+            hostileProblems.append("the hostile device's signals counted \(Invariants.describe(added)) over \(hostileDays) day(s), above \(cap) each")
+        }
         for name in held.keys.sorted() where !names.contains(name) && name != Simulator.hostileName {
             messageProblems.append("the cloud log holds frames of \(name), which is no simulated device")
         }
@@ -234,8 +262,10 @@ struct Invariants {
         check("sybil-never-public", (sybil?.isPublic ?? false) || (sybil?.liveVotes ?? 0) >= threshold
               ? ["the Sybil group's entry reached \(sybil?.liveVotes ?? 0) live votes (K = \(threshold))"] : [],
               simulator.plan.sybil ? "the Sybil group's entry has \(sybil?.liveVotes ?? 0) live votes, below K = \(threshold)" : "no Sybil group in this run")
-        check("hostile-refused", hostileRows > 0 ? ["the cloud log took \(hostileRows) frame(s) from the hostile device"] : [],
-              simulator.plan.hostile ? "the hostile device's \(simulator.counters.faults[.hostileFrame] ?? 0) frames changed nothing" : "no hostile device in this run")
+        check("hostile-contained", hostileProblems, simulator.plan.hostile ? """
+              of the hostile device's \(simulator.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote \
+              and its signals, \(Invariants.describe(added)) of them counted (cap \(PopularityRule.maximumPerDevicePerDay) per day)
+              """ : "no hostile device in this run")
         check("no-private-leak", simulator.counters.leaks > 0 ? ["\(simulator.counters.leaks) frame(s) carried the private canary"] : [],
               "no frame carried private text (\(simulator.counters.framesScanned) frames scanned)")
 
@@ -458,7 +488,7 @@ struct CloudModel {
         }
     }
 
-    private mutating func signal(_ number: Int, _ counts: Popularity, device: String, day: Int64) {
+    mutating func signal(_ number: Int, _ counts: Popularity, device: String, day: Int64) {
         var entry = entries[number, default: Entry()]
         defer { entries[number] = entry }
         guard entry.live.contains(device) else { return }

@@ -347,33 +347,57 @@ extension Simulator {
         if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots.removeFirst()) }
     }
 
-    /// A hostile device: a frame signed with a made-up key in an honest
-    /// device's name, an honest frame replayed, or a ballot-stuffing frame of
-    /// its own (many votes with different tokens). The cloud must refuse or
-    /// ignore each.
+    /// A hostile device, enrolled like any other, attacks:
+    /// 0. a frame signed with a made-up key in an honest device's name;
+    /// 1. an honest frame replayed;
+    /// 2. ballot stuffing: many votes with different tokens in one frame;
+    /// 3. a signed frame at positions near 2^64;
+    /// 4. content for a catalogue entry it never voted for;
+    /// 5. a signal flood: one live vote for `Simulator.hostileTarget`, then
+    ///    frames of 1,000-count signals for it.
+    /// The cloud must refuse 0–4 and count of 5 no more than the daily cap
+    /// (`Invariants`: hostile-contained). 4 and 5 need the embedded cloud's
+    /// head for the device; without it (a remote or a down cloud) the attack
+    /// is a forgery.
     func hostileFrame() {
         guard let hostileKey else { return }
         counters.fault(.hostileFrame)
-        let hash = catalogue.sybil.hash
         func vote() -> OutboxMessage {
-            .vote(hash, VoteToken((0..<16).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) })!)
+            .vote(catalogue.sybil.hash, VoteToken((0..<16).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) })!)
         }
+        func signed(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64) -> [UInt8] {
+            let records = messages.enumerated().map { OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64($0)), message: $1) }
+            return UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
+        }
+        let attack = faultRandom.below(6)
+        let head = attack >= 4 && options.remote == nil ? (try? cloud?.heldEpochs(device: Simulator.hostileName))?.map { $0[1] ?? 0 } : nil
         let bytes: [UInt8]
-        switch faultRandom.below(3) {
-        case 0:
+        switch attack {
+        case 1 where !captured.isEmpty:
+            bytes = captured[faultRandom.below(captured.count)]
+        case 2:
+            bytes = signed((1...20).map { _ in vote() }, from: 1)
+        case 3:
+            bytes = signed([vote()], epoch: UInt64.max - UInt64(faultRandom.below(1_000)), from: 1)
+        case 4 where head != nil:
+            let other = catalogue.entry((hostileTarget.number + 1) % catalogue.entries.count)
+            bytes = signed([.content(other.hash, other.content)], from: head! + 1)
+        case 5 where head != nil:
+            let target = hostileTarget.hash
+            let flood = Array(repeating: OutboxMessage.signal(target, Popularity(views: 1_000, shown: 1_000, engaged: 1_000)), count: 200)
+            bytes = signed(head == 0 ? [.vote(target, Simulator.hostileToken)] + flood.dropFirst() : flood, from: head! + 1)
+        default:
             let victim = randomDevice()
             let forgedKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) }
             bytes = UploadFrame(app: options.app, device: victim.name,
                                 records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: vote())],
                                 key: forgedKey).encoded
-        case 1 where !captured.isEmpty:
-            bytes = captured[faultRandom.below(captured.count)]
-        default:
-            let records = (1...20).map { OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64($0)), message: vote()) }
-            bytes = UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
     }
+
+    /// The catalogue entry the hostile device votes for and floods.
+    var hostileTarget: Catalogue.Entry { catalogue.entry(min(1, catalogue.entries.count - 1)) }
 }
 
 /// A cloud restore being staged while the cloud is down (`beginCloudRestore`).

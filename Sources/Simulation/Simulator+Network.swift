@@ -77,6 +77,12 @@ extension Simulator {
         if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
         if networkFaults && networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
         var reply = result.reply
+        let device = devices[number]
+        defer { device.lastReply = result.reply }
+        if networkFaults, let old = device.lastReply, networkRandom.chance(plan.replay) {
+            counters.fault(.replyReplayed)
+            reply = old
+        }
         let latency = transit(&reply)
         counters.bytesDown += reply.count
         queue.schedule(.toDevice(number, request: request, bytes: reply), at: world.milliseconds + latency)

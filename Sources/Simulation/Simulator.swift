@@ -227,6 +227,8 @@ public final class Simulator {
     }
 
     static let hostileName = "hostile-device"
+    /// The one token the hostile device votes with (a second would be refused).
+    static let hostileToken = VoteToken([UInt8](repeating: 0x5A, count: VoteToken.byteCount))!
 
     /// A new device's store and what it was made with.
     private struct NewStore {

@@ -36,7 +36,7 @@ public enum SnapshotFile {
                 throw SnapshotError(.io, "cannot read \(source)")
             }
             defer { try? input.close() }
-            guard FileManager.default.createFile(atPath: temporary, contents: nil),
+            guard StoreFiles.createPrivate(temporary),
                   let output = FileHandle(forWritingAtPath: temporary) else {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
@@ -82,6 +82,7 @@ public enum SnapshotFile {
                 complete["encryption"] = nonceBase.map {
                     .object(["algorithm": .string("AES-256-GCM"), "nonce": .string(Data($0).base64EncodedString())])
                 } ?? .null
+                if let key { complete["manifestMAC"] = .string(hex(manifestMAC(complete, key: key))) }
                 let manifestBytes = Array(JSONWriter.pretty(.object(complete)).utf8)
                 try output.write(contentsOf: le32(0) + manifestBytes + le32(manifestBytes.count) + trailerMagic)
                 try output.synchronize()
@@ -116,9 +117,10 @@ public enum SnapshotFile {
             guard case .string(let nonce)? = encryption["nonce"], let bytes = Data(base64Encoded: nonce), bytes.count == 12 else {
                 throw SnapshotError(.malformed, "the manifest's encryption has no 12-byte nonce")
             }
-            guard key != nil else {
+            guard let key else {
                 throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
             }
+            try checkManifestMAC(manifest, key: key)
             nonceBase = [UInt8](bytes)
         } else if key != nil {
             throw SnapshotError(.malformed, "a key was given but the snapshot is not encrypted")
@@ -128,7 +130,7 @@ public enum SnapshotFile {
             throw SnapshotError(.malformed, "the manifest lacks contentBytes, contentSHA256 or chunks")
         }
         do {
-            guard FileManager.default.createFile(atPath: destination, contents: nil),
+            guard StoreFiles.createPrivate(destination),
                   let output = FileHandle(forWritingAtPath: destination) else {
                 throw SnapshotError(.io, "cannot create \(destination)")
             }
@@ -401,6 +403,28 @@ public enum SnapshotFile {
 
     private static func associatedData(_ index: UInt64) -> [UInt8] {
         headerMagic + withUnsafeBytes(of: index.bigEndian) { Array($0) }
+    }
+
+    /// The HMAC-SHA256 of an encrypted snapshot's manifest (every member but
+    /// `manifestMAC`, written compact in order) under a key derived from the
+    /// snapshot key, so that nothing the manifest says (which store, which
+    /// head, how many chunks) can be changed without the key.
+    static func manifestMAC(_ manifest: JSONObject, key: SymmetricKey) -> [UInt8] {
+        var covered = manifest
+        covered["manifestMAC"] = nil
+        let macKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Array("sightline snapshot manifest".utf8), outputByteCount: 32)
+        return Array(HMAC<SHA256>.authenticationCode(for: Array(JSONWriter.compact(.object(covered)).utf8), using: macKey))
+    }
+
+    private static func checkManifestMAC(_ manifest: JSONObject, key: SymmetricKey) throws(SnapshotError) {
+        guard case .string(let stored)? = manifest["manifestMAC"] else {
+            throw SnapshotError(.malformed, "the encrypted snapshot's manifest has no manifestMAC")
+        }
+        let expected = hex(manifestMAC(manifest, key: key))
+        guard stored.utf8.count == expected.utf8.count,
+              zip(stored.utf8, expected.utf8).reduce(UInt8(0), { $0 | ($1.0 ^ $1.1) }) == 0 else {
+            throw SnapshotError(.wrongKey, "the manifest is not authenticated by this key: the key is wrong or the manifest was altered")
+        }
     }
 
     private static func sealChunk(_ plain: [UInt8], key: SymmetricKey, nonceBase: [UInt8], index: UInt64) throws -> [UInt8] {

@@ -5,6 +5,16 @@ import Foundation
 public enum StoreFiles {
     public static let suffixes = ["", "-wal", "-shm"]
 
+    /// Creates (or empties) the file at `path` readable and writable by its
+    /// owner only: stores and snapshots hold device keys and private
+    /// content. SQLite gives a database's WAL and index the database's mode.
+    public static func createPrivate(_ path: String) -> Bool {
+        let descriptor = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        return fchmod(descriptor, 0o600) == 0
+    }
+
     /// Removes the store at `path` with its WAL and index, if they exist.
     public static func remove(_ path: String) {
         for suffix in suffixes { try? FileManager.default.removeItem(atPath: path + suffix) }

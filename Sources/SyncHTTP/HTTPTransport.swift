@@ -2,7 +2,22 @@ import AsyncHTTPClient
 import Foundation
 import IndexModel
 import NIOCore
+import NIOSSL
 import SyncWire
+
+/// HTTP clients for talking to a cloud.
+public enum CloudClients {
+    /// A client that, for https:// URLs, trusts the certificates in the PEM
+    /// file `caFile` (and only them), as a device trusts its operator's CA.
+    /// The caller shuts it down.
+    public static func trusting(caFile: String) throws -> HTTPClient {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        let roots = try NIOSSLCertificate.fromPEMFile(caFile)
+        guard !roots.isEmpty else { throw TransportError("\(caFile) holds no PEM certificate") }
+        tls.trustRoots = .certificates(roots)
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+    }
+}
 
 /// The sync transport over HTTP: POST /v1/sync with the frame as the body.
 ///
@@ -62,13 +77,17 @@ public enum HTTPEnrolment {
 
     /// The device key the cloud issued. A cloud that cannot be reached fails
     /// when `timeout` is up (AsyncHTTPClient retries a refused connection until then).
-    public static func enrol(baseURL: String, app: String, device: String, secret: String,
+    /// `proof` (`DeviceStore.enrolmentProof`) lets the same device ask again
+    /// and get the same key when an answer was lost.
+    public static func enrol(baseURL: String, app: String, device: String, secret: String, proof: [UInt8]? = nil,
                              timeout: TimeAmount = .seconds(30), client: HTTPClient = .shared) async throws -> [UInt8] {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         var request = HTTPClientRequest(url: base + "/v1/enrol")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        let json = JSONWriter.compact(.object(["app": .string(app), "device": .string(device), "secret": .string(secret)]))
+        var object: JSONObject = ["app": .string(app), "device": .string(device), "secret": .string(secret)]
+        if let proof { object["proof"] = .string(Data(proof).base64EncodedString()) }
+        let json = JSONWriter.compact(.object(object))
         request.body = .bytes(ByteBuffer(string: json))
         let response = try await client.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: 64 * 1024)

@@ -116,6 +116,8 @@ private func vote(_ stores: [DeviceStore]) throws {
                 ALTER TABLE votes DROP COLUMN day_views;
                 ALTER TABLE votes DROP COLUMN day_shown;
                 ALTER TABLE votes DROP COLUMN day_engaged;
+                ALTER TABLE devices DROP COLUMN enrolment_proof;
+                ALTER TABLE apps DROP COLUMN maximum_devices;
                 UPDATE cloud_meta SET value = 1 WHERE key = 'format_version';
                 """)
         }
@@ -128,7 +130,7 @@ private func vote(_ stores: [DeviceStore]) throws {
         let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
         #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
         let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-        #expect(version == 3)
+        #expect(version == 4)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
     }
 
@@ -305,6 +307,50 @@ private func vote(_ stores: [DeviceStore]) throws {
         }
         #expect(error.code == .refused)
         #expect(try harness.cloud.stats().logRows == 1, "nothing of the refused frame was kept")
+    }
+
+    /// A device whose enrolment answer was lost asks again with the same
+    /// proof and gets the same key; nobody else gets that name or its key.
+    @Test func enrolmentWithAProofIsIdempotentForThatDeviceOnly() throws {
+        let harness = try SyncHarness()
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 8)))
+        let name = store.deviceID.rawValue
+        let key = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: store.enrolmentProof)
+        let again = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: store.enrolmentProof)
+        #expect(again == key)
+        #expect(try harness.cloud.stats().devices == 1)
+
+        let other = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 9)))
+        #expect(other.enrolmentProof != store.enrolmentProof)
+        for proof in [other.enrolmentProof, nil] {
+            let refused = try #require(throws: CloudError.self) {
+                try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: proof)
+            }
+            #expect(refused.code == .alreadyEnrolled)
+        }
+        let wrongSecret = try #require(throws: CloudError.self) {
+            try harness.cloud.enrol(app: app, device: name, enrolmentSecret: "wrong-secret-of-16-bytes", proof: store.enrolmentProof)
+        }
+        #expect(wrongSecret.code == .enrolmentRefused, "the app's secret is checked before the proof")
+        let short = try #require(throws: CloudError.self) {
+            try harness.cloud.enrol(app: app, device: "d2", enrolmentSecret: enrolmentSecret, proof: [1, 2, 3])
+        }
+        #expect(short.code == .invalidOption)
+        #expect(try harness.cloud.stats().devices == 1)
+    }
+
+    @Test func anAppsDeviceQuotaRefusesEnrolmentsPastIt() throws {
+        let harness = try SyncHarness()
+        try harness.cloud.registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: 2)
+        _ = try harness.cloud.enrol(app: app, device: "d1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        _ = try harness.cloud.enrol(app: app, device: "d2", enrolmentSecret: enrolmentSecret)
+        let full = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d3", enrolmentSecret: enrolmentSecret) }
+        #expect(full.code == .enrolmentRefused && full.message.contains("quota of 2"), "\(full)")
+        #expect(try harness.cloud.stats().devices == 2)
+        _ = try harness.cloud.enrol(app: app, device: "d1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        try harness.cloud.registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: 3)
+        _ = try harness.cloud.enrol(app: app, device: "d3", enrolmentSecret: enrolmentSecret)
+        #expect(try harness.cloud.stats().devices == 3)
     }
 
     @Test func enrolmentNeedsTheAppSecretAndHappensOnce() throws {

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import IndexModel
 import ScratchDirectory
+import Snapshot
 import SyncWire
 import Testing
 
@@ -271,5 +272,95 @@ private struct CloudState: Equatable {
         attacker.send([.signal(hash("a"), Popularity(views: 1))], from: 3)
         #expect(try harness.cloud.entry(app: app, hash: hash("a"))?.popularity.views == 1,
                 "the vote another connection made not live is not live to ingest")
+    }
+}
+
+@Suite struct ReplyBindingTests {
+    /// Every reply names the frame it answers by that frame's signature, so
+    /// a device can tell an answer to its frame from a replayed one; a frame
+    /// the cloud could not read is answered with the all-zero name, and a
+    /// frame whose signature failed gets an unsigned answer.
+    @Test func everyReplyNamesTheFrameItAnswers() throws {
+        let harness = try SyncHarness()
+        let attacker = try Attacker(harness)
+        let record = OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .vote(hash("a"), token(1)))
+        let frame = UploadFrame(app: app, device: attacker.name, records: [record], key: attacker.key)
+        for expected in [IngestResult.Outcome.accepted(messages: 1), .duplicate] {
+            let result = harness.deliver(frame.encoded)
+            #expect(result.outcome == expected)
+            let reply = try CloudReply.decode(result.reply, device: attacker.name, key: attacker.key)
+            #expect(reply.isAnswer(to: frame) && reply.isAuthentic)
+        }
+
+        let forged = UploadFrame(app: app, device: attacker.name, records: [record], key: [UInt8](repeating: 7, count: 32))
+        let refused = try CloudReply.decode(harness.deliver(forged.encoded).reply, device: attacker.name, key: attacker.key)
+        #expect(refused.isAnswer(to: forged) && !refused.isAuthentic)
+
+        var junk = frame.encoded
+        junk[4] = 99
+        let unread = try CloudReply.decode(harness.deliver(junk).reply, device: "", key: attacker.key)
+        #expect(unread.answers == CloudReply.unreadFrame && !unread.isAuthentic)
+    }
+}
+
+/// A snapshot of a cloud that took one vote, and the same snapshot with its
+/// database changed by the SQL `edit`, as someone who can write the backup
+/// location could change a plaintext snapshot.
+private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, snapshot: String, tampered: String) {
+    let directory = try ScratchDirectory.make("sightline-restore-tampered")
+    let harness = try SyncHarness(threshold: 1, location: .file(directory.appendingPathComponent("cloud.sqlite").path))
+    try Attacker(harness).send([.vote(hash("a"), token(1))])
+    let snapshot = directory.appendingPathComponent("cloud.snap").path
+    try harness.cloud.snapshot(to: snapshot)
+    let database = directory.appendingPathComponent("tampered.sqlite").path
+    let manifest = try SnapshotFile.extract(snapshot, to: database, key: nil)
+    try DatabaseQueue(path: database).writeWithoutTransaction { db in try db.execute(sql: edit) }
+    try SnapshotFile.write(source: database, destination: database + ".snap", manifest: manifest, key: nil)
+    return (directory, snapshot, database + ".snap")
+}
+
+@Suite struct RestoredCloudSchemaTests {
+    /// A trigger on the cloud log would rewrite counts at every ingest of
+    /// the restored cloud; a view, an extra table or index, or a table
+    /// defined otherwise is as foreign. A restore refuses them before it
+    /// opens the file, and nothing appears at the target.
+    @Test(arguments: [
+        "CREATE TRIGGER poison AFTER INSERT ON cloud_log BEGIN UPDATE hashes SET views = views + 1000; END",
+        "CREATE VIEW keys AS SELECT device, key FROM devices",
+        "CREATE TABLE extra (x)",
+        "CREATE INDEX extra_index ON devices (app)",
+        """
+        ALTER TABLE flags RENAME TO old_flags;
+        CREATE TABLE flags (device TEXT NOT NULL CHECK (length(device) < 3), epoch INTEGER NOT NULL, first_seq INTEGER NOT NULL,
+                            last_seq INTEGER NOT NULL, reason TEXT NOT NULL, flagged_at INTEGER NOT NULL);
+        DROP TABLE old_flags
+        """,
+    ])
+    func aCloudSnapshotWithSchemaThisBuildDidNotMakeIsRefused(edit: String) throws {
+        let (directory, snapshot, bad) = try tamperedCloudSnapshot(edit)
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let error = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: bad, to: target) }
+        #expect(error.code == .snapshot && error.message.hasSuffix("refused"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        try CloudIndex.restore(snapshot: snapshot, to: target)
+        #expect(FileManager.default.fileExists(atPath: target), "the snapshot as made restores")
+    }
+
+    /// No replay checks the registry: a short device key, a threshold of 0
+    /// (everything public), a backed-up position past the limit or an
+    /// unknown meta key is refused by name.
+    @Test(arguments: [
+        ("UPDATE devices SET key = zeroblob(31)", "devices.key"),
+        ("UPDATE cloud_meta SET value = 0 WHERE key = 'threshold'", "cloud_meta.threshold"),
+        ("UPDATE devices SET backed_up_seq = 9007199254740992", "devices.backed_up_seq"),
+        ("UPDATE apps SET secret_hash = 'secret'", "apps.secret_hash"),
+        ("INSERT INTO cloud_meta (key, value) VALUES ('debug', 1)", "cloud_meta holds debug"),
+    ])
+    func aCloudSnapshotWithAnImpossibleRegistryIsRefused(edit: String, named: String) throws {
+        let (directory, _, bad) = try tamperedCloudSnapshot(edit)
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let error = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: bad, to: target) }
+        #expect(error.code == .snapshot && error.message.contains(named) && error.message.hasSuffix("refused"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: target))
     }
 }

@@ -2,9 +2,13 @@ import AsyncHTTPClient
 import CloudIndex
 import DeviceStore
 import Foundation
+import Glibc
+import GRDB
 import IndexModel
 import Logging
 import NIOCore
+import NIOHTTP1
+import ScratchDirectory
 import SyncHTTP
 import SyncWire
 import Testing
@@ -17,29 +21,48 @@ private let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
 /// A real server on a loopback port picked by the system.
 private struct RunningServer {
     let url: String
+    /// The operator's listener: metrics and stats.
+    let adminURL: String
     let cloud: CloudIndex
-    let task: Task<Void, any Error>
+    let tasks: [Task<Void, any Error>]
 
-    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0)) async throws -> RunningServer {
-        let cloud = try CloudIndex(at: .memory, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
+    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0),
+                      location: CloudLocation = .memory) async throws -> RunningServer {
+        let cloud = try CloudIndex(at: location, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
         try cloud.registerApp(app, enrolmentSecret: secret)
         var configuration = configuration
         configuration.port = 0
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         var logger = Logger(label: "sightline.cloud.test")
         logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
-        let application = CloudServer(cloud: cloud, configuration: configuration, logger: logger).application { port in
+        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
+        let application = try server.application { port in
             continuation.yield(port)
         }
         let task = Task { try await application.run() }
         var iterator = ports.makeAsyncIterator()
         guard let port = await iterator.next() else { throw TransportError("the server did not start") }
-        return RunningServer(url: "http://127.0.0.1:\(port)", cloud: cloud, task: task)
+        let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
+        let admin = server.adminApplication(port: 0) { port in adminContinuation.yield(port) }
+        let adminTask = Task { try await admin.run() }
+        var adminIterator = adminPorts.makeAsyncIterator()
+        guard let adminPort = await adminIterator.next() else { throw TransportError("the admin listener did not start") }
+        return RunningServer(url: "http://127.0.0.1:\(port)", adminURL: "http://127.0.0.1:\(adminPort)", cloud: cloud,
+                             tasks: [task, adminTask])
     }
 
     func stop() async {
-        task.cancel()
-        _ = try? await task.value
+        for task in tasks {
+            task.cancel()
+            _ = try? await task.value
+        }
+    }
+
+    /// GET `path` on the admin listener.
+    func admin(_ path: String) async throws -> (status: UInt, body: String) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: adminURL + path), timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 1 << 22)
+        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
     }
 
     /// GET `path`, or POST `body` to it.
@@ -103,11 +126,36 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         }
         #expect(first["title"] == .string("Baked Potato Chips"))
         #expect(first["devices"] == .integer(3) && first["engaged"] == .integer(3) && first["shown"] == .integer(3))
-        let stats = try object(try await server.request("/v1/stats").body)
+        let stats = try object(try await server.admin("/v1/stats").body)
         #expect(stats["publicItems"] == .integer(1) && stats["devices"] == .integer(3))
-        let metrics = try await server.request("/metrics")
+        let metrics = try await server.admin("/metrics")
         #expect(metrics.body.contains("sightline_messages_accepted_total"))
         #expect(try await server.request("/healthz").status == 200)
+        #expect(try await server.admin("/healthz").status == 200)
+    }
+
+    /// Stats count devices, hashes and votes below K: an oracle for who
+    /// voted for what. They, and the metrics, are served only on the
+    /// operator's listener; the public one does not have them, and answers
+    /// the same for an item below K as for one that does not exist.
+    @Test func thePublicListenerRevealsNothingBelowTheThreshold() async throws {
+        let server = try await RunningServer.start(threshold: 3)
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 31, server: server)
+        try engage(store)
+        _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
+        #expect(try server.cloud.stats().hashes == 1)
+        for path in ["/v1/stats", "/metrics"] {
+            #expect(try await server.request(path).status == 404, "\(path) on the public listener")
+        }
+        let voted = PublicHash.of(app: app, activityType: "com.yummly/browseRecipe", identity: "url:" + recipeURL)
+        let unknown = PublicHash.of(app: app, activityType: "com.yummly/browseRecipe", identity: "url:https://nobody.example")
+        #expect(try server.cloud.entry(app: app, hash: voted)?.liveVotes == 1, "the item exists below K")
+        let below = try await server.request("/v1/apps/\(app)/items/\(voted.hex)")
+        let absent = try await server.request("/v1/apps/\(app)/items/\(unknown.hex)")
+        #expect(below.status == 404 && below == absent)
+        let search = try await server.request("/v1/apps/\(app)/public?q=potato")
+        #expect(search.status == 200 && search.body == "{\"results\":[]}\n")
     }
 
     @Test func aFramePostedTwiceIsAcknowledgedTwiceAndCountedOnce() async throws {
@@ -157,6 +205,53 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(try server.cloud.stats().logRows == 0)
     }
 
+    /// A route's path with a method it does not declare is 405 with an
+    /// `Allow` header; a path no route has is 404; query parameters that are
+    /// not what the API says (repeated, not an integer) are 400.
+    @Test func undeclaredMethodsAre405AndOddParametersAre400() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        for (method, path, allow) in [(HTTPMethod.PUT, "/v1/sync", "POST"), (.GET, "/v1/enrol", "POST"),
+                                      (.DELETE, "/v1/apps/a/public", "GET"), (.POST, "/v1/apps/a/items/00", "GET"),
+                                      (.TRACE, "/healthz", "GET")] {
+            var request = HTTPClientRequest(url: server.url + path)
+            request.method = method
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+            #expect(response.status == .methodNotAllowed && response.headers["Allow"] == [allow], "\(method) \(path)")
+        }
+        let admin = try await HTTPClient.shared.execute({ var r = HTTPClientRequest(url: server.adminURL + "/metrics"); r.method = .POST; return r }(),
+                                                        timeout: .seconds(10))
+        #expect(admin.status == .methodNotAllowed)
+        #expect(try await server.request("/v1/nothing").status == 404)
+        for query in ["limit=null", "limit=5&limit=6", "q=a&q=b", "limit=0", "limit=1001"] {
+            #expect(try await server.request("/v1/apps/\(app)/public?\(query)").status == 400, "\(query)")
+        }
+        #expect(try await server.request("/v1/apps/\(app)/public?limit=5&q=a").status == 200)
+    }
+
+    /// The answer to an enrolment is lost; the device asks again with its
+    /// proof and gets the same key, while anyone else asking for its name
+    /// gets 409, and a malformed proof is a 400.
+    @Test func aDeviceWhoseEnrolmentAnswerWasLostGetsTheSameKeyAgain() async throws {
+        let server = try await RunningServer.start()
+        defer { Task { await server.stop() } }
+        let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 21)))
+        let name = store.deviceID.rawValue
+        let lost = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
+        let again = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
+        #expect(again == lost)
+        try store.setDeviceKey(again)
+        let thief = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 22)))
+        await #expect(throws: HTTPEnrolment.Failure.self) {
+            try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: thief.enrolmentProof)
+        }
+        let badProof = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"x","secret":"\(secret)","proof":"AAAA"}
+            """.utf8))
+        #expect(badProof.status == 400)
+        #expect(try server.cloud.stats().devices == 1)
+    }
+
     @Test func aGapIsA409WhoseSignedReplyRewindsTheUploader() async throws {
         let server = try await RunningServer.start()
         defer { Task { await server.stop() } }
@@ -170,6 +265,74 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(decoded.isAuthentic)
         #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
                                                       expected: OutboxPosition(epoch: 0, seq: 1))))
+    }
+
+    /// Ingest blocks on SQLite; it runs on NIO's blocking pool, so frames
+    /// waiting for a store another process holds locked do not keep the
+    /// server from answering anything else.
+    @Test func framesWaitingOnALockedStoreDoNotStallOtherRequests() async throws {
+        let path = try ScratchDirectory.make("sightline-stall").appendingPathComponent("cloud.sqlite").path
+        let server = try await RunningServer.start(location: .file(path))
+        defer { Task { await server.stop() } }
+        let store = try await device(seed: 41, server: server)
+        try engage(store)
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+
+        // Another connection holds the write lock from a thread of its own:
+        // a slow transaction, as long as the test wants.
+        let holder = try DatabaseQueue(path: path)
+        let locked = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            try? holder.inDatabase { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                locked.signal()
+                release.wait()
+                try db.execute(sql: "COMMIT")
+            }
+            released.signal()
+        }
+        locked.wait()
+        let syncs = (0..<16).map { _ in Task { try await server.request("/v1/sync", body: frame.encoded).status } }
+        try await Task.sleep(for: .milliseconds(300))
+        // A client of its own: the shared one's connections to the server
+        // are all busy with the waiting frames. The health check must answer
+        // while the lock is still held (frames wait up to the store's 10 s
+        // busy timeout); with ingest on the cooperative pool it waited for
+        // the lock. Other tests share this process's pool, hence no tighter
+        // bound.
+        let client = HTTPClient(eventLoopGroupProvider: .singleton)
+        let answer = try? await client.execute(HTTPClientRequest(url: server.url + "/healthz"), timeout: .seconds(8))
+        try await client.shutdown()
+        #expect(answer?.status == .ok, "the health check waited for the locked store")
+        release.signal()
+        released.wait()
+        for sync in syncs {
+            // 503 `unavailable` when the lock outlived the busy timeout.
+            #expect([200, 503].contains(try await sync.value))
+        }
+    }
+
+    /// A client that sends its body a byte at a time, never idle long
+    /// enough for the idle timeout, is answered 408 once the client timeout
+    /// is up, and its connection is closed.
+    @Test func aBodyThatTricklesInIsCutOffAtTheClientTimeout() async throws {
+        var configuration = CloudServerConfiguration(port: 0)
+        configuration.clientTimeout = .milliseconds(500)
+        let server = try await RunningServer.start(configuration: configuration)
+        defer { Task { await server.stop() } }
+        let port = try #require(URLComponents(string: server.url)?.port)
+        let head = Array("POST /v1/sync HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n".utf8)
+        let (open, answer) = try await Task.detached {
+            try RawClient.trickle(port: port, head: head, every: .milliseconds(100), forAtMost: .seconds(5))
+        }.value
+        #expect(open < .seconds(2), "the server kept a trickling client for \(open)")
+        // The 408 is written before the close; a client whose next byte
+        // meets the closed socket may lose it to the reset.
+        #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 408"), "\(answer)")
+        #expect(try await server.request("/healthz").status == 200)
     }
 
     @Test func aDeviceOverItsRateLimitGets429() async throws {
@@ -246,5 +409,46 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
             #expect(limiter.count <= 1_000)
         }
         #expect(limiter.isExhausted("key-49999", now: start + .seconds(1)), "the newest keys are kept")
+    }
+}
+
+/// A TCP client that writes bytes and reads until the server closes: what
+/// a slow or broken HTTP client looks like to the server.
+enum RawClient {
+    struct Failure: Error {
+        let step: String
+    }
+
+    /// Sends `head`, then one body byte every `interval` until the server
+    /// closes the connection; returns how long it stayed open and what the
+    /// server sent.
+    static func trickle(port: Int, head: [UInt8], every interval: Duration,
+                        forAtMost limit: Duration) throws -> (open: Duration, answer: String) {
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socket >= 0 else { throw Failure(step: "socket") }
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw Failure(step: "connect") }
+        let started = ContinuousClock.now
+        guard head.withUnsafeBytes({ send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == head.count else {
+            throw Failure(step: "send")
+        }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var received: [UInt8] = []
+        while ContinuousClock.now - started < limit {
+            Thread.sleep(forTimeInterval: Double(interval.components.attoseconds) / 1e18 + Double(interval.components.seconds))
+            let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if count > 0 { received += buffer[..<count] }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK) { break }
+            var byte: UInt8 = 0x41
+            if send(socket, &byte, 1, Int32(MSG_NOSIGNAL)) < 0 { break }
+        }
+        return (ContinuousClock.now - started, String(decoding: received, as: UTF8.self))
     }
 }

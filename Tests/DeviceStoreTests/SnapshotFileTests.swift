@@ -94,6 +94,43 @@ import Testing
         #expect(error.message.contains("chunk 2 "), "\(error.message)")
     }
 
+    /// An encrypted snapshot's manifest says which store and head it holds;
+    /// it is authenticated by the key, so a changed member, or a MAC taken
+    /// away, refuses the snapshot before anything is written.
+    @Test func anAlteredManifestOfAnEncryptedSnapshotIsRefused() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let key = SymmetricKey(size: .bits256)
+        let raw = try snapshotOfContent(in: directory, key: key).snapshot
+        let trailer = SnapshotFile.trailerMagic.count + 4
+        let lengthAt = raw.count - trailer
+        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
+        let manifestAt = lengthAt - length
+        guard case .object(var manifest) = try JSONReader.parse(Array(raw[manifestAt..<lengthAt])) else {
+            Issue.record("no manifest")
+            return
+        }
+        #expect(manifest["manifestMAC"] != nil)
+        func with(_ changed: JSONObject) -> [UInt8] {
+            let bytes = Array(JSONWriter.pretty(.object(changed)).utf8)
+            return Array(raw[..<manifestAt]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
+                + SnapshotFile.trailerMagic
+        }
+        let original = manifest
+        manifest["kind"] = .string("cloud")
+        let altered = try refusal(of: with(manifest), in: directory, key: key)
+        #expect(altered.code == .wrongKey && altered.message.contains("manifest"), "\(altered)")
+        manifest = original
+        manifest["manifestMAC"] = nil
+        let stripped = try refusal(of: with(manifest), in: directory, key: key)
+        #expect(stripped.code == .malformed && stripped.message.contains("manifestMAC"), "\(stripped)")
+        let wrongKey = try refusal(of: with(original), in: directory, key: SymmetricKey(size: .bits256))
+        #expect(wrongKey.code == .wrongKey)
+        let extracted = directory.appendingPathComponent("unchanged").path
+        _ = try SnapshotFile.extract(directory.appendingPathComponent("content.snap").path, to: extracted, key: key)
+        #expect(FileManager.default.fileExists(atPath: extracted), "the snapshot as written still opens")
+    }
+
     @Test func aShortChunkBeforeTheLastIsRefused() throws {
         // Chunks are written at k × chunkBytes as they are inflated, so a
         // chunk shorter than that before the last would leave a hole.

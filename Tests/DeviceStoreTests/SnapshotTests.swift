@@ -3,6 +3,7 @@ import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
+import Snapshot
 import SyncWire
 import Testing
 
@@ -275,5 +276,84 @@ extension SnapshotTests {
         let acknowledgement = try #require(try restored.records(request.next...request.next.next).last)
         #expect(try acknowledgement.event() == .reindexAcknowledged(index: "photos", request: request.rawValue))
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+    }
+}
+
+/// `snapshot` with its database changed by `edit`, as someone who can write
+/// the backup location could change a plaintext snapshot.
+func tampered(_ snapshot: String, in directory: URL, _ edit: (Database) throws -> Void) throws -> String {
+    let database = directory.appendingPathComponent("tampered-\(UUID().uuidString).sqlite").path
+    let manifest = try SnapshotFile.extract(snapshot, to: database, key: nil)
+    try DatabaseQueue(path: database).writeWithoutTransaction { db in try edit(db) }
+    let changed = database + ".snap"
+    try SnapshotFile.write(source: database, destination: changed, manifest: manifest, key: nil)
+    return changed
+}
+
+@Suite struct RestoredSchemaTests {
+    /// A trigger on the journal, a view, an extra table or index, a table
+    /// with a clause this build never writes: a restore refuses them before
+    /// it opens the file, and nothing appears at the target.
+    @Test(arguments: [
+        "CREATE TRIGGER poison AFTER INSERT ON event_journal BEGIN DELETE FROM outbox; END",
+        "CREATE VIEW keys AS SELECT value FROM sync_state",
+        "CREATE TABLE extra (x)",
+        "CREATE INDEX extra_index ON items (title)",
+        """
+        ALTER TABLE reindex_requests RENAME TO old_requests;
+        CREATE TABLE reindex_requests AS SELECT * FROM old_requests;
+        DROP TABLE old_requests
+        """,
+    ])
+    func aSnapshotWithSchemaThisBuildDidNotMakeIsRefused(edit: String) throws {
+        let directory = try temporaryDirectory()
+        let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try store.snapshot(to: snapshot)
+        let bad = try tampered(snapshot, in: directory) { db in try db.execute(sql: edit) }
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let error = try #require(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: bad, to: target) }
+        #expect(error.code == .snapshot && error.message.hasSuffix("refused"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        #expect(try DeviceStore.restore(snapshot: snapshot, to: target).newEpoch > 1, "the snapshot as made restores")
+    }
+
+    /// The sync state is not a projection, so no rebuild checks it: a
+    /// position past the limit or a short device key is refused by name.
+    @Test(arguments: [
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('acknowledged_seq', -1)", "acknowledged_seq"),
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', x'0102')", "device_key"),
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('durable_epoch', 1.5)", "durable_epoch"),
+        ("UPDATE store_meta SET value = 0 WHERE key = 'epoch'", "epoch"),
+    ])
+    func aSnapshotWithAnImpossibleSyncStateIsRefused(edit: String, named: String) throws {
+        let directory = try temporaryDirectory()
+        let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        try store.setDeviceKey([UInt8](repeating: 4, count: 32))
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try store.snapshot(to: snapshot)
+        let bad = try tampered(snapshot, in: directory) { db in try db.execute(sql: edit) }
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let error = try #require(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: bad, to: target) }
+        #expect(error.code == .snapshot && error.message.contains(named) && error.message.hasSuffix("refused"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+    }
+
+    /// The search index is derived: one of another layout (an older build's)
+    /// is dropped by the restore and built again by the next search.
+    @Test func aSearchIndexOfAnotherLayoutIsDroppedAndBuiltAgain() throws {
+        let directory = try temporaryDirectory()
+        let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        #expect(try store.resultTitles("sunrise") == ["Sunrise"])
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try store.snapshot(to: snapshot)
+        let older = try tampered(snapshot, in: directory) { db in
+            try db.execute(sql: "DROP TABLE search_terms; CREATE TABLE search_terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID")
+        }
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: older, to: target)
+        let restored = try DeviceStore(at: .file(target))
+        #expect(try restored.resultTitles("sunrise") == ["Sunrise"])
+        #expect(try restored.verifyJournal().isValid)
     }
 }

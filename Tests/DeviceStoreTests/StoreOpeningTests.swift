@@ -1,4 +1,4 @@
-import DeviceStore
+@testable import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
@@ -13,6 +13,52 @@ import Testing
             (error as? DeviceStoreError)?.code == .storeNotFound
         }
         #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    /// Stores and snapshots hold the device key: they, and the WAL beside a
+    /// store, are created readable by their owner only.
+    @Test func storesSnapshotsAndRestoresAreCreatedOwnerOnly() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("owner.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 3)))
+        try store.setDeviceKey([UInt8](repeating: 7, count: 32))
+        try store.index(named: "notes").indexSearchableItems([item("1", title: "a note")])
+        let snapshot = directory.appendingPathComponent("owner.snap").path
+        try store.snapshot(to: snapshot)
+        let restored = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: ManualClock(testStart)))
+        for file in [path, path + "-wal", snapshot, restored] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int)
+            #expect(mode & 0o077 == 0, "\(file) has mode \(String(mode, radix: 8))")
+        }
+    }
+
+    /// A read-only look at a store whose writer died may need a private copy
+    /// (when SQLite cannot make the WAL index a reader needs), and that copy,
+    /// which holds the device key, is gone from disk as soon as it is open.
+    @Test func theInspectionCopyOfAStoreIsLeftNowhereOnDisk() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("live.sqlite").path
+        let writer = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 4)))
+        try writer.setDeviceKey([UInt8](repeating: 9, count: 32))
+        try writer.index(named: "notes").indexSearchableItems([item("1", title: "kept in the WAL")])
+        // What a killed writer leaves: the database and its WAL, no index.
+        let dead = directory.appendingPathComponent("dead.sqlite").path
+        try FileManager.default.copyItem(atPath: path, toPath: dead)
+        try FileManager.default.copyItem(atPath: path + "-wal", toPath: dead + "-wal")
+        let scratch = FileManager.default.temporaryDirectory.path
+        let prefix = "sightline-inspect-\(ProcessInfo.processInfo.processIdentifier)-"
+        let before = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasPrefix(prefix) }
+        // Run as root, the tests cannot deny SQLite the WAL index that makes
+        // a read-only open fall back to the copy; they make the copy directly.
+        var configuration = Configuration()
+        configuration.readonly = true
+        let copy = try DeviceStore.inspectionCopy(of: dead, configuration: configuration)
+        #expect(try copy.read { db in try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'") } == Data(repeating: 9, count: 32))
+        let after = try FileManager.default.contentsOfDirectory(atPath: scratch).filter { $0.hasPrefix(prefix) }
+        #expect(after == before, "an inspection copy is left in \(scratch)")
+        #expect(try copy.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM event_journal") } ?? 0 > 0,
+                "the copy reads on with no name on disk")
     }
 
     @Test func aFileThatIsNotSQLiteIsRefused() throws {
@@ -143,5 +189,43 @@ import Testing
                     && error.message.contains("versions 2 to 3")
             }
         }
+    }
+}
+
+/// A store file is outside bytes: a value someone wrote into it that this
+/// build never writes is a `corruptStore` error naming it, never a trap.
+@Suite struct EditedStoreTests {
+    @Test(arguments: [
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('acknowledged_epoch', 1), ('acknowledged_seq', -5)", "acknowledged"),
+        ("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('durable_epoch', -1), ('durable_seq', 1)", "durable"),
+        ("UPDATE store_meta SET value = -1 WHERE key = 'epoch'", "store_meta.epoch"),
+        ("UPDATE outbox SET epoch = -7", "outbox"),
+        ("UPDATE outbox SET seq = 9007199254740993 WHERE seq = (SELECT max(seq) FROM outbox)", "outbox"),
+    ])
+    func aNegativeOrHugeStoredPositionIsACorruptStoreError(edit: String, named: String) throws {
+        let path = try temporaryDirectory().appendingPathComponent("edited.sqlite").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+            try store.record(UserActivity(activityType: "t", title: "Edited", webpageURL: "https://example.com/e",
+                                          eligibleForSearch: true, eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/e")
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: edit) }
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
+        let reads: [() throws -> Void] = [
+            { _ = try store.syncStatus() },
+            { _ = try store.journalHead() },
+            { _ = try store.outboxEntries() },
+        ]
+        var refused = 0
+        for read in reads {
+            do {
+                try read()
+            } catch let error as DeviceStoreError {
+                #expect(error.code == .corruptStore && error.message.contains(named), "\(error)")
+                refused += 1
+            }
+        }
+        #expect(refused >= 1, "no read noticed \(edit)")
     }
 }

@@ -101,8 +101,9 @@ func servedCloud(_ directory: URL, threshold: Int, extra: [String] = []) throws 
     try process.run()
     for _ in 0..<200 {
         let text = String(decoding: FileManager.default.contents(atPath: log.path) ?? Data(), as: UTF8.self)
-        if let range = text.range(of: #"http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
-            return (process, String(text[range]), log)
+        // The public listener's line, not the admin one's.
+        if let range = text.range(of: #"(?m)^listening on http://127\.0\.0\.1:\d+"#, options: .regularExpression) {
+            return (process, String(text[range].dropFirst("listening on ".count)), log)
         }
         Thread.sleep(forTimeInterval: 0.05)
     }

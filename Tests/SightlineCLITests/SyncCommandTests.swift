@@ -224,8 +224,13 @@ import Testing
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let snapshots = directory.appendingPathComponent("snapshots").path
+        let keyFile = directory.appendingPathComponent("snapshot.key")
+        try Data(String(repeating: "5a", count: 32).utf8).write(to: keyFile)
+        let unencrypted = try CLIRunner.run(["cloud", "serve", "--db", directory.appendingPathComponent("refused.sqlite").path,
+                                             "--snapshot-every", "1", "--snapshot-dir", snapshots])
+        #expect(unencrypted.status != 0 && unencrypted.stderr.contains("--plaintext-snapshots"), "\(unencrypted.stderr)")
         let server = try servedCloud(directory, threshold: 2, extra: ["--snapshot-every", "1", "--snapshot-dir", snapshots,
-                                                                "--snapshots-kept", "2"])
+                                                                "--snapshots-kept", "2", "--key-file", keyFile.path])
         defer {
             server.process.terminate()
             server.process.waitUntilExit()
@@ -244,7 +249,14 @@ import Testing
         Thread.sleep(forTimeInterval: 3.5)
         let second = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--json"])
         #expect(second["droppableThrough"] == .string("1:2"), "\(second)")
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []
-        #expect((1...2).contains(files.filter { $0.hasSuffix(".snap") }.count), "\(files)")
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []).filter { $0.hasSuffix(".snap") }.sorted()
+        #expect((1...2).contains(files.count), "\(files)")
+        // They hold every device key: sealed, and restorable only with the key.
+        let newest = (snapshots as NSString).appendingPathComponent(try #require(files.last))
+        let restoredPath = directory.appendingPathComponent("restored-cloud.sqlite").path
+        let withoutKey = try CLIRunner.run(["cloud", "restore", "--snapshot", newest, "--db", restoredPath])
+        #expect(withoutKey.status != 0 && withoutKey.stderr.contains("--key-file"), "\(withoutKey.stderr)")
+        let withKey = try CLIRunner.run(["cloud", "restore", "--snapshot", newest, "--db", restoredPath, "--key-file", keyFile.path])
+        #expect(withKey.status == 0, "\(withKey.stderr)")
     }
 }

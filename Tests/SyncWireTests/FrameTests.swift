@@ -182,17 +182,22 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     @Test func repliesAreAuthenticOnlyUnderTheDeviceKey() throws {
         let ack = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 9),
                                      durableThrough: OutboxPosition(epoch: 1, seq: 9), contentRequests: [hash("2")]))
-        let signed = try CloudReply.decode(ack.encoded(device: "d1", key: key), device: "d1", key: key)
+        let signed = try CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key)
         #expect(signed.reply == ack && signed.isAuthentic)
-        #expect(try !CloudReply.decode(ack.encoded(device: "d1", key: otherKey), device: "d1", key: key).isAuthentic)
-        #expect(try !CloudReply.decode(ack.encoded(device: "d1", key: nil), device: "d1", key: key).isAuthentic)
-        #expect(throws: WireError.self) { try CloudReply.decode(ack.encoded(device: "d2", key: key), device: "d1", key: key) }
+        #expect(try !CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: otherKey), device: "d1", key: key).isAuthentic)
+        #expect(try !CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: nil), device: "d1", key: key).isAuthentic)
+        #expect(throws: WireError.self) { try CloudReply.decode(ack.encoded(device: "d2", answering: nil, key: key), device: "d1", key: key) }
+
+        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(1)), key: key)
+        let bound = try CloudReply.decode(ack.encoded(device: "d1", answering: frame.signature, key: key), device: "d1", key: key)
+        #expect(bound.isAnswer(to: frame) && bound.isAuthentic)
+        #expect(!signed.isAnswer(to: frame) && signed.answers == CloudReply.unreadFrame)
 
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
-        #expect(try CloudReply.decode(gap.encoded(device: "d1", key: key), device: "d1", key: key).reply == gap)
+        #expect(try CloudReply.decode(gap.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key).reply == gap)
         let ended = CloudReply.rejection(Rejection(WireError(.gap, "epoch 1 ended"), expected: OutboxPosition(epoch: 2, seq: 4),
                                                    ended: OutboxPosition(epoch: 1, seq: 0)))
-        #expect(try CloudReply.decode(ended.encoded(device: "d1", key: key), device: "d1", key: key).reply == ended,
+        #expect(try CloudReply.decode(ended.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key).reply == ended,
                 "an ended epoch the cloud holds none of still says so")
     }
 
@@ -206,7 +211,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: 2, seq: 1), ended: OutboxPosition(epoch: 1, seq: 1 << 60))),
     ])
     func aReplyWithAPositionPastTheLimitIsMalformed(reply: CloudReply) throws {
-        let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: "d1", key: key), device: "d1", key: key) }
+        let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key) }
         #expect(error.code == .malformed && error.message.contains("above the largest position"), "\(error)")
     }
 

@@ -14,11 +14,18 @@ private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size:
     }
 }
 
-private func ack(_ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [], key signingKey: [UInt8]? = key) -> [UInt8] {
-    CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: seq),
-                       durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq),
-                       backedUpThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests))
-        .encoded(device: "d1", key: signingKey)
+/// The reply's bytes as the cloud sends them to the uploader's frame in flight.
+private func answer(_ reply: CloudReply, _ uploader: Uploader, key signingKey: [UInt8]? = key) -> [UInt8] {
+    guard case .awaitingReply(let frame) = uploader.state else { return reply.encoded(device: "d1", answering: nil, key: signingKey) }
+    return reply.encoded(device: "d1", answering: frame.signature, key: signingKey)
+}
+
+private func ack(for uploader: Uploader, _ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [],
+                 key signingKey: [UInt8]? = key) -> [UInt8] {
+    answer(CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: seq),
+                              durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq),
+                              backedUpThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests)),
+           uploader, key: signingKey)
 }
 
 private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfiguration()) -> Uploader {
@@ -51,7 +58,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         _ = try #require(sent)
         #expect(uploader.nextFrame(now: t0, pending: outbox(6)) == nil, "one frame in flight at a time")
         let requested = PublicHash.of(app: "app", activityType: "t", identity: "title:x")
-        let effects = uploader.receive(ack(4, durable: 2, requests: [requested]), now: t0)
+        let effects = uploader.receive(ack(for: uploader, 4, durable: 2, requests: [requested]), now: t0)
         #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
         #expect(effects.contains(.contentRequested([requested])))
         #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 4))
@@ -67,7 +74,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         _ = try #require(sent)
         let reply = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 5), durableThrough: OutboxPosition(epoch: 1, seq: 5),
                                        backedUpThrough: OutboxPosition(epoch: 1, seq: 2)))
-        let effects = uploader.receive(reply.encoded(device: "d1", key: key), now: t0)
+        let effects = uploader.receive(answer(reply, uploader), now: t0)
         #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
         #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 2) && uploader.acknowledged == OutboxPosition(epoch: 1, seq: 5))
     }
@@ -129,12 +136,50 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         let sent = uploader.nextFrame(now: t0, pending: outbox(3))
 
         _ = try #require(sent)
-        let effects = uploader.receive(ack(3, key: Array(repeating: 9, count: 32)), now: t0)
+        let effects = uploader.receive(ack(for: uploader, 3, key: Array(repeating: 9, count: 32)), now: t0)
         guard case .retryScheduled = effects.first else {
             Issue.record("a forged ack must not move the cursor: \(effects)")
             return
         }
         #expect(uploader.acknowledged == .start)
+    }
+
+    /// An ack is bound to the frame it answers: an old signed ack replayed
+    /// (or delayed) while a later frame is in flight changes nothing, and
+    /// the frame goes again as after no reply.
+    @Test func aReplayedAckForAnotherFrameDoesNotMoveTheCursors() throws {
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 2))
+        let firstSent = uploader.nextFrame(now: t0, pending: outbox(6))
+        _ = try #require(firstSent)
+        let firstAck = ack(for: uploader, 2, durable: 1)
+        #expect(uploader.receive(firstAck, now: t0).contains(.durable(through: OutboxPosition(epoch: 1, seq: 1))))
+        let secondSent = uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(2)))
+        let second = try #require(secondSent)
+
+        let effects = uploader.receive(firstAck, now: t0)
+        guard case .retryScheduled(_, _, let reason)? = effects.first else {
+            Issue.record("a replayed ack must be ignored: \(effects)")
+            return
+        }
+        #expect(reason.contains("another frame"))
+        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 2) && uploader.durable == OutboxPosition(epoch: 1, seq: 1))
+        let forged = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 6), durableThrough: OutboxPosition(epoch: 1, seq: 6),
+                                        backedUpThrough: OutboxPosition(epoch: 1, seq: 6)))
+        guard case .backingOff(let waiting, let until) = uploader.state else {
+            Issue.record("expected a backoff, got \(uploader.state)")
+            return
+        }
+        #expect(waiting == second)
+        #expect(uploader.nextFrame(now: until, pending: Array(outbox(6).dropFirst(2))) == second, "the same frame goes again")
+        let stale = forged.encoded(device: "d1", answering: firstSent?.signature, key: key)
+        guard case .retryScheduled(let again, _, _)? = uploader.receive(stale, now: until).first else {
+            Issue.record("a signed ack naming another frame must be ignored")
+            return
+        }
+        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 2), "a signed ack naming another frame moves nothing")
+        #expect(uploader.nextFrame(now: again, pending: Array(outbox(6).dropFirst(2))) == second)
+        #expect(uploader.receive(answer(forged, uploader), now: again).contains(.durable(through: OutboxPosition(epoch: 1, seq: 6))),
+                "the answer to the frame in flight is taken")
     }
 
     @Test func aGapRewindsToTheExpectedPosition() throws {
@@ -143,7 +188,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
         _ = try #require(sent)
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:3"), expected: OutboxPosition(epoch: 1, seq: 3)))
-        let effects = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        let effects = uploader.receive(answer(gap, uploader), now: t0)
         #expect(effects == [.rewound(to: OutboxPosition(epoch: 1, seq: 2), reason: "expected 1:3")])
         let resentSent = uploader.nextFrame(now: t0, pending: Array(outbox(5).dropFirst(2)))
 
@@ -158,7 +203,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         _ = try #require(sent)
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "ended"), expected: OutboxPosition(epoch: 9, seq: 3),
                                                  ended: OutboxPosition(epoch: 1, seq: 2)))
-        let effects = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        let effects = uploader.receive(answer(gap, uploader), now: t0)
         #expect(effects == [.epochEnded(held: OutboxPosition(epoch: 1, seq: 2), cloudHead: OutboxPosition(epoch: 9, seq: 2), reason: "ended")])
         #expect(uploader.acknowledged == OutboxPosition(epoch: 9, seq: 2))
     }
@@ -170,12 +215,12 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         var uploader = makeUploader()
         let first = uploader.nextFrame(now: t0, pending: outbox(8))
         #expect(first != nil)
-        let acked = uploader.receive(ack(8, durable: 6), now: t0)
+        let acked = uploader.receive(ack(for: uploader, 8, durable: 6), now: t0)
         #expect(acked.contains(.durable(through: OutboxPosition(epoch: 1, seq: 6))))
         let second = uploader.nextFrame(now: t0, pending: outbox(2, from: 9))
         #expect(second != nil)
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
-        _ = uploader.receive(gap.encoded(device: "d1", key: key), now: t0)
+        _ = uploader.receive(answer(gap, uploader), now: t0)
         #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 3))
         #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 3))
     }
@@ -186,7 +231,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
             _ = try #require(sent)
             let rejection = CloudReply.rejection(Rejection(WireError(code, "no")))
-            #expect(uploader.receive(rejection.encoded(device: "d1", key: key), now: t0) == [.stopped(WireError(code, "no"))])
+            #expect(uploader.receive(answer(rejection, uploader), now: t0) == [.stopped(WireError(code, "no"))])
             #expect(uploader.nextFrame(now: t0.adding(milliseconds: 1_000_000), pending: outbox(2)) == nil)
         }
     }
@@ -197,7 +242,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
             let sent = uploader.nextFrame(now: t0, pending: outbox(2))
             let frame = try #require(sent)
             let rejection = CloudReply.rejection(Rejection(WireError(code, "later")))
-            guard case .retryScheduled(let at, _, _) = uploader.receive(rejection.encoded(device: "d1", key: key), now: t0).first else {
+            guard case .retryScheduled(let at, _, _) = uploader.receive(answer(rejection, uploader), now: t0).first else {
                 Issue.record("\(code) was not retried")
                 continue
             }

@@ -46,12 +46,13 @@ extension DeviceStore {
                 SELECT seq, index_name, identifiers FROM reindex_requests WHERE acknowledged_seq IS NULL ORDER BY seq
                 """).map { row in
                 var identifiers: [String]?
-                if let blob = row[2] as Data? {
+                if let blob = try StoredValue.column(row, 2, "reindex_requests.identifiers", as: Data?.self) {
                     var reader = BinaryReader([UInt8](blob))
                     let count = try reader.uvarint()
                     identifiers = try (0..<count).map { _ in try reader.string() }
                 }
-                return ReindexRequest(seq: Seq(UInt64(row[0] as Int64)), index: row[1], identifiers: identifiers)
+                return ReindexRequest(seq: Seq(try StoredValue.position(StoredValue.column(row, 0, "reindex_requests.seq"), "reindex_requests.seq")),
+                                      index: try StoredValue.column(row, 1, "reindex_requests.index_name"), identifiers: identifiers)
             }
         }
     }

@@ -107,6 +107,7 @@ extension DeviceStore {
         do {
             var configuration = Configuration()
             configuration.journalMode = .default
+            guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
             let destination = try DatabaseQueue(path: copy, configuration: configuration)
             let createdAt = clock.now()
             manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
@@ -191,6 +192,12 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
+        do {
+            try checkRestoredSchema(temporary)
+        } catch {
+            StoreFiles.remove(temporary)
+            throw error
+        }
         timer.lap("extract and checksum")
         let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now(), random: options.random)
         let head: Seq
@@ -211,6 +218,93 @@ extension DeviceStore {
         }
         timer.lap("replace the store")
         return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases)
+    }
+
+    /// The schema of a new device store of this build.
+    private static let currentSchema: Result<[SchemaObject], DeviceStoreError> = Result { () throws(DeviceStoreError) in
+        do {
+            return try SchemaCheck.schema { db in
+                try StoreSchema.create(db, deviceID: "schema", app: "schema", voteSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+                try db.execute(sql: SearchIndex.ddl)
+            }
+        } catch {
+            throw DeviceStoreError(.database, "cannot make the store schema to compare with: \(DeviceStore.describe(error))")
+        }
+    }
+
+    /// Refuses a restored file whose schema is not one this build makes
+    /// (`SchemaCheck`; a store older than version 3 may still hold its FTS5
+    /// tables, which opening it drops) or whose sync state holds what this
+    /// build never writes, before anything opens it as a store.
+    static func checkRestoredSchema(_ path: String) throws(DeviceStoreError) {
+        let expected = try currentSchema.get()
+        let found: (objects: [SchemaObject], version: Int64?)
+        do {
+            found = try SchemaCheck.inspect(path, metaTable: "store_meta")
+        } catch {
+            if let failure = RestoredFile.integrityFailure(at: path) { throw DeviceStoreError(.snapshot, failure) }
+            throw DeviceStoreError(.snapshot, "the snapshot's database cannot be read: \(DeviceStore.describe(error))")
+        }
+        guard let version = found.version, StoreSchema.readableVersions.contains(Int(clamping: version)) else {
+            throw DeviceStoreError(.snapshot, """
+                the snapshot's database is not a device store of a version this build reads \
+                (\(StoreSchema.readableVersions.lowerBound) to \(StoreSchema.readableVersions.upperBound))
+                """)
+        }
+        let verdict = SchemaCheck.verdict(found: found.objects, expected: expected,
+                                          isCurrentVersion: version == Int64(StoreSchema.formatVersion),
+                                          derived: SearchIndex.schemaObjects) { object in
+            version < 3 && object.type == "table" && StoreSchema.droppedFullTextTables.contains(object.name)
+        }
+        switch verdict {
+        case .accepted:
+            break
+        case .acceptedDroppingDerived(let tables):
+            // The search index of another layout: the store builds it again on the next search.
+            do {
+                let queue = try DatabaseQueue(path: path)
+                defer { try? queue.close() }
+                try queue.write { db in for table in tables { try db.execute(sql: "DROP TABLE IF EXISTS \(table)") } }
+            } catch {
+                throw DeviceStoreError(.snapshot, "cannot drop the restored file's search index: \(DeviceStore.describe(error))")
+            }
+        case .refused(let problem):
+            throw DeviceStoreError(.snapshot, "\(problem): refused")
+        }
+        guard found.objects.contains(where: { $0.name == "sync_state" }) else { return }
+        do {
+            try SchemaCheck.read(path) { db in try checkSyncState(db) }
+        } catch let error as DeviceStoreError {
+            throw error
+        } catch {
+            throw DeviceStoreError(.snapshot, "the snapshot's sync state cannot be read: \(DeviceStore.describe(error))")
+        }
+    }
+
+    /// The restored file's sync state and epoch, which no projection check
+    /// covers (a rebuild keeps them): each position an integer from 0 to
+    /// 2^53 − 1, the device key 32 bytes, nothing else.
+    private static func checkSyncState(_ db: Database) throws {
+        let positions: Set<String> = ["acknowledged_epoch", "acknowledged_seq", "durable_epoch", "durable_seq"]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM sync_state") {
+            guard case .string(let key) = (row[0] as DatabaseValue).storage else {
+                throw DeviceStoreError(.snapshot, "the restored file's sync_state has a key that is not text: refused")
+            }
+            let value = (row[1] as DatabaseValue).storage
+            switch (key, value) {
+            case ("device_key", .blob(let bytes)) where bytes.count == 32:
+                continue
+            case (let name, .int64(let number)) where positions.contains(name) && number >= 0 && UInt64(number) <= WireLimits.maximumPosition:
+                continue
+            default:
+                throw DeviceStoreError(.snapshot, "the restored file's sync_state \(key) holds \(row[1] as DatabaseValue), not a position or a 32-byte key: refused")
+            }
+        }
+        if let epoch = try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") {
+            guard case .int64(let number) = epoch.storage, number >= 1, UInt64(number) <= WireLimits.maximumPosition else {
+                throw DeviceStoreError(.snapshot, "the restored file's epoch is \(epoch), not a position: refused")
+            }
+        }
     }
 
     /// The epoch a store restored from a snapshot of `epoch` begins: the
@@ -239,7 +333,7 @@ extension DeviceStore {
         let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
         try store.write { db in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
-            guard UInt64(epoch) == manifest.epoch else {
+            guard epoch >= 0, UInt64(epoch) == manifest.epoch else {
                 throw DeviceStoreError(.snapshot, "the snapshot's store is in epoch \(epoch), its manifest says \(manifest.epoch)")
             }
             if let toSeq {

@@ -52,18 +52,18 @@ final class JournalAppender {
         }
         let readEpoch = try journal.statement(Statements.epoch.rawValue, db, "SELECT value FROM store_meta WHERE key = 'epoch'")
         defer { readEpoch.reset() }
-        epoch = Epoch(UInt64(try readEpoch.step() ? readEpoch.int64(0) : 1))
+        epoch = Epoch(try StoredValue.position(try readEpoch.step() ? readEpoch.int64(0) : 1, "store_meta.epoch"))
         let readHead = try journal.statement(Statements.head.rawValue, db, "SELECT seq, call, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
         defer { readHead.reset() }
         if try readHead.step() {
             let seq = readHead.int64(0)
-            head = Seq(UInt64(seq))
+            head = Seq(try StoredValue.position(seq, "the journal's last seq"))
             let hash = readHead.blob(2)
             guard let chainHash = ChainHash(hash) else {
                 throw DeviceStoreError(.corruptJournal, "seq \(seq): stored hash is \(hash.count) bytes, not 32", seq: head)
             }
             headHash = chainHash
-            call = CallID(UInt64(readHead.int64(1))).next
+            call = CallID(try StoredValue.position(readHead.int64(1), "the call of journal seq \(seq)")).next
         } else {
             head = .none
             headHash = .genesis

@@ -72,12 +72,13 @@ extension DeviceStore {
     public func journalHead() throws(DeviceStoreError) -> (seq: Seq, hash: ChainHash, epoch: Epoch) {
         try read { db in
             let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+            let epoch = Epoch(try StoredValue.position(epochValue, "store_meta.epoch"))
             guard let row = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1") else {
-                return (Seq.none, ChainHash.genesis, Epoch(UInt64(epochValue)))
+                return (Seq.none, ChainHash.genesis, epoch)
             }
-            let seq: Int64 = row[0]
-            let hash: Data = row[1]
-            return (Seq(UInt64(seq)), ChainHash([UInt8](hash)) ?? ChainHash.genesis, Epoch(UInt64(epochValue)))
+            let seq = try StoredValue.position(StoredValue.column(row, 0, "the journal's last seq"), "the journal's last seq")
+            let hash: Data = try StoredValue.column(row, 1, "the hash of journal seq \(seq)")
+            return (Seq(seq), ChainHash([UInt8](hash)) ?? ChainHash.genesis, epoch)
         }
     }
 }

@@ -79,8 +79,9 @@ extension DeviceStore {
             statement.bind(3, Int64(limit))
             var records: [OutboxRecord] = []
             while try statement.step() {
-                records.append(OutboxRecord(position: OutboxPosition(epoch: UInt64(statement.int64(0)), seq: UInt64(statement.int64(1))),
-                                            encoded: statement.blob(2)))
+                let position = OutboxPosition(epoch: try StoredValue.position(statement.int64(0), "outbox.epoch"),
+                                              seq: try StoredValue.position(statement.int64(1), "outbox.seq"))
+                records.append(OutboxRecord(position: position, encoded: statement.blob(2)))
             }
             return records
         }
@@ -94,14 +95,17 @@ extension DeviceStore {
                 SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
                 """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(clamping: limit)])
             return try rows.map { row in
-                let position = OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64))
+                let position = OutboxPosition(epoch: try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch"),
+                                              seq: try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq"))
+                let bytes: Data = try StoredValue.column(row, 3, "outbox message \(position)")
                 let message: OutboxMessage
                 do {
-                    message = try OutboxMessage.decode([UInt8](row[3] as Data))
+                    message = try OutboxMessage.decode([UInt8](bytes))
                 } catch {
                     throw DeviceStoreError(.corruptJournal, "outbox message \(position) does not decode: \(error)")
                 }
-                return OutboxEntry(position: position, journalSeq: Seq(UInt64(row[2] as Int64)), message: message)
+                let journalSeq = try StoredValue.position(StoredValue.column(row, 2, "outbox.journal_seq"), "outbox.journal_seq")
+                return OutboxEntry(position: position, journalSeq: Seq(journalSeq), message: message)
             }
         }
     }
@@ -207,12 +211,13 @@ struct OutboxState {
         defer { statement.reset() }
         // A SELECT of scalar subqueries always returns its one row.
         _ = try statement.step()
-        func position(_ epoch: Int32, _ seq: Int32) -> OutboxPosition {
+        func position(_ epoch: Int32, _ seq: Int32, _ what: String) throws(DeviceStoreError) -> OutboxPosition {
             guard let epoch = statement.optionalInt64(epoch), let seq = statement.optionalInt64(seq) else { return .start }
-            return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
+            return OutboxPosition(epoch: try StoredValue.position(epoch, "the \(what) epoch"), seq: try StoredValue.position(seq, "the \(what) seq"))
         }
-        return OutboxState(epoch: UInt64(statement.optionalInt64(0) ?? 1), head: position(5, 6),
-                           acknowledged: position(1, 2), durable: position(3, 4))
+        return OutboxState(epoch: try StoredValue.position(statement.optionalInt64(0) ?? 1, "store_meta.epoch"),
+                           head: try position(5, 6, "outbox head"),
+                           acknowledged: try position(1, 2, "acknowledged"), durable: try position(3, 4, "durable"))
     }
 }
 
@@ -220,7 +225,8 @@ struct OutboxState {
 enum OutboxStore {
     /// The epoch the store writes in.
     static func epoch(_ db: Database) throws -> UInt64 {
-        UInt64(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1)
+        try StoredValue.position(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1,
+                                 "store_meta.epoch")
     }
 
     /// The last message appended, or seq 0 of epoch 1 when there is none.
@@ -236,7 +242,8 @@ enum OutboxStore {
     static func head(_ statement: DirectStatement) throws -> OutboxPosition {
         defer { statement.reset() }
         guard try statement.step() else { return .start }
-        return OutboxPosition(epoch: UInt64(statement.int64(0)), seq: UInt64(statement.int64(1)))
+        return OutboxPosition(epoch: try StoredValue.position(statement.int64(0), "the outbox head epoch"),
+                              seq: try StoredValue.position(statement.int64(1), "the outbox head seq"))
     }
 
     static func acknowledged(_ db: Database) throws -> OutboxPosition {
@@ -253,7 +260,8 @@ enum OutboxStore {
         let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = ?"),
                                      arguments: [name + "_seq"])
         guard let epoch, let seq else { return .start }
-        return OutboxPosition(epoch: UInt64(epoch), seq: UInt64(seq))
+        return OutboxPosition(epoch: try StoredValue.position(epoch, "sync_state.\(name)_epoch"),
+                              seq: try StoredValue.position(seq, "sync_state.\(name)_seq"))
     }
 
     /// Stores the position `name` (`acknowledged` or `durable`). `slots` are

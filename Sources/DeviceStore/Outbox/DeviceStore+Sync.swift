@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import IndexModel
@@ -16,6 +17,17 @@ extension DeviceStore {
         }
         if let key { knownDeviceKey.withLock { $0 = key } }
         return key
+    }
+
+    /// What this device offers the cloud at enrolment so that asking again
+    /// (after a lost answer, a crash, a restore of a backup taken before the
+    /// key arrived) gets the same key back: HMAC-SHA256 under the store's
+    /// vote secret, which never leaves the device, of the app and device id.
+    /// Nobody else can make it; the cloud keeps only its SHA-256.
+    public var enrolmentProof: [UInt8] {
+        var label = Array("sightline enrolment proof\n".utf8)
+        label += Array(app.utf8) + [0x0A] + Array(deviceID.rawValue.utf8)
+        return Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: privacyKeys.voteSecret)))
     }
 
     /// Keeps the key from enrolment. A device has one key for life.

@@ -76,7 +76,9 @@ extension DeviceStore {
                 SELECT epoch, seq, journal_seq, message FROM outbox
                 WHERE (epoch, seq) > (?, ?) AND (epoch, seq) < (?, ?) ORDER BY epoch, seq
                 """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(end.epoch), Int64(end.seq)]).map { row in
-                (OutboxPosition(epoch: UInt64(row[0] as Int64), seq: UInt64(row[1] as Int64)), row[2] as Int64, [UInt8](row[3] as Data))
+                (OutboxPosition(epoch: try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch"),
+                                seq: try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq")),
+                 try StoredValue.column(row, 2, "outbox.journal_seq"), [UInt8](try StoredValue.column(row, 3, "outbox.message") as Data))
             }
         }
     }
@@ -89,7 +91,8 @@ extension DeviceStore {
             _ = try replayWholeJournal(into: fold)
             var heads: [UInt64: UInt64] = [:]
             for row in try Row.fetchAll(scratchDB, sql: "SELECT epoch, max(seq) FROM outbox GROUP BY epoch") {
-                heads[UInt64(row[0] as Int64)] = UInt64(row[1] as Int64)
+                heads[try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch")] =
+                    try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq")
             }
             return heads
         }

@@ -193,7 +193,10 @@ public final class DeviceStore: Sendable {
     /// Opens the file. A read-only open of a store whose writer was killed can
     /// fail because SQLite must rebuild the WAL index first, which needs write
     /// access; inspection then works on a private copy of the database and its
-    /// WAL, so the store itself is never modified.
+    /// WAL, so the store itself is never modified. The copy (it holds the
+    /// device key) lives in a directory only the user can enter, is folded
+    /// into one file, and is unlinked as soon as it is open: nothing of it is
+    /// left once the inspection closes it, however the process ends.
     private static func openQueue(path: String, configuration: Configuration) throws -> DatabaseQueue {
         let hasWAL = FileManager.default.fileExists(atPath: path + "-wal")
         do {
@@ -204,16 +207,31 @@ public final class DeviceStore: Sendable {
             return queue
         } catch let error as DatabaseError where configuration.readonly && hasWAL
             && (error.resultCode.primaryResultCode == .SQLITE_READONLY || error.resultCode.primaryResultCode == .SQLITE_CANTOPEN) {
-            let directory = FileManager.default.temporaryDirectory
-                .appendingPathComponent("sightline-inspect-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let copy = directory.appendingPathComponent("store.sqlite").path
-            try FileManager.default.copyItem(atPath: path, toPath: copy)
-            try FileManager.default.copyItem(atPath: path + "-wal", toPath: copy + "-wal")
-            var copyConfiguration = configuration
-            copyConfiguration.readonly = false
-            return try DatabaseQueue(path: copy, configuration: copyConfiguration)
+            return try inspectionCopy(of: path, configuration: configuration)
         }
+    }
+
+    /// A private, writable copy of the store at `path` and its WAL, opened.
+    static func inspectionCopy(of path: String, configuration: Configuration) throws -> DatabaseQueue {
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("sightline-inspect-\(ProcessInfo.processInfo.processIdentifier)-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("store.sqlite").path
+        for suffix in ["", "-wal"] {
+            try FileManager.default.copyItem(atPath: path + suffix, toPath: copy + suffix)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: copy + suffix)
+        }
+        var copyConfiguration = configuration
+        copyConfiguration.readonly = false
+        let queue = try DatabaseQueue(path: copy, configuration: copyConfiguration)
+        // One file, no WAL: the open connection needs no name on disk.
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "PRAGMA journal_mode = DELETE")
+        }
+        return queue
     }
 
     /// Creates a new store file whole: the schema is built in a temporary file
@@ -223,6 +241,9 @@ public final class DeviceStore: Sendable {
                                          voteSecret: [UInt8], createdAt: Timestamp) throws {
         let temporary = path + ".creating"
         StoreFiles.remove(temporary)
+        guard StoreFiles.createPrivate(temporary) else {
+            throw DeviceStoreError(.database, "cannot create \(temporary) (errno \(errno))")
+        }
         let creator = try DatabaseQueue(path: temporary, configuration: configuration)
         try creator.write { db in
             try StoreSchema.create(db, deviceID: deviceID, app: app, voteSecret: voteSecret,

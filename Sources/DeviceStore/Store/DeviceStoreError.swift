@@ -19,6 +19,10 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
         case clockWentBackwards
         /// A journal row cannot be read, decoded or chained.
         case corruptJournal
+        /// A stored value is not one this build writes: a negative or huge
+        /// position, a REAL or NULL where an integer belongs (the file was
+        /// edited or damaged).
+        case corruptStore
         /// A write was attempted on a store opened read-only.
         case readOnly
         /// SQLite reported an error.

@@ -134,6 +134,12 @@ enum StoreSchema {
                                    "public_activities", "public_hashes", "public_refs", "public_votes", "outbox",
                                    "reindex_requests"]
 
+    /// The FTS5 tables of a version 2 store and their shadow tables, which
+    /// `migrate` drops.
+    static let droppedFullTextTables: Set<String> = Set(["items_fts", "activities_fts"].flatMap { table in
+        [table] + ["data", "idx", "content", "docsize", "config"].map { table + "_" + $0 }
+    })
+
     /// Brings a store of an older readable version to this one, in the
     /// caller's write transaction.
     static func migrate(_ db: Database, from version: Int) throws {

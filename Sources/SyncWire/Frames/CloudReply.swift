@@ -107,20 +107,28 @@ public struct Rejection: Hashable, Sendable {
 
 /// A frame from the cloud to a device. Signed with the device's key when the
 /// cloud knows it, so that nobody between can forge an ack (which would make the
-/// device drop messages the cloud never got).
+/// device drop messages the cloud never got), and bound to the frame it
+/// answers, so that nobody can replay an old ack for a newer frame.
 public enum CloudReply: Hashable, Sendable {
     case ack(Ack)
     case rejection(Rejection)
 
-    /// The reply's bytes, signed with `key` when given.
-    public func encoded(device: String, key: [UInt8]?) -> [UInt8] {
-        var writer = BinaryWriter(capacity: 96)
+    /// What a reply names in place of a frame the cloud could not read.
+    public static let unreadFrame = [UInt8](repeating: 0, count: 32)
+
+    /// The reply's bytes, answering the frame whose signature is
+    /// `frameSignature` (nil: a frame that could not be read), signed with
+    /// `key` when given.
+    public func encoded(device: String, answering frameSignature: [UInt8]?, key: [UInt8]?) -> [UInt8] {
+        var writer = BinaryWriter(capacity: 128)
         writer.raw(UploadFrame.magic)
         writer.byte(UploadFrame.version)
+        let answers = frameSignature.flatMap { $0.count == 32 ? $0 : nil } ?? CloudReply.unreadFrame
         switch self {
         case .ack(let ack):
             writer.byte(UploadFrame.FrameType.ack.rawValue)
             writer.string(device)
+            writer.raw(answers)
             writer.uvarint(ack.acceptedThrough.epoch)
             writer.uvarint(ack.acceptedThrough.seq)
             writer.uvarint(ack.durableThrough.epoch)
@@ -132,6 +140,7 @@ public enum CloudReply: Hashable, Sendable {
         case .rejection(let rejection):
             writer.byte(UploadFrame.FrameType.rejection.rawValue)
             writer.string(device)
+            writer.raw(answers)
             writer.byte(rejection.error.code.rawValue)
             writer.uvarint(rejection.expected?.epoch ?? 0)
             writer.uvarint(rejection.expected?.seq ?? 0)
@@ -152,9 +161,9 @@ public enum CloudReply: Hashable, Sendable {
         return writer.bytes
     }
 
-    /// A reply as a device reads it: `signedBy` is the device's key; an unsigned
+    /// A reply as a device reads it: `key` is the device's key; an unsigned
     /// or wrongly signed reply comes back with `isAuthentic` false.
-    public static func decode(_ bytes: [UInt8], device: String, key: [UInt8]) throws(WireError) -> (reply: CloudReply, isAuthentic: Bool) {
+    public static func decode(_ bytes: [UInt8], device: String, key: [UInt8]) throws(WireError) -> ReceivedReply {
         var reader = BinaryReader(bytes)
         do {
             let magic = try reader.fixedBytes(4, "magic")
@@ -168,6 +177,7 @@ public enum CloudReply: Hashable, Sendable {
             guard replyDevice == device else {
                 throw WireError(.malformed, "the reply is addressed to device \(replyDevice), not \(device)")
             }
+            let answers = try reader.fixedBytes(32, "answered frame's signature")
             let reply: CloudReply
             switch UploadFrame.FrameType(rawValue: type) {
             case .ack:
@@ -211,11 +221,26 @@ public enum CloudReply: Hashable, Sendable {
                                                                    using: SymmetricKey(data: key))
             }
             guard reader.isAtEnd else { throw WireError(.malformed, "\(reader.remaining) bytes follow the reply") }
-            return (reply, authentic)
+            return ReceivedReply(reply: reply, answers: answers, isAuthentic: authentic)
         } catch let error as WireError {
             throw error
         } catch {
             throw WireError(.malformed, "the reply is malformed: \(error)")
         }
+    }
+}
+
+/// A reply as the device read it.
+public struct ReceivedReply: Hashable, Sendable {
+    public var reply: CloudReply
+    /// The signature of the frame the reply answers; `CloudReply.unreadFrame`
+    /// when the cloud could not read the frame.
+    public var answers: [UInt8]
+    /// Whether the device's key signed the reply (the frame it answers included).
+    public var isAuthentic: Bool
+
+    /// Whether the reply answers `frame` (and no other frame of the device).
+    public func isAnswer(to frame: UploadFrame) -> Bool {
+        answers == frame.signature
     }
 }

@@ -147,11 +147,16 @@ public struct Uploader: Sendable {
     /// Takes the cloud's reply to the frame in flight.
     public mutating func receive(_ bytes: [UInt8], now: Timestamp) -> [UploadEffect] {
         guard case .awaitingReply(let frame) = state else { return [] }
-        let decoded: (reply: CloudReply, isAuthentic: Bool)
+        let decoded: ReceivedReply
         do {
             decoded = try CloudReply.decode(bytes, device: device, key: key)
         } catch {
             return failed(now: now, reason: "unreadable reply: \(error)")
+        }
+        guard decoded.isAnswer(to: frame) else {
+            // An old reply, replayed or delayed: acting on it could move the
+            // cursor past messages the cloud never saw.
+            return failed(now: now, reason: "a reply to another frame was ignored")
         }
         if case .rejection(let rejection) = decoded.reply, [.unknownDevice, .badSignature].contains(rejection.error.code) {
             // The cloud does not know the key, or the frame's signature did

@@ -63,8 +63,9 @@ struct SyncBenchmark {
         var logger = Logger(label: "sightline.bench")
         logger.logLevel = .critical
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let application = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(port: 0, framesPerSecond: 1e9, burst: 1e9),
+        let application = try CloudServer(cloud: cloud, configuration: CloudServerConfiguration(port: 0, framesPerSecond: 1e9, burst: 1e9),
                                       logger: logger).application { port in continuation.yield(port) }
+        // (`application` throws only for a TLS configuration, which this one has not.)
         let server = Task { try await application.run() }
         defer { server.cancel() }
         var iterator = ports.makeAsyncIterator()

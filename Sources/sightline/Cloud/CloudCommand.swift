@@ -1,11 +1,13 @@
 import ArgumentParser
 import CloudIndex
 import CloudServer
+import Crypto
 import Foundation
 import Hummingbird
 import IndexModel
 import IndexQuery
 import Logging
+import NIOPosix
 
 struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -53,12 +55,30 @@ struct ServeCommand: AsyncParsableCommand {
     var port: Int = 8080
 
     @Option(name: .long, help: ArgumentHelp(
+        "Serve /metrics, /v1/stats and /healthz for operators on this port (0: any free one); none when not given.",
+        valueName: "port"))
+    var adminPort: Int?
+
+    @Option(name: .long, help: "The address the admin port listens on.")
+    var adminHost: String = "127.0.0.1"
+
+    @Option(name: .long, help: ArgumentHelp("Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.",
+                                            valueName: "pem"))
+    var tlsCert: String?
+
+    @Option(name: .long, help: ArgumentHelp("The PEM private key of --tls-cert.", valueName: "pem"))
+    var tlsKey: String?
+
+    @Option(name: .long, help: ArgumentHelp(
         "K: distinct devices with a live vote before a public activity's content is asked for and shown (default 5 for a new store; changing it rebuilds the projections).",
         valueName: "k"))
     var threshold: Int?
 
     @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
     var app: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --app: the most devices that may enrol for it (default: no limit).", valueName: "count"))
+    var maxDevices: Int?
 
     @Option(name: .long, help: "Frames per second each device may send, counted once its signature verified (burst: twice this).")
     var rate: Double = 200
@@ -70,6 +90,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("The burst of such requests an address may save up.", valueName: "count"))
     var addressBurst: Double = 1_000
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Seconds a client has to send a whole request body; a connection idle this long is closed.", valueName: "seconds"))
+    var clientTimeout: Int = 30
 
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "info"
@@ -85,16 +109,34 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .long, help: "Periodic snapshots to keep.")
     var snapshotsKept: Int = 3
 
+    @OptionGroup var keyOption: KeyFileOption
+
+    @Flag(name: .long, help: "Write periodic snapshots unencrypted although they hold every device key.")
+    var plaintextSnapshots = false
+
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be between 0 and 65535") }
+        if let adminPort, !(0...65535).contains(adminPort) { throw ValidationError("--admin-port must be between 0 and 65535") }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw ValidationError("--tls-cert and --tls-key go together") }
         if let threshold, !(1...1_000_000).contains(threshold) {
             throw ValidationError("--threshold must be between 1 and 1,000,000")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
+        guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
+        if let maxDevices {
+            guard app != nil else { throw ValidationError("--max-devices needs --app") }
+            guard (1...100_000_000).contains(maxDevices) else { throw ValidationError("--max-devices must be between 1 and 100,000,000") }
+        }
         if let snapshotEvery {
             guard snapshotEvery >= 1 else { throw ValidationError("--snapshot-every must be at least 1 second") }
             guard snapshotDir != nil else { throw ValidationError("--snapshot-every needs --snapshot-dir") }
+            guard keyOption.keyFile != nil || plaintextSnapshots else {
+                throw ValidationError("""
+                    --snapshot-every writes every device key into each snapshot: give --key-file to encrypt them, \
+                    or --plaintext-snapshots to write them unencrypted
+                    """)
+            }
         }
         guard snapshotsKept >= 1 else { throw ValidationError("--snapshots-kept must be at least 1") }
     }
@@ -107,7 +149,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
             do {
-                try cloud.registerApp(app, enrolmentSecret: secret)
+                try cloud.registerApp(app, enrolmentSecret: secret, maximumDevices: maxDevices)
             } catch {
                 Output.error("error: \(error.message)")
                 throw ExitStatus.invalidInput
@@ -115,19 +157,38 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "sightline.cloud")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let server = CloudServer(cloud: cloud, configuration: CloudServerConfiguration(
+        var configuration = CloudServerConfiguration(
             host: host, port: port, framesPerSecond: rate, burst: rate * 2,
-            addressRequestsPerSecond: addressRate, addressBurst: addressBurst), logger: logger)
+            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout))
+        if let tlsCert, let tlsKey {
+            do {
+                configuration.tls = try CloudServer.tlsConfiguration(certificateFile: tlsCert, keyFile: tlsKey)
+            } catch {
+                Output.error("error: cannot read the TLS certificate \(tlsCert) or key \(tlsKey): \(error)")
+                throw ExitStatus.invalidInput
+            }
+        }
+        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
         let host = self.host
         let threshold = cloud.threshold
-        let application = server.application { port in
-            Output.error("listening on http://\(host):\(port) (threshold K = \(threshold))")
+        let scheme = tlsCert == nil ? "http" : "https"
+        let application = try server.application { port in
+            Output.error("listening on \(scheme)://\(host):\(port) (threshold K = \(threshold))")
         }
+        let key = try keyOption.key().map { $0.withUnsafeBytes { Array($0) } }
         let snapshots = snapshotEvery.flatMap { every in
-            snapshotDir.map { PeriodicSnapshots(cloud: cloud, directory: $0, every: every, kept: snapshotsKept, logger: logger) }
+            snapshotDir.map { PeriodicSnapshots(cloud: cloud, directory: $0, every: every, kept: snapshotsKept, key: key, logger: logger) }
         }
         let snapshotting = Task { await snapshots?.run() }
         defer { snapshotting.cancel() }
+        let adminHost = self.adminHost
+        let administering = adminPort.map { adminPort in
+            let admin = server.adminApplication(host: adminHost, port: adminPort) { port in
+                Output.error("admin listening on http://\(adminHost):\(port)")
+            }
+            return Task { try await admin.run() }
+        }
+        defer { administering?.cancel() }
         try await application.runService()
     }
 }
@@ -140,6 +201,9 @@ struct PeriodicSnapshots: Sendable {
     let directory: String
     let every: Int
     let kept: Int
+    /// Seals each snapshot (they hold every device key); nil only when the
+    /// operator asked for plaintext snapshots.
+    let key: [UInt8]?
     let logger: Logger
 
     func run() async {
@@ -149,12 +213,19 @@ struct PeriodicSnapshots: Sendable {
             if Task.isCancelled { return }
             let name = "cloud-\(cloud.now.millisecondsSince1970).snap"
             let path = (directory as NSString).appendingPathComponent(name)
-            do {
-                let manifest = try cloud.snapshot(to: path)
+            // A snapshot copies and deflates the whole store: on NIO's
+            // blocking pool, beside ingest, not on Swift's cooperative pool.
+            let written = try? await NIOThreadPool.singleton.runIfActive { [cloud, key] in
+                Result { () throws(CloudError) in try cloud.snapshot(to: path, key: key.map { SymmetricKey(data: $0) }) }
+            }
+            switch written {
+            case .success(let manifest)?:
                 logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
-            } catch {
+            case .failure(let error)?:
                 logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
                 continue
+            case nil:
+                return
             }
             let snapshots = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
                 .filter { $0.hasPrefix("cloud-") && $0.hasSuffix(".snap") }

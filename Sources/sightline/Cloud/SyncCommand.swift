@@ -2,6 +2,7 @@ import ArgumentParser
 import DeviceStore
 import Foundation
 import IndexModel
+import AsyncHTTPClient
 import NIOCore
 import SyncHTTP
 import SyncWire
@@ -34,6 +35,10 @@ struct SyncCommand: AsyncParsableCommand {
                                             valueName: "seconds"))
     var timeout: Int = 10
 
+    @Option(name: .long, help: ArgumentHelp("For an https:// cloud: trust the certificates in this PEM file (and only them).",
+                                            valueName: "pem"))
+    var caFile: String?
+
     func validate() throws {
         guard cloud.hasPrefix("http://") || cloud.hasPrefix("https://") else {
             throw ValidationError("--cloud must be an http:// or https:// URL, not \"\(cloud)\"")
@@ -48,6 +53,23 @@ struct SyncCommand: AsyncParsableCommand {
             throw ExitStatus.storeUnavailable
         }
         let device = try store.openForWriting(clock: SystemClock())
+        let client: HTTPClient
+        do {
+            client = try caFile.map { try CloudClients.trusting(caFile: $0) } ?? .shared
+        } catch {
+            Output.error("error: cannot read the CA file \(caFile ?? ""): \(error)")
+            throw ExitStatus.invalidInput
+        }
+        do {
+            try await run(device: device, client: client)
+        } catch {
+            if caFile != nil { try? await client.shutdown() }
+            throw error
+        }
+        if caFile != nil { try? await client.shutdown() }
+    }
+
+    private func run(device: DeviceStore, client: HTTPClient) async throws {
         var enrolled = false
         do {
             if try device.deviceKey() == nil {
@@ -56,7 +78,8 @@ struct SyncCommand: AsyncParsableCommand {
                     throw ExitStatus.invalidInput
                 }
                 let key = try await HTTPEnrolment.enrol(baseURL: cloud, app: device.app, device: device.deviceID.rawValue,
-                                                        secret: secret, timeout: .seconds(Int64(timeout)))
+                                                        secret: secret, proof: device.enrolmentProof, timeout: .seconds(Int64(timeout)),
+                                                        client: client)
                 try device.setDeviceKey(key)
                 enrolled = true
             }
@@ -74,7 +97,7 @@ struct SyncCommand: AsyncParsableCommand {
         }
         let report: SyncReport
         do {
-            let transport = HTTPTransport(baseURL: cloud, timeout: .seconds(Int64(timeout)))
+            let transport = HTTPTransport(baseURL: cloud, timeout: .seconds(Int64(timeout)), client: client)
             report = try await SyncClient(store: device, transport: transport, maximumAttempts: attempts).run()
         } catch {
             Output.error("error: \(error.message)")

@@ -105,6 +105,10 @@ enum SearchIndex {
         return prefixes
     }
 
+    /// The tables and index of `ddl`: derived data a store builds again when
+    /// they are missing (a restore drops them when an older layout made them).
+    static let schemaObjects: Set<String> = Set(tables + ["search_refs_by_doc"])
+
     static let ddl = """
         CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS search_docs (

@@ -1,0 +1,28 @@
+import GRDB
+import SyncWire
+
+/// Numbers read back from a store file, checked: the file is outside bytes
+/// (anyone who can write it can put a negative, huge or fractional number
+/// where a position belongs), and nothing read from it may trap. A value out
+/// of range is `corruptStore`, naming what it is.
+enum StoredValue {
+    /// `value` as an epoch or seq: 0 through `WireLimits.maximumPosition`.
+    static func position(_ value: Int64, _ what: @autoclosure () -> String) throws(DeviceStoreError) -> UInt64 {
+        guard value >= 0, UInt64(value) <= WireLimits.maximumPosition else {
+            throw DeviceStoreError(.corruptStore, "\(what()) is \(value), not a position from 0 to \(WireLimits.maximumPosition)")
+        }
+        return UInt64(value)
+    }
+
+    /// Column `index` of `row`, decoded with GRDB's throwing decoding, which
+    /// refuses a NULL where a value is required and a REAL that is not whole
+    /// where an integer is.
+    static func column<Value: DatabaseValueConvertible>(_ row: Row, _ index: Int, _ what: @autoclosure () -> String,
+                                                        as type: Value.Type = Value.self) throws(DeviceStoreError) -> Value {
+        do {
+            return try row.decode(Value.self, atIndex: index)
+        } catch {
+            throw DeviceStoreError(.corruptStore, "\(what()) cannot be read as \(Value.self): \(row[index] as DatabaseValue)")
+        }
+    }
+}
