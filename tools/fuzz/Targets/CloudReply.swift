@@ -12,19 +12,20 @@ enum Target {
         _ = try? CloudReply.decode(bytes, device: device, key: key)
     }
 
-    /// Replies the cloud's code encodes: acks with and without requests,
-    /// each kind of rejection, signed and unsigned.
+    /// Replies the cloud's code encodes: an ack with a request, a gap and a
+    /// refusal of an unread frame, signed and unsigned.
     static func seeds() throws -> [(String, [UInt8])] {
         let hash = PublicHash.of(app: "com.example.app", activityType: "com.example.read", identity: "url:https://example.com/a")
         let ack = Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 9), durableThrough: OutboxPosition(epoch: 1, seq: 7),
                       backedUpThrough: OutboxPosition(epoch: 1, seq: 2), contentRequests: [hash])
         let gap = Rejection(WireError(.gap, "expected 1:10"), expected: OutboxPosition(epoch: 1, seq: 10),
                             ended: OutboxPosition(epoch: 1, seq: 9))
+        let frame = [UInt8](repeating: 0x33, count: 32)
         return [
-            ("ack-signed", CloudReply.ack(ack).encoded(device: device, key: key)),
-            ("ack-unsigned", CloudReply.ack(ack).encoded(device: device, key: nil)),
-            ("gap-signed", CloudReply.rejection(gap).encoded(device: device, key: key)),
-            ("malformed-unsigned", CloudReply.rejection(Rejection(WireError(.malformed, "bad"))).encoded(device: "", key: nil)),
+            ("ack-signed", CloudReply.ack(ack).encoded(device: device, answering: frame, key: key)),
+            ("ack-unsigned", CloudReply.ack(ack).encoded(device: device, answering: frame, key: nil)),
+            ("gap-signed", CloudReply.rejection(gap).encoded(device: device, answering: frame, key: key)),
+            ("malformed-unread", CloudReply.rejection(Rejection(WireError(.malformed, "bad"))).encoded(device: "", answering: nil, key: nil)),
         ]
     }
 }

@@ -13,8 +13,8 @@
 //   for its app; the in-memory store never fails (`unavailable`);
 // - a frame a device could have built (positions and counts within the
 //   limits) is never `malformed` or `tooLarge`;
-// - a reply to an accepted frame is signed with the device's key; a reply to
-//   a frame whose signature failed is not;
+// - a reply to an accepted frame is signed with the device's key and names
+//   that frame; a reply to a frame whose signature failed is not signed;
 // - an accepted frame sent again is a duplicate and changes nothing;
 // - the cloud log verifies, the projections equal a rebuild from the log, the
 //   log holds exactly the accepted frames and messages, and the held epochs
@@ -314,6 +314,10 @@ enum Target {
         contract(signer?.name == device.name, "a frame not signed by \(device.name)'s key was taken")
         contract(isAuthentic(result.reply, device: device.name, key: device.key) == true,
                  "the reply to a taken frame is not signed with the device's key")
+        if let taken = try? UploadFrame.parse(bytes) {
+            contract(answersFrame(result.reply, device: device.name, key: device.key, frame: taken),
+                     "the reply to a taken frame does not name that frame")
+        }
         session.sent.append(bytes)
         session.days.insert(PopularityRule.day(milliseconds: clock.current.millisecondsSince1970))
         // The messages as the cloud read them (a header changed after
@@ -343,6 +347,11 @@ enum Target {
     /// Whether `reply` is signed with `key`; nil when it is not a reply to `device`.
     static func isAuthentic(_ reply: [UInt8], device: String, key: [UInt8]) -> Bool? {
         (try? CloudReply.decode(reply, device: device, key: key))?.isAuthentic
+    }
+
+    /// Whether `reply` answers `frame` (`docs/SYNC.md`: a reply is bound to its frame).
+    static func answersFrame(_ reply: [UInt8], device: String, key: [UInt8], frame: UploadFrame) -> Bool {
+        (try? CloudReply.decode(reply, device: device, key: key))?.isAnswer(to: frame) == true
     }
 
     static func checkCloud(_ cloud: CloudIndex, session: Session) {
