@@ -25,11 +25,14 @@ import Testing
         }
     }
 
-    @Test func savedOperationsFailuresParseToOneLineOrAreRefused() throws {
+    /// A parsed operation prints as one JSON Lines line (no \n or \r) that
+    /// parses back to the same operation.
+    @Test func savedOperationsFailuresPrintAsOneLineThatParsesBackOrAreRefused() throws {
         for (name, bytes) in try savedFuzzFailures("operations") {
             guard let operation = try? OperationParser.parse(line: bytes) else { continue }
-            let printed = operation.jsonLine
-            #expect(!printed.contains { $0.isNewline }, "\(name)")
+            let printed = Array(operation.jsonLine.utf8)
+            #expect(!printed.contains(0x0A) && !printed.contains(0x0D), "\(name)")
+            #expect(try OperationParser.parse(line: printed) == operation, "\(name)")
         }
     }
 }
