@@ -1,0 +1,48 @@
+import CloudIndex
+import Foundation
+import GRDB
+import IndexModel
+import ScratchDirectory
+import Testing
+
+/// The cloud store files among the inputs the device-store-file fuzz target
+/// saved as failures (`tools/fuzz/failures/device-store-file/`), read as
+/// `journal verify` reads a cloud store, so CI replays them without building
+/// the fuzz targets (`docs/SECURITY.md`, "Fuzzing"). Device store files replay
+/// in `DeviceStoreTests`. The ingest target's inputs are programs for its
+/// harness: they replay with `tools/fuzz/run --replay ingest`, and each
+/// finding of it is a test of its own beside `HostileDeviceTests`.
+@Suite struct FuzzFailureTests {
+    @Test func savedCloudStoreFilesVerifyOrFailWithATypedError() throws {
+        let directory = try ScratchDirectory.make("sightline-fuzz-failures")
+        for (name, bytes) in try savedFuzzFailures("device-store-file") {
+            let path = directory.appendingPathComponent(name).path
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            guard isCloudStore(path),
+                  let cloud = try? CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)),
+                  let verification = try? cloud.verifyLog(), verification.isValid else { continue }
+            _ = try? cloud.projectionDigest()
+            _ = try? cloud.rebuiltProjectionDigest()
+        }
+    }
+
+    private func isCloudStore(_ path: String) -> Bool {
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
+        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
+    }
+}
+
+/// The files in `tools/fuzz/failures/TARGET/`, by name.
+func savedFuzzFailures(_ target: String, from file: String = #filePath) throws -> [(String, [UInt8])] {
+    var root = URL(fileURLWithPath: file).deletingLastPathComponent()
+    while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+        root = root.deletingLastPathComponent()
+    }
+    let directory = root.appendingPathComponent("tools/fuzz/failures/\(target)")
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+    return try names.filter { !$0.hasPrefix(".") && !$0.hasPrefix("README") }.sorted().map { name in
+        (name, [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
+    }
+}

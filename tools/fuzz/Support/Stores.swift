@@ -1,0 +1,70 @@
+// Store files for the targets that link the store modules (device-store-file,
+// snapshot-restore, ingest): made by the project's own code, as a device and
+// the cloud make them. Compiled into those targets' binaries by tools/fuzz/run.
+import CloudIndex
+import DeviceStore
+import Foundation
+import GRDB
+import IndexModel
+import SyncWire
+
+enum Stores {
+    static let start = Timestamp(millisecondsSince1970: 1_795_000_000_000)
+    static let app = StoreOptions.defaultApp
+    static let enrolmentSecret = "fuzz-enrolment-secret"
+
+    /// A device store file at `path` written by `operations` calls of the
+    /// synthetic workload and one public activity. Seeds get `compact(_:)`.
+    static func deviceStore(at path: String, operations: Int) throws {
+        removeStoreFiles(path)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: 1),
+                                                                          durability: .normal))
+        var options = SyntheticWorkload.Options()
+        options.itemsPerIndex = 3
+        var workload = SyntheticWorkload(seed: 2, options: options)
+        for _ in 0..<operations { _ = try? store.perform(workload.nextOperation()) }
+        if operations > 0 {
+            _ = try store.record(UserActivity(activityType: "com.example.read", title: "A page", keywords: ["page"],
+                                              webpageURL: "https://example.com/a", eligibleForSearch: true,
+                                              eligibleForPublicIndexing: true))
+        }
+    }
+
+    /// A cloud store file at `path` with two enrolled devices and a few frames
+    /// of votes, a signal and content.
+    static func cloudStore(at path: String) throws {
+        removeStoreFiles(path)
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: ManualClock(start), random: SeededRandom(seed: 3),
+                                                                          threshold: 2, durability: .normal))
+        try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        let content = PublicContent(activityType: "com.example.read", title: "A page", keywords: ["page"],
+                                    contentDescription: nil, webpageURL: "https://example.com/a")
+        let hash = PublicHash.of(app: app, content: content)!
+        for device in ["phone-1", "phone-2"] {
+            let key = try cloud.enrol(app: app, device: device, enrolmentSecret: enrolmentSecret)
+            let token = VoteToken([UInt8](repeating: UInt8(device.utf8.last!), count: VoteToken.byteCount))!
+            let messages: [OutboxMessage] = [.vote(hash, token), .signal(hash, Popularity(views: 2, shown: 3, engaged: 1)),
+                                             .content(hash, content)]
+            let records = messages.enumerated().map {
+                OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64($0.offset + 1)), message: $0.element)
+            }
+            _ = cloud.ingest(UploadFrame(app: app, device: device, records: records, key: key).encoded)
+        }
+    }
+
+    /// Rewrites the file at `path` with 1 KiB pages and a rollback journal, so
+    /// a seed is small and a read-only open needs no WAL beside it.
+    static func compact(_ path: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA journal_mode = DELETE")
+            try db.execute(sql: "PRAGMA page_size = 1024")
+            try db.execute(sql: "VACUUM")
+        }
+        try queue.close()
+    }
+
+    static func contents(_ path: String) throws -> [UInt8] {
+        try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+    }
+}

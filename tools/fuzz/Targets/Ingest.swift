@@ -1,0 +1,427 @@
+// Fuzz target ingest: structure-aware. Each input is a short session against a
+// fresh in-memory `CloudIndex` (K = 2) with three devices enrolled for one app
+// and one for another, each holding the real key the cloud issued it. The
+// input's bytes choose, step by step, what the devices send: frames of votes,
+// withdrawals, signals and content (or raw message bodies) at positions the
+// bytes choose, from the expected next seq to 2^64 − 1, signed with the
+// device's key exactly as the uploader signs them; headers with a byte changed
+// and signed again; frames signed with a wrong key or naming a foreign app;
+// replays of earlier frames; the clock moving on.
+//
+// Contracts, checked after every frame and at the end of the input:
+// - a frame is accepted only from its enrolled device, signed with its key,
+//   for its app; the in-memory store never fails (`unavailable`);
+// - a frame a device could have built (positions and counts within the
+//   limits) is never `malformed` or `tooLarge`;
+// - a reply to an accepted frame is signed with the device's key and names
+//   that frame; a reply to a frame whose signature failed is not signed;
+// - an accepted frame sent again is a duplicate and changes nothing;
+// - the cloud log verifies, the projections equal a rebuild from the log, the
+//   log holds exactly the accepted frames and messages, and the held epochs
+//   are what the accepted frames reached;
+// - no count passes `PopularityRule.maximumCount` nor what the devices could
+//   add in the days the session spanned; a public hash has K live votes, and
+//   its content is content that a device which voted for it sent.
+import CloudIndex
+import Crypto
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+
+enum Target {
+    static let app = Stores.app
+    static let otherApp = "org.example.other"
+    static let threshold = 2
+    /// How many devices that voted for a hash must have sent the content it
+    /// shows: docs/CLOUD.md keeps the first content from a device that voted.
+    static let agreeingSenders = 1
+    static let type = "com.example.read"
+
+    static let contents: [PublicContent] = [
+        PublicContent(activityType: type, title: "Paris", keywords: ["city"], contentDescription: nil,
+                      webpageURL: "https://example.com/paris"),
+        // The same URL, so the same hash, with a personalised title.
+        PublicContent(activityType: type, title: "Paris, my trip", keywords: ["city"], contentDescription: nil,
+                      webpageURL: "https://example.com/paris"),
+        PublicContent(activityType: type, title: "Oslo", keywords: [], contentDescription: "a city", webpageURL: "https://example.com/oslo"),
+        PublicContent(activityType: type, title: "Notes", keywords: ["a", "b"], contentDescription: nil, webpageURL: nil),
+    ]
+    static let hashes: [PublicHash] = contents.map { PublicHash.of(app: app, content: $0)! }
+        + [PublicHash.of(app: app, activityType: type, identity: "url:https://example.com/never-sent")]
+
+    struct Device {
+        let name: String
+        let app: String
+        let key: [UInt8]
+        /// What the cloud accepted from the device: epoch → last seq.
+        var held: [UInt64: UInt64] = [:]
+
+        var epoch: UInt64 { held.keys.max() ?? 1 }
+        var next: UInt64 { (held[epoch] ?? 0) + 1 }
+        var head: OutboxPosition { held.isEmpty ? .nothing : OutboxPosition(epoch: epoch, seq: held[epoch]!) }
+    }
+
+    /// Everything the session did that the end checks compare with.
+    struct Session {
+        var devices: [Device]
+        var acceptedFrames = 0
+        var acceptedMessages = 0
+        /// Frames the cloud accepted or acknowledged again, to replay.
+        var sent: [[UInt8]] = []
+        /// hash → content → the devices that sent it in a frame the cloud took.
+        var senders: [PublicHash: [PublicContent: Set<String>]] = [:]
+        /// hash → the devices that voted for it in a frame the cloud took.
+        var voters: [PublicHash: Set<String>] = [:]
+        var days: Set<Int64> = []
+    }
+
+    final class Clock: StoreClock, @unchecked Sendable {
+        // One thread: libFuzzer runs inputs one at a time.
+        var current = Stores.start
+        func now() -> Timestamp { current }
+    }
+
+    /// SIGHTLINE_FUZZ_TRACE=1 prints each frame's outcome (for reading what an input does).
+    static let trace = ProcessInfo.processInfo.environment["SIGHTLINE_FUZZ_TRACE"] != nil
+
+    static func run(_ bytes: [UInt8]) {
+        let started = ContinuousClock.now
+        defer { if trace { note("timing: total \(ContinuousClock.now - started)") } }
+        var input = FuzzInput(bytes)
+        let clock = Clock()
+        let cloud: CloudIndex
+        var session: Session
+        do {
+            cloud = try CloudIndex(at: .memory, options: CloudOptions(clock: clock, random: SeededRandom(seed: 11), threshold: threshold))
+            try cloud.registerApp(app, enrolmentSecret: Stores.enrolmentSecret)
+            try cloud.registerApp(otherApp, enrolmentSecret: Stores.enrolmentSecret)
+            let enrolled = [("phone-1", app), ("phone-2", app), ("phone-3", app), ("tablet-9", otherApp)]
+            session = Session(devices: try enrolled.map { name, app throws(CloudError) in
+                Device(name: name, app: app, key: try cloud.enrol(app: app, device: name, enrolmentSecret: Stores.enrolmentSecret))
+            })
+        } catch {
+            fatalError("fuzz: cannot set up the cloud: \(error)")
+        }
+        let setUp = ContinuousClock.now
+        var steps = 0
+        while !input.isAtEnd && steps < 16 {
+            steps += 1
+            step(&input, cloud: cloud, clock: clock, session: &session)
+        }
+        let stepped = ContinuousClock.now
+        checkCloud(cloud, session: session)
+        if trace { note("timing: steps \(stepped - setUp), checks \(ContinuousClock.now - stepped)") }
+    }
+
+    static func step(_ input: inout FuzzInput, cloud: CloudIndex, clock: Clock, session: inout Session) {
+        let action = input.byte()
+        let index = input.below(session.devices.count)
+        let device = session.devices[index]
+        switch action % 16 {
+        case 0..<8:
+            // A frame the device builds and signs.
+            guard let (frame, legal) = buildFrame(&input, device: device) else { return }
+            deliver(frame.encoded, frame: frame, signedBy: device, legal: legal, cloud: cloud, clock: clock, session: &session, index: index)
+        case 8, 9:
+            // One byte of the header changed, signed again with the device's key.
+            guard let (frame, _) = buildFrame(&input, device: device) else { return }
+            var header = frame.header
+            let at = input.below(max(1, header.count))
+            header[at] = input.byte()
+            let signature = Array(HMAC<SHA256>.authenticationCode(for: header, using: SymmetricKey(data: device.key)))
+            deliver(header + signature + frame.payload, frame: nil, signedBy: device, legal: false, cloud: cloud, clock: clock,
+                    session: &session, index: index)
+        case 10:
+            // Signed with a key that is not the named device's.
+            let key = input.bytes(32)
+            guard let (frame, _) = buildFrame(&input, device: device, key: key) else { return }
+            let outcome = deliver(frame.encoded, frame: nil, signedBy: nil, legal: false, cloud: cloud, clock: clock,
+                                  session: &session, index: index)
+            contract(!outcome.isTaken, "a frame with a wrong key for \(device.name) was taken: \(outcome)")
+        case 11:
+            // The device names an app it is not enrolled for.
+            guard let (frame, _) = buildFrame(&input, device: device, app: device.app == app ? otherApp : app) else { return }
+            let outcome = deliver(frame.encoded, frame: nil, signedBy: device, legal: false, cloud: cloud, clock: clock,
+                                  session: &session, index: index)
+            contract(!outcome.isTaken, "a frame of \(device.name) naming a foreign app was taken: \(outcome)")
+        case 12, 13:
+            // An earlier frame again: a retry, or a replay by someone who saw it.
+            guard !session.sent.isEmpty else { return }
+            let bytes = session.sent[input.below(session.sent.count)]
+            let before = try? cloud.projectionDigest()
+            let outcome = cloud.ingest(bytes).outcome
+            contract(!outcome.isUnavailable, "the in-memory cloud failed on a replay: \(outcome)")
+            if case .accepted = outcome {
+                contract(false, "a replayed frame was accepted again")
+            }
+            if outcome == .duplicate {
+                contract((try? cloud.projectionDigest()) == before, "a duplicate frame changed the projections")
+            }
+        case 14:
+            // Time passes: minutes, hours or days.
+            let amount = Int64(input.uint16())
+            let unit: Int64 = input.pick([60_000, 3_600_000, 86_400_000])
+            clock.current = clock.current.adding(milliseconds: amount * unit)
+        default:
+            // Bytes that are not a frame, or a frame cut short.
+            var junk: [UInt8] = []
+            if input.byte() % 2 == 0, let (frame, _) = buildFrame(&input, device: device) {
+                let length = input.below(frame.encoded.count + 1)
+                junk = Array(frame.encoded.prefix(length))
+            } else {
+                let length = input.below(64)
+                junk = UploadFrame.magic + [UploadFrame.version] + input.bytes(length)
+            }
+            let outcome = cloud.ingest(junk).outcome
+            contract(!outcome.isTaken && !outcome.isUnavailable, "junk was taken: \(outcome)")
+        }
+    }
+
+    /// A frame `device` builds, with positions, messages and flags the input
+    /// chooses, and whether every number in it is within what a device may send.
+    static func buildFrame(_ input: inout FuzzInput, device: Device, key: [UInt8]? = nil,
+                           app frameApp: String? = nil) -> (UploadFrame, legal: Bool)? {
+        let limit = WireLimits.maximumPosition
+        let last = UInt64.max - 64
+        var epoch: UInt64
+        switch input.byte() % 16 {
+        case 0..<8: epoch = device.epoch
+        case 8, 9: epoch = device.epoch + 1
+        case 10: epoch = 1
+        case 11: epoch = limit
+        case 12: epoch = limit + 1
+        case 13: epoch = UInt64.max
+        case 14: epoch = 1 << 63
+        default: epoch = input.uint64()
+        }
+        epoch = min(epoch, last)
+        var firstSeq: UInt64
+        switch input.byte() % 16 {
+        case 0..<8: firstSeq = epoch == device.epoch ? device.next : 1
+        case 8: firstSeq = device.next + 1
+        case 9: firstSeq = max(1, device.next - 1)
+        case 10: firstSeq = 1
+        case 11: firstSeq = 2
+        case 12: firstSeq = limit
+        case 13: firstSeq = limit + 1
+        case 14: firstSeq = UInt64.max
+        default: firstSeq = input.uint64()
+        }
+        firstSeq = min(firstSeq, last)
+        let long = input.byte() % 16 == 0
+        let count = 1 + (long ? input.below(40) : input.below(5))
+        var legal = epoch >= 1 && firstSeq >= 1 && epoch <= limit && firstSeq + UInt64(count) - 1 <= limit
+        let first = OutboxPosition(epoch: epoch, seq: firstSeq)
+        let follows: OutboxPosition
+        switch input.byte() % 8 {
+        case 0 where epoch != device.epoch || firstSeq == 1:
+            follows = device.head
+        case 1:
+            let followsEpoch = input.uint64() & limit
+            follows = OutboxPosition(epoch: followsEpoch, seq: input.uint64() & limit)
+        default:
+            follows = firstSeq > 1 ? OutboxPosition(epoch: epoch, seq: firstSeq - 1) : .nothing
+        }
+        guard follows < first else { return nil }
+        // What `UploadFrame.parse` allows: an epoch's first frame follows
+        // any earlier position, a later one the seq before it.
+        legal = legal && (firstSeq == 1 ? true : follows == OutboxPosition(epoch: epoch, seq: firstSeq - 1))
+        var records: [OutboxRecord] = []
+        for offset in 0..<count {
+            let (encoded, withinLimits) = message(&input, device: device)
+            legal = legal && withinLimits
+            records.append(OutboxRecord(position: OutboxPosition(epoch: epoch, seq: firstSeq + UInt64(offset)), encoded: encoded))
+        }
+        let flags = input.byte()
+        let frame = UploadFrame(app: frameApp ?? device.app, device: device.name, records: records, key: key ?? device.key,
+                                follows: follows, isProbe: flags & 7 == 0, codec: flags & 8 == 0 ? .deflate : .stored)
+        return (frame, legal)
+    }
+
+    /// One message as the outbox stores it, and whether it is within the wire's limits.
+    static func message(_ input: inout FuzzInput, device: Device) -> ([UInt8], Bool) {
+        let choice = Int(input.byte())
+        var hash = hashes[choice % hashes.count]
+        if choice == 255, let any = PublicHash(Array((input.bytes(32) + [UInt8](repeating: 0, count: 32)).prefix(32))) {
+            hash = any
+        }
+        let token = VoteToken([UInt8](repeating: UInt8(input.below(3)), count: VoteToken.byteCount))!
+        switch input.byte() % 8 {
+        case 0, 1:
+            return (OutboxMessage.vote(hash, token).encoded, true)
+        case 2:
+            return (OutboxMessage.withdraw(hash, token).encoded, true)
+        case 3, 4:
+            func count(_ input: inout FuzzInput) -> UInt64 {
+                switch input.byte() % 8 {
+                case 0: 0
+                case 1: 1
+                case 2: 7
+                case 3: 1_000
+                case 4: 1_001
+                case 5: UInt64(input.uint16())
+                case 6: WireLimits.maximumPosition
+                default: UInt64.max
+                }
+            }
+            let counts = Popularity(views: count(&input), shown: count(&input), engaged: count(&input))
+            let within = max(counts.views, counts.shown, counts.engaged) <= WireLimits.maximumSignalCount
+            return (OutboxMessage.signal(hash, counts).encoded, within)
+        case 5, 6:
+            var content = contents[input.below(contents.count)]
+            switch input.byte() % 8 {
+            case 0: content.title = String(repeating: "t", count: WireLimits.maximumStringBytes + 1)
+            case 1: content.keywords = Array(repeating: "k", count: WireLimits.maximumKeywords + 1)
+            default: break
+            }
+            // Mostly the content's own hash; sometimes another one.
+            let target = input.byte() % 4 == 0 ? hash : (PublicHash.of(app: app, content: content) ?? hash)
+            return (OutboxMessage.content(target, content).encoded, content.fitsWireLimits)
+        default:
+            // A tag and a hash as the outbox stores them, then fields the input writes.
+            let tagChoice = input.byte()
+            let tag = tagChoice < 250 ? tagChoice % 4 + 1 : input.byte()
+            let length = input.below(48)
+            let body = input.bytes(length)
+            let encoded = [tag] + hash.bytes + (body.isEmpty ? [0] : body)
+            return (encoded, false)
+        }
+    }
+
+    /// Ingests `bytes` and checks what one frame may do. `frame` is the frame
+    /// as built (nil when the bytes were changed after signing), `signedBy`
+    /// the enrolled device whose key signed it.
+    @discardableResult
+    static func deliver(_ bytes: [UInt8], frame: UploadFrame?, signedBy signer: Device?, legal: Bool, cloud: CloudIndex,
+                        clock: Clock, session: inout Session, index: Int) -> IngestResult.Outcome {
+        let result = cloud.ingest(bytes)
+        let outcome = result.outcome
+        let device = session.devices[index]
+        if trace {
+            let messages = ((try? UploadFrame.parse(bytes).messages()) ?? []).map { JSONWriter.compact($0.jsonValue) }
+            note("ingest: \(device.name) \(frame.map { "\($0.first)...\($0.last) follows \($0.follows)" } ?? "changed"): \(outcome) \(messages)")
+        }
+        contract(!outcome.isUnavailable, "the in-memory cloud failed: \(outcome)")
+        if legal, case .rejected(let error) = outcome {
+            contract(error.code != .malformed && error.code != .tooLarge, "a frame within every limit was refused: \(error)")
+        }
+        if signer == nil {
+            contract(isAuthentic(result.reply, device: device.name, key: device.key) != true,
+                     "the cloud signed a reply to a frame whose signature failed")
+        }
+        guard outcome.isTaken else { return outcome }
+        contract(signer?.name == device.name, "a frame not signed by \(device.name)'s key was taken")
+        contract(isAuthentic(result.reply, device: device.name, key: device.key) == true,
+                 "the reply to a taken frame is not signed with the device's key")
+        if let taken = try? UploadFrame.parse(bytes) {
+            contract(answersFrame(result.reply, device: device.name, key: device.key, frame: taken),
+                     "the reply to a taken frame does not name that frame")
+        }
+        session.sent.append(bytes)
+        session.days.insert(PopularityRule.day(milliseconds: clock.current.millisecondsSince1970))
+        // The messages as the cloud read them (a header changed after
+        // building may still be taken, with its own messages).
+        if let messages = try? UploadFrame.parse(bytes).messages() {
+            for message in messages {
+                switch message {
+                case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
+                case .vote(let hash, _): session.voters[hash, default: []].insert(device.name)
+                case .withdraw, .signal: break
+                }
+            }
+        }
+        if case .accepted(let count) = outcome, let parsed = try? UploadFrame.parse(bytes) {
+            session.acceptedFrames += 1
+            session.acceptedMessages += count
+            session.devices[index].held[parsed.epoch] = parsed.lastSeq
+            // The same bytes again are a duplicate and change nothing.
+            let before = try? cloud.projectionDigest()
+            let again = cloud.ingest(bytes).outcome
+            contract(again == .duplicate, "an accepted frame sent again is \(again), not a duplicate")
+            contract((try? cloud.projectionDigest()) == before, "a duplicate frame changed the projections")
+        }
+        return outcome
+    }
+
+    /// Whether `reply` is signed with `key`; nil when it is not a reply to `device`.
+    static func isAuthentic(_ reply: [UInt8], device: String, key: [UInt8]) -> Bool? {
+        (try? CloudReply.decode(reply, device: device, key: key))?.isAuthentic
+    }
+
+    /// Whether `reply` answers `frame` (`docs/SYNC.md`: a reply is bound to its frame).
+    static func answersFrame(_ reply: [UInt8], device: String, key: [UInt8], frame: UploadFrame) -> Bool {
+        (try? CloudReply.decode(reply, device: device, key: key))?.isAnswer(to: frame) == true
+    }
+
+    static func checkCloud(_ cloud: CloudIndex, session: Session) {
+        do {
+            let verification = try cloud.verifyLog()
+            contract(verification.isValid, "the cloud log does not verify: \(verification.firstProblem ?? "")")
+            let (stored, rebuilt) = (try cloud.projectionDigest(), try cloud.rebuiltProjectionDigest())
+            contract(stored == rebuilt, "the projections differ from a rebuild of the log")
+            let stats = try cloud.stats()
+            contract(stats.logRows == session.acceptedFrames && stats.messages == session.acceptedMessages,
+                     "the log holds \(stats.logRows) frames and \(stats.messages) messages; \(session.acceptedFrames) and \(session.acceptedMessages) were accepted")
+            for device in session.devices {
+                let held = try cloud.heldEpochs(device: device.name)
+                contract(held == device.held, "the cloud holds \(held) of \(device.name); its accepted frames reached \(device.held)")
+            }
+            let devices = UInt64(session.devices.count)
+            let days = UInt64(max(1, session.days.count))
+            for entry in try cloud.entries(app: app) + cloud.entries(app: otherApp) {
+                let counts = entry.popularity
+                let most = max(counts.views, counts.shown, counts.engaged)
+                contract(most <= PopularityRule.maximumCount && most <= devices * days * PopularityRule.maximumPerDevicePerDay,
+                         "a hash counts \(counts) from \(devices) devices in \(days) days")
+                guard let content = entry.content else { continue }
+                contract(entry.liveVotes >= threshold, "a hash with \(entry.liveVotes) live votes is public")
+                let hash = PublicHash.of(app: entry.app, content: content)
+                let senders = hash.flatMap { session.senders[$0]?[content] } ?? []
+                let voters = hash.flatMap { session.voters[$0] } ?? []
+                contract(senders.intersection(voters).count >= agreeingSenders,
+                         "public content \(content) was sent by \(senders.sorted()), of whom \(senders.intersection(voters).count) voted for it")
+            }
+        } catch {
+            contract(false, "the in-memory cloud cannot be read: \(error)")
+        }
+    }
+
+    /// A session of each kind of step: honest frames from three devices that
+    /// make a hash public, a wrong key, a replay, a day passing, junk.
+    static func seeds() throws -> [(String, [UInt8])] {
+        // A step is an action byte and a device byte, then buildFrame's
+        // choices (epoch, seq, count and its length, follows), each message's
+        // (hash, token, kind, fields) and the flags.
+        func frame(_ device: UInt8, _ message: [UInt8]) -> [UInt8] {
+            [0, device, /* epoch, seq */ 0, 0, /* count */ 1, 0, /* follows */ 2] + message + [/* flags */ 1]
+        }
+        let vote: [UInt8] = [0, 0, 0]
+        let content: [UInt8] = [0, 0, 5, /* which */ 0, /* as is */ 2, /* own hash */ 1]
+        let signal: [UInt8] = [0, 0, 3, /* 7 each */ 2, 2, 2]
+        let wrongKey = [10, 1] + [UInt8](repeating: 0x11, count: 32) + Array(frame(1, vote).dropFirst(2))
+        return [
+            ("votes-and-content", frame(0, vote) + frame(1, vote) + frame(2, vote) + frame(0, content) + frame(1, content)),
+            ("signals", frame(0, vote) + frame(0, signal) + [14, 0, /* one day */ 1, 0, 2] + frame(0, signal)),
+            ("wrong-key", wrongKey + frame(1, vote)),
+            ("replay", frame(0, vote) + [12, 0, 0] + frame(0, vote) + [13, 1, 0]),
+            ("foreign-app", [11] + frame(3, vote).dropFirst()),
+            ("header-changed", [8] + frame(0, vote).dropFirst() + [/* at */ 20, /* to */ 7]),
+            ("junk", [15, 0, 1, 20, 0x53, 0x4c]),
+        ]
+    }
+}
+
+extension IngestResult.Outcome {
+    /// Accepted, or acknowledged again: the cloud took the frame as the device's.
+    var isTaken: Bool {
+        switch self {
+        case .accepted, .duplicate: true
+        case .rejected: false
+        }
+    }
+
+    var isUnavailable: Bool {
+        if case .rejected(let error) = self { error.code == .unavailable } else { false }
+    }
+}
