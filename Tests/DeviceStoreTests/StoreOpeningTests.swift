@@ -229,3 +229,24 @@ import Testing
         #expect(refused >= 1, "no read noticed \(edit)")
     }
 }
+
+/// Found by the snapshot-restore fuzz target: the store inside
+/// `tools/fuzz/failures/snapshot-restore/restored-schema-row-without-type`
+/// (its bytes after the first) has a schema table row without a type, on
+/// which GRDB traps when a restore opens it for writing, so the file is
+/// refused first with `corruptStore`.
+@Test func aSchemaRowWithoutATypeIsACorruptStoreErrorNotATrap() throws {
+    var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
+        root = root.deletingLastPathComponent()
+    }
+    let input = try Data(contentsOf: root.appendingPathComponent("tools/fuzz/failures/snapshot-restore/restored-schema-row-without-type"))
+    let path = try temporaryDirectory().appendingPathComponent("store.sqlite").path
+    try input.dropFirst().write(to: URL(fileURLWithPath: path))
+    // Read-only, SQLite answers without the row; opening must not trap.
+    _ = try? DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), readOnly: true))
+    let error = try #require(throws: DeviceStoreError.self) {
+        try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+    }
+    #expect(error.code == .corruptStore && error.message.contains("sqlite_master"), "\(error)")
+}

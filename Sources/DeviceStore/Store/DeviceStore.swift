@@ -69,6 +69,22 @@ public final class DeviceStore: Sendable {
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
 
+    /// Refuses a file whose schema table has a row without a type, a name or
+    /// a table name, before GRDB reads that table: GRDB decodes its rows
+    /// without a check and traps on such a row (the snapshot-restore fuzz
+    /// target found one in a restored file).
+    static func checkSchemaTable(_ db: Database, _ location: StoreLocation) throws {
+        let broken = try Int.fetchOne(db, sql: """
+            SELECT count(*) FROM sqlite_master WHERE type IS NULL OR name IS NULL OR tbl_name IS NULL
+            """) ?? 0
+        guard broken == 0 else {
+            throw DeviceStoreError(.corruptStore, """
+                \(location.displayName): \(broken) rows of the schema table (sqlite_master) have no type, name or table \
+                name; the file is damaged
+                """)
+        }
+    }
+
     /// How much of a store file SQLite maps into memory: as much as it will
     /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
     /// a 1.9 GiB store of 1,000,000 items read half their pages by pread: p99
@@ -143,9 +159,13 @@ public final class DeviceStore: Sendable {
         do {
             let meta: StoreMeta
             if options.readOnly {
-                meta = try queue.snapshotRead { db in try DeviceStore.checkMeta(db) }
+                meta = try queue.snapshotRead { db in
+                    try DeviceStore.checkSchemaTable(db, location)
+                    return try DeviceStore.checkMeta(db)
+                }
             } else {
                 meta = try queue.write { db in
+                    try DeviceStore.checkSchemaTable(db, location)
                     if case .memory = location {
                         // The schema came from the empty store; only the
                         // identity is this store's own.
