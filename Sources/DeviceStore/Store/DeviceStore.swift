@@ -71,8 +71,7 @@ public final class DeviceStore: Sendable {
 
     /// Refuses a file whose schema table has a row without a type, a name or
     /// a table name, before GRDB reads that table: GRDB decodes its rows
-    /// without a check and traps on such a row (the snapshot-restore fuzz
-    /// target found one in a restored file).
+    /// without a check and traps on such a row.
     static func checkSchemaTable(_ db: Database, _ location: StoreLocation) throws {
         let broken = try Int.fetchOne(db, sql: """
             SELECT count(*) FROM sqlite_master WHERE type IS NULL OR name IS NULL OR tbl_name IS NULL
