@@ -167,6 +167,7 @@ let package = Package(
             name: "IndexModelTests",
             dependencies: [
                 "IndexModel",
+                "ScratchDirectory",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -184,7 +185,7 @@ let package = Package(
         .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
         .testTarget(
             name: "SyncWireTests",
-            dependencies: ["SyncWire", "IndexModel"]
+            dependencies: ["SyncWire", "IndexModel", "ScratchDirectory"]
         ),
         .testTarget(
             name: "CloudServerTests",

@@ -1,4 +1,5 @@
 import Foundation
+import ScratchDirectory
 import Testing
 @testable import IndexModel
 
@@ -34,14 +35,5 @@ import Testing
             #expect(!printed.contains(0x0A) && !printed.contains(0x0D), "\(name)")
             #expect(try OperationParser.parse(line: printed) == operation, "\(name)")
         }
-    }
-}
-
-/// The files in `tools/fuzz/failures/TARGET/`, by name.
-func savedFuzzFailures(_ target: String) throws -> [(String, [UInt8])] {
-    let directory = packageRoot().appendingPathComponent("tools/fuzz/failures/\(target)")
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    return try names.filter { !$0.hasPrefix(".") && !$0.hasPrefix("README") }.sorted().map { name in
-        (name, [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import IndexModel
 import SyncWire
+import ScratchDirectory
 import Testing
 
 /// The inputs the fuzz targets over SyncWire saved as failures
@@ -51,18 +52,5 @@ import Testing
                 #expect(plain.count <= limit, "\(name)")
             }
         }
-    }
-}
-
-/// The files in `tools/fuzz/failures/TARGET/`, by name.
-func savedFuzzFailures(_ target: String, from file: String = #filePath) throws -> [(String, [UInt8])] {
-    var root = URL(fileURLWithPath: file).deletingLastPathComponent()
-    while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
-        root = root.deletingLastPathComponent()
-    }
-    let directory = root.appendingPathComponent("tools/fuzz/failures/\(target)")
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    return try names.filter { !$0.hasPrefix(".") && !$0.hasPrefix("README") }.sorted().map { name in
-        (name, [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
     }
 }
