@@ -21,8 +21,10 @@ struct Refusal: Error {
 ///   must stay the same;
 /// - a *withdraw* makes that vote not live;
 /// - *signals* add to views, shown and engaged;
-/// - *content* is kept only while the hash has at least K live votes and has
-///   none yet, and only if it hashes to the hash it claims.
+/// - *content* must hash to the hash it claims, from a device that voted for
+///   it; a live voter's content is its offer while the hash is wanted, and
+///   content that K live voters offered byte for byte becomes public
+///   (`ContentRule`).
 ///
 /// When live votes reach K without content, the hash is *wanted*: its raw hash
 /// is kept, it gets the next wanted seq, and acks to the app's devices carry it
@@ -33,8 +35,11 @@ struct CloudFold {
     /// The statements kept for `db` (`CloudStatement`).
     let statements: StatementSlots
     let threshold: Int
+    /// How many live voters must offer the same content (`ContentRule`).
+    let agreement: Int
     let voter: (String, PublicHash) -> [UInt8]
     let key: (String, PublicHash) -> [UInt8]
+    let contentDigest: (String, PublicContent) -> [UInt8]
 
     /// Folds one frame's messages, accepted at `receivedAt`, with `memory`
     /// (`IngestMemory`'s on ingest; one for a whole replay). Signals only
@@ -101,6 +106,12 @@ struct CloudFold {
                 vote.live = false
                 state.vote = vote
                 try setVote(live: false, app: app, key: key, voter: state.voter)
+                // An offer lasts as long as the vote it was made under.
+                let drop = try statements.statement(.dropOffer, db)
+                drop.bind(1, app)
+                drop.bind(2, key)
+                drop.bind(3, state.voter)
+                try drop.execute()
                 try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
             case .signal(_, let counts):
                 if !state.isLoaded { try load(state, app: app) }
@@ -112,23 +123,16 @@ struct CloudFold {
                     throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
                 if !state.isLoaded { try load(state, app: app) }
-                // A device's vote precedes its content in its own stream, so
-                // an honest device has always voted by the time its content
-                // arrives.
-                guard state.vote != nil else {
-                    throw Refusal(message: "content for a hash this device never voted for")
-                }
-                guard let open = try hashState(app: app, key: key), open.liveVotes >= Int64(threshold), !open.hasContent else {
+                let open = try hashState(app: app, key: key)
+                switch ContentRule.verdict(hasVoted: state.vote != nil, isLive: state.vote?.live == true,
+                                           liveVotes: open?.liveVotes ?? 0, threshold: threshold, hasContent: open?.hasContent ?? false) {
+                case .refuse(let reason):
+                    throw Refusal(message: reason)
+                case .ignore:
                     continue
+                case .offer:
+                    try offer(content, app: app, key: key, voter: state.voter, liveVotes: open?.liveVotes ?? 0, logSeq: logSeq)
                 }
-                try db.cachedStatement(sql: """
-                    INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """).execute(arguments: [app, key, content.activityType, content.title,
-                                             Data(PublicKeywords.encode(content.keywords)), content.contentDescription,
-                                             content.webpageURL, logSeq])
-                try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL, has_content = 1 WHERE app = ? AND key = ?")
-                    .execute(arguments: [app, key])
             }
         }
         let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)
@@ -172,6 +176,31 @@ struct CloudFold {
         }
         memory.unwritten.removeAll(keepingCapacity: true)
         if forgetting || memory.count > memory.limit { memory.forget() }
+    }
+
+    /// Keeps `content` as the voter's offer for the hash, replacing the
+    /// voter's earlier one, and makes it public once `agreement` live voters
+    /// offered the same bytes. Offers are kept only while the hash is wanted.
+    private func offer(_ content: PublicContent, app: String, key: Data, voter: [UInt8], liveVotes: Int64, logSeq: Int64) throws {
+        let digest = Data(contentDigest(app, content))
+        try db.cachedStatement(sql: """
+            INSERT INTO content_offers (app, key, voter, digest) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, key, voter) DO UPDATE SET digest = excluded.digest
+            """).execute(arguments: [app, key, Data(voter), digest])
+        let agreeing = try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT count(*) FROM content_offers WHERE app = ? AND key = ? AND digest = ?
+            """), arguments: [app, key, digest]) ?? 0
+        guard ContentRule.publishes(agreeing: agreeing, agreement: agreement, liveVotes: liveVotes, threshold: threshold,
+                                    hasContent: false) else { return }
+        try db.cachedStatement(sql: """
+            INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [app, key, content.activityType, content.title,
+                                     Data(PublicKeywords.encode(content.keywords)), content.contentDescription,
+                                     content.webpageURL, logSeq])
+        try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL, has_content = 1 WHERE app = ? AND key = ?")
+            .execute(arguments: [app, key])
+        try db.cachedStatement(sql: "DELETE FROM content_offers WHERE app = ? AND key = ?").execute(arguments: [app, key])
     }
 
     /// Reads the device's vote row for the entry's hash into it.
@@ -228,8 +257,8 @@ struct CloudFold {
 
     /// Moves the live-vote and distinct-voter counts in one upsert, then the
     /// hash's state around the threshold: at K without content it becomes
-    /// wanted (and its raw hash is kept, to ask for it); below K its raw hash
-    /// and content go.
+    /// wanted (and its raw hash is kept, to ask for it); below K its raw hash,
+    /// content and offers go.
     private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64) throws {
         let change = try statements.statement(.changeVotes, db)
         change.bind(1, app)
@@ -259,6 +288,9 @@ struct CloudFold {
         }
         if actions.dropContent {
             try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
+        }
+        if actions.dropWanted {
+            try db.cachedStatement(sql: "DELETE FROM content_offers WHERE app = ? AND key = ?").execute(arguments: [app, key])
         }
         if actions.dropRawHash || actions.dropContent || actions.dropWanted {
             try db.cachedStatement(sql: """

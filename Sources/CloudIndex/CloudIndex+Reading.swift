@@ -96,12 +96,12 @@ extension CloudIndex {
     }
 
     /// The seq of the last content request the cloud made (a hash reached K
-    /// live votes without content and became wanted), 0 before any. Acks
-    /// offer each device of the app every request after the last one it was
-    /// offered (up to `requestsPerAck` at once), so a device whose sync began
-    /// at this head and ended with an ack was offered them all, when there
-    /// were no more than that. It only grows, until a restore takes the
-    /// cloud back.
+    /// live votes without content and became wanted), 0 before any. Every
+    /// ack asks its device for each wanted hash it holds a live vote for and
+    /// has not offered (up to `requestsPerAck` at once), so a device whose
+    /// sync began at this head and ended with an ack was asked for all it can
+    /// answer, when there were no more than that. It only grows, until a
+    /// restore takes the cloud back.
     public func contentRequestHead() throws(CloudError) -> Int64 {
         try read { db in
             try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0

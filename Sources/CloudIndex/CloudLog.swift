@@ -243,9 +243,7 @@ extension CloudIndex {
     }
 
     /// Empties the projections and folds the whole cloud log into them again, in
-    /// one transaction. Wanted seqs are given again from 1, so every device is
-    /// offered the wanted hashes afresh (an answer twice is harmless: content is
-    /// kept once).
+    /// one transaction.
     public func rebuildProjections() throws(CloudError) {
         ingestMemory.forget()
         try write { db in
@@ -254,7 +252,6 @@ extension CloudIndex {
             replay.apps = try CloudIndex.enrolledApps(db)
             try CloudIndex.readLog(from: db, into: &replay)
             try replay.finish()
-            try db.execute(sql: "UPDATE devices SET requests_delivered = 0, requests_offered = 0")
         }
     }
 
@@ -284,6 +281,7 @@ extension CloudIndex {
         "SELECT app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged FROM votes ORDER BY app, key, voter",
         "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
         "SELECT key, value FROM fold_state ORDER BY key",
+        "SELECT app, key, voter, digest FROM content_offers ORDER BY app, key, voter",
     ]
 
     static func digest(_ db: Database) throws -> String {

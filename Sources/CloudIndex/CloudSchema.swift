@@ -1,15 +1,15 @@
 import Foundation
 import GRDB
 
-/// The SQLite schema of a cloud store, version 1 (`Journal/FORMAT.md`, "Cloud
-/// store"). The cloud log is the source of truth; the projections are a fold
+/// The SQLite schema of a cloud store (`Journal/FORMAT.md`, "Cloud store"). The cloud log is the source of truth; the projections are a fold
 /// over it that `CloudIndex.rebuildProjections()` can make again.
 enum CloudSchema {
     /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`;
     /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`);
     /// version 4 `devices.enrolment_proof` and `apps.maximum_devices`;
-    /// version 5 `devices.name`, so that device names are per app.
-    static let formatVersion = 5
+    /// version 5 `devices.name`, so that device names are per app;
+    /// version 6 `content_offers`, so that content is agreed.
+    static let formatVersion = 6
     static let application = "sightline-cloud-store"
 
     /// Not projections: who may send, and what each device was last offered.
@@ -107,14 +107,29 @@ enum CloudSchema {
             PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
         CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+        """ + contentOffersDDL
+
+    /// Each live voter's offer of content for a wanted hash, as a keyed digest
+    /// of the content (`ContentRule`).
+    static let contentOffersDDL = """
+
+        CREATE TABLE content_offers (
+            app TEXT NOT NULL,
+            key BLOB NOT NULL,
+            voter BLOB NOT NULL,
+            digest BLOB NOT NULL,
+            PRIMARY KEY (app, key, voter)
+        ) WITHOUT ROWID;
+        CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
         """
 
-    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state"]
+    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state", "content_offers"]
 
     /// Brings a store of an older version to this one, in the caller's
     /// transaction. Returns whether the projections must be rebuilt: from
     /// version 3 on signals count only from live voters and within each
-    /// device's daily allowance, so older projections differ from a replay.
+    /// device's daily allowance, and from version 6 on content is agreed, so
+    /// older projections differ from a replay.
     static func migrate(_ db: Database, from version: Int) throws -> Bool {
         if version < 2 {
             try db.execute(sql: """
@@ -144,8 +159,11 @@ enum CloudSchema {
                 CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
                 """)
         }
+        if version < 6 {
+            try db.execute(sql: contentOffersDDL)
+        }
         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
-        return version < 3
+        return version < 6
     }
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {

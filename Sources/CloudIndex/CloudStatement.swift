@@ -6,9 +6,9 @@ import SQLiteSupport
 /// GRDB's statement cache, argument arrays and rows they cost about a third
 /// of a frame's ingest on a 10,000-device simulation's event loop.
 enum CloudStatement: Int, CaseIterable {
-    case epochs, recordEpoch, restartRequests, deliverRequests, registry, wanted, offerRequests, sameFrame
+    case epochs, recordEpoch, registry, wanted, sameFrame
     case logHead, logAppend
-    case insertVote, readVote, setVoteLive, spendSignals, addSignals, changeVotes, voteState
+    case insertVote, readVote, setVoteLive, spendSignals, addSignals, changeVotes, voteState, dropOffer, voterAsk
 
     var sql: String {
         switch self {
@@ -17,14 +17,8 @@ enum CloudStatement: Int, CaseIterable {
             INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
             ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
             """
-        case .restartRequests: "UPDATE devices SET requests_offered = 0, requests_delivered = 0 WHERE device = ?"
-        case .deliverRequests: """
-            UPDATE devices SET requests_delivered = requests_offered
-            WHERE device = ? AND (offered_at_epoch, offered_at_seq) <= (?, ?)
-            """
-        case .registry: "SELECT requests_delivered, backed_up_epoch, backed_up_seq FROM devices WHERE device = ?"
-        case .wanted: "SELECT hash, wanted_seq FROM hashes WHERE app = ? AND wanted_seq > ? ORDER BY wanted_seq LIMIT ?"
-        case .offerRequests: "UPDATE devices SET requests_offered = ?, offered_at_epoch = ?, offered_at_seq = ? WHERE device = ?"
+        case .registry: "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE device = ?"
+        case .wanted: "SELECT hash, key, live_votes, has_content FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
         case .sameFrame: """
             SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
                            AND accepted_from = first_seq AND digest = ?)
@@ -57,6 +51,11 @@ enum CloudStatement: Int, CaseIterable {
             ON CONFLICT (app, key) DO UPDATE SET live_votes = live_votes + ?3, voters = voters + ?4
             """
         case .voteState: "SELECT live_votes, wanted_seq, has_content FROM hashes WHERE app = ? AND key = ?"
+        case .dropOffer: "DELETE FROM content_offers WHERE app = ? AND key = ? AND voter = ?"
+        case .voterAsk: """
+            SELECT (SELECT live FROM votes WHERE app = ?1 AND key = ?2 AND voter = ?3),
+                   EXISTS (SELECT 1 FROM content_offers WHERE app = ?1 AND key = ?2 AND voter = ?3)
+            """
         }
     }
 }

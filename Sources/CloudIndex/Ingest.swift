@@ -183,9 +183,6 @@ extension CloudIndex {
         // can move above it.
         let newest = epochs.max { $0.epoch < $1.epoch }
         let cloudHead = OutboxPosition(epoch: newest?.epoch ?? 0, seq: (newest?.last ?? 0) + 1)
-        // What the device's cursor says it has seen: a probe's `follows` is
-        // only the seq before the probed message.
-        let cursor = frame.isProbe ? nil : frame.follows
         let acceptedFrom: UInt64
         switch FramePlacement.of(epoch: frame.epoch, firstSeq: frame.firstSeq, lastSeq: frame.lastSeq,
                                  follows: frame.follows, isProbe: frame.isProbe, held: epochs) {
@@ -195,7 +192,7 @@ extension CloudIndex {
             if let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
             }
-            return .duplicate(try ack(device: frame.device, app: app, through: head, cursor: cursor, db: db))
+            return .duplicate(try ack(device: frame.device, app: app, through: head, db: db))
         case .append(let from, let overlap):
             if let overlap, let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
@@ -215,15 +212,7 @@ extension CloudIndex {
         record.bind(2, Int64(frame.epoch))
         record.bind(3, Int64(frame.lastSeq))
         try record.execute()
-        if !epochs.contains(where: { $0.epoch == frame.epoch }) {
-            // A new epoch is a restored device, which may have lost the
-            // content requests it was given with the store it was restored
-            // over: every hash still wanted is offered to it again.
-            let restart = try statements.statement(.restartRequests, db)
-            restart.bind(1, frame.device)
-            try restart.execute()
-        }
-        let ackValue = try ack(device: frame.device, app: app, through: frame.last, cursor: cursor, db: db)
+        let ackValue = try ack(device: frame.device, app: app, through: frame.last, db: db)
         return .accepted(ackValue, messages: fresh.count)
     }
 
@@ -234,58 +223,50 @@ extension CloudIndex {
 
     /// The fold into `db`'s projections; `statements` are the slots kept for `db`.
     func fold(_ db: Database, statements: StatementSlots) -> CloudFold {
-        CloudFold(db: db, statements: statements, threshold: threshold, voter: { [self] device, hash in voter(device: device, hash: hash) },
-                  key: { [self] app, hash in key(app: app, hash: hash) })
+        CloudFold(db: db, statements: statements, threshold: threshold, agreement: threshold,
+                  voter: { [self] device, hash in voter(device: device, hash: hash) },
+                  key: { [self] app, hash in key(app: app, hash: hash) },
+                  contentDigest: { [self] app, content in contentDigest(app: app, content: content) })
     }
 
-    /// The ack for a device, with the content requests it has not yet been
-    /// given. Requests count as delivered once the device's `cursor` (the
-    /// position its frame follows) has reached the ack that offered them: it
-    /// processed that ack, whose requests it journaled before moving its
-    /// cursor. Until then every ack offers them again. (Taking any new frame
-    /// as proof lost requests whose ack was lost and whose frame the device
-    /// then rebuilt longer: `simulate --seed 331 --devices 8
-    /// --events-per-device 80 --faults heavy --threshold 3`.)
-    private func ack(device: String, app: String, through head: OutboxPosition, cursor: OutboxPosition?, db: Database) throws -> Ack {
-        if let cursor {
-            let deliver = try statements.statement(.deliverRequests, db)
-            deliver.bind(1, device)
-            deliver.bind(2, Int64(cursor.epoch))
-            deliver.bind(3, Int64(cursor.seq))
-            try deliver.execute()
-        }
+    /// The ack for a device, with the content requests for it: every wanted
+    /// hash of the app this device holds a live vote for and has made no offer
+    /// of (`ContentRule.asksVoter`), oldest first. Worked out afresh for each
+    /// ack from the projections alone, so a request cannot be lost with an
+    /// ack: the next ack asks again, until the device answers or the hash is
+    /// no longer wanted. Only the hash's live voters are asked, and only
+    /// their pseudonyms tie a vote to a device, so each wanted hash costs an
+    /// HMAC and a lookup per ack.
+    private func ack(device: String, app: String, through head: OutboxPosition, db: Database) throws -> Ack {
         let registry = try statements.statement(.registry, db)
         registry.bind(1, device)
-        var since: Int64 = 0
         var backedUp = OutboxPosition(epoch: 0, seq: 0)
         do {
             defer { registry.reset() }
             if try registry.step() {
-                since = registry.optionalInt64(0) ?? 0
-                backedUp = OutboxPosition(epoch: try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_epoch of \(device)"),
-                                          seq: try Stored.position(registry.optionalInt64(2) ?? 0, "devices.backed_up_seq of \(device)"))
+                backedUp = OutboxPosition(epoch: try Stored.position(registry.optionalInt64(0) ?? 0, "devices.backed_up_epoch of \(device)"),
+                                          seq: try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_seq of \(device)"))
             }
         }
-        let read = try statements.statement(.wanted, db)
-        read.bind(1, app)
-        read.bind(2, since)
-        read.bind(3, Int64(CloudIndex.requestsPerAck))
+        let wanted = try statements.statement(.wanted, db)
+        wanted.bind(1, app)
+        defer { wanted.reset() }
         var hashes: [PublicHash] = []
-        var offered: Int64?
-        do {
-            defer { read.reset() }
-            while try read.step() {
-                if let hash = PublicHash(read.blob(0)) { hashes.append(hash) }
-                offered = read.int64(1)
+        while hashes.count < CloudIndex.requestsPerAck, try wanted.step() {
+            guard let hash = PublicHash(wanted.blob(0)) else {
+                throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
             }
-        }
-        if let offered {
-            let offer = try statements.statement(.offerRequests, db)
-            offer.bind(1, offered)
-            offer.bind(2, Int64(head.epoch))
-            offer.bind(3, Int64(head.seq))
-            offer.bind(4, device)
-            try offer.execute()
+            let ask = try statements.statement(.voterAsk, db)
+            defer { ask.reset() }
+            ask.bind(1, app)
+            ask.bind(2, wanted.blob(1))
+            ask.bind(3, voter(device: device, hash: hash))
+            guard try ask.step() else { continue }
+            if ContentRule.asksVoter(isLive: ask.optionalInt64(0) == 1, hasOffer: ask.int64(1) != 0,
+                                     liveVotes: try Stored.count(wanted.int64(2), "hashes.live_votes"),
+                                     threshold: threshold, hasContent: wanted.int64(3) != 0) {
+                hashes.append(hash)
+            }
         }
         return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
     }

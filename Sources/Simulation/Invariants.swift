@@ -87,7 +87,7 @@ struct Invariants {
                         logProblems.append("the cloud log holds \(record.device) epoch \(record.epoch) seq \(seq) after seq \(expected - 1)")
                     }
                     epoch.messages.append((seq, message, day))
-                    if case .content(let hash, let content) = message {
+                    if case .content(let hash, let content) = message, record.device != Simulator.hostileName {
                         if let number = catalogue.number(of: hash) {
                             if catalogue.entry(number).content != content {
                                 contentProblems.append("content for entry \(number) from \(record.device) differs from the catalogue's")
@@ -191,6 +191,10 @@ struct Invariants {
                 model.apply(.vote(target.number), device: Simulator.hostileName, day: day)
             case .signal(target.hash, let counts):
                 model.signal(target.number, counts, device: Simulator.hostileName, day: day)
+            case .content(target.hash, Simulator.poisoned(target)):
+                // Taken as the hostile voter's offer; public-index checks
+                // that it never shows.
+                break
             default:
                 if hostileProblems.count < 5 { hostileProblems.append("the cloud log took \(message) from the hostile device") }
             }
@@ -239,13 +243,20 @@ struct Invariants {
                     the oracle \(live), \(voters), \(Invariants.describe(popularity))
                     """)
             }
-            let holders = simulator.devices.filter { $0.model.holdsLiveVote(number) }.count
+            // The honest devices whose vote the cloud counts live and that
+            // can answer for the entry: each offers the catalogue's content
+            // (`ContentRule`). A device restored from a backup may hold a
+            // vote the cloud no longer counts, or the other way round.
+            let agreeing = simulator.devices.filter { $0.model.holdsLiveVote(number) && expected?.live.contains($0.name) == true }.count
             let isPublic = actual?.isPublic ?? false
             if live < threshold && isPublic {
                 publicProblems.append("entry \(number) is public with \(live) live votes, below K = \(threshold)")
             }
-            if live >= threshold && holders > 0 && !isPublic {
-                publicProblems.append("entry \(number) has \(live) live votes (K = \(threshold)) and \(holders) device(s) that can send its content, but is not public")
+            if live >= threshold && agreeing >= threshold && !isPublic {
+                publicProblems.append("""
+                    entry \(number) has \(live) live votes (K = \(threshold)) and \(agreeing) live voters that can send the same content, \
+                    but is not public
+                    """)
             }
             if isPublic, actual?.content != entry.content {
                 publicProblems.append("entry \(number) is public with content that differs from the catalogue's")
@@ -256,15 +267,16 @@ struct Invariants {
             countProblems.append("the cloud counts \(entries) hashes, \(entries - counted) of them no catalogue entry's")
         }
         check("counts-exact", countProblems, "views, impressions, engagements, live votes and voters equal the oracle's for all \(counted) counted entries")
-        check("public-index", publicProblems, "public exactly the entries with at least K = \(threshold) live votes, with the catalogue's content")
+        check("public-index", publicProblems,
+              "public exactly the entries with at least K = \(threshold) live votes and K live voters able to agree, with the catalogue's content")
 
         let sybil = try? cloud.entry(app: simulator.options.app, hash: catalogue.sybil.hash)
         check("sybil-never-public", (sybil?.isPublic ?? false) || (sybil?.liveVotes ?? 0) >= threshold
               ? ["the Sybil group's entry reached \(sybil?.liveVotes ?? 0) live votes (K = \(threshold))"] : [],
               simulator.plan.sybil ? "the Sybil group's entry has \(sybil?.liveVotes ?? 0) live votes, below K = \(threshold)" : "no Sybil group in this run")
         check("hostile-contained", hostileProblems, simulator.plan.hostile ? """
-              of the hostile device's \(simulator.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote \
-              and its signals, \(Invariants.describe(added)) of them counted (cap \(PopularityRule.maximumPerDevicePerDay) per day)
+              of the hostile device's \(simulator.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote, \
+              its poisoned content (never public) and its signals, \(Invariants.describe(added)) of them counted (cap \(PopularityRule.maximumPerDevicePerDay) per day)
               """ : "no hostile device in this run")
         check("no-private-leak", simulator.counters.leaks > 0 ? ["\(simulator.counters.leaks) frame(s) carried the private canary"] : [],
               "no frame carried private text (\(simulator.counters.framesScanned) frames scanned)")

@@ -354,9 +354,11 @@ extension Simulator {
     /// 3. a signed frame at positions near 2^64;
     /// 4. content for a catalogue entry it never voted for;
     /// 5. a signal flood: one live vote for `Simulator.hostileTarget`, then
-    ///    frames of 1,000-count signals for it.
-    /// The cloud must refuse 0–4 and count of 5 no more than the daily cap
-    /// (`Invariants`: hostile-contained). 4 and 5 need the embedded cloud's
+    ///    frames of its poisoned content (`Simulator.poisoned`) and
+    ///    1,000-count signals for it.
+    /// The cloud must refuse 0–4, count of 5 no more than the daily cap
+    /// (`Invariants`: hostile-contained) and never show the poisoned content
+    /// (public-index: one voter's offer never agrees). 4 and 5 need the embedded cloud's
     /// head for the device; without it (a remote or a down cloud) the attack
     /// is a forgery.
     func hostileFrame() {
@@ -384,8 +386,9 @@ extension Simulator {
             bytes = signed([.content(other.hash, other.content)], from: head! + 1)
         case 5 where head != nil:
             let target = hostileTarget.hash
-            let flood = Array(repeating: OutboxMessage.signal(target, Popularity(views: 1_000, shown: 1_000, engaged: 1_000)), count: 200)
-            bytes = signed(head == 0 ? [.vote(target, Simulator.hostileToken)] + flood.dropFirst() : flood, from: head! + 1)
+            let flood = [OutboxMessage.content(target, Simulator.poisoned(hostileTarget))]
+                + Array(repeating: OutboxMessage.signal(target, Popularity(views: 1_000, shown: 1_000, engaged: 1_000)), count: 199)
+            bytes = signed(head == 0 ? [.vote(target, Simulator.hostileToken)] + flood.dropLast() : flood, from: head! + 1)
         default:
             let victim = randomDevice()
             let forgedKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) }
@@ -398,6 +401,14 @@ extension Simulator {
 
     /// The catalogue entry the hostile device votes for and floods.
     var hostileTarget: Catalogue.Entry { catalogue.entry(min(1, catalogue.entries.count - 1)) }
+
+    /// The content the hostile device offers for `entry`: the entry's own,
+    /// with a title of its choosing (same URL, so the same public hash).
+    static func poisoned(_ entry: Catalogue.Entry) -> PublicContent {
+        var content = entry.content
+        content.title = "Poisoned " + (content.title ?? "")
+        return content
+    }
 }
 
 /// A cloud restore being staged while the cloud is down (`beginCloudRestore`).

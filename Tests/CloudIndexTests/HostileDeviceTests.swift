@@ -30,6 +30,17 @@ private struct Attacker {
         }
         return harness.deliver(UploadFrame(app: app, device: name, records: records, key: key, follows: follows).encoded).outcome
     }
+
+    /// Sends `messages` like `send` and returns the content requests of the
+    /// ack (nil when the reply is no ack).
+    func requests(sending messages: [OutboxMessage], from seq: UInt64) -> [PublicHash]? {
+        let records = messages.enumerated().map { offset, message in
+            OutboxRecord(position: OutboxPosition(epoch: 1, seq: seq + UInt64(offset)), message: message)
+        }
+        let result = harness.deliver(UploadFrame(app: app, device: name, records: records, key: key).encoded)
+        guard case .ack(let ack)? = try? CloudReply.decode(result.reply, device: name, key: key).reply else { return nil }
+        return ack.contentRequests
+    }
 }
 
 private func hash(_ name: String) -> PublicHash {
@@ -243,6 +254,89 @@ private struct CloudState: Equatable {
         #expect(error.code == .refused && error.message.contains("never voted"), "\(error)")
         #expect(try CloudState(harness.cloud) == before)
         #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false)
+    }
+}
+
+/// Content becomes public only when K live voters offered it byte for byte
+/// (`ContentRule`).
+@Suite struct ContentAgreementTests {
+    private let url = "https://example.com/recipe"
+    private var theHash: PublicHash { PublicHash.of(app: app, activityType: "com.example.read", identity: "url:" + url) }
+
+    private func content(_ title: String) -> PublicContent {
+        PublicContent(activityType: "com.example.read", title: title, keywords: ["recipe"], contentDescription: nil, webpageURL: url)
+    }
+
+    /// `count` devices named `prefix-0`… that each voted for the hash.
+    private func voters(_ harness: SyncHarness, _ count: Int, _ prefix: String = "voter") throws -> [Attacker] {
+        try (0..<count).map { index in
+            let voter = try Attacker(harness, name: "\(prefix)-\(index)")
+            #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
+            return voter
+        }
+    }
+
+    @Test func aPersonalisedTitleThatDiffersPerDeviceNeverBecomesPublic() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let devices = try voters(harness, 3)
+        #expect(devices[0].send([.content(theHash, content("Alice's potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(devices[1].send([.content(theHash, content("Bob's potato chips"))], from: 2) == .accepted(messages: 1))
+        let waiting = try #require(try harness.cloud.entry(app: app, hash: theHash))
+        #expect(!waiting.isPublic && waiting.isWanted && waiting.content == nil, "two live voters, two titles: nothing agreed")
+        #expect(devices[2].send([.content(theHash, content("Bob's potato chips"))], from: 2) == .accepted(messages: 1))
+        let agreed = try #require(try harness.cloud.entry(app: app, hash: theHash))
+        #expect(agreed.isPublic && agreed.content?.title == "Bob's potato chips" && !agreed.isWanted)
+        #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
+    }
+
+    @Test func oneHostileVoterCannotChooseWhatAPublicHashShows() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let mallory = try Attacker(harness)
+        #expect(mallory.send([.vote(theHash, token(9)), .content(theHash, content("Buy pills"))]) == .accepted(messages: 2))
+        let honest = try voters(harness, 1)
+        #expect(mallory.send([.content(theHash, content("Buy pills"))], from: 3) == .accepted(messages: 1),
+                "offering the same content again is still one voter's offer")
+        #expect(honest[0].send([.content(theHash, content("Potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false, "K live votes, but no two offers agree")
+        let second = try voters(harness, 1, "late")
+        #expect(second[0].send([.content(theHash, content("Potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.content?.title == "Potato chips")
+    }
+
+    @Test func contentFromAVoterWhoseVoteIsNotLiveIsIgnored() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let devices = try voters(harness, 3)
+        #expect(devices[0].send([.withdraw(theHash, token(1)), .content(theHash, content("Potato chips"))], from: 2)
+                == .accepted(messages: 2))
+        #expect(devices[1].send([.content(theHash, content("Potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false, "a withdrawn voter's content does not count")
+    }
+
+    @Test func aWithdrawalTakesTheVotersOfferWithIt() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let devices = try voters(harness, 3)
+        #expect(devices[0].send([.content(theHash, content("Potato chips")), .withdraw(theHash, token(1))], from: 2)
+                == .accepted(messages: 2))
+        #expect(devices[1].send([.content(theHash, content("Potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false, "the withdrawn offer no longer agrees")
+        #expect(devices[2].send([.content(theHash, content("Potato chips"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == true)
+    }
+
+    @Test func everyAckAsksItsDeviceForTheWantedHashesItVotedForUntilItAnswers() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let first = try Attacker(harness, name: "first")
+        #expect(first.requests(sending: [.vote(theHash, token(1))], from: 1) == [], "below K nothing is wanted")
+        let second = try Attacker(harness, name: "second")
+        #expect(second.requests(sending: [.vote(theHash, token(2))], from: 1) == [theHash], "the vote that reaches K asks its sender")
+        #expect(first.requests(sending: [.signal(theHash, Popularity(views: 1))], from: 2) == [theHash],
+                "an earlier voter is asked in its next ack")
+        #expect(first.requests(sending: [.signal(theHash, Popularity(views: 1))], from: 3) == [theHash],
+                "and in every ack after, until it answers")
+        #expect(first.requests(sending: [.content(theHash, content("Potato chips"))], from: 4) == [], "an offer ends the asking")
+        let bystander = try Attacker(harness, name: "bystander")
+        #expect(bystander.requests(sending: [.vote(hash("other"), token(3))], from: 1) == [],
+                "a device that did not vote for a wanted hash never hears of it")
     }
 }
 

@@ -93,6 +93,36 @@ extension FramePlacementTests {
     }
 }
 
+@Suite struct ContentRuleTests {
+    @Test func contentFromANonVoterIsRefusedAndFromANonLiveVoterIgnored() {
+        #expect(ContentRule.verdict(hasVoted: false, isLive: false, liveVotes: 5, threshold: 3, hasContent: false)
+                == .refuse("content for a hash this device never voted for"))
+        #expect(ContentRule.verdict(hasVoted: true, isLive: false, liveVotes: 5, threshold: 3, hasContent: false) == .ignore)
+    }
+
+    @Test func aLiveVotersContentIsAnOfferOnlyWhileTheHashIsWanted() {
+        #expect(ContentRule.verdict(hasVoted: true, isLive: true, liveVotes: 3, threshold: 3, hasContent: false) == .offer)
+        #expect(ContentRule.verdict(hasVoted: true, isLive: true, liveVotes: 2, threshold: 3, hasContent: false) == .ignore,
+                "below K nothing of the content is kept")
+        #expect(ContentRule.verdict(hasVoted: true, isLive: true, liveVotes: 4, threshold: 3, hasContent: true) == .ignore,
+                "content already agreed is not replaced")
+    }
+
+    @Test func contentIsPublishedOnlyWhenAgreementManyLiveVotersOfferedIt() {
+        #expect(!ContentRule.publishes(agreeing: 2, agreement: 3, liveVotes: 5, threshold: 3, hasContent: false))
+        #expect(ContentRule.publishes(agreeing: 3, agreement: 3, liveVotes: 3, threshold: 3, hasContent: false))
+        #expect(!ContentRule.publishes(agreeing: 3, agreement: 3, liveVotes: 2, threshold: 3, hasContent: false))
+    }
+
+    @Test func onlyALiveVoterWithoutAnOfferIsAskedAndOnlyWhileTheHashIsWanted() {
+        #expect(ContentRule.asksVoter(isLive: true, hasOffer: false, liveVotes: 3, threshold: 3, hasContent: false))
+        #expect(!ContentRule.asksVoter(isLive: true, hasOffer: true, liveVotes: 3, threshold: 3, hasContent: false))
+        #expect(!ContentRule.asksVoter(isLive: false, hasOffer: false, liveVotes: 3, threshold: 3, hasContent: false))
+        #expect(!ContentRule.asksVoter(isLive: true, hasOffer: false, liveVotes: 2, threshold: 3, hasContent: false))
+        #expect(!ContentRule.asksVoter(isLive: true, hasOffer: false, liveVotes: 3, threshold: 3, hasContent: true))
+    }
+}
+
 @Suite struct PopularityRuleTests {
     private let cap = PopularityRule.maximumPerDevicePerDay
 

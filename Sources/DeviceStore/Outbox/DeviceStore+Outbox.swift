@@ -111,9 +111,11 @@ extension DeviceStore {
     }
 
     /// Journals the cloud's request for the public content of `hashes` (from an
-    /// ack). The fold answers with a content message for each hash this device
-    /// still has a live vote for; the others are journaled and left unanswered.
-    /// Returns the journal seqs appended (nil when `hashes` is empty).
+    /// ack), and the fold answers with a content message for each. Only the
+    /// hashes this device holds a live vote for are journaled: the cloud asks
+    /// in every ack until it has an answer, and a device restored from an
+    /// older backup can be asked about a vote it no longer holds. Returns the
+    /// journal seqs appended (nil when nothing was).
     @discardableResult
     public func recordContentRequests(_ hashes: [PublicHash]) throws(DeviceStoreError) -> ClosedRange<Seq>? {
         let requested = Set(hashes).sorted().map(\.bytes)
@@ -124,7 +126,11 @@ extension DeviceStore {
             let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
-            try appender.append(.publicContentRequested(hashes: requested))
+            let voted = try requested.filter { hash in
+                try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
+                                  arguments: [Data(hash)]) ?? false
+            }
+            if !voted.isEmpty { try appender.append(.publicContentRequested(hashes: voted)) }
             return appender.appendedRange
         }
     }

@@ -1,0 +1,52 @@
+/// Which content of a hash becomes public, the same for every backend
+/// (`docs/CLOUD.md`, "Content agreement"). The threshold decides *whether* a
+/// hash is public; this rule decides *what* it shows.
+///
+/// - Content is asked for only while the hash has at least K live votes and
+///   no public content (`ThresholdRule`'s *wanted*).
+/// - Content from a device that never voted for the hash refuses the frame.
+///   Content from a device whose vote is not live is ignored: a device
+///   restored from a backup can honestly believe a vote is live that it
+///   withdrew after the backup.
+/// - A live voter's content is its *offer*: the cloud keeps a keyed digest of
+///   the content's bytes per voter, and a later offer replaces an earlier
+///   one. An offer ends when its voter's vote does, and all offers go when
+///   the hash falls below K (they are kept only while the hash is wanted).
+/// - Content becomes public once `agreement` live voters (K) offered
+///   byte-identical content. A personalised title that differs per device
+///   never agrees, so it never becomes public, and one device can never
+///   choose what a public hash shows.
+/// - Public content stays while the hash has K live votes, like the hash.
+public enum ContentRule {
+    /// What to do with content a device sent for a hash.
+    public enum Verdict: Hashable, Sendable {
+        /// The frame is refused.
+        case refuse(String)
+        /// Nothing is kept, and the frame is accepted.
+        case ignore
+        /// The content is this voter's offer.
+        case offer
+    }
+
+    /// `hasVoted` and `isLive` describe the sending device's vote for the
+    /// hash; `liveVotes` and `hasContent` the hash.
+    public static func verdict(hasVoted: Bool, isLive: Bool, liveVotes: Int64, threshold: Int, hasContent: Bool) -> Verdict {
+        guard hasVoted else { return .refuse("content for a hash this device never voted for") }
+        guard isLive, liveVotes >= Int64(threshold), !hasContent else { return .ignore }
+        return .offer
+    }
+
+    /// Whether content that `agreeing` live voters offered, byte for byte,
+    /// becomes the hash's public content.
+    public static func publishes(agreeing: Int64, agreement: Int, liveVotes: Int64, threshold: Int, hasContent: Bool) -> Bool {
+        !hasContent && liveVotes >= Int64(threshold) && agreeing >= Int64(agreement)
+    }
+
+    /// Whether the ack to a device that just sent a vote for a hash asks it
+    /// for the hash's content directly. The app-wide request for a wanted
+    /// hash goes out once, when it reaches K; a device whose vote came later
+    /// (or came again, after a restore lost it) would otherwise never hear it.
+    public static func asksVoter(isLive: Bool, hasOffer: Bool, liveVotes: Int64, threshold: Int, hasContent: Bool) -> Bool {
+        isLive && !hasOffer && liveVotes >= Int64(threshold) && !hasContent
+    }
+}
