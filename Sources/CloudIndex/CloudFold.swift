@@ -27,9 +27,9 @@ struct Refusal: Error {
 ///   (`ContentRule`).
 ///
 /// When live votes reach K without content, the hash is *wanted*: its raw hash
-/// is kept, it gets the next wanted seq, and acks to the app's devices carry it
-/// until content arrives. Below K the raw hash and the content are dropped:
-/// only counts under keyed hashes remain.
+/// is kept, it gets the next wanted seq, and acks ask its live voters for its
+/// content until content is agreed. Below K the raw hash, the content and the
+/// offers are dropped: only counts under keyed hashes remain.
 struct CloudFold {
     let db: Database
     /// The statements kept for `db` (`CloudStatement`).

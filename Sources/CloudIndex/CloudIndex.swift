@@ -380,17 +380,11 @@ public final class CloudIndex: CloudStore {
     /// The keyed digest an offer of `content` for a hash of `app` is kept
     /// under: equal exactly when the content's encoded bytes are, and useless
     /// to anyone without the cloud's secret for testing what a device offered.
-    /// The fields are written as a content message writes them.
     func contentDigest(app: String, content: PublicContent) -> [UInt8] {
         var writer = BinaryWriter()
         writer.string("content")
         writer.string(app)
-        writer.string(content.activityType)
-        writer.optional(content.title) { $0.string($1) }
-        writer.uvarint(UInt64(content.keywords.count))
-        for keyword in content.keywords { writer.string(keyword) }
-        writer.optional(content.contentDescription) { $0.string($1) }
-        writer.optional(content.webpageURL) { $0.string($1) }
+        content.encode(to: &writer)
         var mac = secretMAC.initial
         mac.update(data: writer.bytes)
         return Array(Array(mac.finalize()).prefix(16))

@@ -69,12 +69,7 @@ extension OutboxMessage {
         case .content(let hash, let content):
             writer.byte(Tag.content.rawValue)
             writer.raw(hash.bytes)
-            writer.string(content.activityType)
-            writer.optional(content.title) { $0.string($1) }
-            writer.uvarint(UInt64(content.keywords.count))
-            for keyword in content.keywords { writer.string(keyword) }
-            writer.optional(content.contentDescription) { $0.string($1) }
-            writer.optional(content.webpageURL) { $0.string($1) }
+            content.encode(to: &writer)
         }
     }
 

@@ -144,6 +144,17 @@ public struct PublicContent: Hashable, Sendable {
             && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes }
     }
 
+    /// Writes the fields as a content message carries them, after its hash:
+    /// equal content writes equal bytes.
+    public func encode(to writer: inout BinaryWriter) {
+        writer.string(activityType)
+        writer.optional(title) { $0.string($1) }
+        writer.uvarint(UInt64(keywords.count))
+        for keyword in keywords { writer.string(keyword) }
+        writer.optional(contentDescription) { $0.string($1) }
+        writer.optional(webpageURL) { $0.string($1) }
+    }
+
     /// What the public hash is computed over besides the type: the URL, else the title.
     public var identity: String? {
         if let webpageURL { return "url:" + webpageURL }
