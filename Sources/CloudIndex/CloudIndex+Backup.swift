@@ -299,6 +299,7 @@ extension CloudIndex {
             case "application": guard value == CloudSchema.application.databaseValue else { throw CloudError(.corruptStore, "cloud_meta.application is \(value)") }
             case "format_version": try integer(value, 1...Int64(CloudSchema.formatVersion), "cloud_meta.format_version")
             case "threshold": try integer(value, 1...1_000_000, "cloud_meta.threshold")
+            case "agreement": try integer(value, 1...1_000_000, "cloud_meta.agreement")
             case "voter_secret": try blob(value, "cloud_meta.voter_secret")
             case "created_at": try integer(value, Int64.min...Int64.max, "cloud_meta.created_at")
             default: throw CloudError(.corruptStore, "cloud_meta holds \(key), which no cloud store of this build has")
@@ -345,6 +346,7 @@ extension CloudIndex {
         var storeOptions = options
         storeOptions.readOnly = false
         storeOptions.threshold = nil
+        storeOptions.agreement = nil
         // The other threads read the file through connections of their own.
         storeOptions.exclusive = false
         var verifierOptions = storeOptions

@@ -40,6 +40,8 @@ public struct CloudStats: Hashable, Sendable {
     public var wanted = 0
     public var equivocations = 0
     public var threshold = 0
+    /// How many live voters must offer the same content (`ContentRule`).
+    public var agreement = 0
 }
 
 extension CloudIndex {
@@ -121,6 +123,7 @@ extension CloudIndex {
             stats.wanted = try count("SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL")
             stats.equivocations = try count("SELECT count(*) FROM flags WHERE reason = 'equivocation'")
             stats.threshold = threshold
+            stats.agreement = agreement
             return stats
         }
     }

@@ -126,6 +126,7 @@ extension CloudStats {
             "wanted": .integer(Int64(wanted)),
             "equivocations": .integer(Int64(equivocations)),
             "threshold": .integer(Int64(threshold)),
+            "agreement": .integer(Int64(agreement)),
         ])
     }
 }

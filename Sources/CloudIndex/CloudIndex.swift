@@ -31,6 +31,10 @@ public struct CloudOptions: Sendable {
     /// store's K (a new store gets `defaultThreshold`); another value changes
     /// it, which rebuilds the projections.
     public var threshold: Int?
+    /// How many live voters must offer byte-identical content before it is
+    /// public (`ContentRule`). Nil keeps the store's (a new store follows K);
+    /// another value changes it, which rebuilds the projections.
+    public var agreement: Int?
     public var readOnly: Bool
     /// `full` syncs the WAL on every commit, so an acknowledged frame survives
     /// power loss (the default, and what `cloud serve` uses); `normal` survives
@@ -49,10 +53,12 @@ public struct CloudOptions: Sendable {
     }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                threshold: Int? = nil, readOnly: Bool = false, durability: Durability = .full, exclusive: Bool = false) {
+                threshold: Int? = nil, agreement: Int? = nil, readOnly: Bool = false, durability: Durability = .full,
+                exclusive: Bool = false) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
+        self.agreement = agreement
         self.readOnly = readOnly
         self.durability = durability
         self.exclusive = exclusive
@@ -71,6 +77,9 @@ public struct CloudOptions: Sendable {
 public final class CloudIndex: CloudStore {
     public let location: CloudLocation
     public let threshold: Int
+    /// How many live voters must offer the same content (`ContentRule`): the
+    /// store's `agreement`, else K.
+    public let agreement: Int
     let queue: DatabaseQueue
     let clock: any StoreClock
     let random: any RandomSource
@@ -123,6 +132,9 @@ public final class CloudIndex: CloudStore {
         if let threshold = options.threshold, !(1...1_000_000).contains(threshold) {
             throw CloudError(.invalidOption, "the threshold must be between 1 and 1,000,000, not \(threshold)")
         }
+        if let agreement = options.agreement, !(1...1_000_000).contains(agreement) {
+            throw CloudError(.invalidOption, "the content agreement must be between 1 and 1,000,000, not \(agreement)")
+        }
         self.location = location
         clock = options.clock
         random = options.random
@@ -163,10 +175,14 @@ public final class CloudIndex: CloudStore {
         let random = options.random
         let now = options.clock.now()
         let threshold = options.threshold
+        let agreement = options.agreement
         let readOnly = options.readOnly
         do {
-            let opened: (threshold: Int, secret: [UInt8], changed: Bool) = try readOnly
-                ? queue.snapshotRead { db in let meta = try CloudIndex.checkMeta(db); return (meta.threshold, meta.secret, false) }
+            let opened: (threshold: Int, agreement: Int?, secret: [UInt8], changed: Bool) = try readOnly
+                ? queue.snapshotRead { db in
+                    let meta = try CloudIndex.checkMeta(db)
+                    return (meta.threshold, meta.agreement, meta.secret, false)
+                }
                 : queue.write { db in
                     if try !db.tableExists("cloud_meta") {
                         guard try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 else {
@@ -176,20 +192,34 @@ public final class CloudIndex: CloudStore {
                         let initial = threshold ?? CloudOptions.defaultThreshold
                         try CloudSchema.create(db, threshold: initial, voterSecret: secret,
                                                createdAt: now.millisecondsSince1970)
-                        return (initial, secret, false)
+                        if let agreement {
+                            try db.execute(sql: "INSERT INTO cloud_meta (key, value) VALUES ('agreement', ?)", arguments: [agreement])
+                        }
+                        return (initial, agreement, secret, false)
                     }
                     let meta = try CloudIndex.checkMeta(db)
-                    let migrated = meta.version < CloudSchema.formatVersion ? try CloudSchema.migrate(db, from: meta.version) : false
-                    guard let threshold, meta.threshold != threshold else { return (meta.threshold, meta.secret, migrated) }
-                    try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
-                    return (threshold, meta.secret, true)
+                    var changed = meta.version < CloudSchema.formatVersion ? try CloudSchema.migrate(db, from: meta.version) : false
+                    if let threshold, meta.threshold != threshold {
+                        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
+                        changed = true
+                    }
+                    if let agreement, meta.agreement != agreement {
+                        try db.execute(sql: """
+                            INSERT INTO cloud_meta (key, value) VALUES ('agreement', ?)
+                            ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                            """, arguments: [agreement])
+                        changed = true
+                    }
+                    return (threshold ?? meta.threshold, agreement ?? meta.agreement, meta.secret, changed)
                 }
             self.threshold = opened.threshold
+            self.agreement = opened.agreement ?? opened.threshold
             voterSecret = opened.secret
             secretMAC = KeyedMAC(initial: HMAC(key: SymmetricKey(data: opened.secret)))
             if opened.changed {
                 // Which hashes are public, and which content is kept, depend
-                // on K and on the fold's rules, which a migration may change.
+                // on K, on the agreement and on the fold's rules, which a
+                // migration may change.
                 try rebuildProjections()
             }
         } catch let error as CloudError {
@@ -199,7 +229,7 @@ public final class CloudIndex: CloudStore {
         }
     }
 
-    private static func checkMeta(_ db: Database) throws -> (threshold: Int, secret: [UInt8], version: Int) {
+    private static func checkMeta(_ db: Database) throws -> (threshold: Int, agreement: Int?, secret: [UInt8], version: Int) {
         guard try db.tableExists("cloud_meta") else {
             throw CloudError(.notACloudStore, "the file is not a Sightline cloud store (no cloud_meta table)")
         }
@@ -216,7 +246,15 @@ public final class CloudIndex: CloudStore {
               secret.count == 32 else {
             throw CloudError(.notACloudStore, "the cloud store has no threshold or voter secret")
         }
-        return (threshold, [UInt8](secret), version)
+        var agreement: Int?
+        if let row = try Row.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'agreement'") {
+            let value = try Stored.column(row, 0, "cloud_meta.agreement", as: Int.self)
+            guard (1...1_000_000).contains(value) else {
+                throw CloudError(.corruptStore, "cloud_meta.agreement is \(value), not from 1 to 1,000,000")
+            }
+            agreement = value
+        }
+        return (threshold, agreement, [UInt8](secret), version)
     }
 
     /// The cloud's current time (its injected clock), for `$time` in queries.

@@ -223,7 +223,7 @@ extension CloudIndex {
 
     /// The fold into `db`'s projections; `statements` are the slots kept for `db`.
     func fold(_ db: Database, statements: StatementSlots) -> CloudFold {
-        CloudFold(db: db, statements: statements, threshold: threshold, agreement: threshold,
+        CloudFold(db: db, statements: statements, threshold: threshold, agreement: agreement,
                   voter: { [self] device, hash in voter(device: device, hash: hash) },
                   key: { [self] app, hash in key(app: app, hash: hash) },
                   contentDigest: { [self] app, content in contentDigest(app: app, content: content) })

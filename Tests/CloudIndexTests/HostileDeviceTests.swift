@@ -323,6 +323,28 @@ private struct CloudState: Equatable {
         #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == true)
     }
 
+    /// An operator whose app never personalises titles can ask for less
+    /// agreement than K; changing it refolds the log under the new rule.
+    @Test func theAgreementIsTheStoresOwnAndChangingItRebuildsTheProjections() throws {
+        let path = try scratchStore()
+        do {
+            let harness = try SyncHarness(threshold: 2, location: .file(path))
+            #expect(harness.cloud.agreement == 2, "a new store follows K")
+            let devices = try voters(harness, 2)
+            #expect(devices[0].send([.content(theHash, content("Alice's potato chips"))], from: 2) == .accepted(messages: 1))
+            #expect(devices[1].send([.content(theHash, content("Bob's potato chips"))], from: 2) == .accepted(messages: 1))
+            #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false)
+        }
+        let relaxed = try CloudIndex(at: .file(path), options: CloudOptions(agreement: 1))
+        #expect(relaxed.agreement == 1 && relaxed.threshold == 2)
+        #expect(try relaxed.entry(app: app, hash: theHash)?.content?.title == "Alice's potato chips",
+                "with an agreement of 1 the first live voter's offer is public")
+        let reopened = try CloudIndex(at: .file(path))
+        let stats = try reopened.stats()
+        #expect(reopened.agreement == 1 && stats.agreement == 1, "the agreement is kept in the store")
+        #expect(throws: CloudError.self) { try CloudIndex(at: .memory, options: CloudOptions(agreement: 0)) }
+    }
+
     @Test func everyAckAsksItsDeviceForTheWantedHashesItVotedForUntilItAnswers() throws {
         let harness = try SyncHarness(threshold: 2)
         let first = try Attacker(harness, name: "first")
@@ -446,6 +468,7 @@ private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, sn
     @Test(arguments: [
         ("UPDATE devices SET key = zeroblob(31)", "devices.key"),
         ("UPDATE cloud_meta SET value = 0 WHERE key = 'threshold'", "cloud_meta.threshold"),
+        ("INSERT INTO cloud_meta (key, value) VALUES ('agreement', 0)", "cloud_meta.agreement"),
         ("UPDATE devices SET backed_up_seq = 9007199254740992", "devices.backed_up_seq"),
         ("UPDATE apps SET secret_hash = 'secret'", "apps.secret_hash"),
         ("INSERT INTO cloud_meta (key, value) VALUES ('debug', 1)", "cloud_meta holds debug"),

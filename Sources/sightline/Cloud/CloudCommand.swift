@@ -23,9 +23,9 @@ struct CloudStoreOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The cloud store file.", valueName: "path"))
     var db: String
 
-    func open(readOnly: Bool, threshold: Int? = nil) throws -> CloudIndex {
+    func open(readOnly: Bool, threshold: Int? = nil, agreement: Int? = nil) throws -> CloudIndex {
         do {
-            return try CloudIndex(at: .file(db), options: CloudOptions(threshold: threshold, readOnly: readOnly))
+            return try CloudIndex(at: .file(db), options: CloudOptions(threshold: threshold, agreement: agreement, readOnly: readOnly))
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable
@@ -74,6 +74,11 @@ struct ServeCommand: AsyncParsableCommand {
         valueName: "k"))
     var threshold: Int?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Live voters that must offer byte-identical content before it is shown (default: K; changing it rebuilds the projections).",
+        valueName: "count"))
+    var agreement: Int?
+
     @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
     var app: String?
 
@@ -121,6 +126,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let threshold, !(1...1_000_000).contains(threshold) {
             throw ValidationError("--threshold must be between 1 and 1,000,000")
         }
+        if let agreement, !(1...1_000_000).contains(agreement) {
+            throw ValidationError("--agreement must be between 1 and 1,000,000")
+        }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
         guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
@@ -142,7 +150,7 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let cloud = try store.open(readOnly: false, threshold: threshold)
+        let cloud = try store.open(readOnly: false, threshold: threshold, agreement: agreement)
         if let app {
             guard let secret = try secretOption.secret() else {
                 Output.error("error: --app \(app) needs an enrolment secret (--enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET)")
@@ -170,10 +178,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
         let host = self.host
-        let threshold = cloud.threshold
+        let threshold = cloud.threshold, agreement = cloud.agreement
         let scheme = tlsCert == nil ? "http" : "https"
         let application = try server.application { port in
-            Output.error("listening on \(scheme)://\(host):\(port) (threshold K = \(threshold))")
+            Output.error("listening on \(scheme)://\(host):\(port) (threshold K = \(threshold), content agreement \(agreement))")
         }
         let key = try keyOption.key().map { $0.withUnsafeBytes { Array($0) } }
         let snapshots = snapshotEvery.flatMap { every in
@@ -258,6 +266,7 @@ struct CloudStatsCommand: ParsableCommand {
         }
         Output.table([
             ["threshold K", String(stats.threshold)],
+            ["content agreement", String(stats.agreement)],
             ["apps", String(stats.apps)],
             ["devices", String(stats.devices)],
             ["cloud log rows", String(stats.logRows)],
