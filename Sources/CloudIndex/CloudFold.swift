@@ -21,8 +21,8 @@ struct Refusal: Error {
 ///   must stay the same;
 /// - a *withdraw* makes that vote not live;
 /// - *signals* add to views, shown and engaged;
-/// - *content* must hash to the hash it claims, from a device that voted for
-///   it; a live voter's content is its offer while the hash is wanted, and
+/// - *content* must hash to the hash it claims; a live voter's content is its
+///   offer while the hash is wanted (other content is ignored), and
 ///   content that K live voters offered byte for byte becomes public
 ///   (`ContentRule`).
 ///
@@ -79,7 +79,7 @@ struct CloudFold {
                     if insert.changes > 0 {
                         state.vote = FoldMemory.Vote(token: token.bytes, live: true, allowance: .none)
                         state.isLoaded = true
-                        try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1)
+                        try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 1, asks: memory.asks)
                         continue
                     }
                     try load(state, app: app)
@@ -95,7 +95,7 @@ struct CloudFold {
                 vote.live = true
                 state.vote = vote
                 try setVote(live: true, app: app, key: key, voter: state.voter)
-                try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0)
+                try changeVotes(app: app, key: key, hash: hash, live: 1, voters: 0, asks: memory.asks)
             case .withdraw(_, let token):
                 if !state.isLoaded { try load(state, app: app) }
                 guard var vote = state.vote else { continue }
@@ -112,7 +112,7 @@ struct CloudFold {
                 drop.bind(2, key)
                 drop.bind(3, state.voter)
                 try drop.execute()
-                try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0)
+                try changeVotes(app: app, key: key, hash: hash, live: -1, voters: 0, asks: memory.asks)
             case .signal(_, let counts):
                 if !state.isLoaded { try load(state, app: app) }
                 // Only a live voter's signals count (`PopularityRule`).
@@ -126,12 +126,12 @@ struct CloudFold {
                 let open = try hashState(app: app, key: key)
                 switch ContentRule.verdict(hasVoted: state.vote != nil, isLive: state.vote?.live == true,
                                            liveVotes: open?.liveVotes ?? 0, threshold: threshold, hasContent: open?.hasContent ?? false) {
-                case .refuse(let reason):
-                    throw Refusal(message: reason)
                 case .ignore:
                     continue
                 case .offer:
-                    try offer(content, app: app, key: key, voter: state.voter, liveVotes: open?.liveVotes ?? 0, logSeq: logSeq)
+                    if try offer(content, app: app, key: key, voter: state.voter, liveVotes: open?.liveVotes ?? 0, logSeq: logSeq) {
+                        memory.asks.changed(hash)
+                    }
                 }
             }
         }
@@ -181,7 +181,8 @@ struct CloudFold {
     /// Keeps `content` as the voter's offer for the hash, replacing the
     /// voter's earlier one, and makes it public once `agreement` live voters
     /// offered the same bytes. Offers are kept only while the hash is wanted.
-    private func offer(_ content: PublicContent, app: String, key: Data, voter: [UInt8], liveVotes: Int64, logSeq: Int64) throws {
+    /// Returns whether the content became public.
+    private func offer(_ content: PublicContent, app: String, key: Data, voter: [UInt8], liveVotes: Int64, logSeq: Int64) throws -> Bool {
         let digest = Data(contentDigest(app, content))
         try db.cachedStatement(sql: """
             INSERT INTO content_offers (app, key, voter, digest) VALUES (?, ?, ?, ?)
@@ -191,7 +192,7 @@ struct CloudFold {
             SELECT count(*) FROM content_offers WHERE app = ? AND key = ? AND digest = ?
             """), arguments: [app, key, digest]) ?? 0
         guard ContentRule.publishes(agreeing: agreeing, agreement: agreement, liveVotes: liveVotes, threshold: threshold,
-                                    hasContent: false) else { return }
+                                    hasContent: false) else { return false }
         try db.cachedStatement(sql: """
             INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -201,6 +202,7 @@ struct CloudFold {
         try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = NULL, has_content = 1 WHERE app = ? AND key = ?")
             .execute(arguments: [app, key])
         try db.cachedStatement(sql: "DELETE FROM content_offers WHERE app = ? AND key = ?").execute(arguments: [app, key])
+        return true
     }
 
     /// Reads the device's vote row for the entry's hash into it.
@@ -259,7 +261,7 @@ struct CloudFold {
     /// hash's state around the threshold: at K without content it becomes
     /// wanted (and its raw hash is kept, to ask for it); below K its raw hash,
     /// content and offers go.
-    private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64) throws {
+    private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64, asks: AskMemory) throws {
         let change = try statements.statement(.changeVotes, db)
         change.bind(1, app)
         change.bind(2, key)
@@ -285,12 +287,14 @@ struct CloudFold {
         }
         if actions.markWanted {
             try markWanted(app: app, key: key)
+            asks.changed(hash)
         }
         if actions.dropContent {
             try db.cachedStatement(sql: "DELETE FROM public_content WHERE app = ? AND key = ?").execute(arguments: [app, key])
         }
         if actions.dropWanted {
             try db.cachedStatement(sql: "DELETE FROM content_offers WHERE app = ? AND key = ?").execute(arguments: [app, key])
+            asks.changed(hash)
         }
         if actions.dropRawHash || actions.dropContent || actions.dropWanted {
             try db.cachedStatement(sql: """
@@ -366,6 +370,8 @@ final class FoldMemory {
     var count = 0
     /// The entries whose allowance `flush` must write.
     var unwritten: [Entry] = []
+    /// What each device's acks ask for (`AskMemory`).
+    let asks = AskMemory()
 
     /// The most entries held after a flush (about 250 bytes each): past it,
     /// the memory forgets everything and reads rows again as it meets them.
@@ -379,6 +385,7 @@ final class FoldMemory {
         devices.removeAll(keepingCapacity: true)
         unwritten.removeAll(keepingCapacity: true)
         count = 0
+        asks.forget()
     }
 }
 

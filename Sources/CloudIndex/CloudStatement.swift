@@ -18,7 +18,7 @@ enum CloudStatement: Int, CaseIterable {
             ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
             """
         case .registry: "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE device = ?"
-        case .wanted: "SELECT hash, key, live_votes, has_content FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
+        case .wanted: "SELECT hash, key FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
         case .sameFrame: """
             SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
                            AND accepted_from = first_seq AND digest = ?)
@@ -53,8 +53,10 @@ enum CloudStatement: Int, CaseIterable {
         case .voteState: "SELECT live_votes, wanted_seq, has_content FROM hashes WHERE app = ? AND key = ?"
         case .dropOffer: "DELETE FROM content_offers WHERE app = ? AND key = ? AND voter = ?"
         case .voterAsk: """
-            SELECT (SELECT live FROM votes WHERE app = ?1 AND key = ?2 AND voter = ?3),
+            SELECT wanted_seq, live_votes, has_content,
+                   (SELECT live FROM votes WHERE app = ?1 AND key = ?2 AND voter = ?3),
                    EXISTS (SELECT 1 FROM content_offers WHERE app = ?1 AND key = ?2 AND voter = ?3)
+            FROM hashes WHERE app = ?1 AND key = ?2
             """
         }
     }

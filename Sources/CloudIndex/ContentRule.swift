@@ -4,10 +4,13 @@
 ///
 /// - Content is asked for only while the hash has at least K live votes and
 ///   no public content (`ThresholdRule`'s *wanted*).
-/// - Content from a device that never voted for the hash refuses the frame.
-///   Content from a device whose vote is not live is ignored: a device
-///   restored from a backup can honestly believe a vote is live that it
-///   withdrew after the backup.
+/// - Content from a device without a live vote for the hash is ignored, and
+///   the frame accepted. Refusing the frame would wedge an honest device for
+///   good, since it sends the same frame again: a device restored from a
+///   backup can believe in a vote it withdrew after the backup, and a device
+///   whose vote the cloud lost with an ended epoch (a cloud restored from an
+///   older snapshot after the device moved on) believes in a vote the cloud
+///   never counted.
 /// - A live voter's content is its *offer*: the cloud keeps a keyed digest of
 ///   the content's bytes per voter, and a later offer replaces an earlier
 ///   one. An offer ends when its voter's vote does, and all offers go when
@@ -20,8 +23,6 @@
 public enum ContentRule {
     /// What to do with content a device sent for a hash.
     public enum Verdict: Hashable, Sendable {
-        /// The frame is refused.
-        case refuse(String)
         /// Nothing is kept, and the frame is accepted.
         case ignore
         /// The content is this voter's offer.
@@ -31,8 +32,7 @@ public enum ContentRule {
     /// `hasVoted` and `isLive` describe the sending device's vote for the
     /// hash; `liveVotes` and `hasContent` the hash.
     public static func verdict(hasVoted: Bool, isLive: Bool, liveVotes: Int64, threshold: Int, hasContent: Bool) -> Verdict {
-        guard hasVoted else { return .refuse("content for a hash this device never voted for") }
-        guard isLive, liveVotes >= Int64(threshold), !hasContent else { return .ignore }
+        guard hasVoted, isLive, liveVotes >= Int64(threshold), !hasContent else { return .ignore }
         return .offer
     }
 

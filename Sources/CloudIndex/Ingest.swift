@@ -192,7 +192,8 @@ extension CloudIndex {
             if let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
             }
-            return .duplicate(try ack(device: frame.device, app: app, through: head, db: db))
+            return .duplicate(try ack(device: frame.device, app: app, through: head, messages: messages,
+                                      memory: ingestMemory.memory(db), db: db))
         case .append(let from, let overlap):
             if let overlap, let conflict = try firstConflict(frame, messages: messages, through: overlap.upperBound, db: db) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
@@ -212,7 +213,7 @@ extension CloudIndex {
         record.bind(2, Int64(frame.epoch))
         record.bind(3, Int64(frame.lastSeq))
         try record.execute()
-        let ackValue = try ack(device: frame.device, app: app, through: frame.last, db: db)
+        let ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, memory: memory, db: db)
         return .accepted(ackValue, messages: fresh.count)
     }
 
@@ -231,13 +232,16 @@ extension CloudIndex {
 
     /// The ack for a device, with the content requests for it: every wanted
     /// hash of the app this device holds a live vote for and has made no offer
-    /// of (`ContentRule.asksVoter`), oldest first. Worked out afresh for each
-    /// ack from the projections alone, so a request cannot be lost with an
-    /// ack: the next ack asks again, until the device answers or the hash is
-    /// no longer wanted. Only the hash's live voters are asked, and only
-    /// their pseudonyms tie a vote to a device, so each wanted hash costs an
-    /// HMAC and a lookup per ack.
-    private func ack(device: String, app: String, through head: OutboxPosition, db: Database) throws -> Ack {
+    /// of (`ContentRule.asksVoter`), oldest first, up to `requestsPerAck`.
+    /// Worked out afresh for each ack from the projections, so a request
+    /// cannot be lost with an ack: the next ack asks again, until the device
+    /// answers or the hash is no longer wanted. Only pseudonyms tie a vote to
+    /// a device, so each hash checked costs an HMAC and a lookup; `memory`
+    /// (`AskMemory`) keeps each device's requests between frames, so an ack
+    /// checks only the hashes that changed since the device's last ack and
+    /// those `messages` voted for, withdrew or offered.
+    private func ack(device: String, app: String, through head: OutboxPosition, messages: [OutboxMessage], memory: FoldMemory,
+                     db: Database) throws -> Ack {
         let registry = try statements.statement(.registry, db)
         registry.bind(1, device)
         var backedUp = OutboxPosition(epoch: 0, seq: 0)
@@ -248,27 +252,52 @@ extension CloudIndex {
                                           seq: try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_seq of \(device)"))
             }
         }
-        let wanted = try statements.statement(.wanted, db)
-        wanted.bind(1, app)
-        defer { wanted.reset() }
-        var hashes: [PublicHash] = []
-        while hashes.count < CloudIndex.requestsPerAck, try wanted.step() {
-            guard let hash = PublicHash(wanted.blob(0)) else {
-                throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
+        let asks = memory.asks
+        var requests: [PublicHash: AskMemory.Request]
+        if let known = asks.device(device), let changed = asks.changes(since: known.mark) {
+            requests = known.requests
+            var check = Set(changed)
+            for message in messages {
+                switch message {
+                case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
+                case .signal: break
+                }
             }
-            let ask = try statements.statement(.voterAsk, db)
-            defer { ask.reset() }
-            ask.bind(1, app)
-            ask.bind(2, wanted.blob(1))
-            ask.bind(3, voter(device: device, hash: hash))
-            guard try ask.step() else { continue }
-            if ContentRule.asksVoter(isLive: ask.optionalInt64(0) == 1, hasOffer: ask.int64(1) != 0,
-                                     liveVotes: try Stored.count(wanted.int64(2), "hashes.live_votes"),
-                                     threshold: threshold, hasContent: wanted.int64(3) != 0) {
-                hashes.append(hash)
+            for hash in check {
+                requests[hash] = try request(hash, key: Data(key(app: app, hash: hash)), device: device, app: app, db: db)
+            }
+        } else {
+            requests = [:]
+            let wanted = try statements.statement(.wanted, db)
+            wanted.bind(1, app)
+            defer { wanted.reset() }
+            while try wanted.step() {
+                guard let hash = PublicHash(wanted.blob(0)) else {
+                    throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
+                }
+                requests[hash] = try request(hash, key: Data(wanted.blob(1)), device: device, app: app, db: db)
             }
         }
+        asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: device)
+        let hashes = requests.sorted { a, b in
+            a.value.wantedSeq != b.value.wantedSeq ? a.value.wantedSeq < b.value.wantedSeq : a.key < b.key
+        }.prefix(CloudIndex.requestsPerAck).map(\.key)
         return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
+    }
+
+    /// `hash` as a request to `device`, or nil when the device is not asked
+    /// for it (`ContentRule.asksVoter`; the hash must be wanted).
+    private func request(_ hash: PublicHash, key: Data, device: String, app: String, db: Database) throws -> AskMemory.Request? {
+        let ask = try statements.statement(.voterAsk, db)
+        defer { ask.reset() }
+        ask.bind(1, app)
+        ask.bind(2, key)
+        ask.bind(3, voter(device: device, hash: hash))
+        guard try ask.step(), let wantedSeq = ask.optionalInt64(0) else { return nil }
+        let liveVotes = try Stored.count(ask.int64(1), "hashes.live_votes")
+        guard ContentRule.asksVoter(isLive: ask.optionalInt64(3) == 1, hasOffer: ask.int64(4) != 0, liveVotes: liveVotes,
+                                    threshold: threshold, hasContent: ask.int64(2) != 0) else { return nil }
+        return AskMemory.Request(key: key, wantedSeq: wantedSeq)
     }
 
     /// The most content requests one ack carries; a device hears the rest

@@ -191,9 +191,9 @@ struct Invariants {
                 model.apply(.vote(target.number), device: Simulator.hostileName, day: day)
             case .signal(target.hash, let counts):
                 model.signal(target.number, counts, device: Simulator.hostileName, day: day)
-            case .content(target.hash, Simulator.poisoned(target)):
-                // Taken as the hostile voter's offer; public-index checks
-                // that it never shows.
+            case .content(let hash, let content) where catalogue.number(of: hash).map { content == Simulator.poisoned(catalogue.entry($0)) } == true:
+                // The voter's offer for its own entry, ignored for any other;
+                // public-index checks that it never shows.
                 break
             default:
                 if hostileProblems.count < 5 { hostileProblems.append("the cloud log took \(message) from the hostile device") }

@@ -352,13 +352,15 @@ extension Simulator {
     /// 1. an honest frame replayed;
     /// 2. ballot stuffing: many votes with different tokens in one frame;
     /// 3. a signed frame at positions near 2^64;
-    /// 4. content for a catalogue entry it never voted for;
+    /// 4. poisoned content (`Simulator.poisoned`) for a catalogue entry it
+    ///    never voted for;
     /// 5. a signal flood: one live vote for `Simulator.hostileTarget`, then
     ///    frames of its poisoned content (`Simulator.poisoned`) and
     ///    1,000-count signals for it.
-    /// The cloud must refuse 0–4, count of 5 no more than the daily cap
+    /// The cloud must refuse 0–3, count of 5 no more than the daily cap
     /// (`Invariants`: hostile-contained) and never show the poisoned content
-    /// (public-index: one voter's offer never agrees). 4 and 5 need the embedded cloud's
+    /// of 4 and 5 (public-index: a non-voter's content is no offer, and one
+    /// voter's offer never agrees). 4 and 5 need the embedded cloud's
     /// head for the device; without it (a remote or a down cloud) the attack
     /// is a forgery.
     func hostileFrame() {
@@ -383,7 +385,7 @@ extension Simulator {
             bytes = signed([vote()], epoch: UInt64.max - UInt64(faultRandom.below(1_000)), from: 1)
         case 4 where head != nil:
             let other = catalogue.entry((hostileTarget.number + 1) % catalogue.entries.count)
-            bytes = signed([.content(other.hash, other.content)], from: head! + 1)
+            bytes = signed([.content(other.hash, Simulator.poisoned(other))], from: head! + 1)
         case 5 where head != nil:
             let target = hostileTarget.hash
             let flood = [OutboxMessage.content(target, Simulator.poisoned(hostileTarget))]

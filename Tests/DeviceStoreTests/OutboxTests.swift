@@ -283,4 +283,20 @@ private func hash(of activity: UserActivity, app: String = StoreOptions.defaultA
         #expect(try store.outboxEntries().isEmpty, "the user never engaged: the content stays home")
         #expect(try store.recordContentRequests([]) == nil)
     }
+
+    /// The cloud asks in every ack until it has the answer; a device whose
+    /// answer is still on its way (a backlog ahead of it in the outbox) does
+    /// not answer again, and answers again once the cloud took the first.
+    @Test func aRequestWhoseAnswerIsInTheOutboxIsNotAnsweredAgain() throws {
+        let store = try makeStore()
+        let activity = publicRecipe()
+        try store.record(activity)
+        try store.recordEngaged(ref: recipeURL)
+        #expect(try store.recordContentRequests([hash(of: activity)]) != nil)
+        #expect(try store.recordContentRequests([hash(of: activity)]) == nil, "the answer is not acknowledged yet")
+        #expect(try kinds(store) == ["vote", "signal(0,0,1)", "content"])
+        let head = try #require(try store.outboxEntries().last).position
+        try store.recordAcknowledgement(acceptedThrough: head, durableThrough: head)
+        #expect(try store.recordContentRequests([hash(of: activity)]) != nil, "asked after its answer arrived: the cloud ignored it")
+    }
 }

@@ -111,11 +111,14 @@ extension DeviceStore {
     }
 
     /// Journals the cloud's request for the public content of `hashes` (from an
-    /// ack), and the fold answers with a content message for each. Only the
-    /// hashes this device holds a live vote for are journaled: the cloud asks
-    /// in every ack until it has an answer, and a device restored from an
-    /// older backup can be asked about a vote it no longer holds. Returns the
-    /// journal seqs appended (nil when nothing was).
+    /// ack), and the fold answers with a content message for each. The cloud
+    /// asks in every ack until it has an answer, so only some are journaled:
+    /// - those this device holds a live vote for (a device restored from an
+    ///   older backup can be asked about a vote it no longer holds);
+    /// - of those, the ones not answered already with an answer still in
+    ///   the outbox beyond the acknowledged cursor (a device with a backlog
+    ///   hears the request again in every ack before its answer gets out).
+    /// Returns the journal seqs appended (nil when nothing was).
     @discardableResult
     public func recordContentRequests(_ hashes: [PublicHash]) throws(DeviceStoreError) -> ClosedRange<Seq>? {
         let requested = Set(hashes).sorted().map(\.bytes)
@@ -126,11 +129,22 @@ extension DeviceStore {
             let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
-            let voted = try requested.filter { hash in
-                try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
-                                  arguments: [Data(hash)]) ?? false
+            let acknowledged = try OutboxState.read(db, writePath.outbox).acknowledged
+            let inFlight = answersInFlight.withLock { answers in
+                answers = answers.filter { $0.value > acknowledged }
+                return answers
             }
-            if !voted.isEmpty { try appender.append(.publicContentRequested(hashes: voted)) }
+            let voted = try requested.filter { hash in
+                guard inFlight[hash] == nil else { return false }
+                return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
+                                         arguments: [Data(hash)]) ?? false
+            }
+            guard !voted.isEmpty else { return nil }
+            try appender.append(.publicContentRequested(hashes: voted))
+            let head = try OutboxState.read(db, writePath.outbox).head
+            answersInFlight.withLock { answers in
+                for hash in voted { answers[hash] = head }
+            }
             return appender.appendedRange
         }
     }

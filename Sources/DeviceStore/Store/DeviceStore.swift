@@ -5,6 +5,7 @@ import IndexModel
 import IndexQuery
 import Snapshot
 import Synchronization
+import SyncWire
 
 /// Where a device store lives.
 public enum StoreLocation: Hashable, Sendable {
@@ -66,6 +67,11 @@ public final class DeviceStore: Sendable {
     let cachedStatus = Mutex<SyncStatus?>(nil)
     /// The device key, once `deviceKey()` has read it.
     let knownDeviceKey = Mutex<[UInt8]?>(nil)
+    /// The content requests this store answered and whose answers the cloud
+    /// has not acknowledged yet: each hash with the outbox head right after
+    /// its answer (`recordContentRequests`). Forgetting it costs at most an
+    /// answer sent twice.
+    let answersInFlight = Mutex<[[UInt8]: OutboxPosition]>([:])
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
 

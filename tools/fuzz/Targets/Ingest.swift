@@ -21,7 +21,7 @@
 //   are what the accepted frames reached;
 // - no count passes `PopularityRule.maximumCount` nor what the devices could
 //   add in the days the session spanned; a public hash has K live votes, and
-//   its content is content that a device which voted for it sent.
+//   its content is content that K devices which voted for it sent.
 import CloudIndex
 import Crypto
 import DeviceStore
@@ -34,8 +34,8 @@ enum Target {
     static let otherApp = "org.example.other"
     static let threshold = 2
     /// How many devices that voted for a hash must have sent the content it
-    /// shows: docs/CLOUD.md keeps the first content from a device that voted.
-    static let agreeingSenders = 1
+    /// shows: the cloud's agreement, K (`ContentRule`).
+    static let agreeingSenders = threshold
     static let type = "com.example.read"
 
     static let contents: [PublicContent] = [
