@@ -264,7 +264,7 @@ extension CloudIndex {
                 }
             }
             for hash in check {
-                requests[hash] = try request(hash, key: Data(key(app: app, hash: hash)), device: device, app: app, db: db)
+                requests[hash] = try request(hash, key: Data(key(app: app, hash: hash)), device: device, app: app, memory: memory, db: db)
             }
         } else {
             requests = [:]
@@ -275,7 +275,7 @@ extension CloudIndex {
                 guard let hash = PublicHash(wanted.blob(0)) else {
                     throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
                 }
-                requests[hash] = try request(hash, key: Data(wanted.blob(1)), device: device, app: app, db: db)
+                requests[hash] = try request(hash, key: Data(wanted.blob(1)), device: device, app: app, memory: memory, db: db)
             }
         }
         asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: device)
@@ -286,13 +286,15 @@ extension CloudIndex {
     }
 
     /// `hash` as a request to `device`, or nil when the device is not asked
-    /// for it (`ContentRule.asksVoter`; the hash must be wanted).
-    private func request(_ hash: PublicHash, key: Data, device: String, app: String, db: Database) throws -> AskMemory.Request? {
+    /// for it (`ContentRule.asksVoter`; the hash must be wanted). The
+    /// device's pseudonym comes from the fold's memory when it has one.
+    private func request(_ hash: PublicHash, key: Data, device: String, app: String, memory: FoldMemory,
+                         db: Database) throws -> AskMemory.Request? {
         let ask = try statements.statement(.voterAsk, db)
         defer { ask.reset() }
         ask.bind(1, app)
         ask.bind(2, key)
-        ask.bind(3, voter(device: device, hash: hash))
+        ask.bind(3, memory.devices[device]?[hash]?.voter ?? voter(device: device, hash: hash))
         guard try ask.step(), let wantedSeq = ask.optionalInt64(0) else { return nil }
         let liveVotes = try Stored.count(ask.int64(1), "hashes.live_votes")
         guard ContentRule.asksVoter(isLive: ask.optionalInt64(3) == 1, hasOffer: ask.int64(4) != 0, liveVotes: liveVotes,

@@ -121,7 +121,19 @@ extension DeviceStore {
     /// Returns the journal seqs appended (nil when nothing was).
     @discardableResult
     public func recordContentRequests(_ hashes: [PublicHash]) throws(DeviceStoreError) -> ClosedRange<Seq>? {
-        let requested = Set(hashes).sorted().map(\.bytes)
+        try recordContentRequests(hashes, acknowledged: nil)
+    }
+
+    /// The same, from an ack through `acknowledged`: hashes whose answers
+    /// are beyond it are left out before any transaction, since a device with
+    /// a backlog hears them in every ack.
+    func recordContentRequests(_ hashes: [PublicHash], acknowledged: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
+        let requested = Set(hashes).sorted().map(\.bytes).filter { hash in
+            answersInFlight.withLock { answers in
+                guard let answered = answers[hash] else { return true }
+                return acknowledged.map { answered <= $0 } ?? true
+            }
+        }
         guard !requested.isEmpty else { return nil }
         let now = clock.now()
         let keys = privacyKeys

@@ -97,7 +97,7 @@ extension DeviceStore {
     private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError)
         -> (advance: (from: UInt64, to: UInt64)?, recovered: Int) {
         for case .contentRequested(let hashes) in effects {
-            try recordContentRequests(hashes)
+            try recordContentRequests(hashes, acknowledged: uploader.acknowledged)
         }
         var advance: (from: UInt64, to: UInt64)?
         var recovered = 0
