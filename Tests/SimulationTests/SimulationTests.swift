@@ -68,6 +68,14 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     (384, 8, 80, .heavy, 3),
     (143, 8, 80, .heavy, 3),
     (285, 8, 80, .heavy, 3),
+    // With K offers needed, a request a device never heard was counted as
+    // delivered (an ack to a stale duplicate of an older frame or epoch
+    // reached the proving position: 101, 208), and an honest device whose
+    // vote the cloud lost with an ended epoch was refused for good for its
+    // content (547).
+    (101, 8, 80, .heavy, 3),
+    (208, 8, 80, .heavy, 3),
+    (547, 8, 80, .heavy, 3),
     // Once devices synced less often than every few seconds, the convergence
     // check took each device's pending count from its last sync: a device
     // whose calls came after it counted as quiet, and its messages never
