@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Swift 6 language mode everywhere; warnings are treated as errors by tools/check.
+// Swift 6 language mode everywhere.
 let package = Package(
     name: "Sightline",
     platforms: [.macOS(.v14)],

@@ -257,6 +257,18 @@ public final class CloudIndex: CloudStore {
         return (threshold, agreement, [UInt8](secret), version)
     }
 
+    /// Whether the file at `path` is a cloud store (a SQLite database with
+    /// `cloud_meta`), without opening it as one. Anything else, a missing or
+    /// unreadable file included, is not: callers that also read device stores
+    /// leave it to that path and its errors.
+    public static func isCloudStore(at path: String) -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
+        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
+    }
+
     /// The cloud's current time (its injected clock), for `$time` in queries.
     public var now: Timestamp { clock.now() }
 

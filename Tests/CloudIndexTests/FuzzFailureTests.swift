@@ -1,6 +1,5 @@
 import CloudIndex
 import Foundation
-import GRDB
 import IndexModel
 import ScratchDirectory
 import Testing
@@ -18,18 +17,11 @@ import Testing
         for (name, bytes) in try savedFuzzFailures("device-store-file") {
             let path = directory.appendingPathComponent(name).path
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-            guard isCloudStore(path),
+            guard CloudIndex.isCloudStore(at: path),
                   let cloud = try? CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)),
                   let verification = try? cloud.verifyLog(), verification.isValid else { continue }
             _ = try? cloud.projectionDigest()
             _ = try? cloud.rebuiltProjectionDigest()
         }
-    }
-
-    private func isCloudStore(_ path: String) -> Bool {
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
-        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
     }
 }

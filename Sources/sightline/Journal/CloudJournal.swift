@@ -1,6 +1,5 @@
 import CloudIndex
 import Foundation
-import GRDB
 import IndexModel
 import SQLiteSupport
 import SyncWire
@@ -8,16 +7,6 @@ import SyncWire
 /// `journal verify | stats | export` on a cloud store: the cloud log instead of
 /// a device's event journal.
 enum CloudJournal {
-    /// Whether `path` is a cloud store (it has `cloud_meta`). Anything else,
-    /// including a missing file, is left to the device-store path and its errors.
-    static func isCloudStore(_ path: String) -> Bool {
-        guard FileManager.default.fileExists(atPath: path) else { return false }
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
-        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
-    }
-
     static func open(_ path: String) throws -> CloudIndex {
         do {
             return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
@@ -148,7 +137,7 @@ enum CloudJournal {
 
     /// For the journal commands that only read device journals.
     static func refuse(_ command: String, _ path: String) throws {
-        guard isCloudStore(path) else { return }
+        guard CloudIndex.isCloudStore(at: path) else { return }
         Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats and export read the cloud log)")
         throw ExitStatus.invalidInput
     }

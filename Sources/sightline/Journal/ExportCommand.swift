@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudIndex
 import DeviceStore
 import IndexModel
 
@@ -22,7 +23,7 @@ struct ExportCommand: ParsableCommand {
     var to: UInt64?
 
     func run() throws {
-        if CloudJournal.isCloudStore(store.db) {
+        if CloudIndex.isCloudStore(at: store.db) {
             return try CloudJournal.export(store.db, from: from, to: to)
         }
         let device = try store.openReadOnly()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudIndex
 import DeviceStore
 import Foundation
 import IndexModel
@@ -17,7 +18,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var output: JSONOption
 
     func run() throws {
-        if CloudJournal.isCloudStore(store.db) {
+        if CloudIndex.isCloudStore(at: store.db) {
             return try CloudJournal.stats(store.db, json: output.json)
         }
         let device = try store.openReadOnly()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudIndex
 import DeviceStore
 import IndexModel
 
@@ -22,7 +23,7 @@ struct VerifyCommand: ParsableCommand {
     var chainOnly = false
 
     func run() throws {
-        if CloudJournal.isCloudStore(store.db) {
+        if CloudIndex.isCloudStore(at: store.db) {
             return try CloudJournal.verify(store.db, json: output.json)
         }
         let device = try store.openReadOnly()

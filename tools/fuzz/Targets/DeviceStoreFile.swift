@@ -8,7 +8,6 @@
 import CloudIndex
 import DeviceStore
 import Foundation
-import GRDB
 import IndexModel
 
 enum Target {
@@ -20,7 +19,7 @@ enum Target {
         guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
             fatalError("fuzz: cannot write \(path)")
         }
-        if isCloudStore(path) {
+        if CloudIndex.isCloudStore(at: path) {
             guard let cloud = try? CloudIndex(at: .file(path), options: CloudOptions(clock: clock, readOnly: true)),
                   let verification = try? cloud.verifyLog(), verification.isValid else { return }
             _ = try? cloud.projectionDigest()
@@ -31,14 +30,6 @@ enum Target {
             _ = try? store.projectionDigest()
             _ = try? store.rebuiltProjectionDigest()
         }
-    }
-
-    /// How `journal verify` tells the two kinds of store apart (`CloudJournal.isCloudStore`).
-    static func isCloudStore(_ path: String) -> Bool {
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return false }
-        return (try? queue.read { db in try db.tableExists("cloud_meta") }) ?? false
     }
 
     /// An empty device store, one with a few calls, and a cloud store with a few frames.
