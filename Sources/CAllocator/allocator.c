@@ -5,7 +5,7 @@
 // often frees (a call's results, a replaced store, SQLite's pages and
 // statements). glibc returns such a chunk to the arena that made it, under
 // that arena's lock, so the two threads waited on each other's locks: 9 s of
-// blocked time in a 10,000-device run (docs/benchmarks.md, session 22).
+// blocked time in a 10,000-device run.
 // jemalloc puts a freed chunk in the freeing thread's cache and hands chunks
 // back in batches.
 //

@@ -340,8 +340,8 @@ extension CloudIndex {
     /// The checks of a restored store, on three threads: the log's chain
     /// hands each verified row to the replay of the projections
     /// (`RowStream`), and SQLite's integrity check runs beside them. Run one
-    /// after another they took 1.5 times as long (`docs/benchmarks.md`,
-    /// session 21), and a cloud is down until its restore is checked.
+    /// after another they took 1.5 times as long, and a cloud is down until
+    /// its restore is checked.
     private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {
         var storeOptions = options
         storeOptions.readOnly = false

@@ -119,7 +119,7 @@ public final class CloudIndex: CloudStore {
     /// Ingest reads a few pages at random per frame (the device's row, its
     /// epochs, its votes, the log's index): with SQLite's 2 MiB default the
     /// 10,000-device simulation read 1.09 million pages back from the OS,
-    /// with 64 MiB 306,000, and took 2–4 s less (docs/benchmarks.md).
+    /// with 64 MiB 306,000, and took 2–4 s less.
     static let pageCacheBytes = 64 << 20
 
     struct EnrolledDevice {

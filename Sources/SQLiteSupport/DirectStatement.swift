@@ -32,8 +32,7 @@ public struct DirectStatement {
     ///
     /// GRDB keeps, beside each statement it prepares, what the statement reads
     /// (tables and columns, for observation) and its SQL as a cache key: 230 MB
-    /// of a 10,000-device simulation's peak memory (`docs/benchmarks.md`,
-    /// session 22). A connection with such
+    /// of a 10,000-device simulation's peak memory. A connection with such
     /// statements can only be closed by being released (GRDB then closes it
     /// with `sqlite3_close_v2`, which waits for them); an explicit `close()`
     /// would fail while one is alive.

@@ -424,7 +424,7 @@ extension Simulator {
 /// would have said before it came up; if they fail the run stops as it did
 /// when they ran first (`Simulator.settleCloudRestoreChecks`). Waiting for
 /// them cost seed 2 of the 10,000-device run 4.7 s of its event loop, for
-/// five restores (`docs/benchmarks.md`, session 21). Without a lane, as in a
+/// five restores. Without a lane, as in a
 /// drill, the checks come first, as `CloudIndex.stageRestore` makes them.
 final class PendingCloudRestore: @unchecked Sendable {
     /// The backup's place in `Simulator.cloudSnapshots`.

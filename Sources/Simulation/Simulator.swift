@@ -492,7 +492,7 @@ public final class Simulator {
     /// A user's actions are 1 to 7 calls each, 2 to 22 virtual seconds apart:
     /// a call every 3 s on average. A device's calls in a row run on memory
     /// still in cache: at 10,000 devices the run took 15% less CPU than with
-    /// one call per action (`docs/benchmarks.md`, session 16).
+    /// one call per action.
     static let largestBurst = 7
     static let actionGap: ClosedRange<Int64> = 2_000...22_000
     static let meanCallGap = Double(actionGap.lowerBound + actionGap.upperBound) / Double(1 + largestBurst)
@@ -506,8 +506,8 @@ public final class Simulator {
     /// less often (one in `devices / searchingDevices`), as backups do: a
     /// search checks one device's ranked index against its own calls, so a
     /// thousand devices already take every path a search has. At 10,000
-    /// devices every fourth searching cost about 9 s more than every tenth
-    /// (session 18, `docs/benchmarks.md`). A run of up to 4,999 devices
+    /// devices every fourth searching cost about 9 s more than every tenth.
+    /// A run of up to 4,999 devices
     /// searches as before.
     static let searchingDevices = 1_000
     var searchingStride: Int { max(Simulator.searchingDeviceStride, devices.count / Simulator.searchingDevices) }
@@ -625,7 +625,7 @@ public final class Simulator {
     /// touches only the device, so it runs where the device's calls run
     /// (`handOff`), and the loop goes on meanwhile: on the loop it was work
     /// the lane could have done, most of all near the end of a run, when few
-    /// calls are left (`docs/benchmarks.md`, session 22).
+    /// calls are left.
     static let replyProcessing: Int64 = 10
 
     /// Hands the device's half of taking a reply (`SimDevice.take(reply:)`)

@@ -205,7 +205,7 @@ public final class DeviceStore: Sendable {
     /// An in-memory store with the schema and nothing else, which every new
     /// in-memory store copies page by page. Running the schema's statements
     /// took 0.9 ms a store, most of a 10,000-device simulation's setup;
-    /// the copy takes a fraction of that (docs/benchmarks.md).
+    /// the copy takes a fraction of that.
     private static let emptyMemoryStore = Result { () throws -> DatabaseQueue in
         var configuration = Configuration()
         configuration.label = "DeviceStore.empty"

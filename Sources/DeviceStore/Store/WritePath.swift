@@ -24,7 +24,7 @@ final class WritePath: @unchecked Sendable {
     /// The outbox's last message after the last append on this path that
     /// knew it; nil when not known. Forgotten with `head`. Without it, the
     /// first message of each write read it back (through GRDB, that was 1.9%
-    /// of a 10,000-device simulation's CPU; docs/benchmarks.md, session 23).
+    /// of a 10,000-device simulation's CPU).
     var outboxHead: OutboxPosition?
 
     /// `owned`: the statements are prepared outside GRDB's cache and kept
