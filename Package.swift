@@ -120,8 +120,6 @@ let package = Package(
                 "SQLiteSupport",
                 "Snapshot",
                 .product(name: "GRDB", package: "GRDB.swift"),
-                // The C API, for binding values on the journal's write path.
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -519,10 +519,10 @@ public final class Simulator {
     /// settles the device; without the lane, or when the lane's queue is
     /// full, here at once. What it returns is what `settle` takes.
     ///
-    /// A full queue means the lane is thousands of calls behind; the loop
-    /// used to wait for room there (1.5 s of a 10,000-device run), and now
+    /// A full queue means the lane is thousands of calls behind: the loop
     /// does the call itself, as it does a call it settles before the lane
-    /// began it.
+    /// began it, rather than wait for room (which cost a 10,000-device run
+    /// 1.5 s).
     func handOff(_ device: SimDevice, _ work: @escaping (SimDevice) -> SimDevice.Turn) throws(SimulationError) {
         if let lane {
             device.clock.pin(at: world.milliseconds)
