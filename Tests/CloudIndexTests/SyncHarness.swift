@@ -66,3 +66,22 @@ func publicRecipe(url: String = recipeURL, id: String = "r1") -> UserActivity {
     UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", keywords: ["potato"],
                  webpageURL: url, eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: id)
 }
+
+/// A new directory under the system's temporary one, for a test to remove.
+func temporaryDirectory(_ prefix: String) throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+func recipeHash(url: String = recipeURL) -> PublicHash {
+    PublicHash.of(app: app, content: PublicContent(publicRecipe(url: url))!)!
+}
+
+/// Every device records the recipe and engages with it.
+func vote(_ stores: [DeviceStore]) throws {
+    for store in stores {
+        try store.record(publicRecipe())
+        try store.recordEngaged(ref: recipeURL)
+    }
+}

@@ -1,0 +1,154 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import GRDB
+import IndexQuery
+import IndexModel
+import Snapshot
+import SyncWire
+import Testing
+
+@Suite struct ThresholdTests {
+    @Test func belowTheThresholdTheCloudKeepsOnlyCountsAndAsksForNoContent() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<2).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 2 && entry.voters == 2)
+        #expect(entry.content == nil && !entry.isWanted)
+        #expect(entry.hash == nil, "below K the projections hold only the keyed hash")
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+        let wire = Data(harness.wire.joined())
+        #expect(!wire.contains(Data("Baked Potato".utf8)), "no content crossed the wire below K")
+    }
+
+    @Test func theKthVoteAsksForContentAndTheHashBecomesPublic() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<3).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 3 && entry.hash == recipeHash())
+        #expect(entry.content?.title == "Baked Potato Chips" && entry.content?.webpageURL == recipeURL)
+        #expect(!entry.isWanted)
+        #expect(try harness.cloud.publicIndex(app: app).map(\.hash) == [recipeHash()])
+        #expect(entry.popularity.engaged == 3)
+    }
+
+    /// The ack that asks a device for content is lost; the device, which
+    /// never saw it, sends a longer frame from the same cursor. Its ack asks
+    /// again: a live voter is asked in every ack until it answers.
+    @Test func aContentRequestWhoseAckWasLostIsOfferedAgain() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let first = try harness.addDevice(), second = try harness.addDevice()
+        try vote([first])
+        try harness.sync(first)
+        try vote([second])
+        var uploader = try second.makeUploader()
+        let frame = try #require(try second.nextFrame(&uploader, now: harness.clock.now()))
+        let lost = harness.deliver(frame.encoded)
+        guard case .ack(let ack)? = try? CloudReply.decode(lost.reply, device: second.deviceID.rawValue, key: #require(try second.deviceKey())).reply else {
+            Issue.record("no ack: \(lost.outcome)"); return
+        }
+        #expect(ack.contentRequests == [recipeHash()], "the second vote makes the hash wanted")
+        try second.recordShown(ref: recipeURL)   // the next frame starts at the same place and goes further
+        try harness.syncAll()
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.isPublic && entry.content?.title == "Baked Potato Chips", "the request reached a device that could answer")
+    }
+
+    /// The simulator waits for every device to hear the cloud after its last
+    /// content request: the head moves when a hash becomes wanted, and not
+    /// for frames that ask for nothing.
+    @Test func theContentRequestHeadMovesOnlyWhenAHashBecomesWanted() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let first = try harness.addDevice(), second = try harness.addDevice()
+        #expect(try harness.cloud.contentRequestHead() == 0)
+        try vote([first])
+        try harness.sync(first)
+        #expect(try harness.cloud.contentRequestHead() == 0, "one vote of two asks for nothing")
+        try vote([second])
+        try harness.sync(second)
+        let head = try harness.cloud.contentRequestHead()
+        #expect(head == 1, "the second vote makes the hash wanted")
+        try first.recordShown(ref: recipeURL)
+        try harness.sync(first)
+        #expect(try harness.cloud.contentRequestHead() == head, "engagement is no request")
+    }
+
+    /// A cloud store of format version 1 (before the offered-at columns) is
+    /// brought to the current version when opened for writing, and ingests.
+    @Test func aVersionOneCloudStoreIsMigratedOnOpenAndItsProjectionsRebuilt() throws {
+        let directory = try temporaryDirectory("sightline-migrate")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        do {
+            let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 1))
+            try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        }
+        let raw = try DatabaseQueue(path: path)
+        try raw.write { db in
+            try db.execute(sql: """
+                ALTER TABLE devices DROP COLUMN offered_at_epoch;
+                ALTER TABLE devices DROP COLUMN offered_at_seq;
+                ALTER TABLE votes DROP COLUMN signal_day;
+                ALTER TABLE votes DROP COLUMN day_views;
+                ALTER TABLE votes DROP COLUMN day_shown;
+                ALTER TABLE votes DROP COLUMN day_engaged;
+                ALTER TABLE devices DROP COLUMN enrolment_proof;
+                DROP INDEX devices_by_name;
+                ALTER TABLE devices DROP COLUMN name;
+                ALTER TABLE apps DROP COLUMN maximum_devices;
+                DROP TABLE content_offers;
+                UPDATE cloud_meta SET value = 1 WHERE key = 'format_version';
+                """)
+        }
+        try raw.close()
+        let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: ManualClock(harnessStart), threshold: 1))
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 4)))
+        try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try vote([store])
+        var uploader = try store.makeUploader()
+        let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
+        #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
+        let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
+        #expect(version == 6)
+        #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
+    }
+
+    @Test func withdrawalsBelowTheThresholdRemoveTheContent() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<3).map { _ in try harness.addDevice() }
+        try vote(stores)
+        try harness.syncAll()
+        #expect(try harness.cloud.publicIndex(app: app).count == 1)
+        #expect(try harness.cloud.publicItemCount() == 1 && harness.cloud.stats().publicItems == 1)
+        try stores[0].perform(.deleteActivities(identifiers: ["r1"]))
+        try harness.syncAll()
+        #expect(try harness.cloud.publicItemCount() == 0)
+        let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
+        #expect(entry.liveVotes == 2 && entry.voters == 3 && entry.content == nil && entry.hash == nil)
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+        // Voting again brings it back, and the content is asked for again.
+        try vote([stores[0]])
+        try harness.syncAll()
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.isPublic == true)
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.voters == 3, "the same device counts once")
+    }
+
+    @Test func aSybilDeviceVotingManyTimesCountsOnce() throws {
+        let harness = try SyncHarness(threshold: 3)
+        let stores = try (0..<2).map { _ in try harness.addDevice() }
+        try vote(stores)
+        // The hostile device records the activity under many identifiers and
+        // engages again and again: still one device.
+        for index in 0..<10 {
+            try stores[0].record(publicRecipe(id: "copy-\(index)"))
+            try stores[0].recordEngaged(ref: recipeURL)
+        }
+        try harness.syncAll()
+        #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.liveVotes == 2)
+        #expect(try harness.cloud.publicIndex(app: app).isEmpty)
+    }
+}
