@@ -231,6 +231,21 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "SnapshotTests",
+            dependencies: [
+                "Snapshot", "SyncWire", "IndexModel", "ScratchDirectory",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .testTarget(
+            name: "SQLiteSupportTests",
+            dependencies: [
+                "SQLiteSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ]
+        ),
+        .testTarget(
             name: "SimulationTests",
             dependencies: [
                 "CloudIndex",

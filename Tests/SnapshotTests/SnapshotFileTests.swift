@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import IndexModel
+import ScratchDirectory
 import Snapshot
 import SyncWire
 import Testing
@@ -42,7 +43,7 @@ import Testing
     }
 
     @Test func contentOfSeveralChunksComesBackByteForByte() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let source = directory.appendingPathComponent("content").path
         let original = content()
@@ -82,7 +83,7 @@ import Testing
     }
 
     @Test func aBadChunkAfterGoodOnesIsNamedAndNothingIsLeftBehind() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = SymmetricKey(size: .bits256)
         var raw = try snapshotOfContent(in: directory, key: key).snapshot
@@ -98,7 +99,7 @@ import Testing
     /// it is authenticated by the key, so a changed member, or a MAC taken
     /// away, refuses the snapshot before anything is written.
     @Test func anAlteredManifestOfAnEncryptedSnapshotIsRefused() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = SymmetricKey(size: .bits256)
         let raw = try snapshotOfContent(in: directory, key: key).snapshot
@@ -135,7 +136,7 @@ import Testing
     /// length is malformed, not a trap when the counts are compared.
     @Test(arguments: [("chunks", Int64(-1)), ("contentBytes", Int64.min)])
     func aNegativeCountInTheManifestIsMalformed(member: String, value: Int64) throws {
-        let directory = try temporaryDirectory()
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let raw = try snapshotOfContent(in: directory, key: nil).snapshot
         let trailer = SnapshotFile.trailerMagic.count + 4
@@ -156,7 +157,7 @@ import Testing
     @Test func aShortChunkBeforeTheLastIsRefused() throws {
         // Chunks are written at k × chunkBytes as they are inflated, so a
         // chunk shorter than that before the last would leave a hole.
-        let directory = try temporaryDirectory()
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let (original, raw) = try snapshotOfContent(in: directory, key: nil)
         let offsets = chunkOffsets(raw)
