@@ -25,6 +25,22 @@ public struct SimulationOptions: Sendable {
     /// goes on (`CallLane`). The run is the same, digest included; only the
     /// wall time changes. Drills always run on one thread.
     public var callLane: Bool
+    /// Past this many devices, each backs up proportionally less often (one
+    /// backup in `devices / backupFleet`), so a run takes about as many
+    /// backups as one of this size. Restores are capped at one a second
+    /// whatever the fleet, so more backups would be written and never
+    /// restored, and a backup writes a whole snapshot file, the costliest
+    /// thing a device does.
+    public var backupFleet = 500
+    /// One device in this many searches before it engages. A search folds the
+    /// calls since the last into the device's ranked index, which costs about
+    /// as much as the calls (every device searching took 29% longer).
+    public var searchStride = 4
+    /// Past this many searching devices, devices search proportionally less
+    /// often (one in `devices / searchingDevices`): a search checks one
+    /// device's index against its own calls, so a thousand devices already
+    /// take every path a search has.
+    public var searchingDevices = 1_000
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -46,6 +62,10 @@ public struct SimulationOptions: Sendable {
     public var replayCommand: String {
         var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
         if threshold != CloudOptions.defaultThreshold { command += " --threshold \(threshold)" }
+        let defaults = SimulationOptions()
+        if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
+        if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
+        if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }
@@ -60,6 +80,11 @@ public struct SimulationOptions: Sendable {
         }
         guard (1...1_000_000).contains(threshold) else {
             throw SimulationError("--threshold must be between 1 and 1,000,000, not \(threshold)")
+        }
+        for (name, value) in [("--backup-fleet", backupFleet), ("--search-stride", searchStride), ("--searching-devices", searchingDevices)] {
+            guard (1...100_000).contains(value) else {
+                throw SimulationError("\(name) must be between 1 and 100,000, not \(value)")
+            }
         }
         if remote != nil && drill != nil {
             throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")

@@ -344,13 +344,8 @@ public final class Simulator {
         return results
     }
 
-    /// Beyond this many devices, each backs up proportionally less often, so
-    /// that a run takes about as many backups as one of this size. Restores
-    /// are capped at one a second whatever the device count, so more backups
-    /// would only be written and never restored; a backup writes a whole
-    /// snapshot file, the costliest thing a device does.
-    static let fullBackupDevices = 500
-    var backupSpacing: Int64 { Int64(max(1, devices.count / Simulator.fullBackupDevices)) }
+    /// One backup in this many (`SimulationOptions.backupFleet`).
+    var backupSpacing: Int64 { Int64(max(1, devices.count / options.backupFleet)) }
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
@@ -497,20 +492,9 @@ public final class Simulator {
     static let actionGap: ClosedRange<Int64> = 2_000...22_000
     static let meanCallGap = Double(actionGap.lowerBound + actionGap.upperBound) / Double(1 + largestBurst)
 
-    /// Users of one device in this many search before they engage. The first
-    /// search after new calls folds them into the store's ranked index, which
-    /// costs about as much as the calls themselves (a run with every device
-    /// searching took 29% longer), so most devices skip it.
-    static let searchingDeviceStride = 4
-    /// Beyond this many searching devices, devices search proportionally
-    /// less often (one in `devices / searchingDevices`), as backups do: a
-    /// search checks one device's ranked index against its own calls, so a
-    /// thousand devices already take every path a search has. At 10,000
-    /// devices every fourth searching cost about 9 s more than every tenth.
-    /// A run of up to 4,999 devices
-    /// searches as before.
-    static let searchingDevices = 1_000
-    var searchingStride: Int { max(Simulator.searchingDeviceStride, devices.count / Simulator.searchingDevices) }
+    /// One device in this many searches before it engages
+    /// (`SimulationOptions.searchStride` and `searchingDevices`).
+    var searchingStride: Int { max(options.searchStride, devices.count / options.searchingDevices) }
 
     // MARK: - The call lane
 

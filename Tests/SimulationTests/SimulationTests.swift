@@ -130,6 +130,25 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(one.digest != other.digest)
     }
 
+    /// The knobs that grow with the fleet are options: a run that sets one
+    /// replays only with it, so its replay command names it, and a value no
+    /// run can use is refused by name.
+    @Test func fleetOptionsChangeTheRunAndAreNamedInItsReplayCommand() throws {
+        let plain = SimulationOptions(devices: 6, eventsPerDevice: 20, seed: 5, faults: .light, threshold: 3)
+        var everyone = plain
+        everyone.searchStride = 1
+        #expect(everyone.replayCommand.hasSuffix("--threshold 3 --search-stride 1") && !plain.replayCommand.contains("stride"))
+        func searches(_ options: SimulationOptions) throws -> Int {
+            let detail = try run(options).invariants.first { $0.name == "search-matches-calls" }?.detail ?? ""
+            return Int(detail.prefix { $0.isNumber }) ?? -1
+        }
+        let few = try searches(plain), all = try searches(everyone)
+        #expect(few > 0 && all > few, "\(few) searches with one device in four searching, \(all) with every device")
+        var broken = plain
+        broken.backupFleet = 0
+        #expect(throws: SimulationError.self) { try broken.validate() }
+    }
+
     /// The call lane runs app calls while the event loop goes on, so a call
     /// that read anything but its own device, or the clock past its event,
     /// would change the run. Seeds with crashes, restores, clock jumps and

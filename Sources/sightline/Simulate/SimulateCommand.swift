@@ -44,6 +44,17 @@ struct SimulateCommand: ParsableCommand {
     var out: String?
 
     @Option(name: .long, help: ArgumentHelp(
+        "Past this many devices, each backs up proportionally less often (one backup in devices / N).", valueName: "n"))
+    var backupFleet = SimulationOptions().backupFleet
+
+    @Option(name: .long, help: ArgumentHelp("One device in this many searches before it engages.", valueName: "n"))
+    var searchStride = SimulationOptions().searchStride
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Past this many searching devices, devices search proportionally less often.", valueName: "n"))
+    var searchingDevices = SimulationOptions().searchingDevices
+
+    @Option(name: .long, help: ArgumentHelp(
         "Sync with this served cloud (`sightline cloud serve`) over HTTP instead of an embedded one; not deterministic.",
         valueName: "url"))
     var cloud: String?
@@ -98,6 +109,9 @@ struct SimulateCommand: ParsableCommand {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
                                         threshold: threshold, directory: out)
         options.callLane = !serial && ProcessInfo.processInfo.activeProcessorCount > 1
+        options.backupFleet = backupFleet
+        options.searchStride = searchStride
+        options.searchingDevices = searchingDevices
         if let cloud, let cloudStore {
             guard let secret = try secretOption.secret() else {
                 Output.error("error: --cloud needs the app's enrolment secret: --enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET")
@@ -159,7 +173,10 @@ struct SimulateCommand: ParsableCommand {
     }
 
     private func campaign(_ range: ClosedRange<UInt64>) throws {
-        let options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, faults: faults, threshold: threshold)
+        var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, faults: faults, threshold: threshold)
+        options.backupFleet = backupFleet
+        options.searchStride = searchStride
+        options.searchingDevices = searchingDevices
         Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
         let total = range.count
         let progress: (@Sendable (Int) -> Void)?
