@@ -41,11 +41,13 @@ let package = Package(
         // jemalloc as the sightline binary's allocator, with huge pages (tools/install-deps
         // installs libjemalloc-dev); Sources/CAllocator/allocator.c says why.
         .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
+        // Raw deflate through the system zlib and hexadecimal, for sync frames and snapshots alike.
+        .target(name: "ByteCoding", dependencies: ["CZlib"]),
         .target(
             name: "SyncWire",
             dependencies: [
+                "ByteCoding",
                 "IndexModel",
-                "CZlib",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -54,7 +56,7 @@ let package = Package(
             name: "Snapshot",
             dependencies: [
                 "IndexModel",
-                "SyncWire",
+                "ByteCoding",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -72,6 +74,7 @@ let package = Package(
         .target(
             name: "CloudIndex",
             dependencies: [
+                "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
                 "SyncWire",
@@ -138,6 +141,7 @@ let package = Package(
         .executableTarget(
             name: "sightline",
             dependencies: [
+                "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
                 "DeviceStore",
@@ -181,9 +185,10 @@ let package = Package(
         ),
         // Temporary directories that the test process removes when it exits.
         .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
+        .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
         .testTarget(
             name: "SyncWireTests",
-            dependencies: ["SyncWire", "IndexModel", "ScratchDirectory"]
+            dependencies: ["SyncWire", "ByteCoding", "IndexModel", "ScratchDirectory"]
         ),
         .testTarget(
             name: "CloudServerTests",
@@ -233,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "SnapshotTests",
             dependencies: [
-                "Snapshot", "SyncWire", "IndexModel", "ScratchDirectory",
+                "Snapshot", "ByteCoding", "SyncWire", "IndexModel", "ScratchDirectory",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

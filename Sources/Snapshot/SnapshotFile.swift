@@ -1,7 +1,7 @@
+import ByteCoding
 import Crypto
 import Foundation
 import IndexModel
-import SyncWire
 
 /// The snapshot container (`Journal/FORMAT.md`, "Snapshot files"): a database
 /// file cut into chunks, each deflated and optionally sealed with AES-256-GCM,
@@ -477,7 +477,7 @@ public enum SnapshotFile {
         }
         if data.count == 32 { return SymmetricKey(data: data) }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.count == 64, let bytes = PublicHash(hex: text)?.bytes { return SymmetricKey(data: bytes) }
+        if text.count == 64, let bytes = Hex.decode(text) { return SymmetricKey(data: bytes) }
         throw SnapshotError(.malformed, "the key file \(path) must hold 32 bytes or 64 hexadecimal digits")
     }
 }

@@ -1,3 +1,4 @@
+import ByteCoding
 import Crypto
 import Foundation
 import IndexModel

@@ -1,3 +1,4 @@
+import ByteCoding
 import IndexModel
 import Testing
 @testable import SyncWire

@@ -1,3 +1,4 @@
+import ByteCoding
 import Foundation
 import IndexModel
 import SyncWire

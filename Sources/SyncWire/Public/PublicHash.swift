@@ -1,3 +1,4 @@
+import ByteCoding
 import Crypto
 import IndexModel
 
@@ -37,24 +38,8 @@ public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertibl
 
     /// A hash written as 64 hexadecimal digits (either case).
     public init?(hex: String) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 2 * PublicHash.byteCount else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(PublicHash.byteCount)
-        for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = PublicHash.nibble(digits[index]), let low = PublicHash.nibble(digits[index + 1]) else { return nil }
-            bytes.append(high << 4 | low)
-        }
+        guard let bytes = Hex.decode(hex), bytes.count == PublicHash.byteCount else { return nil }
         self.bytes = bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case 0x30...0x39: digit - 0x30
-        case 0x61...0x66: digit - 0x61 + 10
-        case 0x41...0x46: digit - 0x41 + 10
-        default: nil
-        }
     }
 
     public var hex: String { bytes.hex }
@@ -164,13 +149,5 @@ public struct PublicContent: Hashable, Sendable {
 }
 
 extension Sequence<UInt8> {
-    var hex: String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
-        for byte in self {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xF)])
-        }
-        return text
-    }
+    var hex: String { Hex.encode(self) }
 }

@@ -1,3 +1,4 @@
+import ByteCoding
 import ArgumentParser
 import CloudIndex
 import DeviceStore

@@ -1,3 +1,4 @@
+import ByteCoding
 import CloudIndex
 import CloudServer
 import DeviceStore

@@ -1,4 +1,4 @@
-// Fuzz target inflate: SyncWire's `Deflate.decompress`, which inflates a frame's
+// Fuzz target inflate: ByteCoding's `Deflate.decompress`, which inflates a frame's
 // payload (with its announced length as the limit) and a snapshot's chunks.
 //
 // The first byte chooses the limit: a small one from the next two bytes, or
@@ -6,6 +6,7 @@
 // inflates fits the limit and deflates and inflates back to itself. The limit
 // refuses nothing that fits: a stream refused under one limit that inflates
 // under a larger one inflates to more than the first limit.
+import ByteCoding
 import IndexModel
 import SyncWire
 

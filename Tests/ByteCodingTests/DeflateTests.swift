@@ -1,5 +1,5 @@
+@testable import ByteCoding
 import Testing
-@testable import SyncWire
 
 /// Bytes that compress somewhat but not trivially: a repeating ramp with noise.
 private func sample(_ count: Int) -> [UInt8] {
@@ -91,5 +91,19 @@ private func noise(_ count: Int) -> [UInt8] {
             try Deflate.decompress([0xFF, 0xFF, 0xFF, 0xFF, 0xFF], limit: 100)
         }
         #expect(error.description.hasPrefix("invalid deflate data"))
+    }
+}
+
+@Suite struct HexTests {
+    @Test func bytesRoundTripThroughLowercaseDigitsAndEitherCaseDecodes() {
+        let bytes: [UInt8] = [0x00, 0x0f, 0xa5, 0xff]
+        #expect(Hex.encode(bytes) == "000fa5ff")
+        #expect(Hex.decode("000fa5ff") == bytes && Hex.decode("000FA5FF") == bytes)
+    }
+
+    @Test func anOddLengthOrAnotherCharacterIsNoHex() {
+        #expect(Hex.decode("abc") == nil)
+        #expect(Hex.decode("zz") == nil)
+        #expect(Hex.decode("") == [])
     }
 }
