@@ -41,6 +41,8 @@ let package = Package(
         // jemalloc as the sightline binary's allocator, with huge pages (tools/install-deps
         // installs libjemalloc-dev); Sources/CAllocator/allocator.c says why.
         .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
+        // Threading tools: a bounded hand-off queue, work on both cores, a row stream between threads.
+        .target(name: "Threads"),
         // Raw deflate through the system zlib and hexadecimal, for sync frames and snapshots alike.
         .target(name: "ByteCoding", dependencies: ["CZlib"]),
         .target(
@@ -55,6 +57,7 @@ let package = Package(
         .target(
             name: "Snapshot",
             dependencies: [
+                "Threads",
                 "IndexModel",
                 "ByteCoding",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -74,6 +77,7 @@ let package = Package(
         .target(
             name: "CloudIndex",
             dependencies: [
+                "Threads",
                 "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
@@ -117,6 +121,7 @@ let package = Package(
         .target(
             name: "DeviceStore",
             dependencies: [
+                "Threads",
                 "IndexModel",
                 "IndexQuery",
                 "SyncWire",
@@ -130,6 +135,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
+                "Threads",
                 "IndexModel",
                 "SyncWire",
                 "Snapshot",
@@ -186,6 +192,7 @@ let package = Package(
         // Temporary directories that the test process removes when it exits.
         .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
         .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
+        .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(
             name: "SyncWireTests",
             dependencies: ["SyncWire", "ByteCoding", "IndexModel", "ScratchDirectory"]

@@ -5,6 +5,7 @@ import IndexModel
 import Snapshot
 import SQLiteSupport
 import SyncWire
+import Threads
 
 /// What a cloud snapshot's manifest says.
 public struct CloudSnapshotManifest: Hashable, Sendable {

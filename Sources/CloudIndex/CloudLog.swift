@@ -6,6 +6,7 @@ import IndexModel
 import Snapshot
 import SQLiteSupport
 import SyncWire
+import Threads
 
 /// The cloud log: every accepted frame, as received, in acceptance order, each
 /// row chained to the previous one by SHA-256 (`Journal/FORMAT.md`, "Cloud

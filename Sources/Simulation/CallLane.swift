@@ -1,5 +1,5 @@
 import Foundation
-import Snapshot
+import Threads
 
 /// A second thread for the devices' app calls. The event loop stays the one
 /// place where the run's order is decided: it hands a device's calls of one

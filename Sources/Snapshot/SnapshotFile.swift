@@ -2,6 +2,7 @@ import ByteCoding
 import Crypto
 import Foundation
 import IndexModel
+import Threads
 
 /// The snapshot container (`Journal/FORMAT.md`, "Snapshot files"): a database
 /// file cut into chunks, each deflated and optionally sealed with AES-256-GCM,

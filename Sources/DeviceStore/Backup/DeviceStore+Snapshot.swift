@@ -6,6 +6,7 @@ import Snapshot
 import SQLiteSupport
 import Synchronization
 import SyncWire
+import Threads
 
 /// What a device snapshot's manifest says (`Journal/FORMAT.md`, "Snapshot files").
 public struct DeviceSnapshotManifest: Hashable, Sendable {

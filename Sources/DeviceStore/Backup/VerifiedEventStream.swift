@@ -1,5 +1,5 @@
 import IndexModel
-import Snapshot
+import Threads
 
 /// What the replay needs of a journal row that the chain verification has
 /// checked and decoded: not its hashes.

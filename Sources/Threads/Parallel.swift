@@ -7,7 +7,7 @@ import Synchronization
 /// cooperative pool, which on Linux is dispatch's, already as wide as the
 /// machine): chunks of a snapshot were inflated on one core.
 public enum Parallel {
-    static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
+    public static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
         guard iterations > 1 else {
             if iterations == 1 { body(0) }
             return

@@ -1,5 +1,5 @@
 import Dispatch
-import Snapshot
+import Threads
 import Synchronization
 import Testing
 
