@@ -127,11 +127,11 @@ extension DeviceStore {
     /// The same, from an ack through `acknowledged`: hashes whose answers
     /// are beyond it are left out before any transaction, since a device with
     /// a backlog hears them in every ack.
-    func recordContentRequests(_ hashes: [PublicHash], acknowledged: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
+    func recordContentRequests(_ hashes: [PublicHash], acknowledged ack: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
         let requested = Set(hashes).sorted().map(\.bytes).filter { hash in
             answersInFlight.withLock { answers in
                 guard let answered = answers[hash] else { return true }
-                return acknowledged.map { answered <= $0 } ?? true
+                return ack.map { answered <= $0 } ?? true
             }
         }
         guard !requested.isEmpty else { return nil }
@@ -141,7 +141,8 @@ extension DeviceStore {
             let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
             var executor = CallExecutor(appender: appender)
             try executor.expire(now: now)
-            let acknowledged = try OutboxState.read(db, writePath.outbox).acknowledged
+            // The ack being taken may be ahead of what the store has recorded.
+            let acknowledged = max(try OutboxState.read(db, writePath.outbox).acknowledged, ack ?? .nothing)
             let inFlight = answersInFlight.withLock { answers in
                 answers = answers.filter { $0.value > acknowledged }
                 return answers
