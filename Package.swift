@@ -34,6 +34,8 @@ let package = Package(
     targets: [
         .target(name: "IndexModel"),
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
+        // Seeded synthetic workloads for benchmarks, tests and the simulator.
+        .target(name: "Workloads", dependencies: ["IndexModel"]),
         // The system zlib, for deflate in sync frames (tools/install-deps installs zlib1g-dev).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // Process-wide SQLite settings that need sqlite3_config (variadic, so not callable from Swift).
@@ -135,6 +137,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
+                "Workloads",
                 "Threads",
                 "IndexModel",
                 "SyncWire",
@@ -147,6 +150,7 @@ let package = Package(
         .executableTarget(
             name: "sightline",
             dependencies: [
+                "Workloads",
                 "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
@@ -230,6 +234,7 @@ let package = Package(
         .testTarget(
             name: "DeviceStoreTests",
             dependencies: [
+                "Workloads",
                 "DeviceStore",
                 "SQLiteSupport",
                 "SyncWire",
@@ -269,7 +274,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "ScratchDirectory"]
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory"]
         ),
     ],
     swiftLanguageModes: [.v6]

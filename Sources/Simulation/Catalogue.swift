@@ -1,5 +1,6 @@
 import IndexModel
 import SyncWire
+import Workloads
 
 /// The public activities every simulated user may come across (a shared web
 /// catalogue), with Zipf popularity, plus one entry only the Sybil group knows.

@@ -5,6 +5,7 @@ import IndexModel
 import Snapshot
 import ScratchDirectory
 import Testing
+import Workloads
 
 /// The inputs the store fuzz targets saved as failures
 /// (`tools/fuzz/failures/TARGET/`), fed to the functions each target calls and

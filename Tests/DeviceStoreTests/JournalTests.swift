@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import Testing
+import Workloads
 
 @Suite struct JournalTests {
     @Test func seqsAreDenseAndTheHashChainVerifies() throws {

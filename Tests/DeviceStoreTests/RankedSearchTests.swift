@@ -4,6 +4,7 @@ import IndexModel
 import IndexQuery
 import Testing
 @testable import DeviceStore
+import Workloads
 
 extension SearchDocument {
     /// The reference the search is held to: the best key among this document's

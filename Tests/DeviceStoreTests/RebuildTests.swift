@@ -2,6 +2,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 import Testing
+import Workloads
 
 @Suite struct RebuildTests {
     /// Runs a seeded workload of every kind of call, with expirations and clock

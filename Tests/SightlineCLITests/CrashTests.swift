@@ -2,6 +2,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 import Testing
+import Workloads
 
 /// Kills `device apply` with SIGKILL at random moments, hundreds of times, and
 /// checks after each kill that nothing committed was lost and nothing half-done

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import Testing
+import Workloads
 
 @Suite struct JournalCommandTests {
     /// A store made by the CLI from a seeded workload of `count` calls.

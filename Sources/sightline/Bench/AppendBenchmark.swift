@@ -3,6 +3,7 @@ import Foundation
 import GRDBSQLite
 import IndexModel
 import Snapshot
+import Workloads
 
 /// `bench append`: how fast a device store journals app calls, against the raw
 /// SQLite C API inserting the same rows.

@@ -2,6 +2,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 import Snapshot
+import Workloads
 
 /// `bench query`: free-text search latency over an index of synthetic items,
 /// beside naive FTS5 on the same data in the same run.

@@ -4,6 +4,7 @@ import Foundation
 import GRDB
 import IndexModel
 import Snapshot
+import Workloads
 
 /// `bench restore`: snapshot and verified restore of a device store, beside
 /// `VACUUM INTO` and a plain file copy of the same store in the same run.

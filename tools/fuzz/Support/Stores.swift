@@ -7,6 +7,7 @@ import Foundation
 import GRDB
 import IndexModel
 import SyncWire
+import Workloads
 
 enum Stores {
     static let start = Timestamp(millisecondsSince1970: 1_795_000_000_000)

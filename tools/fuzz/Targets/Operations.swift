@@ -6,6 +6,7 @@
 // `OperationError`.
 import Foundation
 import IndexModel
+import Workloads
 
 enum Target {
     static func run(_ bytes: [UInt8]) {

@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 
 /// A seeded corpus for search benchmarks: items whose words follow a Zipf
 /// distribution over a large vocabulary, and the queries a user would type over

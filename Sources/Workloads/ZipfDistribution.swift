@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 
 /// Zipf's law over ranks 0..<count (rank 0 the most popular), sampled by
 /// inverting the cumulative weights: the synthetic workloads, the search

@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 
 /// A deterministic stream of app calls for tests and benchmarks: items with
 /// Zipf-distributed words, updates, deletions by id, domain and all, batches with
