@@ -6,14 +6,12 @@ import SyncWire
 /// only the device and so runs where its calls run (`Simulator.takeReply`).
 extension SimDevice {
     /// What the device made of a reply, for the event loop to act on
-    /// `Simulator.replyProcessing` later: the session after it, its next
-    /// step, and what the loop records.
+    /// `Simulator.replyProcessing` later: the session after it, the
+    /// driver's next action, and what the loop records.
     struct TakenReply {
         let token: UInt64
-        let session: SyncSession
-        let step: SyncSession.Step
-        /// The step sent a frame the session had not sent before.
-        let newFrame: Bool
+        let session: SyncRun
+        let action: SyncAction
         var marks: [RecoveryPath] = []
         var findings: [String] = []
         var epochReuses = 0
@@ -23,7 +21,7 @@ extension SimDevice {
     /// store records the ack (or rewinds, or moves its epoch), the oracle
     /// follows what the store journaled, and the session says what to do
     /// next, at the device's time now. Leaves the result in `takenReply`.
-    func take(reply bytes: [UInt8], session: SyncSession, token: UInt64, catalogue: Catalogue) throws {
+    func take(reply bytes: [UInt8], session: SyncRun, token: UInt64, catalogue: Catalogue) throws {
         var session = session
         let before = session.uploader.acknowledged
         let durableBefore = session.uploader.durable
@@ -31,7 +29,7 @@ extension SimDevice {
         let advancesBefore = session.report.epochAdvances
         let recoveredBefore = session.report.messagesRecovered
         let now = clock.now()
-        try session.received(bytes, store: store, now: now)
+        let next = try store.perform(session.received(bytes, now: now), in: &session, now: now)
         var marks: [RecoveryPath] = []
         var findings: [String] = []
         var epochReuses = 0
@@ -59,8 +57,7 @@ extension SimDevice {
             durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? 0,
                                                               session.uploader.durable.seq)
         }
-        let (step, newFrame) = try session.nextStep(store: store, now: now)
-        takenReply = TakenReply(token: token, session: session, step: step, newFrame: newFrame,
+        takenReply = TakenReply(token: token, session: session, action: next,
                                 marks: marks, findings: findings, epochReuses: epochReuses)
     }
 
@@ -107,15 +104,5 @@ extension SimDevice {
         }
         epoch = advanced
         return (findings, reused, true)
-    }
-}
-
-extension SyncSession {
-    /// The session's next step, and whether the step sends a frame the
-    /// session had not sent before (not a retry).
-    mutating func nextStep(store: DeviceStore, now: Timestamp) throws -> (step: Step, newFrame: Bool) {
-        let framesBefore = report.framesSent
-        let step = try next(store: store, now: now)
-        return (step, report.framesSent > framesBefore)
     }
 }

@@ -64,7 +64,7 @@ final class SimDevice {
     /// The workload's calls: the device is done when these reach the run's events per device.
     var workloadCalls = 0
     var scripted: [AppOperation] = []
-    var session: SyncSession?
+    var session: SyncRun?
     var sessionNumber: UInt64 = 0
     var inFlight: UInt64?
     var offlineUntil: Int64 = 0

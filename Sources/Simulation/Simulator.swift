@@ -7,7 +7,7 @@ import SyncWire
 
 /// The discrete-event simulator: every device, the network and the cloud in
 /// one thread on one virtual clock, driven by events taken earliest first.
-/// Each device is a real `DeviceStore` driven by `SyncSession`; the cloud is a
+/// Each device is a real `DeviceStore` driven by a `SyncRun`; the cloud is a
 /// real `CloudIndex`; the network is the simulator's own in-memory transport,
 /// which loses, duplicates, delays, replays and corrupts frames as the fault
 /// plan says. A run has a fault phase (the workload plus faults) and a
@@ -403,15 +403,17 @@ public final class Simulator {
             counters.epochReuses += taken.epochReuses
             if drill != nil { try drillCaughtUp() }
             device.session = taken.session
-            try act(device, on: taken.step, newFrame: taken.newFrame)
+            try act(device, on: taken.action)
         case .timeout(let number, let request):
             let device = devices[number]
             try settle(device)
             guard device.inFlight == request, var session = device.session else { return }
             device.inFlight = nil
-            session.failed(reason: "no reply within \(Simulator.requestTimeout) ms", store: device.store, now: device.clock.now())
+            let now = device.clock.now()
+            let action = try device.store.perform(session.failed(reason: "no reply within \(Simulator.requestTimeout) ms", now: now),
+                                                  in: &session, now: now)
             device.session = session
-            try drive(device)
+            try act(device, on: action)
         case .chaos:
             if case .faults = phase {
                 try chaos()
@@ -566,7 +568,7 @@ public final class Simulator {
         guard status.pending > 0 || stale else { return }
         device.nextProbe = now + 60_000
         device.sessionNumber += 1
-        device.session = try SyncSession(store: device.store, configuration: UploaderConfiguration(
+        device.session = try device.store.beginSync(configuration: UploaderConfiguration(
             maximumMessages: 200, initialBackoffMilliseconds: 200, maximumBackoffMilliseconds: 10_000,
             jitterSeed: device.random.next()), maximumAttempts: 6)
         device.sessionStartedAt = try cloudNews()
@@ -576,30 +578,34 @@ public final class Simulator {
     /// Steps the device's session until it sends, waits or finishes.
     private func drive(_ device: SimDevice) throws {
         guard var session = device.session else { return }
-        let (step, newFrame) = try session.nextStep(store: device.store, now: device.clock.now())
+        let now = device.clock.now()
+        let action = try device.store.perform(session.next(now: now), in: &session, now: now)
         device.session = session
-        try act(device, on: step, newFrame: newFrame)
+        try act(device, on: action)
     }
 
-    /// Does the session's `step`: sends the frame (`newFrame`: one it had
-    /// not sent before), waits, or ends the session.
-    private func act(_ device: SimDevice, on step: SyncSession.Step, newFrame: Bool) throws {
-        guard let session = device.session else { return }
-        switch step {
+    /// Does the driver's part of `action`: sends the frame, waits, or ends
+    /// the session.
+    private func act(_ device: SimDevice, on action: SyncAction) throws {
+        guard device.session != nil else { return }
+        switch action {
         case .send(let frame):
             nextRequest += 1
             device.inFlight = nextRequest
-            if newFrame && frame.epoch < device.epoch { counters.mark(.resendAfterRestore) }
+            if !frame.isProbe && frame.epoch < device.epoch { counters.mark(.resendAfterRestore) }
             send(from: device, request: nextRequest, bytes: frame.encoded)
             queue.schedule(.timeout(device.number, request: nextRequest), at: world.milliseconds + Simulator.requestTimeout)
         case .wait(let until):
             queue.schedule(.sessionWake(device.number, session: device.sessionNumber),
                            at: max(device.clock.worldTime(of: until), world.milliseconds + 1))
-        case .finished:
-            counters.absorb(session.report)
-            if let status = session.report.status { device.lastPending = status.pending }
-            if session.report.failure == nil { device.heardCloudAt = device.sessionStartedAt }
+        case .finished(let report):
+            counters.absorb(report)
+            if let status = report.status { device.lastPending = status.pending }
+            if report.failure == nil { device.heardCloudAt = device.sessionStartedAt }
             device.session = nil
+        case .readOutbox, .persist:
+            // `DeviceStore.perform` carries these out before it returns.
+            throw SimulationError("device \(device.number)'s store handed back its own sync action \(action)")
         }
     }
 
@@ -615,7 +621,7 @@ public final class Simulator {
     /// Hands the device's half of taking a reply (`SimDevice.take(reply:)`)
     /// to where its calls run, and acts on what it made `replyProcessing`
     /// later (`.replyTaken`), unless the session is dropped meanwhile.
-    private func takeReply(_ device: SimDevice, bytes: [UInt8], session: SyncSession) throws(SimulationError) {
+    private func takeReply(_ device: SimDevice, bytes: [UInt8], session: SyncRun) throws(SimulationError) {
         device.replyTokens &+= 1
         let token = device.replyTokens
         let catalogue = self.catalogue

@@ -128,13 +128,13 @@ import Testing
         var cloud = try CloudIndex(at: .file(cloudPath), options: options)
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
         func sync(_ store: DeviceStore) throws -> [IngestResult] {
-            var uploader = try store.makeUploader()
+            var run = try store.beginSync()
             var results: [IngestResult] = []
-            while let frame = try store.nextFrame(&uploader, now: clock.now()) {
+            var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+            while case .send(let frame) = action {
                 let result = cloud.ingest(frame.encoded)
                 results.append(result)
-                try store.receive(result.reply, into: &uploader, now: clock.now())
-                if case .stopped = uploader.state { break }
+                action = try store.perform(run.received(result.reply, now: clock.now()), in: &run, now: clock.now())
             }
             return results
         }

@@ -120,8 +120,7 @@ extension DeviceRestoreTests {
         do {
             let incarnation = try DeviceStore(at: .file(firstPath), options: StoreOptions(clock: harness.clock))
             try incarnation.recordEngaged(ref: recipeURL)
-            var uploader = try incarnation.makeUploader()
-            late = try #require(try incarnation.nextFrame(&uploader, now: harness.clock.now()))
+            late = try #require(try incarnation.pendingFrame(now: harness.clock.now()))
         }
         let behind = ManualClock(harnessStart.adding(milliseconds: 1_800_000))
         let second = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: behind))

@@ -43,12 +43,13 @@ final class SyncHarness {
     /// with nothing pending, it probes, and so hears the cloud's requests.
     @discardableResult
     func sync(_ store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration()) throws -> [IngestResult] {
-        var session = try SyncSession(store: store, configuration: configuration)
+        var run = try store.beginSync(configuration: configuration)
         var results: [IngestResult] = []
-        while case .send(let frame) = try session.next(store: store, now: clock.now()) {
+        var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+        while case .send(let frame) = action {
             let result = deliver(frame.encoded)
             results.append(result)
-            try session.received(result.reply, store: store, now: clock.now())
+            action = try store.perform(run.received(result.reply, now: clock.now()), in: &run, now: clock.now())
         }
         return results
     }
@@ -85,3 +86,4 @@ func vote(_ stores: [DeviceStore]) throws {
         try store.recordEngaged(ref: recipeURL)
     }
 }
+

@@ -45,8 +45,7 @@ import Testing
         try vote([first])
         try harness.sync(first)
         try vote([second])
-        var uploader = try second.makeUploader()
-        let frame = try #require(try second.nextFrame(&uploader, now: harness.clock.now()))
+        let frame = try #require(try second.pendingFrame(now: harness.clock.now()))
         let lost = harness.deliver(frame.encoded)
         guard case .ack(let ack)? = try? CloudReply.decode(lost.reply, device: second.deviceID.rawValue, key: #require(try second.deviceKey())).reply else {
             Issue.record("no ack: \(lost.outcome)"); return
@@ -109,8 +108,7 @@ import Testing
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 4)))
         try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
         try vote([store])
-        var uploader = try store.makeUploader()
-        let frame = try #require(try store.nextFrame(&uploader, now: harnessStart))
+        let frame = try #require(try store.pendingFrame(now: harnessStart))
         #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))
         let version = try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
         #expect(version == 6)

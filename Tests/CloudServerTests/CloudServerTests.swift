@@ -163,8 +163,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         defer { Task { await server.stop() } }
         let store = try await device(seed: 1, server: server)
         try engage(store)
-        var uploader = try store.makeUploader()
-        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+        let frame = try #require(try store.pendingFrame(now: store.now))
         let first = try await server.request("/v1/sync", body: frame.encoded)
         let second = try await server.request("/v1/sync", body: frame.encoded)
         #expect(first.status == 200 && second.status == 200)
@@ -276,8 +275,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         defer { Task { await server.stop() } }
         let store = try await device(seed: 41, server: server)
         try engage(store)
-        var uploader = try store.makeUploader()
-        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+        let frame = try #require(try store.pendingFrame(now: store.now))
 
         // Another connection holds the write lock from a thread of its own:
         // a slow transaction, as long as the test wants.
@@ -341,8 +339,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         defer { Task { await server.stop() } }
         let store = try await device(seed: 1, server: server)
         try engage(store)
-        var uploader = try store.makeUploader()
-        let frame = try #require(try store.nextFrame(&uploader, now: store.now))
+        let frame = try #require(try store.pendingFrame(now: store.now))
         #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
         let limited = try await server.request("/v1/sync", body: frame.encoded)
         #expect(try outcome(limited) == "429 rateLimited")
@@ -361,8 +358,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         for _ in 0..<20 {
             #expect(try outcome(try await server.request("/v1/sync", body: forged.encoded)) == "401 badSignature")
         }
-        var uploader = try victim.makeUploader()
-        let frame = try #require(try victim.nextFrame(&uploader, now: victim.now))
+        let frame = try #require(try victim.pendingFrame(now: victim.now))
         #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
         #expect(try outcome(try await server.request("/v1/sync", body: frame.encoded)) == "429 rateLimited",
                 "the victim's own second frame is what its budget of one pays for")

@@ -270,3 +270,88 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         #expect(frame.count == 2 && frame.epoch == 1, "a frame never spans two epochs")
     }
 }
+
+/// The sync run as a pure machine: every test drives it by hand, as the
+/// device store and a transport would.
+@Suite struct SyncRunTests {
+    private func run(probe: OutboxRecord? = nil, maximumAttempts: Int = 8) -> SyncRun {
+        SyncRun(uploader: makeUploader(UploaderConfiguration(maximumMessages: 10)), probe: probe, maximumAttempts: maximumAttempts)
+    }
+
+    @Test func aRunAsksForTheOutboxAfterItsCursorThenSendsWhatItRead() throws {
+        var machine = run()
+        #expect(machine.next(now: t0) == .readOutbox(after: .start, limit: 10))
+        guard case .send(let frame) = machine.outboxRead(outbox(3), now: t0) else {
+            Issue.record("no frame for three pending records"); return
+        }
+        #expect(frame.first == OutboxPosition(epoch: 1, seq: 1) && frame.last == OutboxPosition(epoch: 1, seq: 3))
+        #expect(machine.report.framesSent == 1)
+    }
+
+    @Test func aReplyIsPersistedBeforeTheRunGoesOn() throws {
+        var machine = run()
+        _ = machine.next(now: t0)
+        _ = machine.outboxRead(outbox(3), now: t0)
+        let hash = PublicHash.of(app: "app", activityType: "t", identity: "wanted")
+        let action = machine.received(ack(for: machine.uploader, 3, durable: 2, requests: [hash]), now: t0)
+        let through = OutboxPosition(epoch: 1, seq: 3), durable = OutboxPosition(epoch: 1, seq: 2)
+        guard case .persist(let effects, let acknowledged, let watermark) = action else {
+            Issue.record("an ack was not handed to the store: \(action)"); return
+        }
+        #expect(acknowledged == through && watermark == durable)
+        #expect(effects.contains(.contentRequested([hash])) && effects.contains(.durable(through: durable)))
+        #expect(machine.report.messagesAcknowledged == 0, "nothing counts until the store persisted it")
+        #expect(machine.persisted(effects, now: t0) == .readOutbox(after: through, limit: 10))
+        #expect(machine.report.messagesAcknowledged == 3 && machine.report.contentRequests == 1)
+    }
+
+    @Test func withNothingPendingTheRunProbesTheLastAcknowledgedMessage() throws {
+        let last = try #require(outbox(1).first)
+        var machine = SyncRun(uploader: Uploader(app: "app", device: "d1", key: key, acknowledged: last.position,
+                                                 durable: .start), probe: last)
+        guard case .send(let frame) = machine.next(now: t0) else { Issue.record("no probe"); return }
+        #expect(frame.isProbe && frame.first == last.position)
+        #expect(machine.report.probes == 1 && machine.report.framesSent == 0)
+    }
+
+    @Test func anEmptyOutboxEndsTheRun() {
+        var machine = run()
+        _ = machine.next(now: t0)
+        #expect(machine.outboxRead([], now: t0) == .finished(SyncReport()))
+        #expect(machine.next(now: t0) == .finished(SyncReport()), "a finished run stays finished")
+    }
+
+    @Test func aFailedAttemptWaitsOutItsBackoffThenSendsTheSameFrame() throws {
+        var machine = run()
+        _ = machine.next(now: t0)
+        guard case .send(let frame) = machine.outboxRead(outbox(2), now: t0) else { Issue.record("no frame"); return }
+        guard case .wait(let until) = machine.failed(reason: "timeout", now: t0) else { Issue.record("no backoff"); return }
+        #expect(until > t0)
+        #expect(machine.next(now: until) == .send(frame))
+        #expect(machine.report.retries == 1)
+    }
+
+    @Test func aRunGivesUpAfterItsAttemptsAndSaysWhere() throws {
+        var machine = run(maximumAttempts: 2)
+        _ = machine.next(now: t0)
+        _ = machine.outboxRead(outbox(2), now: t0)
+        guard case .wait(let until) = machine.failed(reason: "timeout", now: t0) else { Issue.record("no backoff"); return }
+        _ = machine.next(now: until)
+        guard case .finished(let report) = machine.failed(reason: "timeout", now: until) else {
+            Issue.record("the run went on after its last attempt"); return
+        }
+        #expect(report.failure?.contains("gave up after 2 attempts") == true, "\(report.failure ?? "")")
+    }
+
+    @Test func aPermanentRejectionEndsTheRunWithTheCloudsReason() throws {
+        var machine = run()
+        _ = machine.next(now: t0)
+        _ = machine.outboxRead(outbox(2), now: t0)
+        guard case .persist(let effects, _, _) = machine.received(
+            answer(.rejection(Rejection(WireError(.refused, "no such app"))), machine.uploader), now: t0) else {
+            Issue.record("a rejection was not handed over"); return
+        }
+        guard case .finished(let report) = machine.persisted(effects, now: t0) else { Issue.record("the run went on"); return }
+        #expect(report.failure?.contains("no such app") == true)
+    }
+}

@@ -12,18 +12,6 @@ public struct OutboxEntry: Hashable, Sendable {
     public let message: OutboxMessage
 }
 
-/// Where a device stands with the cloud.
-public struct SyncStatus: Hashable, Sendable {
-    /// The last message the privacy projection appended.
-    public let head: OutboxPosition
-    /// The cloud holds every message up to here (its last ack).
-    public let acknowledged: OutboxPosition
-    /// The cloud's copy is durable up to here; older messages are dropped.
-    public let durable: OutboxPosition
-    /// Messages after `acknowledged`, waiting to be sent.
-    public let pending: Int
-}
-
 extension DeviceStore {
     /// The sync cursor and outbox size.
     public func syncStatus() throws(DeviceStoreError) -> SyncStatus {
@@ -127,6 +115,7 @@ extension DeviceStore {
     /// The same, from an ack through `acknowledged`: hashes whose answers
     /// are beyond it are left out before any transaction, since a device with
     /// a backlog hears them in every ack.
+    @discardableResult
     func recordContentRequests(_ hashes: [PublicHash], acknowledged ack: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
         let requested = Set(hashes).sorted().map(\.bytes).filter { hash in
             answersInFlight.withLock { answers in

@@ -46,65 +46,82 @@ extension DeviceStore {
         knownDeviceKey.withLock { $0 = key }
     }
 
-    /// An uploader that starts from this store's cursor.
-    public func makeUploader(configuration: UploaderConfiguration = UploaderConfiguration()) throws(DeviceStoreError) -> Uploader {
-        try makeUploader(configuration: configuration, status: syncStatus())
-    }
-
-    /// An uploader that starts from `status`, this store's sync status.
-    func makeUploader(configuration: UploaderConfiguration, status: SyncStatus) throws(DeviceStoreError) -> Uploader {
+    /// A sync run from this store's cursor. With nothing pending it starts
+    /// with a probe of the last acknowledged message (`SyncRun`).
+    public func beginSync(configuration: UploaderConfiguration = UploaderConfiguration(),
+                          maximumAttempts: Int = 8) throws(DeviceStoreError) -> SyncRun {
+        // The status counts the messages after the cursor: none pending
+        // means a probe, without reading the outbox to find out.
+        let status = try syncStatus()
         guard let key = try deviceKey() else {
             throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
         }
-        return Uploader(app: app, device: deviceID.rawValue, key: key, acknowledged: status.acknowledged,
-                        durable: status.durable, configuration: configuration)
+        let uploader = Uploader(app: app, device: deviceID.rawValue, key: key, acknowledged: status.acknowledged,
+                                durable: status.durable, configuration: configuration)
+        let probe = status.pending == 0 ? try retainedRecord(at: status.acknowledged) : nil
+        return SyncRun(uploader: uploader, probe: probe, maximumAttempts: maximumAttempts)
+    }
+
+    /// Performs `action` while it is the store's part of `run` (reading the
+    /// outbox, persisting effects) and returns the first action that is the
+    /// driver's: send, wait, or finished, with the store's status filled in.
+    ///
+    /// Persisting journals content requests first (so the answer is in the
+    /// outbox before the cursor moves), then stores the cursor and durable
+    /// watermark. When the store moved its epoch (`advanceEpoch`), the
+    /// effects end with `.epochAdvanced`; when it made dropped messages again
+    /// from its journal (`recoverDroppedMessages`), with `.recoveredFromJournal`.
+    public func perform(_ action: SyncAction, in run: inout SyncRun, now: Timestamp) throws(DeviceStoreError) -> SyncAction {
+        var action = action
+        while true {
+            switch action {
+            case .readOutbox(let after, let limit):
+                action = run.outboxRead(try pendingOutbox(after: after, limit: limit), now: now)
+            case .persist(var effects, let acknowledged, let durable):
+                let outcome = try apply(effects, acknowledged: acknowledged, durable: durable)
+                if let advance = outcome.advance {
+                    effects.append(.epochAdvanced(from: advance.from, to: advance.to))
+                }
+                if outcome.recovered > 0 {
+                    effects.append(.recoveredFromJournal(count: outcome.recovered))
+                }
+                action = run.persisted(effects, now: now)
+            case .finished(var report):
+                if report.status == nil { report.status = try syncStatus() }
+                return .finished(report)
+            case .send, .wait:
+                return action
+            }
+        }
+    }
+
+    /// The first frame a sync run would send at `now` with something
+    /// pending, built and not sent; nil when nothing is pending. For tests
+    /// and tools that carry a frame by hand.
+    public func pendingFrame(now: Timestamp) throws(DeviceStoreError) -> UploadFrame? {
+        var run = try beginSync()
+        guard case .send(let frame) = try perform(run.next(now: now), in: &run, now: now), !frame.isProbe else { return nil }
+        return frame
     }
 
     /// The outbox record at `position`, if the outbox still holds it.
-    public func retainedRecord(at position: OutboxPosition) throws(DeviceStoreError) -> OutboxRecord? {
+    func retainedRecord(at position: OutboxPosition) throws(DeviceStoreError) -> OutboxRecord? {
         guard position.seq >= 1 else { return nil }
         let before = OutboxPosition(epoch: position.epoch, seq: position.seq - 1)
         return try pendingOutbox(after: before, limit: 1).first { $0.position == position }
     }
 
-    /// The frame `uploader` would send now, built from the outbox after its cursor.
-    public func nextFrame(_ uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> UploadFrame? {
-        let pending = uploader.state == .ready
-            ? try pendingOutbox(after: uploader.acknowledged, limit: uploader.configuration.maximumMessages)
-            : []
-        return uploader.nextFrame(now: now, pending: pending)
-    }
-
-    /// Hands the cloud's reply to `uploader` and carries out what it says: content
-    /// requests are journaled first (so the answer is in the outbox before the
-    /// cursor moves), then the cursor and durable watermark are stored. When
-    /// the store moved its epoch (`advanceEpoch`), the effects end with
-    /// `.epochAdvanced`; when it made dropped messages again from its journal
-    /// (`recoverDroppedMessages`), with `.recoveredFromJournal`.
-    @discardableResult
-    public func receive(_ reply: [UInt8], into uploader: inout Uploader, now: Timestamp) throws(DeviceStoreError) -> [UploadEffect] {
-        var effects = uploader.receive(reply, now: now)
-        let outcome = try apply(effects, uploader: uploader)
-        if let advance = outcome.advance {
-            effects.append(.epochAdvanced(from: advance.from, to: advance.to))
-        }
-        if outcome.recovered > 0 {
-            effects.append(.recoveredFromJournal(count: outcome.recovered))
-        }
-        return effects
-    }
-
-    private func apply(_ effects: [UploadEffect], uploader: Uploader) throws(DeviceStoreError)
+    private func apply(_ effects: [UploadEffect], acknowledged: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError)
         -> (advance: (from: UInt64, to: UInt64)?, recovered: Int) {
         for case .contentRequested(let hashes) in effects {
-            try recordContentRequests(hashes, acknowledged: uploader.acknowledged)
+            try recordContentRequests(hashes, acknowledged: acknowledged)
         }
         var advance: (from: UInt64, to: UInt64)?
         var recovered = 0
         for effect in effects {
             switch effect {
             case .accepted:
-                advance = try take(uploader.acknowledged, durable: uploader.durable) ?? advance
+                advance = try take(acknowledged, durable: durable) ?? advance
             case .rewound(let position, _):
                 // A gap says the cloud holds everything before it. Stored, that
                 // moves the cursor forward only: past what an earlier reply
@@ -113,7 +130,7 @@ extension DeviceStore {
                 // offered again on every sync. A cloud that holds less than the
                 // cursor is handled by the uploader's rewind, and by putting
                 // back what the outbox dropped since (`recoverDroppedMessages`).
-                if let moved = try take(position, durable: min(uploader.durable, position)) {
+                if let moved = try take(position, durable: min(durable, position)) {
                     advance = moved
                 } else {
                     recovered += try recoverDroppedMessages(after: position)
@@ -242,144 +259,8 @@ extension DeviceStore {
     }
 }
 
-/// What one sync run did, for `sightline sync` and tests.
-public struct SyncReport: Hashable, Sendable {
-    public var framesSent = 0
-    /// Frames that only asked whether the cloud still holds the last
-    /// acknowledged message (sent when nothing was pending).
-    public var probes = 0
-    public var messagesAcknowledged = 0
-    public var retries = 0
-    public var rewinds = 0
-    public var contentRequests = 0
-    /// Times the store moved its epoch above one the cloud holds
-    /// (`DeviceStore.advanceEpoch`).
-    public var epochAdvances = 0
-    /// Dropped messages made again from the journal for a cloud restored
-    /// from an older backup (`DeviceStore.recoverDroppedMessages`).
-    public var messagesRecovered = 0
-    /// Why the run stopped early, when it did.
-    public var failure: String?
-    public var status: SyncStatus?
-
-    public init() {}
-}
-
-/// One sync run of a device as a synchronous state machine: `next` says what
-/// to do (send a frame, wait until a time, or stop), and the driver hands back
-/// the reply or the failure. `SyncClient` drives it over a real transport; the
-/// simulator steps it on a virtual clock.
-///
-/// With nothing pending the run first probes: it sends the last acknowledged
-/// message again, so that a cloud restored from a snapshot that lacks it
-/// answers with the position it expects and the device sends the rest. A new
-/// epoch needs no probe: its first frame names where the previous one ended,
-/// and the cloud checks that it holds that much.
-public struct SyncSession: Sendable {
-    public enum Step: Hashable, Sendable {
-        /// Send this frame and hand its reply (or failure) back.
-        case send(UploadFrame)
-        /// Nothing to do before this time (a backoff).
-        case wait(until: Timestamp)
-        /// The run is over; `report` says how it went.
-        case finished
-    }
-
-    public private(set) var uploader: Uploader
-    public private(set) var report = SyncReport()
-    /// Attempts of one frame before the run gives up (the cursor is kept; the
-    /// next run resumes from it).
-    public let maximumAttempts: Int
-    private var probe: OutboxRecord?
-    private var probing = false
-    private var done = false
-
-    public init(store: DeviceStore, configuration: UploaderConfiguration = UploaderConfiguration(),
-                maximumAttempts: Int = 8) throws(DeviceStoreError) {
-        // The status counts the messages after the cursor: none pending
-        // means a probe, without reading the outbox to find out.
-        let status = try store.syncStatus()
-        uploader = try store.makeUploader(configuration: configuration, status: status)
-        self.maximumAttempts = max(maximumAttempts, 1)
-        probe = status.pending == 0 ? try store.retainedRecord(at: status.acknowledged) : nil
-    }
-
-    /// What to do at `now`.
-    public mutating func next(store: DeviceStore, now: Timestamp) throws(DeviceStoreError) -> Step {
-        if done { return try finish(store) }
-        if let wake = uploader.wakeTime(now: now), wake > now { return .wait(until: wake) }
-        let frame: UploadFrame?
-        if let record = probe {
-            frame = uploader.probeFrame(now: now, record: record)
-            probe = nil
-            probing = true
-            report.probes += 1
-        } else {
-            let pending = uploader.state == .ready
-                ? try store.pendingOutbox(after: uploader.acknowledged, limit: uploader.configuration.maximumMessages)
-                : []
-            probing = false
-            frame = uploader.nextFrame(now: now, pending: pending)
-        }
-        guard let frame else {
-            if case .stopped(let error) = uploader.state { report.failure = error.description }
-            return try finish(store)
-        }
-        if !probing { report.framesSent += 1 }
-        if uploader.attempts > 1 { report.retries += 1 }
-        return .send(frame)
-    }
-
-    /// The reply to the frame in flight.
-    public mutating func received(_ reply: [UInt8], store: DeviceStore, now: Timestamp) throws(DeviceStoreError) {
-        let effects = try store.receive(reply, into: &uploader, now: now)
-        record(effects, store: store)
-    }
-
-    /// The frame in flight got no usable reply: it goes again after a backoff,
-    /// unless it has had all its attempts.
-    public mutating func failed(reason: String, store: DeviceStore, now: Timestamp) {
-        record(uploader.failed(now: now, reason: reason), store: store)
-    }
-
-    private mutating func record(_ effects: [UploadEffect], store: DeviceStore) {
-        for effect in effects {
-            switch effect {
-            case .accepted(_, let range) where !probing:
-                report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
-            case .accepted:
-                break
-            case .contentRequested(let hashes):
-                report.contentRequests += hashes.count
-            case .rewound, .epochTaken, .epochEnded:
-                report.rewinds += 1
-            case .epochAdvanced:
-                report.epochAdvances += 1
-            case .recoveredFromJournal(let count):
-                report.messagesRecovered += count
-            case .stopped(let error):
-                report.failure = error.description
-            case .durable, .retryScheduled:
-                break
-            }
-        }
-        if report.failure != nil {
-            done = true
-        } else if case .backingOff(let frame, _) = uploader.state, uploader.attempts >= maximumAttempts {
-            report.failure = "gave up after \(uploader.attempts) attempts of frame \(frame.first)...\(frame.last); the next sync resumes there"
-            done = true
-        }
-    }
-
-    private mutating func finish(_ store: DeviceStore) throws(DeviceStoreError) -> Step {
-        done = true
-        if report.status == nil { report.status = try store.syncStatus() }
-        return .finished
-    }
-}
-
-/// Drives a device's `SyncSession` over a transport until the outbox is sent:
-/// the async edge around the synchronous state machines. Waiting for a backoff
+/// Drives a device's sync run (`SyncRun`) over a transport until the outbox
+/// is sent: the async edge around the pure machine. Waiting for a backoff
 /// goes through `sleep`, so tests can skip real time.
 public struct SyncClient: Sendable {
     public let store: DeviceStore
@@ -403,29 +284,31 @@ public struct SyncClient: Sendable {
     /// Sends everything pending; returns what happened. A permanent rejection
     /// or too many failed attempts end the run with `failure` set.
     public func run() async throws(DeviceStoreError) -> SyncReport {
-        var session = try SyncSession(store: store, configuration: configuration, maximumAttempts: maximumAttempts)
+        var run = try store.beginSync(configuration: configuration, maximumAttempts: maximumAttempts)
         // After a wait the run acts as of the wake time, even when the store's
         // clock is one that sleeping does not move.
         var waitedUntil: Timestamp?
+        var now: Timestamp { max(store.now, waitedUntil ?? store.now) }
+        var action = try store.perform(run.next(now: now), in: &run, now: now)
         while true {
-            let now = max(store.now, waitedUntil ?? store.now)
-            switch try session.next(store: store, now: now) {
-            case .finished:
-                return session.report
+            switch action {
+            case .finished(let report):
+                return report
             case .wait(let until):
-                await sleep(until.millisecondsSince1970 - now.millisecondsSince1970)
+                let from = now
+                await sleep(until.millisecondsSince1970 - from.millisecondsSince1970)
                 waitedUntil = until
+                action = try store.perform(run.next(now: now), in: &run, now: now)
             case .send(let frame):
+                let next: SyncAction
                 do {
-                    let reply = try await transport.exchange(frame.encoded)
-                    try session.received(reply, store: store, now: store.now)
-                } catch let error as TransportError {
-                    session.failed(reason: error.message, store: store, now: store.now)
-                } catch let error as DeviceStoreError {
-                    throw error
+                    next = run.received(try await transport.exchange(frame.encoded), now: now)
                 } catch {
-                    throw DeviceStoreError(.sync, "sync failed: \(error)")
+                    next = run.failed(reason: error.message, now: now)
                 }
+                action = try store.perform(next, in: &run, now: now)
+            case .readOutbox, .persist:
+                action = try store.perform(action, in: &run, now: now)
             }
         }
     }

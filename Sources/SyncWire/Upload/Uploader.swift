@@ -249,8 +249,8 @@ public enum UploadEffect: Hashable, Sendable {
     case rewound(to: OutboxPosition, reason: String)
     /// The outbox had dropped messages after a rewind's position (the cloud
     /// was restored from a backup older than the one that let them go); the
-    /// device made `count` of them again from its journal (added by
-    /// `DeviceStore.receive`).
+    /// device made `count` of them again from its journal (added by the
+    /// store as it persists, `SyncAction.persist`).
     case recoveredFromJournal(count: Int)
     /// The cloud holds another history under the frame's epoch, which an
     /// earlier incarnation of the device used: the device moves its epoch
@@ -261,7 +261,8 @@ public enum UploadEffect: Hashable, Sendable {
     /// an epoch above `cloudHead`, the newest position the cloud holds of it.
     case epochEnded(held: OutboxPosition, cloudHead: OutboxPosition, reason: String)
     /// The device store moved its current epoch from `from` to `to`, with
-    /// the messages the cloud did not hold (added by `DeviceStore.receive`).
+    /// the messages the cloud did not hold (added by the store as it
+    /// persists, `SyncAction.persist`).
     case epochAdvanced(from: UInt64, to: UInt64)
     /// The frame goes again at `at`; `attempt` is the number it will be.
     case retryScheduled(at: Timestamp, attempt: Int, reason: String)

@@ -51,10 +51,13 @@ struct RebuildBenchmark {
             }
             try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID.rawValue,
                                                    enrolmentSecret: SyncBenchmark.secret))
-            var uploader = try store.makeUploader()
-            while let frame = try store.nextFrame(&uploader, now: clock.now()) {
-                try store.receive(cloud.ingest(frame.encoded).reply, into: &uploader, now: clock.now())
-                if case .stopped(let error) = uploader.state { throw RawSQLiteError(message: "ingest refused: \(error)") }
+            var run = try store.beginSync()
+            var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+            while case .send(let frame) = action {
+                action = try store.perform(run.received(cloud.ingest(frame.encoded).reply, now: clock.now()), in: &run, now: clock.now())
+            }
+            if case .finished(let report) = action, let failure = report.failure {
+                throw RawSQLiteError(message: "ingest refused: \(failure)")
             }
         }
         var result = Result()
