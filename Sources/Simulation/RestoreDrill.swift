@@ -80,13 +80,12 @@ public struct DrillReport: Sendable {
         } catch {
             throw SimulationError("the devices' sync status could not be read after the drill: \(error)")
         }
-        let tally = simulator.lastTally
         side = drill.side
         simulation = report
         windowSeconds = Double(destroyedAt - backupAt) / 1_000
         eventsLost = drill.lostEventKinds
-        doubleCounts = tally.extraMessages
-        messagesLost = tally.missingMessages
+        doubleCounts = simulator.lastRun?.matching.extraMessages ?? 0
+        messagesLost = simulator.lastRun?.matching.missingMessages ?? 0
         rtoVirtualSeconds = drill.caughtUpAt.map { Double($0 - destroyedAt) / 1_000 }
         restoreWallSeconds = Double(drill.restoreWall.components.seconds)
             + Double(drill.restoreWall.components.attoseconds) / 1e18

@@ -90,7 +90,7 @@ extension SimDevice {
         // moves as many of the calls' messages, which must be the same ones.
         let moved = try store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: 0))
             .filter { if case .content = $0.message { false } else { true } }
-            .map { Invariants.expected($0.message, catalogue) }
+            .map { CloudModel.expected($0.message, catalogue) }
         let old = expected.removeValue(forKey: epoch) ?? []
         if let (kept, carried) = SimDevice.split(old, moving: moved) {
             if kept.contains(where: { !$0.isEmpty }) { expected[epoch] = kept }

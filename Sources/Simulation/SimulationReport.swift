@@ -191,7 +191,7 @@ public struct SimulationReport: Sendable {
         var hasher = SHA256()
         var events: UInt64 = 0
         for device in simulator.devices {
-            let verification = simulator.lastTally.journals[device.number]
+            let verification = simulator.lastRun?.evidence.deviceChecks[device.number].journal
             events += verification?.head.rawValue ?? 0
             hasher.update(data: Array("\(device.name) \(device.epoch) \(verification?.head.rawValue ?? 0) \(verification?.headHash.hex ?? "-")\n".utf8))
         }

@@ -358,7 +358,7 @@ extension Simulator {
     ///    frames of its poisoned content (`Simulator.poisoned`) and
     ///    1,000-count signals for it.
     /// The cloud must refuse 0–3, count of 5 no more than the daily cap
-    /// (`Invariants`: hostile-contained) and never show the poisoned content
+    /// (`Invariant.hostileContained`) and never show the poisoned content
     /// of 4 and 5 (public-index: a non-voter's content is no offer, and one
     /// voter's offer never agrees). 4 and 5 need the embedded cloud's
     /// head for the device; without it (a remote or a down cloud) the attack
@@ -402,7 +402,9 @@ extension Simulator {
     }
 
     /// The catalogue entry the hostile device votes for and floods.
-    var hostileTarget: Catalogue.Entry { catalogue.entry(min(1, catalogue.entries.count - 1)) }
+    var hostileTarget: Catalogue.Entry { Simulator.hostileTarget(catalogue) }
+
+    static func hostileTarget(_ catalogue: Catalogue) -> Catalogue.Entry { catalogue.entry(min(1, catalogue.entries.count - 1)) }
 
     /// The content the hostile device offers for `entry`: the entry's own,
     /// with a title of its choosing (same URL, so the same public hash).

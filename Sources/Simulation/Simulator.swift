@@ -12,7 +12,7 @@ import SyncWire
 /// which loses, duplicates, delays, replays and corrupts frames as the fault
 /// plan says. A run has a fault phase (the workload plus faults) and a
 /// convergence phase (faults healed, input stopped, sync until quiet), then the
-/// oracle's checks (`Invariants`).
+/// oracle's checks (`Invariant`).
 public final class Simulator {
     enum Event {
         case userAction(Int)
@@ -339,9 +339,16 @@ public final class Simulator {
     public func checkInvariants() -> [InvariantResult] {
         let converged: Bool
         if case .done(let value) = phase { converged = value } else { converged = false }
-        let (results, tally) = Invariants(simulator: self, converged: converged).run()
-        lastTally = tally
-        return results
+        switch gatherEvidence(converged: converged) {
+        case .success(let run):
+            lastRun = run
+            return run.results
+        case .failure(let error):
+            lastRun = nil
+            return [InvariantResult(name: Invariant.converged.name, passed: converged,
+                                    detail: converged ? "quiet after the faults ended" : Invariant.notConverged),
+                    InvariantResult(name: "cloud-readable", passed: false, detail: "the cloud store cannot be opened: \(error)")]
+        }
     }
 
     /// One backup in this many (`SimulationOptions.backupFleet`).
@@ -369,8 +376,9 @@ public final class Simulator {
     }
     private(set) var convergenceMilliseconds: Int64 = 0
     var drill: DrillState?
-    /// Message counts from the last check, for drills.
-    var lastTally = Invariants.Tally()
+    /// What the last check read and made of it: the digest takes each
+    /// device's verified journal from it, a drill its message counts.
+    var lastRun: FinishedRun?
 
     private func handle(_ event: Event) throws {
         switch event {

@@ -1,0 +1,224 @@
+import CloudIndex
+import IndexModel
+import SyncWire
+
+/// One checked property of a finished run.
+public struct InvariantResult: Hashable, Sendable {
+    public let name: String
+    public let passed: Bool
+    /// What was checked, or the first divergence in words.
+    public let detail: String
+}
+
+/// A property every run must have: its name, the problems it finds in a
+/// finished run, and what it says when it finds none. Each reads the run's
+/// evidence only, so each can be broken on purpose by changing one value.
+struct Invariant: Sendable {
+    let name: String
+    let check: @Sendable (FinishedRun) -> [String]
+    let holds: @Sendable (FinishedRun) -> String
+
+    func result(_ run: FinishedRun) -> InvariantResult {
+        let problems = check(run)
+        let detail = problems.first.map { problems.count > 1 ? "\($0) (and \(problems.count - 1) more)" : $0 } ?? holds(run)
+        return InvariantResult(name: name, passed: problems.isEmpty, detail: detail)
+    }
+
+    /// Every invariant, in the order reports list them.
+    static let all: [Invariant] = [
+        converged, cloudLogDense, acknowledgedNotLost, messagesMatchCalls, countsExact, publicIndex, sybilNeverPublic,
+        hostileContained, noPrivateLeak, journalsVerify, deviceIndexMatchesCalls, noDeletedItemReturned, searchMatchesCalls,
+        projectionsEqualRebuild, epochsNeverReused,
+    ]
+
+    static let converged = Invariant(name: "converged") { run in
+        run.evidence.converged ? [] : [Invariant.notConverged]
+    } holds: { run in
+        "quiet \(run.evidence.convergenceMilliseconds / 1_000) virtual seconds after the faults ended"
+    }
+
+    static let notConverged = "the run did not go quiet within \(Simulator.convergenceLimit / 60_000) virtual minutes of the faults ending"
+
+    static let cloudLogDense = Invariant(name: "cloud-log-dense") { run in
+        var problems = run.evidence.logReadProblem.map { [$0] } ?? []
+        for (device, epochs) in run.evidence.log.sorted(by: { $0.key < $1.key }) {
+            for (epoch, messages) in epochs.sorted(by: { $0.key < $1.key }) {
+                for (index, held) in messages.enumerated() where held.seq != UInt64(index) + 1 {
+                    problems.append("the cloud log holds \(device) epoch \(epoch) seq \(held.seq) after seq \(index)")
+                    break
+                }
+            }
+        }
+        return problems
+    } holds: { _ in
+        "every (device, epoch) in the cloud log is dense from seq 1"
+    }
+
+    static let acknowledgedNotLost = Invariant(name: "acknowledged-not-lost") { run in
+        run.matching.lossProblems
+    } holds: { _ in
+        "the cloud holds every message of each device's current epoch, and of each ended epoch what the device was told was durable"
+    }
+
+    static let messagesMatchCalls = Invariant(name: "messages-match-calls") { run in
+        run.matching.messageProblems + run.evidence.findings.filter { $0.contains(SimDevice.notTheLast) }
+    } holds: { _ in
+        "every message in the cloud log is one the device's calls implied, once, in order"
+    }
+
+    static let countsExact = Invariant(name: "counts-exact") { run in
+        var problems: [String] = []
+        var counted = 0
+        for (number, read) in run.evidence.counts.enumerated() {
+            let actual: HashEntry?
+            switch read {
+            case .success(let entry): actual = entry
+            case .failure(let error):
+                problems.append("entry \(number) cannot be read from the cloud: \(error)")
+                continue
+            }
+            if actual != nil { counted += 1 }
+            let expected = run.matching.model.entries[number]
+            let live = expected?.live.count ?? 0, voters = expected?.everVoted.count ?? 0
+            let popularity = expected?.popularity ?? Popularity()
+            let got = (live: actual?.liveVotes ?? 0, voters: actual?.voters ?? 0, popularity: actual?.popularity ?? Popularity())
+            if got.live != live || got.voters != voters || got.popularity != popularity {
+                problems.append("""
+                    entry \(number): the cloud counts \(got.live) live votes, \(got.voters) voters, \(Invariant.describe(got.popularity)); \
+                    the oracle \(live), \(voters), \(Invariant.describe(popularity))
+                    """)
+            }
+        }
+        let hashes = run.evidence.hashesCounted ?? -1
+        if hashes != counted {
+            problems.append("the cloud counts \(hashes) hashes, \(hashes - counted) of them no catalogue entry's")
+        }
+        return problems
+    } holds: { run in
+        let counted = run.evidence.counts.filter { (try? $0.get()) != nil }.count
+        return "views, impressions, engagements, live votes and voters equal the oracle's for all \(counted) counted entries"
+    }
+
+    static let publicIndex = Invariant(name: "public-index") { run in
+        let evidence = run.evidence, catalogue = evidence.catalogue, threshold = evidence.threshold
+        var problems: [String] = []
+        for (device, epochs) in evidence.log.sorted(by: { $0.key < $1.key }) where device != Simulator.hostileName {
+            for (_, messages) in epochs.sorted(by: { $0.key < $1.key }) {
+                for case .content(let hash, let content) in messages.map(\.message) {
+                    if let number = catalogue.number(of: hash) {
+                        if catalogue.entry(number).content != content {
+                            problems.append("content for entry \(number) from \(device) differs from the catalogue's")
+                        }
+                    } else {
+                        problems.append("\(device) sent content for a hash no catalogue entry has")
+                    }
+                }
+            }
+        }
+        for (number, read) in evidence.counts.enumerated() {
+            guard case .success(let actual) = read else { continue }
+            let expected = run.matching.model.entries[number]
+            let live = expected?.live.count ?? 0
+            // The honest devices whose vote the cloud counts live and that
+            // can answer for the entry: each offers the catalogue's content
+            // (`ContentRule`). A device restored from a backup may hold a
+            // vote the cloud no longer counts, or the other way round.
+            let agreeing = evidence.devices.filter { $0.model.holdsLiveVote(number) && expected?.live.contains($0.name) == true }.count
+            let isPublic = actual?.isPublic ?? false
+            if live < threshold && isPublic {
+                problems.append("entry \(number) is public with \(live) live votes, below K = \(threshold)")
+            }
+            if live >= threshold && agreeing >= threshold && !isPublic {
+                problems.append("""
+                    entry \(number) has \(live) live votes (K = \(threshold)) and \(agreeing) live voters that can send the same content, \
+                    but is not public
+                    """)
+            }
+            if isPublic, actual?.content != catalogue.entry(number).content {
+                problems.append("entry \(number) is public with content that differs from the catalogue's")
+            }
+        }
+        return problems
+    } holds: { run in
+        "public exactly the entries with at least K = \(run.evidence.threshold) live votes and K live voters able to agree, with the catalogue's content"
+    }
+
+    static let sybilNeverPublic = Invariant(name: "sybil-never-public") { run in
+        let sybil = run.sybilEntry
+        let votes = sybil?.liveVotes ?? 0
+        return (sybil?.isPublic ?? false) || votes >= run.evidence.threshold
+            ? ["the Sybil group's entry reached \(votes) live votes (K = \(run.evidence.threshold))"] : []
+    } holds: { run in
+        run.evidence.plan.sybil
+            ? "the Sybil group's entry has \(run.sybilEntry?.liveVotes ?? 0) live votes, below K = \(run.evidence.threshold)"
+            : "no Sybil group in this run"
+    }
+
+    static let hostileContained = Invariant(name: "hostile-contained") { run in
+        run.matching.hostileProblems
+    } holds: { run in
+        run.evidence.plan.hostile ? """
+            of the hostile device's \(run.evidence.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote, \
+            its poisoned content (never public) and its signals, \(Invariant.describe(run.matching.hostileAdded)) of them counted \
+            (cap \(PopularityRule.maximumPerDevicePerDay) per day)
+            """ : "no hostile device in this run"
+    }
+
+    static let noPrivateLeak = Invariant(name: "no-private-leak") { run in
+        let leaks = run.evidence.counters.leaks
+        return leaks > 0 ? ["\(leaks) frame(s) carried the private canary"] : []
+    } holds: { run in
+        "no frame carried private text (\(run.evidence.counters.framesScanned) frames scanned)"
+    }
+
+    static let journalsVerify = Invariant(name: "journals-verify") { run in
+        run.evidence.deviceChecks.flatMap(\.journalProblems) + run.evidence.cloudJournalProblems
+    } holds: { _ in
+        "every device journal and the cloud log verify"
+    }
+
+    static let deviceIndexMatchesCalls = Invariant(name: "device-index-matches-calls") { run in
+        run.evidence.deviceChecks.flatMap(\.indexProblems)
+    } holds: { _ in
+        "every device's index equals what its app's calls imply"
+    }
+
+    static let noDeletedItemReturned = Invariant(name: "no-deleted-item-returned") { run in
+        run.evidence.deviceChecks.flatMap(\.returnedProblems)
+    } holds: { _ in
+        "no item the app deleted is in any index"
+    }
+
+    static let searchMatchesCalls = Invariant(name: "search-matches-calls") { run in
+        run.evidence.findings.filter { $0.contains("'s search") }
+    } holds: { run in
+        "\(run.evidence.counters.searches) searches before engagements returned nothing the app deleted and found each live activity they looked for"
+    }
+
+    static let projectionsEqualRebuild = Invariant(name: "projections-equal-rebuild") { run in
+        run.evidence.deviceChecks.flatMap(\.rebuildProblems) + run.evidence.cloudRebuildProblems
+    } holds: { _ in
+        "the cloud's and the devices' projections equal rebuilds from their logs"
+    }
+
+    static let epochsNeverReused = Invariant(name: "epochs-never-reused") { run in
+        run.evidence.findings.filter { ["already used", "clock ran back", "not above"].contains(where: $0.contains) }
+    } holds: { run in
+        "\(run.evidence.restores) restore(s), each in a new epoch"
+    }
+
+    static func describe(_ popularity: Popularity) -> String {
+        "\(popularity.views) views, \(popularity.shown) shown, \(popularity.engaged) engaged"
+    }
+}
+
+extension FinishedRun {
+    /// What the cloud counts for the Sybil group's entry (the catalogue's last).
+    var sybilEntry: HashEntry? {
+        guard let last = evidence.counts.last, case .success(let entry) = last else { return nil }
+        return entry
+    }
+
+    /// Every invariant's result, in order.
+    var results: [InvariantResult] { Invariant.all.map { $0.result(self) } }
+}

@@ -1,0 +1,137 @@
+import CloudIndex
+import IndexModel
+import SyncWire
+
+/// The oracle's reading of the cloud log: each device's messages matched,
+/// epoch by epoch, against the groups its calls implied (a group is one
+/// call's messages, in any order within it), and the oracle's cloud folded
+/// from the matched ones, then from what the hostile device got in.
+struct Matching {
+    /// The oracle's cloud from the honest devices' messages.
+    var honest = CloudModel()
+    /// The same with the hostile device's messages the cloud took.
+    var model = CloudModel()
+    var messageProblems: [String] = []
+    var lossProblems: [String] = []
+    var hostileProblems: [String] = []
+    /// What the hostile device's signals added to its target's counts, and
+    /// on how many days it sent.
+    var hostileAdded = Popularity()
+    var hostileDays: UInt64 = 0
+    /// Held messages no call implied (or implied once and held twice).
+    var extraMessages = 0
+    /// Messages calls implied that the cloud does not hold.
+    var missingMessages = 0
+
+    init(_ evidence: RunEvidence) {
+        let catalogue = evidence.catalogue
+        let names = Set(evidence.devices.map(\.name))
+        for device in evidence.devices {
+            match(device, head: evidence.heads[device.number], held: evidence.log[device.name] ?? [:], catalogue)
+        }
+        for name in evidence.log.keys.sorted() where !names.contains(name) && name != Simulator.hostileName {
+            messageProblems.append("the cloud log holds frames of \(name), which is no simulated device")
+        }
+        honest = model
+        foldHostile(evidence)
+    }
+
+    private mutating func match(_ device: SimDevice, head: OutboxPosition?, held: [UInt64: [RunEvidence.Held]], _ catalogue: Catalogue) {
+        for epoch in held.keys.sorted() where device.expected[epoch] == nil {
+            messageProblems.append("the cloud holds messages of device \(device.number) in epoch \(epoch), which the device never wrote in")
+        }
+        for (epoch, groups) in device.expected.sorted(by: { $0.key < $1.key }) {
+            let messages = held[epoch] ?? []
+            let plain = messages.filter { if case .content = $0.message { false } else { true } }
+            var position = 0
+            for group in groups where position < plain.count {
+                let take = plain[position..<min(position + group.count, plain.count)]
+                let actual = take.compactMap { CloudModel.expected($0.message, catalogue) }
+                let at = take.first.map { "seq \($0.seq)" } ?? "the end"
+                guard actual.count == take.count else {
+                    messageProblems.append("device \(device.number) epoch \(epoch): the cloud holds a message for a hash no catalogue entry has")
+                    break
+                }
+                if take.count == group.count {
+                    guard actual.sorted() == group.sorted() else {
+                        messageProblems.append("""
+                            device \(device.number) epoch \(epoch) \(at): the cloud holds \
+                            \(actual.map(\.description).joined(separator: ", ")); the calls imply \
+                            \(group.map(\.description).joined(separator: ", "))
+                            """)
+                        break
+                    }
+                } else {
+                    var remaining = group
+                    for message in actual {
+                        guard let index = remaining.firstIndex(of: message) else {
+                            messageProblems.append("device \(device.number) epoch \(epoch) \(at): the cloud holds \(message), which no call implied there")
+                            break
+                        }
+                        remaining.remove(at: index)
+                    }
+                }
+                for (message, source) in zip(actual, take) { model.apply(message, device: device.name, day: source.day) }
+                position += take.count
+            }
+            let implied = groups.reduce(0) { $0 + $1.count }
+            extraMessages += max(0, plain.count - implied)
+            missingMessages += max(0, implied - plain.count)
+            if position < plain.count {
+                messageProblems.append("""
+                    device \(device.number) epoch \(epoch): the cloud holds \(plain.count - position) message(s) after \
+                    everything the calls imply, from seq \(plain[position].seq)
+                    """)
+            }
+            let lastHeld = messages.last?.seq ?? 0
+            if epoch == device.epoch {
+                let wanted = head.map { $0.epoch == epoch ? $0.seq : 0 } ?? 0
+                if lastHeld < wanted || plain.count < implied {
+                    lossProblems.append("""
+                        device \(device.number): the cloud holds its current epoch \(epoch) through seq \(lastHeld) \
+                        of \(wanted), \(plain.count) of the \(implied) messages its calls imply
+                        """)
+                }
+            } else {
+                let floor = max(device.mustHold[epoch]?.seq ?? 0, device.durableSeen[epoch] ?? 0)
+                if lastHeld < floor {
+                    lossProblems.append("""
+                        device \(device.number): the cloud holds ended epoch \(epoch) through seq \(lastHeld), \
+                        but the device was told (or resent after its restore) up to seq \(floor)
+                        """)
+                }
+            }
+        }
+    }
+
+    /// The hostile device's messages the cloud took: only its vote for its
+    /// target and signals for it may be there, and they count, within the
+    /// daily cap, as any device's would.
+    private mutating func foldHostile(_ evidence: RunEvidence) {
+        let catalogue = evidence.catalogue
+        let target = evidence.hostileTarget
+        for held in evidence.hostileMessages {
+            switch held.message {
+            case .vote(target.hash, Simulator.hostileToken):
+                model.apply(.vote(target.number), device: Simulator.hostileName, day: held.day)
+            case .signal(target.hash, let counts):
+                model.signal(target.number, counts, device: Simulator.hostileName, day: held.day)
+            case .content(let hash, let content) where catalogue.number(of: hash).map { content == Simulator.poisoned(catalogue.entry($0)) } == true:
+                // The voter's offer for its own entry, ignored for any other;
+                // public-index checks that it never shows.
+                break
+            default:
+                if hostileProblems.count < 5 { hostileProblems.append("the cloud log took \(held.message) from the hostile device") }
+            }
+        }
+        hostileDays = UInt64(Set(evidence.hostileMessages.map(\.day)).count)
+        let full = model.entries[target.number]?.popularity ?? Popularity()
+        let honestPart = honest.entries[target.number]?.popularity ?? Popularity()
+        hostileAdded = Popularity(views: full.views - honestPart.views, shown: full.shown - honestPart.shown,
+                                  engaged: full.engaged - honestPart.engaged)
+        let cap = PopularityRule.maximumPerDevicePerDay * hostileDays
+        if hostileAdded.views > cap || hostileAdded.shown > cap || hostileAdded.engaged > cap {
+            hostileProblems.append("the hostile device's signals counted \(Invariant.describe(hostileAdded)) over \(hostileDays) day(s), above \(cap) each")
+        }
+    }
+}

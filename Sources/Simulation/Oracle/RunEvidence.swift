@@ -1,0 +1,125 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+
+/// What a finished run left, read once for the invariants (`Invariant`): the
+/// cloud's log and counts, each store's own checks, and what the run recorded
+/// on the way. Plain values, so a test can change one and see the invariant
+/// that guards it fail (`FinishedRun(evidence)`).
+struct RunEvidence {
+    /// One message the cloud log holds for a (device, epoch), new ones only.
+    struct Held {
+        let seq: UInt64
+        let message: OutboxMessage
+        /// The day of cloud time it was accepted on.
+        let day: Int64
+    }
+
+    var converged: Bool
+    var convergenceMilliseconds: Int64
+    var threshold: Int
+    var plan: FaultPlan
+    var catalogue: Catalogue
+    var devices: [SimDevice]
+    /// Each device's outbox head, by device number (nil: unreadable).
+    var heads: [OutboxPosition?]
+    var counters: RunCounters
+    var findings: [String]
+    var restores: Int
+    /// The cloud log's new messages per device name and epoch, in log order.
+    var log: [String: [UInt64: [Held]]] = [:]
+    /// The hostile device's new messages, in log order, with their day.
+    var hostileMessages: [Held] = []
+    var logReadProblem: String?
+    /// What the cloud counts for each catalogue entry, by number (the Sybil
+    /// entry last): nil where it has no row.
+    var counts: [Result<HashEntry?, CloudError>] = []
+    /// Hashes the cloud counts in all, or nil when it cannot say.
+    var hashesCounted: Int?
+    /// Each device's store checks, in device order.
+    var deviceChecks: [DeviceCheck] = []
+    var cloudJournalProblems: [String] = []
+    var cloudRebuildProblems: [String] = []
+
+    var hostileTarget: Catalogue.Entry { Simulator.hostileTarget(catalogue) }
+}
+
+/// A finished run as the invariants see it: the evidence, and the oracle's
+/// reading of it (`Matching`), made once.
+struct FinishedRun {
+    let evidence: RunEvidence
+    let matching: Matching
+
+    init(_ evidence: RunEvidence) {
+        self.evidence = evidence
+        matching = Matching(evidence)
+    }
+
+    init(_ evidence: RunEvidence, matching: Matching) {
+        self.evidence = evidence
+        self.matching = matching
+    }
+}
+
+extension Simulator {
+    /// Reads what the run left. Each device's checks read only that device,
+    /// and the cloud's only the cloud: with the call lane (idle now) the lane
+    /// checks devices from the last one down at once, and runs the cloud's
+    /// checks as soon as this thread is done reading the cloud and matching
+    /// its log; this thread then checks devices from the first one up, until
+    /// the two meet. Fails when the cloud store cannot be opened.
+    func gatherEvidence(converged: Bool) -> Result<FinishedRun, CloudError> {
+        let cloud: CloudIndex
+        if let running = self.cloud {
+            cloud = running
+        } else {
+            do throws(CloudError) {
+                cloud = try CloudIndex(at: .file(cloudPath))
+            } catch {
+                return .failure(error)
+            }
+        }
+        var evidence = RunEvidence(
+            converged: converged, convergenceMilliseconds: convergenceMilliseconds, threshold: options.threshold,
+            plan: plan, catalogue: catalogue, devices: devices, heads: [], counters: counters, findings: findings,
+            restores: restores.count)
+        let cloudChecks = LaneCargo(value: CloudChecks(cloud: cloud))
+        let deviceChecks = DeviceChecks(devices: devices, cloudChecks: lane == nil ? nil : { cloudChecks.value.run() })
+        let checksJob = lane?.hand { deviceChecks.run(fromEnd: true) }
+
+        evidence.heads = devices.map { try? $0.store.syncStatus().head }
+        readLog(cloud, into: &evidence)
+        for number in 0...catalogue.sybil.number {
+            evidence.counts.append(Result { () throws(CloudError) in try cloud.entry(app: options.app, hash: catalogue.entry(number).hash) })
+        }
+        evidence.hashesCounted = try? cloud.entries(app: options.app).count
+        let matching = Matching(evidence)
+
+        // This thread is done with the cloud.
+        deviceChecks.releaseCloud()
+        deviceChecks.run(fromEnd: false)
+        if let checksJob { lane?.settle(checksJob) } else { cloudChecks.value.run() }
+        evidence.deviceChecks = deviceChecks.checked
+        evidence.cloudJournalProblems = cloudChecks.value.journalProblems
+        evidence.cloudRebuildProblems = cloudChecks.value.rebuildProblems
+        return .success(FinishedRun(evidence, matching: matching))
+    }
+
+    private func readLog(_ cloud: CloudIndex, into evidence: inout RunEvidence) {
+        do {
+            try cloud.scanLog { record in
+                let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
+                let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq)).enumerated().map { offset, message in
+                    RunEvidence.Held(seq: record.acceptedFrom + UInt64(offset), message: message, day: day)
+                }
+                if record.device == Simulator.hostileName { evidence.hostileMessages += new }
+                evidence.log[record.device, default: [:]][record.epoch, default: []] += new
+                return true
+            }
+        } catch {
+            evidence.logReadProblem = "the cloud log cannot be read: \(error)"
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import CloudIndex
+import IndexModel
+import SyncWire
+import Testing
+@testable import Simulation
+
+/// A passing run, as the invariants see it.
+private func passingRun() throws -> FinishedRun {
+    let simulator = try Simulator(options: SimulationOptions(devices: 5, eventsPerDevice: 40, seed: 4, faults: .light, threshold: 3))
+    let report = try simulator.run()
+    guard report.passed, let run = simulator.lastRun else {
+        throw SimulationError("the base run failed: \(report.failures.map { "\($0.name): \($0.detail)" })")
+    }
+    return run
+}
+
+/// A device with messages the cloud holds in its current epoch, and that epoch.
+private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: String, epoch: UInt64) {
+    let device = try #require(evidence.devices.first { evidence.log[$0.name]?[$0.epoch]?.isEmpty == false })
+    return (device.name, device.epoch)
+}
+
+/// Each invariant, and a change to a passing run's evidence that it must
+/// catch: the run as a cloud or device that broke it would have left it.
+private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Void)] { [
+    ("converged", { $0.converged = false }),
+    ("cloud-log-dense", { evidence in
+        let (name, epoch) = try deviceWithHeldMessages(evidence)
+        evidence.log[name]![epoch]!.removeFirst()
+    }),
+    ("acknowledged-not-lost", { evidence in
+        let (name, epoch) = try deviceWithHeldMessages(evidence)
+        evidence.log[name]![epoch]!.removeLast()
+    }),
+    ("messages-match-calls", { evidence in
+        let (name, epoch) = try deviceWithHeldMessages(evidence)
+        let last = try #require(evidence.log[name]?[epoch]?.last { if case .content = $0.message { false } else { true } })
+        let next = (evidence.log[name]![epoch]!.last?.seq ?? 0) + 1
+        evidence.log[name]![epoch]!.append(RunEvidence.Held(seq: next, message: last.message, day: last.day))
+    }),
+    ("counts-exact", { evidence in
+        let counted = try #require(evidence.counts.firstIndex { (try? $0.get()) != nil })
+        evidence.counts[counted] = .success(nil)
+    }),
+    ("public-index", { evidence in
+        #expect(evidence.counts.contains { (try? $0.get())?.isPublic == true }, "the base run made nothing public")
+        evidence.threshold = 1_000
+    }),
+    ("sybil-never-public", { $0.threshold = 0 }),
+    ("hostile-contained", { evidence in
+        let other = evidence.catalogue.entry(evidence.hostileTarget.number + 1)
+        evidence.hostileMessages.append(RunEvidence.Held(seq: 1, message: .vote(other.hash, Simulator.hostileToken), day: 0))
+    }),
+    ("no-private-leak", { $0.counters.leaks = 1 }),
+    ("journals-verify", { $0.cloudJournalProblems = ["cloud log: row 7's hash does not chain"] }),
+    ("device-index-matches-calls", { $0.deviceChecks[2].indexProblems = ["device 2 index items: lacks a"] }),
+    ("no-deleted-item-returned", { $0.deviceChecks[1].returnedProblems = ["device 1 index items holds a, which the app deleted"] }),
+    ("search-matches-calls", { $0.findings.append("device 3's search for 'a' returned a deleted item") }),
+    ("projections-equal-rebuild", { $0.cloudRebuildProblems = ["the cloud's projections differ from a rebuild of its log"] }),
+    ("epochs-never-reused", { $0.findings.append("device 0 moved its epoch 1 to 2, which it had already used") }),
+] }
+
+@Suite struct InvariantTests {
+    @Test func aPassingRunPassesEveryInvariant() throws {
+        let run = try passingRun()
+        for result in run.results { #expect(result.passed, "\(result.name): \(result.detail)") }
+    }
+
+    @Test func everyInvariantHasAWayToBreakItHere() {
+        #expect(breakers.map(\.name) == Invariant.all.map(\.name))
+    }
+
+    @Test(arguments: breakers.map(\.name))
+    func eachInvariantCatchesTheRunThatBreaksIt(name: String) throws {
+        let run = try passingRun()
+        let invariant = try #require(Invariant.all.first { $0.name == name })
+        let breakIt = try #require(breakers.first { $0.name == name }).breakIt
+        var evidence = run.evidence
+        try breakIt(&evidence)
+        let broken = invariant.result(FinishedRun(evidence))
+        #expect(!broken.passed, "\(name) passed a run that breaks it: \(broken.detail)")
+    }
+
+    /// The oracle's cloud follows the semantics: a vote counts once per
+    /// device while live, and signals count only from a live voter.
+    @Test func theOraclesCloudCountsSignalsOnlyFromLiveVoters() {
+        var model = CloudModel()
+        model.apply(.view(0), device: "a", day: 1)
+        model.apply(.vote(0), device: "a", day: 1)
+        model.apply(.vote(0), device: "a", day: 1)
+        model.apply(.view(0), device: "a", day: 1)
+        model.apply(.withdraw(0), device: "a", day: 1)
+        model.apply(.engaged(0), device: "a", day: 1)
+        let entry = model.entries[0]
+        #expect(entry?.live.isEmpty == true && entry?.everVoted == ["a"])
+        #expect(entry?.popularity == Popularity(views: 1))
+    }
+}
