@@ -56,12 +56,8 @@ extension Simulator {
         guard let number else { return }
         try settle(devices[number])
         recordRemoteOutcome(reply, device: devices[number])
-        if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
-        if networkFaults && networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
-        var delivered = reply
-        let latency = transit(&delivered)
-        counters.bytesDown += delivered.count
-        queue.schedule(.toDevice(number, request: request, bytes: delivered), at: world.milliseconds + latency)
+        guard let arrival = network.carryReply(reply, to: number, now: world.milliseconds, replaying: false, counters: &counters) else { return }
+        queue.schedule(.toDevice(number, request: request, bytes: arrival.bytes), at: arrival.at)
     }
 
     /// Counts the reply as the embedded cloud's outcome would be counted: an

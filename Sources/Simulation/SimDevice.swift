@@ -68,9 +68,6 @@ final class SimDevice {
     var sessionNumber: UInt64 = 0
     var inFlight: UInt64?
     var offlineUntil: Int64 = 0
-    /// The last reply the cloud sent the device, which the network may
-    /// replay in place of a later one.
-    var lastReply: [UInt8]?
     var nextProbe: Int64 = 0
     var lastPending = 0 {
         didSet { maxPending = max(maxPending, lastPending) }

@@ -37,7 +37,6 @@ extension Simulator {
     func randomDevice() -> SimDevice { devices[faultRandom.below(devices.count)] }
 
     func partition() {
-        nextPartition += 1
         let members: Set<Int>?
         switch faultRandom.below(100) {
         case 0..<50: members = [faultRandom.below(devices.count)]
@@ -45,9 +44,9 @@ extension Simulator {
         default: members = nil
         }
         let direction = faultRandom.below(10)
-        partitions.append(Partition(id: nextPartition, members: members, blocksRequests: direction != 0, blocksReplies: direction != 1))
+        let id = network.partition(members: members, blocksRequests: direction != 0, blocksReplies: direction != 1)
         counters.fault(.partition)
-        queue.schedule(.heal(partition: nextPartition), at: world.milliseconds + faultRandom.between(5_000, 120_000))
+        queue.schedule(.heal(partition: id), at: world.milliseconds + faultRandom.between(5_000, 120_000))
     }
 
     /// Ends the device's sync session where it stands. The device must be
@@ -377,8 +376,8 @@ extension Simulator {
         let head = attack >= 4 && options.remote == nil ? (try? cloud?.heldEpochs(device: Simulator.hostileName))?.map { $0[1] ?? 0 } : nil
         let bytes: [UInt8]
         switch attack {
-        case 1 where !captured.isEmpty:
-            bytes = captured[faultRandom.below(captured.count)]
+        case 1 where !network.captured.isEmpty:
+            bytes = network.captured[faultRandom.below(network.captured.count)]
         case 2:
             bytes = signed((1...20).map { _ in vote() }, from: 1)
         case 3:
@@ -398,7 +397,7 @@ extension Simulator {
                                 records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: vote())],
                                 key: forgedKey).encoded
         }
-        queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + networkRandom.between(5, 60))
+        queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + network.latency())
     }
 
     /// The catalogue entry the hostile device votes for and floods.

@@ -5,41 +5,20 @@ import IndexModel
 import Snapshot
 import SyncWire
 
-/// The simulated network: delivery, latency and the network faults.
+/// The loop's side of the network (`SimNetwork`): what a device sends and
+/// what the cloud answers, scheduled as the network says they arrive, and
+/// the oracle's watch for private text on the wire.
 extension Simulator {
-    // MARK: - The network
-
-    var networkFaults: Bool {
-        if case .faults = phase { return true }
-        return false
-    }
-
     func send(from device: SimDevice, request: UInt64, bytes: [UInt8]) {
         counters.bytesUp += bytes.count
         counters.framesScanned += 1
         scanForCanary(bytes, from: device)
         let now = world.milliseconds
-        guard now >= device.offlineUntil,
-              !partitions.contains(where: { $0.blocksRequests && $0.covers(device.number) }) else { return }
-        if networkFaults {
-            if captured.count < 64 { captured.append(bytes) } else { captured[networkRandom.below(64)] = bytes }
-            if networkRandom.chance(plan.requestLoss) { counters.fault(.requestLost); return }
+        guard now >= device.offlineUntil else { return }
+        for arrival in network.carryRequest(bytes, from: device.number, now: now, counters: &counters) {
+            queue.schedule(.toCloud(from: arrival.replayed ? nil : device.number, request: arrival.replayed ? 0 : request,
+                                    bytes: arrival.bytes), at: arrival.at)
         }
-        var delivered = bytes
-        let latency = transit(&delivered)
-        if networkFaults {
-            if networkRandom.chance(plan.duplication) {
-                counters.fault(.duplicated)
-                queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered),
-                               at: now + latency + networkRandom.between(1, 3_000))
-            }
-            if networkRandom.chance(plan.replay), !captured.isEmpty {
-                counters.fault(.replayed)
-                queue.schedule(.toCloud(from: nil, request: 0, bytes: captured[networkRandom.below(captured.count)]),
-                               at: now + networkRandom.between(1_000, 60_000))
-            }
-        }
-        queue.schedule(.toCloud(from: device.number, request: request, bytes: delivered), at: now + latency)
     }
 
     /// What a device must have heard from the cloud to be quiet: news since
@@ -73,41 +52,10 @@ extension Simulator {
         }
         let result = cloud.ingest(bytes)
         counters.record(result.outcome)
-        guard let number else { return }
-        if partitions.contains(where: { $0.blocksReplies && $0.covers(number) }) { return }
-        if networkFaults && networkRandom.chance(plan.replyLoss) { counters.fault(.replyLost); return }
-        var reply = result.reply
-        let device = devices[number]
-        defer { device.lastReply = result.reply }
-        if networkFaults, let old = device.lastReply, networkRandom.chance(plan.replay) {
-            counters.fault(.replyReplayed)
-            reply = old
-        }
-        let latency = transit(&reply)
-        counters.bytesDown += reply.count
-        queue.schedule(.toDevice(number, request: request, bytes: reply), at: world.milliseconds + latency)
-    }
-
-    /// What the way there does to a frame or a reply: its latency, and in the
-    /// fault phase a delay (which reorders) and a flipped bit, each as the plan says.
-    func transit(_ bytes: inout [UInt8]) -> Int64 {
-        var latency = networkRandom.between(5, 60)
-        guard networkFaults else { return latency }
-        if networkRandom.chance(plan.delay) {
-            counters.fault(.delayed)
-            latency += networkRandom.between(500, 6_000)
-        }
-        if networkRandom.chance(plan.bitFlip) {
-            counters.fault(.bitFlip)
-            flipBit(&bytes)
-        }
-        return latency
-    }
-
-    func flipBit(_ bytes: inout [UInt8]) {
-        guard !bytes.isEmpty else { return }
-        let bit = networkRandom.below(bytes.count * 8)
-        bytes[bit / 8] ^= UInt8(1 << (bit % 8))
+        guard let number,
+              let arrival = network.carryReply(result.reply, to: number, now: world.milliseconds, replaying: true, counters: &counters)
+        else { return }
+        queue.schedule(.toDevice(number, request: request, bytes: arrival.bytes), at: arrival.at)
     }
 
     /// Every frame a device sends is searched for the canary that marks

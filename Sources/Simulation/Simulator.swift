@@ -36,16 +36,6 @@ public final class Simulator {
         case drillRestore
     }
 
-    struct Partition {
-        let id: UInt64
-        /// Nil: every device.
-        let members: Set<Int>?
-        let blocksRequests: Bool
-        let blocksReplies: Bool
-
-        func covers(_ device: Int) -> Bool { members?.contains(device) ?? true }
-    }
-
     enum Phase {
         case faults
         case converging(since: Int64)
@@ -62,8 +52,8 @@ public final class Simulator {
     let world: WorldClock
     let catalogue: Catalogue
     var faultRandom: SimRandom
-    var networkRandom: SimRandom
     var timingRandom: SimRandom
+    let network: SimNetwork
     let cloudRandom: SeededRandom
     let cloudPath: String
     var cloud: CloudIndex?
@@ -88,9 +78,6 @@ public final class Simulator {
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
-    var partitions: [Partition] = []
-    var nextPartition: UInt64 = 0
-    var captured: [[UInt8]] = []
     var hostileKey: [UInt8]?
     private(set) var phase = Phase.faults
     private var finishedDevices = 0
@@ -133,7 +120,7 @@ public final class Simulator {
         }
         self.plan = plan
         faultRandom = root.split()
-        networkRandom = root.split()
+        network = SimNetwork(plan: plan, random: root.split())
         timingRandom = root.split()
         cloudRandom = SeededRandom(seed: root.next())
         world = WorldClock(start: Simulator.start.millisecondsSince1970)
@@ -428,7 +415,7 @@ public final class Simulator {
                 queue.schedule(.chaos, at: world.milliseconds + 1_000)
             }
         case .heal(let id):
-            partitions.removeAll { $0.id == id }
+            network.heal(id)
         case .cloudUp(let restore, let incarnation):
             if cloud == nil && incarnation == cloudIncarnation {
                 if restore { try settleAll() }
@@ -649,7 +636,7 @@ public final class Simulator {
     private func startConvergence() {
         let now = world.milliseconds
         phase = .converging(since: now)
-        partitions.removeAll()
+        network.endFaults()
         for device in devices { device.offlineUntil = 0 }
         // A restore begun when the cloud went down is carried through.
         if cloud == nil { queue.schedule(.cloudUp(restore: pendingCloudRestore != nil, incarnation: cloudIncarnation), at: now) }
