@@ -44,8 +44,7 @@ extension Simulator {
             device.offlineUntil = world.milliseconds + Simulator.drillOutage
         case .cloud:
             crashCloud(restore: false)
-            cloudIncarnation += 1
-            StoreFiles.remove(cloudPath)
+            cloudHost.destroyStore()
         }
         self.drill = drill
         queue.schedule(.drillRestore, at: world.milliseconds + Simulator.drillOutage)

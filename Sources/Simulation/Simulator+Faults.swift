@@ -31,7 +31,7 @@ extension Simulator {
             device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
         }
         if cloud != nil, faultRandom.chance(plan.cloudCrashes * perTick) { crashCloud(restore: false) }
-        if cloud != nil, !cloudSnapshots.isEmpty, faultRandom.chance(plan.cloudRestores * perTick) { crashCloud(restore: true) }
+        if cloud != nil, !cloudHost.snapshots.isEmpty, faultRandom.chance(plan.cloudRestores * perTick) { crashCloud(restore: true) }
     }
 
     func randomDevice() -> SimDevice { devices[faultRandom.below(devices.count)] }
@@ -172,93 +172,29 @@ extension Simulator {
     /// The cloud goes down; with `restore`, to come up from a backup.
     func crashCloud(restore: Bool) {
         counters.fault(restore ? .cloudRestore : .cloudCrash)
-        cloud = nil
-        cloudIncarnation += 1
-        queue.schedule(.cloudUp(restore: restore, incarnation: cloudIncarnation),
+        cloudHost.crash()
+        queue.schedule(.cloudUp(restore: restore, incarnation: cloudHost.incarnation),
                        at: world.milliseconds + faultRandom.between(2_000, 30_000))
         if restore { beginCloudRestore() }
     }
 
-    /// Chooses the backup the cloud comes up from, if it has one, and
-    /// extracts it beside the store while the cloud is down, then checks it
-    /// (`PendingCloudRestore`): on `restoreLane`, when there is a call lane.
-    /// Restoring on the event loop took about 1.2 s of it per restore at
-    /// 10,000 devices. The store's file stays as the crash left it until
-    /// `bringCloudUp` puts the backup in its place (a device restored
-    /// meanwhile reads it).
+    /// Stages the cloud's restore from its latest backup, or a third of the
+    /// time the one before, whose messages the devices may have dropped
+    /// since (they make them again from their journals).
     func beginCloudRestore() {
-        guard !cloudSnapshots.isEmpty else { return }
-        // Mostly the latest backup; a third of the time the one before,
-        // whose messages the devices may have dropped since (they make
-        // them again from their journals).
-        let chosen = cloudSnapshots.count > 1 && faultRandom.chance(1.0 / 3) ? cloudSnapshots.count - 2 : cloudSnapshots.count - 1
-        let pending = PendingCloudRestore(chosen: chosen, snapshot: cloudSnapshots[chosen], staging: cloudPath + ".staged",
-                                          checked: cloudPath + ".checked-\(cloudIncarnation)")
-        if lane != nil {
-            // Room for this restore's two jobs while the last one's checks run.
-            let restoreLane = self.restoreLane ?? CallLane(capacity: 2, name: "sightline-restore")
-            self.restoreLane = restoreLane
-            let cargo = LaneCargo(value: pending)
-            pending.extraction = restoreLane.hand { cargo.value.extract(copyingForChecks: true) }
-            pending.verification = restoreLane.hand { cargo.value.verify() }
-        } else {
-            pending.extract(copyingForChecks: false)
-            pending.verify()
-        }
-        pendingCloudRestore = pending
+        cloudHost.beginRestore { faultRandom.chance(1.0 / 3) }
     }
 
-    /// Waits for the checks of the last cloud restore, if they may still be
-    /// running, and stops the run if they failed: when the next restored
-    /// cloud comes up, and before the run's checks.
-    func settleCloudRestoreChecks() throws(SimulationError) {
-        guard let verifying = verifyingCloudRestore else { return }
-        verifyingCloudRestore = nil
-        if let job = verifying.verification { restoreLane?.settle(job) }
-        if let failure = verifying.verificationFailure {
-            throw SimulationError("the cloud could not be restored from \(verifying.snapshot): \(failure)")
-        }
-    }
-
+    /// Brings the cloud up. After a restore, what the restored cloud lacks a
+    /// device sends again from its outbox or makes again from its journal;
+    /// what neither the cloud nor the device's journal has (a wipe took it)
+    /// is lost with both copies: no longer owed.
     func bringCloudUp(restore: Bool) throws {
-        if restore, let pending = pendingCloudRestore {
-            pendingCloudRestore = nil
-            if let job = pending.extraction { restoreLane?.settle(job) }
-            // The restore thread checks the previous restore before it
-            // extracts this one, so this waits only if the loop extracted it.
-            try settleCloudRestoreChecks()
-            do {
-                if let failure = pending.extractionFailure ?? (pending.verification == nil ? pending.verificationFailure : nil) {
-                    throw failure
-                }
-                try CloudIndex.finishRestore(staged: pending.staging, to: cloudPath, options: CloudOptions(clock: world))
-            } catch {
-                throw SimulationError("the cloud could not be restored from \(pending.snapshot): \(error)")
-            }
-            if pending.verification != nil { verifyingCloudRestore = pending }
-            // Backups newer than the one restored are of a history the
-            // cloud no longer has: let go.
-            let chosen = pending.chosen
-            for newer in cloudSnapshots[(chosen + 1)...] { StoreFiles.remove(newer) }
-            cloudSnapshots.removeSubrange((chosen + 1)...)
-            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            where name.hasPrefix("cloud.sqlite.replaced-") {
-                StoreFiles.remove(directory + "/" + name)
-            }
-        }
-        let cloud = try openCloud()
-        self.cloud = cloud
-        if restore {
-            // What the restored cloud lacks, a device sends again from its
-            // outbox or makes again from its journal; what neither the cloud
-            // nor the device's journal has (a wipe took it) is lost with both
-            // copies: no longer owed.
-            let held = try cloud.heldEpochsByDevice()
-            for device in devices {
-                let holds = try reach(device, cloudHolds: held[device.name] ?? [:])
-                try owe(device, atMost: holds)
-                capDurableSeen(device, atMost: holds)
-            }
+        guard let held = try cloudHost.bringUp(restore: restore) else { return }
+        for device in devices {
+            let holds = try reach(device, cloudHolds: held[device.name] ?? [:])
+            try owe(device, atMost: holds)
+            capDurableSeen(device, atMost: holds)
         }
     }
 
@@ -300,50 +236,17 @@ extension Simulator {
         }
     }
 
-    /// What the cloud holds of `device` now, per epoch, read from its store
-    /// even while it is down (its file is intact until a restore replaces it).
+    /// What the cloud holds of `device` now, per epoch, even while it is down.
     func cloudHolds(_ device: SimDevice) throws -> [UInt64: UInt64] {
-        if let cloud { return try cloud.heldEpochs(device: device.name) }
-        return try CloudIndex(at: .file(cloudPath), options: CloudOptions(readOnly: true)).heldEpochs(device: device.name)
+        try cloudHost.holds(device: device.name)
     }
 
-    /// Copies the cloud store for a backup snapshot. The lane (if any)
-    /// writes the file, which touches only files, while the loop goes on;
-    /// `cloudSnapshotWriteTime` later `finishCloudSnapshot` makes it the
-    /// cloud's backup.
-    /// Writing took a tenth of the event loop's time near the end of a
-    /// 10,000-device run, when it is the only thread with work.
+    /// Takes a cloud snapshot, which becomes the cloud's backup once its
+    /// file is written, `cloudSnapshotWriteTime` later.
     func takeCloudSnapshot() throws {
-        guard let cloud else { return }
-        cloudSnapshotsTaken += 1
-        let copy = try cloud.copyForSnapshot(to: directory + "/cloud-\(cloudSnapshotsTaken).slsnap")
-        let pending = PendingCloudSnapshot(copy: copy, incarnation: cloudIncarnation)
-        if let lane {
-            let cargo = LaneCargo(value: pending)
-            pending.job = lane.hand { cargo.value.write() }
-        } else {
-            pending.write()
+        if try cloudHost.takeSnapshot() {
+            queue.schedule(.cloudSnapshotWritten, at: world.milliseconds + Simulator.cloudSnapshotWriteTime)
         }
-        pendingCloudSnapshot = pending
-        queue.schedule(.cloudSnapshotWritten, at: world.milliseconds + Simulator.cloudSnapshotWriteTime)
-    }
-
-    /// The pending snapshot's file is written: it becomes the cloud's backup
-    /// (devices may now drop what it holds), unless the cloud went down
-    /// meanwhile, which loses it.
-    func finishCloudSnapshot() throws {
-        guard let pending = pendingCloudSnapshot else { return }
-        pendingCloudSnapshot = nil
-        if let job = pending.job { lane?.settle(job) }
-        if let failure = pending.failure { throw SimulationError("the cloud could not be backed up: \(failure)") }
-        guard let cloud, cloudIncarnation == pending.incarnation else {
-            pending.copy.discard()
-            return
-        }
-        try cloud.recordSnapshot(pending.copy)
-        cloudSnapshots.append(pending.copy.destination)
-        // The two latest are kept.
-        if cloudSnapshots.count > 2 { StoreFiles.remove(cloudSnapshots.removeFirst()) }
     }
 
     /// A hostile device, enrolled like any other, attacks:
@@ -411,95 +314,5 @@ extension Simulator {
         var content = entry.content
         content.title = "Poisoned " + (content.title ?? "")
         return content
-    }
-}
-
-/// A cloud restore being staged while the cloud is down (`beginCloudRestore`).
-///
-/// With a call lane, the restore thread extracts the backup and copies what
-/// it extracted, and the cloud comes up on the extraction as soon as it is
-/// there (`bringCloudUp`), while the same thread checks the copy
-/// (`CloudIndex.verifyStaged`: the integrity check, the log's chain and the
-/// projections against a replay, most of a restore's time). The copy is the
-/// same bytes as the store the cloud serves, so the checks say what they
-/// would have said before it came up; if they fail the run stops as it did
-/// when they ran first (`Simulator.settleCloudRestoreChecks`). Waiting for
-/// them cost seed 2 of the 10,000-device run 4.7 s of its event loop, for
-/// five restores. Without a lane, as in a
-/// drill, the checks come first, as `CloudIndex.stageRestore` makes them.
-final class PendingCloudRestore: @unchecked Sendable {
-    /// The backup's place in `Simulator.cloudSnapshots`.
-    let chosen: Int
-    let snapshot: String
-    let staging: String
-    /// Where the copy that is checked is kept: a path of this restore's
-    /// own, since the last restore's checks may still be reading theirs.
-    let checked: String
-    var extraction: CallLane.Job?
-    var verification: CallLane.Job?
-    private var manifest: CloudSnapshotManifest?
-    private var copied = false
-    private(set) var extractionFailure: CloudError?
-    private(set) var verificationFailure: CloudError?
-
-    init(chosen: Int, snapshot: String, staging: String, checked: String) {
-        self.chosen = chosen
-        self.snapshot = snapshot
-        self.staging = staging
-        self.checked = checked
-    }
-
-    func extract(copyingForChecks copying: Bool) {
-        do {
-            let extracted = try CloudIndex.extractForRestore(snapshot: snapshot, at: staging)
-            if copying {
-                StoreFiles.remove(checked)
-                try FileManager.default.copyItem(atPath: staging, toPath: checked)
-                copied = true
-            }
-            manifest = extracted
-        } catch let error as CloudError {
-            extractionFailure = error
-        } catch {
-            StoreFiles.remove(staging)
-            extractionFailure = CloudError(.snapshot, "cannot copy the extracted cloud store for its checks: \(error)")
-        }
-    }
-
-    func verify() {
-        guard let manifest else { return }
-        do {
-            // Opened only to be checked: the store's clock and random source
-            // reach nothing the run keeps.
-            try CloudIndex.verifyStaged(copied ? checked : staging, manifest: manifest,
-                                        options: CloudOptions(clock: ManualClock(Timestamp(millisecondsSince1970: 0)),
-                                                              random: SeededRandom(seed: 0), durability: .normal))
-        } catch {
-            verificationFailure = error
-        }
-        if copied { StoreFiles.remove(checked) }
-    }
-}
-
-/// A cloud snapshot whose file is being written, on the lane or already.
-final class PendingCloudSnapshot: @unchecked Sendable {
-    let copy: CloudSnapshotCopy
-    /// The cloud's incarnation when the copy was taken.
-    let incarnation: Int
-    var job: CallLane.Job?
-    private(set) var failure: CloudError?
-
-    init(copy: CloudSnapshotCopy, incarnation: Int) {
-        self.copy = copy
-        self.incarnation = incarnation
-    }
-
-    /// Writes the file with one thread: the other core is the event loop's.
-    func write() {
-        do {
-            try copy.write(workers: 1)
-        } catch {
-            failure = error
-        }
     }
 }

@@ -34,13 +34,7 @@ extension Simulator {
     /// converging, 122,000 of 144,000 in a 10,000-device run. A remote cloud
     /// says only how long its log is, so there every frame it took is news.
     func cloudNews() throws -> CloudNews {
-        if options.remote != nil, let cloud {
-            return CloudNews(incarnation: cloudIncarnation, mark: try cloud.logHead())
-        }
-        if newsRead.accepted != counters.accepted || newsRead.news.incarnation != cloudIncarnation, let cloud {
-            newsRead = (counters.accepted, CloudNews(incarnation: cloudIncarnation, mark: try cloud.contentRequestHead()))
-        }
-        return newsRead.news
+        try cloudHost.news(accepted: counters.accepted)
     }
 
     func deliverToCloud(from number: Int?, request: UInt64, bytes: [UInt8]) throws {

@@ -54,27 +54,13 @@ public final class Simulator {
     var faultRandom: SimRandom
     var timingRandom: SimRandom
     let network: SimNetwork
-    let cloudRandom: SeededRandom
-    let cloudPath: String
-    var cloud: CloudIndex?
-    var cloudIncarnation = 0
-    /// The cloud's news as last read, with the accepted count it was read at
-    /// (only an accepted frame or a new incarnation changes it).
-    var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
-    /// The cloud's kept backups, oldest first.
-    var cloudSnapshots: [String] = []
+    /// The cloud, its incarnations, backups and restores.
+    let cloudHost: CloudHost
+    /// The running cloud; nil while it is down.
+    var cloud: CloudIndex? { cloudHost.cloud }
     /// The numbers of the devices that have taken a backup, in order: a
     /// device restore picks among them.
     var backedUpDevices: [Int] = []
-    var cloudSnapshotsTaken = 0
-    /// The cloud snapshot being written, if any (`takeCloudSnapshot`).
-    var pendingCloudSnapshot: PendingCloudSnapshot?
-    /// The cloud restore being staged while the cloud is down, if any
-    /// (`beginCloudRestore`).
-    var pendingCloudRestore: PendingCloudRestore?
-    /// The last cloud restore, while its checks may still be running on the
-    /// restore thread (`settleCloudRestoreChecks`).
-    var verifyingCloudRestore: PendingCloudRestore?
     var devices: [SimDevice] = []
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
@@ -89,14 +75,6 @@ public final class Simulator {
     /// The second thread for app calls (`SimulationOptions.callLane`); nil:
     /// every call runs on the event loop's thread.
     let lane: CallLane?
-    /// A thread for cloud restores, made with the first (when there is a
-    /// call lane): it extracts the backup while the cloud is down, 2 to 30
-    /// virtual seconds, which near the end of a 10,000-device run is little
-    /// wall time, and checks a copy of it once the cloud is up
-    /// (`PendingCloudRestore`). Queued behind the lane's calls a restore
-    /// started late, and the loop then waited for it; on a thread of its own
-    /// it begins at once and uses what the two busy threads leave.
-    var restoreLane: CallLane?
     /// Called before the loop handles each event, for tests that make a
     /// fault happen at one exact moment (a crash while a reply is being taken).
     var beforeEvent: ((Event) throws -> Void)?
@@ -122,7 +100,7 @@ public final class Simulator {
         faultRandom = root.split()
         network = SimNetwork(plan: plan, random: root.split())
         timingRandom = root.split()
-        cloudRandom = SeededRandom(seed: root.next())
+        let cloudRandom = SeededRandom(seed: root.next())
         world = WorldClock(start: Simulator.start.millisecondsSince1970)
         catalogue = Catalogue(app: options.app, size: options.catalogueSize)
         if let given = options.directory {
@@ -137,7 +115,8 @@ public final class Simulator {
             directory = base + "/sightline-sim-\(options.seed)-\(UUID().uuidString)"
             removeDirectory = true
         }
-        cloudPath = options.remote?.storePath ?? directory + "/cloud.sqlite"
+        cloudHost = CloudHost(path: options.remote?.storePath ?? directory + "/cloud.sqlite", directory: directory, world: world,
+                              random: cloudRandom, threshold: options.threshold, isRemote: options.remote != nil, lane: lane)
         do {
             if FileManager.default.fileExists(atPath: directory) {
                 let existing = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -154,16 +133,15 @@ public final class Simulator {
         }
         let cloud: CloudIndex
         if let remote = options.remote {
-            cloud = try Simulator.openRemoteStore(remote, options: options)
+            cloud = cloudHost.adopt(try Simulator.openRemoteStore(remote, options: options))
         } else {
             do {
-                cloud = try openCloud()
+                cloud = try cloudHost.start()
                 try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
             } catch {
                 throw SimulationError("cannot set the simulation's cloud up: \(error)")
             }
         }
-        self.cloud = cloud
         func enrol(_ device: String) throws -> [UInt8] {
             if let remote = options.remote { return try remote.enrol(app: options.app, device: device) }
             return try cloud.enrol(app: options.app, device: device, enrolmentSecret: Simulator.enrolmentSecret)
@@ -201,7 +179,6 @@ public final class Simulator {
 
     deinit {
         lane?.close()
-        restoreLane?.close()
         removeScratchDirectory()
     }
 
@@ -263,12 +240,6 @@ public final class Simulator {
         StoreOptions(clock: clock, random: random, durability: .normal, app: app)
     }
 
-    func openCloud() throws(CloudError) -> CloudIndex {
-        try CloudIndex(at: .file(cloudPath), options: CloudOptions(clock: world, random: cloudRandom,
-                                                                  threshold: options.threshold, durability: .normal,
-                                                                  exclusive: true))
-    }
-
     // MARK: - Running
 
     /// Runs the fault phase and the convergence phase, then checks the
@@ -306,10 +277,8 @@ public final class Simulator {
                 try handle(next.event)
             }
             try settleAll()
-            try settleCloudRestoreChecks()
-            // A snapshot still being written when the run went quiet never became the cloud's backup.
-            pendingCloudSnapshot?.copy.discard()
-            pendingCloudSnapshot = nil
+            try cloudHost.settleRestoreChecks()
+            cloudHost.discardPendingSnapshot()
         } catch let error as SimulationError {
             throw error
         } catch {
@@ -417,7 +386,7 @@ public final class Simulator {
         case .heal(let id):
             network.heal(id)
         case .cloudUp(let restore, let incarnation):
-            if cloud == nil && incarnation == cloudIncarnation {
+            if cloud == nil && incarnation == cloudHost.incarnation {
                 if restore { try settleAll() }
                 try bringCloudUp(restore: restore)
             }
@@ -425,7 +394,7 @@ public final class Simulator {
             try takeCloudSnapshot()
             queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
         case .cloudSnapshotWritten:
-            try finishCloudSnapshot()
+            try cloudHost.finishSnapshot()
         case .deviceBackup(let number):
             if case .faults = phase {
                 try settle(devices[number])
@@ -639,7 +608,9 @@ public final class Simulator {
         network.endFaults()
         for device in devices { device.offlineUntil = 0 }
         // A restore begun when the cloud went down is carried through.
-        if cloud == nil { queue.schedule(.cloudUp(restore: pendingCloudRestore != nil, incarnation: cloudIncarnation), at: now) }
+        if cloud == nil {
+            queue.schedule(.cloudUp(restore: cloudHost.pendingRestore != nil, incarnation: cloudHost.incarnation), at: now)
+        }
         queue.schedule(.convergenceCheck, at: now + 5_000)
     }
 

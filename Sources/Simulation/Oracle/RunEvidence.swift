@@ -76,7 +76,7 @@ extension Simulator {
             cloud = running
         } else {
             do throws(CloudError) {
-                cloud = try CloudIndex(at: .file(cloudPath))
+                cloud = try CloudIndex(at: .file(cloudHost.path))
             } catch {
                 return .failure(error)
             }
