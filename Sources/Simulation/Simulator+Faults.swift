@@ -22,7 +22,8 @@ extension Simulator {
             dropSession(device)
         }
         if faultRandom.chance(min(1, plan.deviceRestores * perTick * count)) {
-            if !backedUpDevices.isEmpty { try restore(devices[backedUpDevices[faultRandom.below(backedUpDevices.count)]]) }
+            let backedUp = fleet.backedUp
+            if !backedUp.isEmpty { try restore(devices[backedUp[faultRandom.below(backedUp.count)]]) }
         }
         if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
             let device = randomDevice()
@@ -79,11 +80,7 @@ extension Simulator {
         let backup = SimDevice.Backup(path: directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap",
                                       model: device.model, epoch: device.epoch, calls: device.calls,
                                       groups: device.expected[device.epoch]?.count ?? 0, takenAt: world.milliseconds)
-        if device.backups.isEmpty {
-            // Kept in order without sorting: it grows by one device at a time.
-            let place = backedUpDevices.firstIndex { $0 > device.number } ?? backedUpDevices.endIndex
-            backedUpDevices.insert(device.number, at: place)
-        }
+        fleet.noteBackup(of: device)
         device.backups.append(backup)
         if device.backups.count > 3 {
             StoreFiles.remove(device.backups.removeFirst().path)

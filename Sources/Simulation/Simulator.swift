@@ -58,10 +58,9 @@ public final class Simulator {
     let cloudHost: CloudHost
     /// The running cloud; nil while it is down.
     var cloud: CloudIndex? { cloudHost.cloud }
-    /// The numbers of the devices that have taken a backup, in order: a
-    /// device restore picks among them.
-    var backedUpDevices: [Int] = []
-    var devices: [SimDevice] = []
+    /// The devices and where their calls run.
+    let fleet: Fleet
+    var devices: [SimDevice] { fleet.devices }
     var queue = EventQueue<Event>()
     var nextRequest: UInt64 = 0
     var hostileKey: [UInt8]?
@@ -74,7 +73,7 @@ public final class Simulator {
     private let progress: ((Double) -> Void)?
     /// The second thread for app calls (`SimulationOptions.callLane`); nil:
     /// every call runs on the event loop's thread.
-    let lane: CallLane?
+    var lane: CallLane? { fleet.lane }
     /// Called before the loop handles each event, for tests that make a
     /// fault happen at one exact moment (a crash while a reply is being taken).
     var beforeEvent: ((Event) throws -> Void)?
@@ -87,7 +86,8 @@ public final class Simulator {
         self.options = options
         self.progress = progress
         // A drill reads every device's store at each reply; it runs serially.
-        lane = options.callLane && options.drill == nil ? CallLane() : nil
+        let lane = options.callLane && options.drill == nil ? CallLane() : nil
+        fleet = Fleet(lane: lane)
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
         var plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
@@ -155,11 +155,11 @@ public final class Simulator {
             let stores = try makeStores(seeds.map(\.store))
             let keys = try stores.map { new in try enrol(new.store.deviceID.rawValue) }
             let cargo = LaneCargo(value: stores)
-            _ = try onBothThreads(stores.count) { number in
+            _ = try fleet.onBothThreads(stores.count) { number in
                 Result { try cargo.value[number].store.setDeviceKey(keys[number]) }
             }
             for (number, new) in stores.enumerated() {
-                devices.append(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
+                fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
                                          workload: Workload(device: number, random: seeds[number].workload)))
             }
             if plan.hostile {
@@ -178,7 +178,8 @@ public final class Simulator {
     }
 
     deinit {
-        lane?.close()
+        fleet.close()
+        cloudHost.close()
         removeScratchDirectory()
     }
 
@@ -205,7 +206,7 @@ public final class Simulator {
     /// A store for each seed, in order (setting up 10,000 stores took 3.4 s
     /// on one thread).
     private func makeStores(_ seeds: [UInt64]) throws -> [NewStore] {
-        try onBothThreads(seeds.count) { [options, world, directory] number in
+        try fleet.onBothThreads(seeds.count) { [options, world, directory] number in
             let clock = DeviceClock(world: world)
             let random = SeededRandom(seed: seeds[number])
             let location: StoreLocation = options.directory == nil ? .memory : .file(Simulator.devicePath(directory, number))
@@ -214,18 +215,6 @@ public final class Simulator {
                          clock: clock, random: random, location: location)
             }
         }
-    }
-
-    /// `work` for each of `0..<count`, and what each made, in order: with the
-    /// call lane, the lane takes every other number while this thread takes
-    /// the rest. For setting up, where each number touches only its own device.
-    private func onBothThreads<Value>(_ count: Int, _ work: @escaping @Sendable (Int) -> Result<Value, any Error>) throws -> [Value] {
-        guard let lane, count > 1 else { return try (0..<count).map { try work($0).get() } }
-        let odd = LaneCargo(value: ResultShelf<Value>())
-        let job = lane.hand { odd.value.results = stride(from: 1, to: count, by: 2).map(work) }
-        let even = stride(from: 0, to: count, by: 2).map(work)
-        lane.settle(job)
-        return try (0..<count).map { number in try (number % 2 == 0 ? even[number / 2] : odd.value.results[number / 2]).get() }
     }
 
     func devicePath(_ number: Int) -> String { Simulator.devicePath(directory, number) }
@@ -464,41 +453,20 @@ public final class Simulator {
 
     // MARK: - The call lane
 
-    /// Runs `work`, which touches only `device`, where a device's own work
-    /// runs: on the lane, at the device's clock pinned to now, until the loop
-    /// settles the device; without the lane, or when the lane's queue is
-    /// full, here at once. What it returns is what `settle` takes.
-    ///
-    /// A full queue means the lane is thousands of calls behind: the loop
-    /// does the call itself, as it does a call it settles before the lane
-    /// began it, rather than wait for room (which cost a 10,000-device run
-    /// 1.5 s).
+    /// Runs `work`, which touches only `device`, where the device's own
+    /// work runs (`Fleet.handOff`), and records what it left if it ran here.
     func handOff(_ device: SimDevice, _ work: @escaping (SimDevice) -> SimDevice.Turn) throws(SimulationError) {
-        if let lane {
-            device.clock.pin(at: world.milliseconds)
-            let cargo = LaneCargo(value: device), job = LaneCargo(value: work)
-            if let handed = lane.handIfRoom({ cargo.value.turn = job.value(cargo.value) }) {
-                device.laneJob = handed
-                return
-            }
-            device.clock.unpin()
-        }
-        device.turn = work(device)
-        try settle(device)
+        if let turn = fleet.handOff(device, now: world.milliseconds, work) { try record(turn) }
     }
 
-    /// Makes sure `device`'s call on the lane (if any) has run (waiting for
-    /// the lane if it is running it, running it here if the lane has not
-    /// begun it), and takes what it left: the event loop calls this before it
+    /// Makes sure `device`'s work on the lane (if any) has run and records
+    /// what it left (`Fleet.settle`): the event loop calls this before it
     /// reads or changes anything of the device's. Throws what stopped the call.
     func settle(_ device: SimDevice) throws(SimulationError) {
-        if let lane, let job = device.laneJob {
-            lane.settle(job)
-            device.laneJob = nil
-            device.clock.unpin()
-        }
-        guard let turn = device.turn else { return }
-        device.turn = nil
+        if let turn = fleet.settle(device) { try record(turn) }
+    }
+
+    private func record(_ turn: SimDevice.Turn) throws(SimulationError) {
         counters.searches += turn.searches
         findings += turn.findings
         if let failure = turn.failure { throw failure }
@@ -511,7 +479,7 @@ public final class Simulator {
     /// behind it instead of waiting for it to reach them.
     func settleAll() throws(SimulationError) {
         for device in devices { try settle(device) }
-        lane?.waitForAll()
+        fleet.waitForLane()
     }
 
     /// A device batches its uploads: it syncs every 10 to 30 virtual seconds

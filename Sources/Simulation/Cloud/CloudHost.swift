@@ -55,7 +55,14 @@ final class CloudHost {
         self.lane = lane
     }
 
-    deinit {
+    private var closed = false
+
+    deinit { close() }
+
+    /// Waits for the restore thread's jobs and ends it; once.
+    func close() {
+        guard !closed else { return }
+        closed = true
         restoreLane?.close()
     }
 
