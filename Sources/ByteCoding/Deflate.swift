@@ -112,6 +112,10 @@ public enum Deflate {
     static let maximumExpansion = 1_032
 }
 
+/// Why `Deflate.decompress` refused its input: the bytes are not exactly one
+/// raw deflate stream, or zlib could not start (`corrupt`, with the reason); or
+/// they inflate to more than the caller's limit (`tooLarge`), found while
+/// inflating, so the refusal costs at most the limit in memory.
 public enum DeflateError: Error, Hashable, Sendable, CustomStringConvertible {
     case corrupt(String)
     case tooLarge(limit: Int)

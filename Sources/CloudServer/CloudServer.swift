@@ -116,6 +116,8 @@ public struct CloudServer: Sendable {
         return TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(key))
     }
 
+    /// A certificate file that `tlsConfiguration(certificateFile:keyFile:)`
+    /// cannot serve from: it holds no PEM certificate. The description names the file.
     public struct TLSFileError: Error, CustomStringConvertible {
         public let description: String
         init(_ description: String) { self.description = description }

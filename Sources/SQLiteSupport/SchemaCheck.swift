@@ -167,6 +167,8 @@ public enum SchemaCheck {
     }
 }
 
+/// A `sqlite_master` entry that `SchemaCheck` cannot read as text, so the
+/// restored file's schema cannot be compared and the file is refused.
 public struct SchemaCheckError: Error, CustomStringConvertible {
     public let message: String
     public init(_ message: String) { self.message = message }

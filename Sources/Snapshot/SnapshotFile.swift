@@ -511,6 +511,8 @@ private final class RoundSlots<Value>: @unchecked Sendable {
 
 /// Why a snapshot cannot be written or used.
 public struct SnapshotError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure, for callers that act on it (a wrong key is the
+    /// user's to fix; a corrupt chunk is the file's); `message` says the details.
     public enum Code: String, Hashable, Sendable {
         case io, malformed, truncated, corrupt, unsupportedVersion, keyRequired, wrongKey, mismatch, exists
     }

@@ -69,6 +69,9 @@ public struct HTTPTransport: Transport {
 
 /// Enrols a device with the cloud: POST /v1/enrol.
 public enum HTTPEnrolment {
+    /// The cloud answered but issued no key: its HTTP status and why, in the
+    /// cloud's own message when its JSON body carried one. A cloud that cannot
+    /// be reached throws AsyncHTTPClient's error instead.
     public struct Failure: Error, CustomStringConvertible {
         public let status: UInt
         public let message: String

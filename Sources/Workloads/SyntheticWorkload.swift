@@ -6,6 +6,8 @@ import IndexModel
 /// client state, activities (private and public), shown and engaged results, and,
 /// when asked, expirations and clock advances. The same seed gives the same calls.
 public struct SyntheticWorkload: Sendable {
+    /// The shape of the stream. The defaults: two indexes, 400 item
+    /// identifiers each, no clock. The same options and seed give the same calls.
     public struct Options: Sendable {
         public var indexes: [String] = ["photos", "notes"]
         /// Item identifiers are drawn from this many per index, so calls revisit items.

@@ -1,5 +1,6 @@
 /// A payload that cannot be decoded: what was wrong, and at which byte offset.
 public struct CodecError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of fault, for callers that act on it; `message` says the details.
     public enum Code: String, Hashable, Sendable {
         case truncated
         case overlongVarint

@@ -34,6 +34,7 @@ public enum JSONValue: Hashable, Sendable {
 /// The members of a JSON object in document order. Keys are unique: the reader
 /// refuses a document that repeats one.
 public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral {
+    /// One member of an object: its key and its value.
     public struct Member: Hashable, Sendable {
         public var key: String
         public var value: JSONValue

@@ -5,6 +5,7 @@
 /// refused by `validate()`; values arriving from files are checked by the
 /// operations parser before they get here.
 public struct AttributeSet: Hashable, Sendable {
+    /// One attribute: its key and its value. A set holds at most one entry per key.
     public struct Entry: Hashable, Sendable {
         public let key: AttributeKey
         public let value: AttributeValue

@@ -7,6 +7,8 @@
 /// attribute (or NULL when it has none). Names that are *only* columns, such as
 /// an item's identifier, are not attributes and `*` does not look at them.
 public struct SQLTarget: Hashable, Sendable {
+    /// What a column holds, which decides how the compiler compares it: a
+    /// value of another kind than the column's never matches.
     public enum ColumnKind: Hashable, Sendable {
         /// TEXT.
         case text
@@ -16,6 +18,7 @@ public struct SQLTarget: Hashable, Sendable {
         case date
     }
 
+    /// A table column that holds one attribute's value, by its SQL name.
     public struct Column: Hashable, Sendable {
         public var name: String
         public var kind: ColumnKind
@@ -41,6 +44,7 @@ public struct SQLTarget: Hashable, Sendable {
 /// `arguments`; `sql` is built from the target's column names, operators and
 /// the function names in `QueryFunctions`.
 public struct SQLCondition: Hashable, Sendable {
+    /// A value bound to one `?` of `sql`, in the order the placeholders appear.
     public enum Argument: Hashable, Sendable {
         case text(String)
         case integer(Int64)

@@ -21,6 +21,7 @@ public enum AttributeScope: Hashable, Sendable {
     case anyAttributeOrContent
 }
 
+/// The operator of a comparison; its raw value is how a query writes it.
 public enum ComparisonOperator: String, Hashable, Sendable, CaseIterable {
     case equal = "=="
     case notEqual = "!="
@@ -70,7 +71,9 @@ public enum QueryValue: Hashable, Sendable {
 /// A quoted string with its modifiers. Double quotes allow `*` wildcards; single
 /// quotes match the whole value literally.
 public struct TextLiteral: Hashable, Sendable {
+    /// The quote the literal is written in: double allows wildcards, single does not.
     public enum Quote: Hashable, Sendable { case double, single }
+    /// A run of literal text, or a `*` that matches any run of characters.
     public enum Piece: Hashable, Sendable {
         case literal(String)
         case wildcard
