@@ -2,11 +2,12 @@ import IndexModel
 import IndexQuery
 import SyncWire
 
-/// The cloud aggregator's operations, whatever keeps its data. `CloudIndex` is
-/// the SQLite (GRDB) backend; another backend (PostgreSQL) implements the same
-/// protocol and applies the same rules, which are kept free of storage:
-/// `FramePlacement` for exactly-once ingestion and `ThresholdRule` for the
-/// public index. `CloudServer` and the search run on any `CloudStore`.
+/// The cloud aggregator's operations, whatever keeps its data. `CloudIndex`
+/// is its backend on SQLite (GRDB). The rules a backend applies are kept free
+/// of storage, so that another backend calls the same code:
+/// `FramePlacement` for exactly-once ingestion, `ThresholdRule` and
+/// `ContentRule` for the public index, `PopularityRule` for the counts.
+/// `CloudServer` and the search run on any `CloudStore`.
 public protocol CloudStore: Sendable {
     /// K: live votes from distinct devices before a hash's content is asked for and shown.
     var threshold: Int { get }
