@@ -108,12 +108,13 @@ public final class CloudIndex: CloudStore {
     let enrolled = Mutex<[String: EnrolledDevice]>([:])
     /// What the fold knows of vote rows between frames (`IngestMemory`).
     let ingestMemory = IngestMemory()
-    /// The statements ingest runs for every frame, kept for the connection's
-    /// life (`CloudStatement`).
-    let statements = StatementSlots(count: CloudStatement.allCases.count)
-    /// BEGIN and COMMIT for every read and write, from GRDB's cache: a
-    /// restore closes the restored store explicitly.
-    let transactions = TransactionStatements()
+    /// What the connection keeps across its transactions: BEGIN and COMMIT
+    /// for every read and write, and the statements ingest runs for every
+    /// frame (`CloudStatement`). From GRDB's cache, not owned: a restore
+    /// closes the restored store explicitly.
+    let connection = ConnectionStatements(groups: [CloudStatement.allCases.count])
+    /// The statements ingest runs for every frame.
+    var statements: StatementSlots { connection.group(0) }
 
     /// SQLite's page cache for the store, allocated only as pages are read.
     /// Ingest reads a few pages at random per frame (the device's row, its
@@ -278,7 +279,7 @@ public final class CloudIndex: CloudStore {
 
     func write<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.cachedWrite(transactions, body)
+            return try queue.cachedWrite(connection, body)
         } catch let error as CloudError {
             throw error
         } catch {
@@ -288,7 +289,7 @@ public final class CloudIndex: CloudStore {
 
     func read<T>(_ body: (Database) throws -> T) throws(CloudError) -> T {
         do {
-            return try queue.snapshotRead(transactions, body)
+            return try queue.snapshotRead(connection, body)
         } catch let error as CloudError {
             throw error
         } catch {

@@ -107,7 +107,7 @@ extension CloudIndex {
             return reject(error, device: name, frame: frame, key: device.key)
         }
         do {
-            let decision = try queue.cachedWrite(transactions) { db in
+            let decision = try queue.cachedWrite(connection) { db in
                 try self.apply(frame, messages: messages, app: device.app, db: db)
             }
             switch decision {

@@ -355,7 +355,7 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
-            return try queue.cachedWrite(writePath.transactions) { db in
+            return try queue.cachedWrite(writePath.connection) { db in
                 if !keepsMemos || !isInMemory { forgetMemos() }
                 return try body(db)
             }
@@ -392,7 +392,7 @@ public final class DeviceStore: Sendable {
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            return try queue.snapshotRead(writePath.transactions, body)
+            return try queue.snapshotRead(writePath.connection, body)
         } catch let error as DeviceStoreError {
             throw error
         } catch {

@@ -11,12 +11,13 @@ import SyncWire
 /// Only touched inside the store's transactions, which its queue runs one at
 /// a time; hence unchecked.
 final class WritePath: @unchecked Sendable {
+    /// The connection's kept statements: BEGIN and COMMIT for every read and
+    /// write of the store, and one group for each of the four below.
+    let connection: ConnectionStatements
     let journal: StatementSlots
     let projector: StatementSlots
     let privacy: StatementSlots
     let outbox: StatementSlots
-    /// BEGIN and COMMIT, for every read and write of the store.
-    let transactions: TransactionStatements
     let expiry = Projector.EarliestExpiry()
     /// The journal's last row after the last append on this path; nil when
     /// not known. `DeviceStore.write` forgets it like the expiry date.
@@ -28,17 +29,19 @@ final class WritePath: @unchecked Sendable {
     var outboxHead: OutboxPosition?
 
     /// `owned`: the statements are prepared outside GRDB's cache and kept
-    /// only here (`StatementSlots(count:owned:)`), for the path of an
+    /// only here (`ConnectionStatements(groups:owned:)`), for the path of an
     /// in-memory store, which lives as long as its connection and is never
     /// closed explicitly: a simulation keeps 10,000 of them. A store file's
     /// connection may be closed explicitly (a restore closes the restored
     /// file), so its path takes its statements from GRDB's cache, as a
     /// one-off path does.
     init(owned: Bool = false) {
-        journal = StatementSlots(count: JournalAppender.statementCount, owned: owned)
-        projector = StatementSlots(count: Projector.statementCount, owned: owned)
-        privacy = StatementSlots(count: PrivacyProjection.statementCount, owned: owned)
-        outbox = StatementSlots(count: OutboxState.Statement.allCases.count, owned: owned)
-        transactions = TransactionStatements(owned: owned)
+        connection = ConnectionStatements(groups: [JournalAppender.statementCount, Projector.statementCount,
+                                                   PrivacyProjection.statementCount, OutboxState.Statement.allCases.count],
+                                          owned: owned)
+        journal = connection.group(0)
+        projector = connection.group(1)
+        privacy = connection.group(2)
+        outbox = connection.group(3)
     }
 }
