@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 import SyncWire
 
 /// What ingest remembers between frames about which wanted hashes each
@@ -34,7 +35,7 @@ final class AskMemory {
     /// change number of `changes[0]`.
     private var changes: [PublicHash] = []
     private var first = 0
-    private var devices: [String: Device] = [:]
+    private var devices: [DeviceID: Device] = [:]
 
     /// The most changes and devices kept; past them the oldest changes, or
     /// every device, are forgotten (and checked in full at their next ack).
@@ -61,11 +62,11 @@ final class AskMemory {
         return changes[(mark - first)...]
     }
 
-    func device(_ name: String) -> Device? {
+    func device(_ name: DeviceID) -> Device? {
         devices[name]
     }
 
-    func remember(_ device: Device, for name: String) {
+    func remember(_ device: Device, for name: DeviceID) {
         if devices[name] == nil, devices.count >= AskMemory.keptDevices { devices.removeAll(keepingCapacity: true) }
         devices[name] = device
     }

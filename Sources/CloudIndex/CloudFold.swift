@@ -37,9 +37,9 @@ struct CloudFold {
     let threshold: Int
     /// How many live voters must offer the same content (`ContentRule`).
     let agreement: Int
-    let voter: (String, PublicHash) -> [UInt8]
-    let key: (String, PublicHash) -> [UInt8]
-    let contentDigest: (String, PublicContent) -> [UInt8]
+    let voter: (DeviceID, PublicHash) -> [UInt8]
+    let key: (AppID, PublicHash) -> [UInt8]
+    let contentDigest: (AppID, PublicContent) -> [UInt8]
 
     /// Folds one frame's messages, accepted at `receivedAt`, with `memory`
     /// (`IngestMemory`'s on ingest; one for a whole replay). Signals only
@@ -47,7 +47,7 @@ struct CloudFold {
     /// per hash and written once at the end of the frame; everything else is
     /// applied in order. The device's allowances are written when `memory`
     /// is flushed: the caller flushes it before its transaction commits.
-    func apply(_ messages: ArraySlice<OutboxMessage>, device: String, app: String, logSeq: Int64, receivedAt: Timestamp,
+    func apply(_ messages: ArraySlice<OutboxMessage>, device: DeviceID, app: AppID, logSeq: Int64, receivedAt: Timestamp,
                memory: FoldMemory) throws {
         var signals: [PublicHash: Popularity] = [:]
         // The device's entries, taken out of the memory while the frame is
@@ -182,7 +182,7 @@ struct CloudFold {
     /// voter's earlier one, and makes it public once `agreement` live voters
     /// offered the same bytes. Offers are kept only while the hash is wanted.
     /// Returns whether the content became public.
-    private func offer(_ content: PublicContent, app: String, key: Data, voter: [UInt8], liveVotes: Int64, logSeq: Int64) throws -> Bool {
+    private func offer(_ content: PublicContent, app: AppID, key: Data, voter: [UInt8], liveVotes: Int64, logSeq: Int64) throws -> Bool {
         let digest = Data(contentDigest(app, content))
         try db.cachedStatement(sql: """
             INSERT INTO content_offers (app, key, voter, digest) VALUES (?, ?, ?, ?)
@@ -206,7 +206,7 @@ struct CloudFold {
     }
 
     /// Reads the device's vote row for the entry's hash into it.
-    private func load(_ state: FoldMemory.Entry, app: String) throws {
+    private func load(_ state: FoldMemory.Entry, app: AppID) throws {
         if let read = try readVote(app: app, key: state.key, voter: state.voter) {
             state.vote = FoldMemory.Vote(token: read.token, live: read.live, allowance: read.allowance)
         }
@@ -215,7 +215,7 @@ struct CloudFold {
 
     /// Gives the hash the next wanted seq: every device of the app is asked
     /// for its content (again).
-    private func markWanted(app: String, key: Data) throws {
+    private func markWanted(app: AppID, key: Data) throws {
         let next = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0) + 1
         try db.cachedStatement(sql: """
             INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
@@ -226,7 +226,7 @@ struct CloudFold {
     }
 
     /// A hash's live votes and whether its content is public, if it is counted.
-    private func hashState(app: String, key: Data) throws -> (liveVotes: Int64, hasContent: Bool)? {
+    private func hashState(app: AppID, key: Data) throws -> (liveVotes: Int64, hasContent: Bool)? {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT live_votes, has_content FROM hashes WHERE app = ? AND key = ?"),
                                          arguments: [app, key]) else { return nil }
         return (try Stored.count(Stored.column(row, 0, "hashes.live_votes"), "hashes.live_votes"),
@@ -234,7 +234,7 @@ struct CloudFold {
     }
 
     /// The device's vote for a hash under its pseudonym, if it voted.
-    private func readVote(app: String, key: Data, voter: [UInt8]) throws -> (token: [UInt8], live: Bool, allowance: PopularityRule.Allowance)? {
+    private func readVote(app: AppID, key: Data, voter: [UInt8]) throws -> (token: [UInt8], live: Bool, allowance: PopularityRule.Allowance)? {
         let read = try statements.statement(.readVote, db)
         defer { read.reset() }
         read.bind(1, app)
@@ -248,7 +248,7 @@ struct CloudFold {
         return (read.blob(0), read.int64(1) != 0, PopularityRule.Allowance(day: read.int64(2), used: used))
     }
 
-    private func setVote(live: Bool, app: String, key: Data, voter: [UInt8]) throws {
+    private func setVote(live: Bool, app: AppID, key: Data, voter: [UInt8]) throws {
         let update = try statements.statement(.setVoteLive, db)
         update.bind(1, live)
         update.bind(2, app)
@@ -261,7 +261,7 @@ struct CloudFold {
     /// hash's state around the threshold: at K without content it becomes
     /// wanted (and its raw hash is kept, to ask for it); below K its raw hash,
     /// content and offers go.
-    private func changeVotes(app: String, key: Data, hash: PublicHash, live: Int64, voters: Int64, asks: AskMemory) throws {
+    private func changeVotes(app: AppID, key: Data, hash: PublicHash, live: Int64, voters: Int64, asks: AskMemory) throws {
         let change = try statements.statement(.changeVotes, db)
         change.bind(1, app)
         change.bind(2, key)
@@ -347,7 +347,7 @@ final class FoldMemory {
 
     /// A class, so that the fold changes it where the memory holds it.
     final class Entry {
-        let app: String
+        let app: AppID
         let key: Data
         let voter: [UInt8]
         /// The vote row, once read or written: nil when the device never voted.
@@ -357,7 +357,7 @@ final class FoldMemory {
         /// Whether the store holds `vote.allowance` (else `flush` writes it).
         var isAllowanceWritten = true
 
-        init(app: String, key: Data, voter: [UInt8]) {
+        init(app: AppID, key: Data, voter: [UInt8]) {
             self.app = app
             self.key = key
             self.voter = voter
@@ -365,7 +365,7 @@ final class FoldMemory {
     }
 
     /// By device, then by hash.
-    var devices: [String: [PublicHash: Entry]] = [:]
+    var devices: [DeviceID: [PublicHash: Entry]] = [:]
     /// How many entries are held.
     var count = 0
     /// The entries whose allowance `flush` must write.

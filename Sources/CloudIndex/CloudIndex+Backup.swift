@@ -53,7 +53,7 @@ public struct CloudSnapshotCopy: Sendable {
     let held: [HeldPosition]
 
     struct HeldPosition: Sendable {
-        let device: String
+        let device: DeviceID
         let epoch: Int64
         let seq: Int64
     }

@@ -5,7 +5,7 @@ import SyncWire
 
 /// What the cloud knows about one public hash of one app.
 public struct HashEntry: Hashable, Sendable {
-    public let app: String
+    public let app: AppID
     /// The keyed hash the cloud files it under.
     public let key: [UInt8]
     /// The public hash itself, known only while the hash has K live votes.
@@ -46,7 +46,7 @@ public struct CloudStats: Hashable, Sendable {
 
 extension CloudIndex {
     /// Every hash the cloud counts for `app`, in key order.
-    public func entries(app: String) throws(CloudError) -> [HashEntry] {
+    public func entries(app: AppID) throws(CloudError) -> [HashEntry] {
         try read { db in
             try Row.fetchAll(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? ORDER BY h.key", arguments: [app])
                 .map { row throws(CloudError) in try CloudIndex.entry(row) }
@@ -54,7 +54,7 @@ extension CloudIndex {
     }
 
     /// One hash's entry, if the cloud has counted it.
-    public func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry? {
+    public func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry? {
         let key = Data(key(app: app, hash: hash))
         return try read { db in
             try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.key = ?", arguments: [app, key])
@@ -63,7 +63,7 @@ extension CloudIndex {
     }
 
     /// The last seq the cloud holds of each epoch of `device`.
-    public func heldEpochs(device: String) throws(CloudError) -> [UInt64: UInt64] {
+    public func heldEpochs(device: DeviceID) throws(CloudError) -> [UInt64: UInt64] {
         try read { db in
             var held: [UInt64: UInt64] = [:]
             let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?"),
@@ -78,12 +78,12 @@ extension CloudIndex {
 
     /// `heldEpochs(device:)` of every device that sent anything, read in one
     /// pass (after a cloud restore the simulator asks for all 10,000).
-    public func heldEpochsByDevice() throws(CloudError) -> [String: [UInt64: UInt64]] {
+    public func heldEpochsByDevice() throws(CloudError) -> [DeviceID: [UInt64: UInt64]] {
         try read { db in
-            var held: [String: [UInt64: UInt64]] = [:]
+            var held: [DeviceID: [UInt64: UInt64]] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT device, epoch, last_seq FROM device_epochs")
             while let row = try rows.next() {
-                let device: String = try Stored.column(row, 0, "device_epochs.device")
+                let device: DeviceID = try Stored.column(row, 0, "device_epochs.device")
                 held[device, default: [:]][try Stored.position(Stored.column(row, 1, "device_epochs.epoch"), "device_epochs.epoch of \(device)")] =
                     try Stored.position(Stored.column(row, 2, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)")
             }

@@ -24,7 +24,7 @@ extension CloudStore {
     /// `filter`, a Core Spotlight query (`docs/QUERY.md`), keeps only the items it
     /// matches, over `HashEntry.queryAttributes`. The public index holds only
     /// items with K votes, so it is scanned whole.
-    public func search(app: String, text: String, filter: CompiledQuery? = nil, limit: Int = 20) throws(CloudError) -> [PublicResult] {
+    public func search(app: AppID, text: String, filter: CompiledQuery? = nil, limit: Int = 20) throws(CloudError) -> [PublicResult] {
         let words = SearchText.search(text, limit: 16)
         var results: [PublicResult] = []
         for entry in try publicIndex(app: app) {

@@ -99,13 +99,13 @@ public final class CloudIndex: CloudStore {
     }
 
     private struct KeyMemoEntry: Hashable {
-        let app: String
+        let app: AppID
         let hash: PublicHash
     }
     /// Enrolled devices' apps and keys, as ingest has read them. A device is
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
-    let enrolled = Mutex<[String: EnrolledDevice]>([:])
+    let enrolled = Mutex<[EnrolledName: EnrolledDevice]>([:])
     /// What the fold knows of vote rows between frames (`IngestMemory`).
     let ingestMemory = IngestMemory()
     /// What the connection keeps across its transactions: BEGIN and COMMIT
@@ -123,9 +123,15 @@ public final class CloudIndex: CloudStore {
     /// with 64 MiB 306,000, and took 2–4 s less.
     static let pageCacheBytes = 64 << 20
 
+    /// A device as a frame names it: device names are per app.
+    struct EnrolledName: Hashable {
+        let app: AppID
+        let name: DeviceID
+    }
+
     struct EnrolledDevice {
         /// The id the cloud keeps the device's stream under (`deviceID`).
-        let id: String
+        let id: DeviceID
         let key: [UInt8]
     }
 
@@ -303,8 +309,8 @@ public final class CloudIndex: CloudStore {
     /// secret of a registered app. Only a hash of the secret is kept.
     /// `maximumDevices` (nil: no limit) caps the devices that may enrol for
     /// it; devices enrolled already stay.
-    public func registerApp(_ app: String, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError) {
-        try CloudIndex.checkName(app, "app")
+    public func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError) {
+        try CloudIndex.checkName(app.rawValue, "app")
         guard enrolmentSecret.utf8.count >= 16 else {
             throw CloudError(.invalidOption, "the enrolment secret of \(app) must be at least 16 bytes")
         }
@@ -332,9 +338,9 @@ public final class CloudIndex: CloudStore {
     /// proof later gets the same key back, so a device whose first answer was
     /// lost is not locked out. Any other request for the name is refused as
     /// `alreadyEnrolled`. Without a proof, the name can be enrolled only once.
-    public func enrol(app: String, device: String, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8] {
-        try CloudIndex.checkName(app, "app")
-        try CloudIndex.checkName(device, "device")
+    public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8] {
+        try CloudIndex.checkName(app.rawValue, "app")
+        try CloudIndex.checkName(device.rawValue, "device")
         if let proof, !(16...64).contains(proof.count) {
             throw CloudError(.invalidOption, "an enrolment proof is 16 to 64 bytes, not \(proof.count)")
         }
@@ -377,10 +383,10 @@ public final class CloudIndex: CloudStore {
     /// name, or, when another app's device already has that id, the app and
     /// the name on two lines (names never hold a line break). Device names
     /// are per app; the log, the epochs and the fold know devices by id.
-    static func deviceID(app: String, name: String, db: Database) throws -> String {
+    static func deviceID(app: AppID, name: DeviceID, db: Database) throws -> DeviceID {
         let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)"),
                                       arguments: [name]) ?? false
-        return taken ? app + "\n" + name : name
+        return taken ? DeviceID(app.rawValue + "\n" + name.rawValue) : name
     }
 
     static func checkName(_ name: String, _ what: String) throws(CloudError) {
@@ -399,12 +405,12 @@ public final class CloudIndex: CloudStore {
     /// The keyed hash the projections file `hash` of `app` under: HMAC-SHA256
     /// with the cloud's secret. Below K this is all the projections hold, so a
     /// copy of them does not let anyone test which URLs were voted for.
-    func key(app: String, hash: PublicHash) -> [UInt8] {
+    func key(app: AppID, hash: PublicHash) -> [UInt8] {
         let entry = KeyMemoEntry(app: app, hash: hash)
         if let known = keyMemo.withLock({ $0[entry] }) { return known }
         var writer = BinaryWriter()
         writer.string("hash")
-        writer.string(app)
+        writer.string(app.rawValue)
         writer.raw(hash.bytes)
         var mac = secretMAC.initial
         mac.update(data: writer.bytes)
@@ -419,9 +425,9 @@ public final class CloudIndex: CloudStore {
     /// The cloud's pseudonym for `device` voting on `hash`: the key its votes are
     /// counted under. Derived with the cloud's secret, so the projections never
     /// name a device, and one device can never count twice for one hash.
-    func voter(device: String, hash: PublicHash) -> [UInt8] {
+    func voter(device: DeviceID, hash: PublicHash) -> [UInt8] {
         var writer = BinaryWriter()
-        writer.string(device)
+        writer.string(device.rawValue)
         writer.raw(hash.bytes)
         var mac = secretMAC.initial
         mac.update(data: writer.bytes)
@@ -431,10 +437,10 @@ public final class CloudIndex: CloudStore {
     /// The keyed digest an offer of `content` for a hash of `app` is kept
     /// under: equal exactly when the content's encoded bytes are, and useless
     /// to anyone without the cloud's secret for testing what a device offered.
-    func contentDigest(app: String, content: PublicContent) -> [UInt8] {
+    func contentDigest(app: AppID, content: PublicContent) -> [UInt8] {
         var writer = BinaryWriter()
         writer.string("content")
-        writer.string(app)
+        writer.string(app.rawValue)
         content.encode(to: &writer)
         var mac = secretMAC.initial
         mac.update(data: writer.bytes)

@@ -47,11 +47,11 @@ enum CloudLog {
 
     /// SHA-256 over the previous row's hash, then the row's device, epoch, first
     /// and last seq, first accepted seq, payload digest and receive time.
-    static func chainHash(previous: [UInt8], device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
+    static func chainHash(previous: [UInt8], device: DeviceID, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
                           acceptedFrom: UInt64, digest: [UInt8], receivedAt: Timestamp) -> [UInt8] {
         var writer = BinaryWriter(capacity: 128)
         writer.raw(previous)
-        writer.string(device)
+        writer.string(device.rawValue)
         writer.uvarint(epoch)
         writer.uvarint(firstSeq)
         writer.uvarint(lastSeq)
@@ -81,7 +81,7 @@ enum CloudLog {
 /// when its frame was accepted.
 struct LoggedFrame: Sendable {
     let seq: Int64
-    let device: String
+    let device: DeviceID
     let epoch: Int64
     let lastSeq: Int64
     /// When the cloud accepted the frame: the day its signals count towards.
@@ -94,11 +94,11 @@ struct LoggedFrame: Sendable {
 struct LogReplay {
     let fold: CloudFold
     /// Each enrolled device's app.
-    var apps: [String: String] = [:]
+    var apps: [DeviceID: AppID] = [:]
     /// Each device's epochs and the last seq the log holds of each, written
     /// to `device_epochs` by `finish()`: nothing in the fold reads them, and
     /// an upsert per row was an eighth of a replay.
-    private var epochs: [String: [Int64: Int64]] = [:]
+    private var epochs: [DeviceID: [Int64: Int64]] = [:]
     /// The vote rows the replay has met (`FoldMemory`).
     private let memory = FoldMemory(limit: 1 << 20)
 
@@ -257,8 +257,8 @@ extension CloudIndex {
         }
     }
 
-    private static func enrolledApps(_ db: Database) throws -> [String: String] {
-        var apps: [String: String] = [:]
+    private static func enrolledApps(_ db: Database) throws -> [DeviceID: AppID] {
+        var apps: [DeviceID: AppID] = [:]
         for row in try Row.fetchAll(db, sql: "SELECT device, app FROM devices") {
             apps[try Stored.column(row, 0, "devices.device")] = try Stored.column(row, 1, "devices.app")
         }
@@ -294,7 +294,7 @@ extension CloudIndex {
 /// One row of the cloud log, as the journal tools read it.
 public struct CloudLogRecord: Sendable {
     public let seq: Int64
-    public let device: String
+    public let device: DeviceID
     public let epoch: UInt64
     public let firstSeq: UInt64
     public let lastSeq: UInt64

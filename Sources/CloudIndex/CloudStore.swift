@@ -14,18 +14,18 @@ public protocol CloudStore: Sendable {
     /// The store's current time (its injected clock), for `$time` in queries.
     var now: Timestamp { get }
 
-    func registerApp(_ app: String, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
+    func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
     /// the same key again (`CloudIndex.enrol`).
-    func enrol(app: String, device: String, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8]
+    func enrol(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8]
     /// Reads a frame and checks its signature, storing nothing: the device is
     /// proven, or the refusal to send comes back (`docs/CLOUD.md`, "Ingest").
     func authenticate(_ frame: [UInt8]) -> FrameAuthentication
     /// Ingests an authenticated frame and returns the reply; never throws.
     func ingest(_ frame: AuthenticatedFrame) -> IngestResult
 
-    func entries(app: String) throws(CloudError) -> [HashEntry]
-    func entry(app: String, hash: PublicHash) throws(CloudError) -> HashEntry?
+    func entries(app: AppID) throws(CloudError) -> [HashEntry]
+    func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
 
     func verifyLog() throws(CloudError) -> CloudLogVerification
@@ -156,12 +156,12 @@ public enum ThresholdRule {
 
 extension CloudStore {
     /// Registers an app without a device quota.
-    public func registerApp(_ app: String, enrolmentSecret: String) throws(CloudError) {
+    public func registerApp(_ app: AppID, enrolmentSecret: String) throws(CloudError) {
         try registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: nil)
     }
 
     /// Enrols a device that offers no proof: its name can be enrolled once.
-    public func enrol(app: String, device: String, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
+    public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
         try enrol(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: nil)
     }
 
@@ -176,7 +176,7 @@ extension CloudStore {
 
     /// The public index of `app`: the hashes with K live votes whose content
     /// arrived, most engaged first.
-    public func publicIndex(app: String) throws(CloudError) -> [HashEntry] {
+    public func publicIndex(app: AppID) throws(CloudError) -> [HashEntry] {
         try entries(app: app).filter(\.isPublic).sorted { a, b in
             if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
             if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }

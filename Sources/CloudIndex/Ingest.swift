@@ -19,7 +19,7 @@ public struct IngestResult: Sendable {
     public let reply: [UInt8]
     public let outcome: Outcome
     /// The sending device, once the frame could be read.
-    public let device: String?
+    public let device: DeviceID?
 }
 
 /// A frame whose structure was read and whose signature is its enrolled
@@ -29,13 +29,13 @@ public struct AuthenticatedFrame: Sendable {
     /// under (its name unless another app's device had it first).
     public let frame: UploadFrame
     /// The device's name, as the frame gave it: replies are addressed to it.
-    public let name: String
+    public let name: DeviceID
     /// The app the device enrolled for, which the frame names.
-    public let app: String
+    public let app: AppID
     /// The device's key, which signs the reply.
     let key: [UInt8]
 
-    init(frame: UploadFrame, id: String, app: String, key: [UInt8]) {
+    init(frame: UploadFrame, id: DeviceID, app: AppID, key: [UInt8]) {
         name = frame.device
         var stored = frame
         stored.device = id
@@ -45,7 +45,7 @@ public struct AuthenticatedFrame: Sendable {
     }
 
     /// The sending device's name, proven by its signature.
-    public var device: String { name }
+    public var device: DeviceID { name }
 }
 
 /// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.
@@ -141,8 +141,8 @@ extension CloudIndex {
     /// The id and key of the device named `name` in `app`, or nil when it is
     /// not enrolled. Each frame needs them, so they are remembered after the
     /// first read.
-    private func enrolledDevice(app: String, name: String) throws -> EnrolledDevice? {
-        let memo = app + "\n" + name
+    private func enrolledDevice(app: AppID, name: DeviceID) throws -> EnrolledDevice? {
+        let memo = EnrolledName(app: app, name: name)
         if let known = enrolled.withLock({ $0[memo] }) { return known }
         let read = try self.read { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT device, key FROM devices WHERE app = ? AND name = ?"),
@@ -154,8 +154,8 @@ extension CloudIndex {
         return read
     }
 
-    private func reject(_ error: WireError, device: String?, frame: UploadFrame?, key: [UInt8]?) -> IngestResult {
-        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device ?? "", answering: frame?.signature, key: key)
+    private func reject(_ error: WireError, device: DeviceID?, frame: UploadFrame?, key: [UInt8]?) -> IngestResult {
+        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device, answering: frame?.signature, key: key)
         return IngestResult(reply: reply, outcome: .rejected(error), device: device)
     }
 
@@ -167,7 +167,7 @@ extension CloudIndex {
 
     /// Classifies the frame against the device's epochs and, when it brings new
     /// messages, appends and folds them. Runs inside the write transaction.
-    private func apply(_ frame: UploadFrame, messages: [OutboxMessage], app: String, db: Database) throws -> Decision {
+    private func apply(_ frame: UploadFrame, messages: [OutboxMessage], app: AppID, db: Database) throws -> Decision {
         let read = try statements.statement(.epochs, db)
         read.bind(1, frame.device)
         var epochs: [(epoch: UInt64, last: UInt64)] = []
@@ -240,7 +240,7 @@ extension CloudIndex {
     /// (`AskMemory`) keeps each device's requests between frames, so an ack
     /// checks only the hashes that changed since the device's last ack and
     /// those `messages` voted for, withdrew or offered.
-    private func ack(device: String, app: String, through head: OutboxPosition, messages: [OutboxMessage], memory: FoldMemory,
+    private func ack(device: DeviceID, app: AppID, through head: OutboxPosition, messages: [OutboxMessage], memory: FoldMemory,
                      db: Database) throws -> Ack {
         let registry = try statements.statement(.registry, db)
         registry.bind(1, device)
@@ -288,7 +288,7 @@ extension CloudIndex {
     /// `hash` as a request to `device`, or nil when the device is not asked
     /// for it (`ContentRule.asksVoter`; the hash must be wanted). The
     /// device's pseudonym comes from the fold's memory when it has one.
-    private func request(_ hash: PublicHash, key: Data, device: String, app: String, memory: FoldMemory,
+    private func request(_ hash: PublicHash, key: Data, device: DeviceID, app: AppID, memory: FoldMemory,
                          db: Database) throws -> AskMemory.Request? {
         let ask = try statements.statement(.voterAsk, db)
         defer { ask.reset() }

@@ -49,7 +49,7 @@ enum Stored {
 /// `verifyLog`, a rebuild, `scanLog` and ingest's equivocation check decode.
 struct StoredLogRow {
     let seq: Int64
-    let device: String
+    let device: DeviceID
     let epoch: UInt64
     let firstSeq: UInt64
     let lastSeq: UInt64

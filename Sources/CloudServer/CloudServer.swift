@@ -90,10 +90,16 @@ public struct CloudServer: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let logger: Logger
     private let metrics: ServerMetrics
-    /// Keyed by `app/device`, charged only once a frame's signature verified.
-    private let devices: RateLimiter
+    /// Keyed by app and device, charged only once a frame's signature verified.
+    private let devices: RateLimiter<ProvenDevice>
     /// Keyed by client address, charged by every request that proves no device.
-    private let addresses: RateLimiter
+    private let addresses: RateLimiter<String>
+
+    /// A device as its signature proved it: names are per app.
+    private struct ProvenDevice: Hashable, Sendable {
+        let app: AppID
+        let device: DeviceID
+    }
 
     public init(cloud: any CloudStore, configuration: CloudServerConfiguration = CloudServerConfiguration(),
                 logger: Logger = Logger(label: "sightline.cloud")) {
@@ -187,7 +193,7 @@ public struct CloudServer: Sendable {
         }
         router.get("v1/apps/:app/public") { request, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            guard let app = context.parameters.get("app") else { return CloudServer.error(.badRequest, "malformed", "no app") }
+            guard let app = context.parameters.get("app").map(AppID.init) else { return CloudServer.error(.badRequest, "malformed", "no app") }
             let parameters = request.uri.queryParameters
             guard ["q", "limit", "query"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
                 return CloudServer.error(.badRequest, "malformed", "q, limit and query may each be given once")
@@ -215,7 +221,7 @@ public struct CloudServer: Sendable {
         }
         router.get("v1/apps/:app/items/:hash") { _, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            guard let app = context.parameters.get("app"), let hex = context.parameters.get("hash"),
+            guard let app = context.parameters.get("app").map(AppID.init), let hex = context.parameters.get("hash"),
                   let hash = PublicHash(hex: hex) else {
                 return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
             }
@@ -243,10 +249,12 @@ public struct CloudServer: Sendable {
             return CloudServer.error(.contentTooLarge, "tooLarge", "an enrolment request is at most 16 KiB")
         }
         guard case .object(let object)? = try? JSONReader.parse(String(decoding: body, as: UTF8.self)),
-              case .string(let app)? = object["app"], case .string(let device)? = object["device"],
+              case .string(let appName)? = object["app"], case .string(let deviceName)? = object["device"],
               case .string(let secret)? = object["secret"] else {
             return CloudServer.error(.badRequest, "malformed", "expected a JSON object with string members app, device and secret")
         }
+        let app = AppID(appName)
+        let device = DeviceID(deviceName)
         var proof: [UInt8]?
         if let member = object["proof"] {
             guard case .string(let encoded) = member, let decoded = Data(base64Encoded: encoded), (16...64).contains(decoded.count) else {
@@ -262,7 +270,7 @@ public struct CloudServer: Sendable {
             return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
         case .success(let key)?:
             logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
-            return CloudServer.json(.ok, ["device": .string(device), "key": .string(Data(key).base64EncodedString())])
+            return CloudServer.json(.ok, ["device": .string(device.rawValue), "key": .string(Data(key).base64EncodedString())])
         case .failure(let error)?:
             logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
             switch error.code {
@@ -304,7 +312,9 @@ public struct CloudServer: Sendable {
                     _ = addresses.allow(address, now: ContinuousClock.now)
                     return .result(refusal)
                 case .authenticated(let frame):
-                    guard devices.allow(frame.app + "/" + frame.device, now: ContinuousClock.now) else { return .deviceLimited(frame.device) }
+                    guard devices.allow(ProvenDevice(app: frame.app, device: frame.device), now: ContinuousClock.now) else {
+                        return .deviceLimited(frame.device)
+                    }
                     return .result(cloud.ingest(frame))
                 }
             }
@@ -320,7 +330,7 @@ public struct CloudServer: Sendable {
         case .result(let ingestResult):
             result = ingestResult
         }
-        let device = result.device ?? "-"
+        let device = result.device?.description ?? "-"
         switch result.outcome {
         case .accepted(let count):
             metrics.accepted(frames: 1, messages: count, bytes: body.count)
@@ -343,7 +353,7 @@ public struct CloudServer: Sendable {
 
     private enum Ingested: Sendable {
         case result(IngestResult)
-        case deviceLimited(String)
+        case deviceLimited(DeviceID)
     }
 
     /// Runs `body`, which blocks (SQLite), on NIO's blocking thread pool.

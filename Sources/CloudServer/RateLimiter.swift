@@ -6,11 +6,11 @@ import Synchronization
 /// forgotten; when every remembered key is still short of tokens, the ones
 /// idle longest go. Forgetting only ever lets a key through sooner, and a
 /// restart forgets everything, which errs the same way.
-final class RateLimiter: Sendable {
+final class RateLimiter<Key: Hashable & Sendable>: Sendable {
     private let rate: Double
     private let burst: Double
     private let capacity: Int
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Mutex<[Key: Bucket]>([:])
 
     private struct Bucket {
         var tokens: Double
@@ -25,7 +25,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Takes a token from `key`'s bucket, if it has one.
-    func allow(_ key: String, now: ContinuousClock.Instant) -> Bool {
+    func allow(_ key: Key, now: ContinuousClock.Instant) -> Bool {
         buckets.withLock { buckets in
             var bucket = refilled(buckets[key], now: now)
             let allowed = bucket.tokens >= 1
@@ -37,7 +37,7 @@ final class RateLimiter: Sendable {
     }
 
     /// Whether `key` has no token left, without taking one.
-    func isExhausted(_ key: String, now: ContinuousClock.Instant) -> Bool {
+    func isExhausted(_ key: Key, now: ContinuousClock.Instant) -> Bool {
         buckets.withLock { buckets in
             guard let bucket = buckets[key] else { return false }
             return refilled(bucket, now: now).tokens < 1
@@ -57,7 +57,7 @@ final class RateLimiter: Sendable {
     /// Makes room for at least a quarter of `capacity`: full buckets first,
     /// then the longest idle. Each pass costs a sweep of the map, and frees
     /// room for a quarter of its capacity, so a key costs O(log n) on average.
-    private func forget(in buckets: inout [String: Bucket], now: ContinuousClock.Instant) {
+    private func forget(in buckets: inout [Key: Bucket], now: ContinuousClock.Instant) {
         buckets = buckets.filter { refilled($0.value, now: now).tokens < burst }
         let keep = capacity - capacity / 4 - 1
         guard buckets.count > keep else { return }

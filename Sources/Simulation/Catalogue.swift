@@ -19,14 +19,14 @@ struct Catalogue {
     /// frame may ever contain it.
     static let canary = "SIMCANARY"
 
-    let app: String
+    let app: AppID
     let entries: [Entry]
     let sybil: Entry
     private let entryByHash: [PublicHash: Int]
     private let entryByURL: [String: Int]
     let popularity: ZipfDistribution
 
-    init(app: String, size: Int) {
+    init(app: AppID, size: Int) {
         self.app = app
         let words = ["trail", "summit", "lake", "harbour", "market", "museum", "garden", "bridge", "canyon", "island",
                      "forest", "castle", "beach", "valley", "river", "glacier"]

@@ -1,5 +1,6 @@
 import CloudIndex
 import Foundation
+import IndexModel
 import SyncWire
 
 /// A cloud the simulator does not run: a real `sightline cloud serve`, reached
@@ -16,7 +17,7 @@ public protocol RemoteCloud: Sendable {
     /// The served cloud's store file.
     var storePath: String { get }
     /// Enrols a device and returns its key.
-    func enrol(app: String, device: String) throws -> [UInt8]
+    func enrol(app: AppID, device: DeviceID) throws -> [UInt8]
     /// The cloud's reply to `frame`, or nil when none came (the outcome is unknown).
     func exchange(_ frame: [UInt8]) -> [UInt8]?
 }

@@ -101,7 +101,7 @@ final class SimDevice {
         self.workload = workload
     }
 
-    var name: String { store.deviceID.rawValue }
+    var name: DeviceID { store.deviceID }
 
     /// What one of the user's turns left for the event loop: the searches
     /// made, what they found wrong, and the error that stopped the run.

@@ -1,4 +1,5 @@
 import CloudIndex
+import IndexModel
 
 /// What one simulation run does. Everything that varies between runs is here
 /// or drawn from `seed`, so the same options replay the same run.
@@ -16,7 +17,7 @@ public struct SimulationOptions: Sendable {
     /// Public activities in the shared catalogue.
     public var catalogueSize: Int
     /// The app every simulated device belongs to.
-    public var app: String
+    public var app: AppID
     /// Run a restore drill instead of random faults (`sightline drill restore`).
     public var drill: DrillSide?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
@@ -44,7 +45,7 @@ public struct SimulationOptions: Sendable {
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
-                app: String = "com.sightline.sim") {
+                app: AppID = AppID("com.sightline.sim")) {
         self.devices = devices
         self.eventsPerDevice = eventsPerDevice
         self.seed = seed

@@ -23,7 +23,7 @@ extension SimulationReport {
                 "faults": .string(options.faults.rawValue),
                 "threshold": integer(options.threshold),
                 "catalogueSize": integer(options.catalogueSize),
-                "app": .string(options.app),
+                "app": .string(options.app.rawValue),
             ]),
             "faultPlan": .object(planObject),
             "invariants": .array(invariants.map { invariant in

@@ -142,7 +142,7 @@ public final class Simulator {
                 throw SimulationError("cannot set the simulation's cloud up: \(error)")
             }
         }
-        func enrol(_ device: String) throws -> [UInt8] {
+        func enrol(_ device: DeviceID) throws -> [UInt8] {
             if let remote = options.remote { return try remote.enrol(app: options.app, device: device) }
             return try cloud.enrol(app: options.app, device: device, enrolmentSecret: Simulator.enrolmentSecret)
         }
@@ -153,7 +153,7 @@ public final class Simulator {
             // keys on both threads.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
             let stores = try makeStores(seeds.map(\.store))
-            let keys = try stores.map { new in try enrol(new.store.deviceID.rawValue) }
+            let keys = try stores.map { new in try enrol(new.store.deviceID) }
             let cargo = LaneCargo(value: stores)
             _ = try fleet.onBothThreads(stores.count) { number in
                 Result { try cargo.value[number].store.setDeviceKey(keys[number]) }
@@ -191,7 +191,7 @@ public final class Simulator {
         if removeDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
 
-    static let hostileName = "hostile-device"
+    static let hostileName = DeviceID("hostile-device")
     /// The one token the hostile device votes with (a second would be refused).
     static let hostileToken = VoteToken([UInt8](repeating: 0x5A, count: VoteToken.byteCount))!
 
@@ -225,7 +225,7 @@ public final class Simulator {
         Simulator.storeOptions(clock: clock, random: random, app: options.app)
     }
 
-    static func storeOptions(clock: DeviceClock, random: SeededRandom, app: String) -> StoreOptions {
+    static func storeOptions(clock: DeviceClock, random: SeededRandom, app: AppID) -> StoreOptions {
         StoreOptions(clock: clock, random: random, durability: .normal, app: app)
     }
 

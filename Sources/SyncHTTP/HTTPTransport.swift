@@ -82,13 +82,13 @@ public enum HTTPEnrolment {
     /// when `timeout` is up (AsyncHTTPClient retries a refused connection until then).
     /// `proof` (`DeviceStore.enrolmentProof`) lets the same device ask again
     /// and get the same key when an answer was lost.
-    public static func enrol(baseURL: String, app: String, device: String, secret: String, proof: [UInt8]? = nil,
+    public static func enrol(baseURL: String, app: AppID, device: DeviceID, secret: String, proof: [UInt8]? = nil,
                              timeout: TimeAmount = .seconds(30), client: HTTPClient = .shared) async throws -> [UInt8] {
         let base = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         var request = HTTPClientRequest(url: base + "/v1/enrol")
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/json")
-        var object: JSONObject = ["app": .string(app), "device": .string(device), "secret": .string(secret)]
+        var object: JSONObject = ["app": .string(app.rawValue), "device": .string(device.rawValue), "secret": .string(secret)]
         if let proof { object["proof"] = .string(Data(proof).base64EncodedString()) }
         let json = JSONWriter.compact(.object(object))
         request.body = .bytes(ByteBuffer(string: json))

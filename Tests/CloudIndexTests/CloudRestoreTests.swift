@@ -23,7 +23,7 @@ import Testing
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
         let stores = try (1...3).map { (seed: UInt64) in
             let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
-            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
             return store
         }
         return (Switchboard(cloud), stores)
@@ -140,7 +140,7 @@ import Testing
         }
         do {
             let store = try DeviceStore(at: .file(devicePath), options: StoreOptions(clock: clock, random: SeededRandom(seed: 8)))
-            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
             try vote([store])
             _ = try sync(store)
             try cloud.snapshot(to: cloudSnapshot)
@@ -271,7 +271,7 @@ import Testing
             let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 2))
             try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
             try cloud.snapshot(to: snapshot)
-            _ = try cloud.enrol(app: app, device: "after-the-backup", enrolmentSecret: enrolmentSecret)
+            _ = try cloud.enrol(app: app, device: DeviceID("after-the-backup"), enrolmentSecret: enrolmentSecret)
         }
         let manifest = try CloudIndex.stageRestore(snapshot: snapshot, at: staged)
         #expect(manifest.logRows == 0)

@@ -21,7 +21,7 @@ import Testing
         let snapshot = directory.appendingPathComponent("device.snap").path
         do {
             let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: 11)))
-            try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+            try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
             try vote([store])
             try harness.sync(store)
             try store.recordEngaged(ref: recipeURL)   // in the snapshot, not yet sent
@@ -56,7 +56,7 @@ extension DeviceRestoreTests {
         let path = directory.appendingPathComponent("device.sqlite").path
         let snapshot = directory.appendingPathComponent("device.snap").path
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: seed)))
-        try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try store.setDeviceKey(harness.cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
         try vote([store])
         try harness.sync(store)
         try store.snapshot(to: snapshot)

@@ -64,8 +64,8 @@ import Testing
         for _ in 0..<4 { try store.recordShown(ref: recipeURL) }
         let key = try #require(try store.deviceKey())
         let records = try store.pendingOutbox(after: .start, limit: 100)
-        let first = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records[0..<3]), key: key)
-        let second = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records[3...]), key: key)
+        let first = UploadFrame(app: app, device: store.deviceID, records: Array(records[0..<3]), key: key)
+        let second = UploadFrame(app: app, device: store.deviceID, records: Array(records[3...]), key: key)
         guard case .rejected(let error) = harness.deliver(second.encoded).outcome else {
             Issue.record("a frame after a gap was accepted")
             return
@@ -87,7 +87,7 @@ import Testing
                 keywords: [], contentDescription: nil, webpageURL: nil)))
         }
         // 16 MB of nearly identical messages deflate to far less than 1/200 of that.
-        let bomb = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: key, level: 9)
+        let bomb = UploadFrame(app: app, device: store.deviceID, records: records, key: key, level: 9)
         guard case .rejected(let error) = harness.deliver(bomb.encoded).outcome else {
             Issue.record("the bomb was accepted")
             return

@@ -12,10 +12,10 @@ import Testing
 /// name is the attacker's choice, signed with the device's real key.
 private struct Attacker {
     let harness: SyncHarness
-    let name: String
+    let name: DeviceID
     let key: [UInt8]
 
-    init(_ harness: SyncHarness, name: String = "mallory") throws {
+    init(_ harness: SyncHarness, name: DeviceID = DeviceID("mallory")) throws {
         self.harness = harness
         self.name = name
         key = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret)
@@ -209,7 +209,7 @@ private struct CloudState: Equatable {
         attacker.send(flood, from: seq)
         #expect(try popularity(harness, "a") == Popularity(views: 2 * cap, shown: 800))
         #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
-        let honest = try Attacker(harness, name: "honest")
+        let honest = try Attacker(harness, name: DeviceID("honest"))
         honest.send([.vote(hash("a"), token(2)), .signal(hash("a"), Popularity(views: 1))])
         #expect(try popularity(harness, "a").views == 2 * cap + 1, "another device's allowance is its own")
     }
@@ -241,7 +241,7 @@ private struct CloudState: Equatable {
     @Test func contentFromADeviceThatNeverVotedIsNoOffer() throws {
         let harness = try SyncHarness(threshold: 2)
         let voters = try (0..<2).map { index in
-            let voter = try Attacker(harness, name: "voter-\(index)")
+            let voter = try Attacker(harness, name: DeviceID("voter-\(index)"))
             #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
             return voter
         }
@@ -250,7 +250,7 @@ private struct CloudState: Equatable {
                                  webpageURL: url)
         #expect(voters[0].send([.content(theHash, spam)], from: 2) == .accepted(messages: 1))
         let before = try harness.cloud.entry(app: app, hash: theHash)
-        let stranger = try Attacker(harness, name: "stranger")
+        let stranger = try Attacker(harness, name: DeviceID("stranger"))
         #expect(stranger.send([.content(theHash, spam)]) == .accepted(messages: 1))
         let after = try harness.cloud.entry(app: app, hash: theHash)
         #expect(after == before && after?.isPublic == false, "one voter's offer and a stranger's do not agree")
@@ -270,7 +270,7 @@ private struct CloudState: Equatable {
     /// `count` devices named `prefix-0`… that each voted for the hash.
     private func voters(_ harness: SyncHarness, _ count: Int, _ prefix: String = "voter") throws -> [Attacker] {
         try (0..<count).map { index in
-            let voter = try Attacker(harness, name: "\(prefix)-\(index)")
+            let voter = try Attacker(harness, name: DeviceID("\(prefix)-\(index)"))
             #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
             return voter
         }
@@ -350,7 +350,7 @@ private struct CloudState: Equatable {
     /// from every wanted hash.
     @Test func anAckAsksTheSameWhetherOrNotTheCloudRemembersTheDevice() throws {
         let harness = try SyncHarness(threshold: 2)
-        let devices = try (0..<3).map { try Attacker(harness, name: "device-\($0)") }
+        let devices = try (0..<3).map { try Attacker(harness, name: DeviceID("device-\($0)")) }
         for (index, device) in devices.enumerated() {
             #expect(device.send([.vote(hash("a"), token(UInt8(index + 1))), .vote(hash("b"), token(UInt8(index + 1)))])
                     == .accepted(messages: 2))
@@ -366,16 +366,16 @@ private struct CloudState: Equatable {
 
     @Test func everyAckAsksItsDeviceForTheWantedHashesItVotedForUntilItAnswers() throws {
         let harness = try SyncHarness(threshold: 2)
-        let first = try Attacker(harness, name: "first")
+        let first = try Attacker(harness, name: DeviceID("first"))
         #expect(first.requests(sending: [.vote(theHash, token(1))], from: 1) == [], "below K nothing is wanted")
-        let second = try Attacker(harness, name: "second")
+        let second = try Attacker(harness, name: DeviceID("second"))
         #expect(second.requests(sending: [.vote(theHash, token(2))], from: 1) == [theHash], "the vote that reaches K asks its sender")
         #expect(first.requests(sending: [.signal(theHash, Popularity(views: 1))], from: 2) == [theHash],
                 "an earlier voter is asked in its next ack")
         #expect(first.requests(sending: [.signal(theHash, Popularity(views: 1))], from: 3) == [theHash],
                 "and in every ack after, until it answers")
         #expect(first.requests(sending: [.content(theHash, content("Potato chips"))], from: 4) == [], "an offer ends the asking")
-        let bystander = try Attacker(harness, name: "bystander")
+        let bystander = try Attacker(harness, name: DeviceID("bystander"))
         #expect(bystander.requests(sending: [.vote(hash("other"), token(3))], from: 1) == [],
                 "a device that did not vote for a wanted hash never hears of it")
     }
@@ -433,7 +433,7 @@ private struct CloudState: Equatable {
 
         var junk = frame.encoded
         junk[4] = 99
-        let unread = try CloudReply.decode(harness.deliver(junk).reply, device: "", key: attacker.key)
+        let unread = try CloudReply.decode(harness.deliver(junk).reply, device: DeviceID(""), key: attacker.key)
         #expect(unread.answers == CloudReply.unreadFrame && !unread.isAuthentic)
     }
 }
@@ -507,22 +507,22 @@ private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, sn
     /// neither's stream, key or counts touch the other's.
     @Test func twoAppsEachHaveADeviceOfTheSameName() throws {
         let harness = try SyncHarness(threshold: 1)
-        let other = "com.example.other"
+        let other = AppID("com.example.other")
         try harness.cloud.registerApp(other, enrolmentSecret: enrolmentSecret)
-        let first = try harness.cloud.enrol(app: app, device: "phone-1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
-        let second = try harness.cloud.enrol(app: other, device: "phone-1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 2, count: 32))
+        let first = try harness.cloud.enrol(app: app, device: DeviceID("phone-1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        let second = try harness.cloud.enrol(app: other, device: DeviceID("phone-1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 2, count: 32))
         #expect(first != second)
-        #expect(try harness.cloud.enrol(app: other, device: "phone-1", enrolmentSecret: enrolmentSecret,
+        #expect(try harness.cloud.enrol(app: other, device: DeviceID("phone-1"), enrolmentSecret: enrolmentSecret,
                                         proof: Array(repeating: 2, count: 32)) == second, "re-enrolment with the proof, in its own app")
-        func frame(_ appName: String, _ key: [UInt8], _ message: OutboxMessage) -> [UInt8] {
-            UploadFrame(app: appName, device: "phone-1",
+        func frame(_ appName: AppID, _ key: [UInt8], _ message: OutboxMessage) -> [UInt8] {
+            UploadFrame(app: appName, device: DeviceID("phone-1"),
                         records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: message)], key: key).encoded
         }
         let otherHash = PublicHash.of(app: other, activityType: "com.example.read", identity: "url:https://example.com/x")
         #expect(harness.deliver(frame(app, first, .vote(hash("x"), token(1)))).outcome == .accepted(messages: 1))
         let result = harness.deliver(frame(other, second, .vote(otherHash, token(2))))
         #expect(result.outcome == .accepted(messages: 1), "the same name and position in another app is another stream")
-        #expect(try CloudReply.decode(result.reply, device: "phone-1", key: second).isAuthentic)
+        #expect(try CloudReply.decode(result.reply, device: DeviceID("phone-1"), key: second).isAuthentic)
         #expect(try harness.cloud.entry(app: app, hash: hash("x"))?.liveVotes == 1)
         #expect(try harness.cloud.entry(app: other, hash: otherHash)?.liveVotes == 1)
         // A key of one app does not sign for the other's phone-1.

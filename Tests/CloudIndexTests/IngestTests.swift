@@ -34,7 +34,7 @@ import Testing
         for _ in 0..<3 { try store.recordEngaged(ref: recipeURL) }
         // A frame that skips seq 3: as if frames arrived out of order.
         let records = try store.pendingOutbox(after: OutboxPosition(epoch: 1, seq: 3), limit: 10)
-        let late = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: try #require(try store.deviceKey()))
+        let late = UploadFrame(app: app, device: store.deviceID, records: records, key: try #require(try store.deviceKey()))
         let result = harness.deliver(late.encoded)
         #expect(result.outcome == .rejected(WireError(.gap, "expected 1:3, the frame starts at 1:4")))
         try harness.sync(store)
@@ -52,12 +52,12 @@ import Testing
         try stores[0].recordEngaged(ref: recipeURL)
         try harness.sync(stores[0])
         let all = try harness.cloud.heldEpochsByDevice()
-        #expect(all.count == 2 && all[stores[2].deviceID.rawValue] == nil)
+        #expect(all.count == 2 && all[stores[2].deviceID] == nil)
         for store in stores.prefix(2) {
-            let one = try harness.cloud.heldEpochs(device: store.deviceID.rawValue)
-            #expect(!one.isEmpty && all[store.deviceID.rawValue] == one)
+            let one = try harness.cloud.heldEpochs(device: store.deviceID)
+            #expect(!one.isEmpty && all[store.deviceID] == one)
         }
-        #expect(all[stores[0].deviceID.rawValue] == [1: 3])
+        #expect(all[stores[0].deviceID] == [1: 3])
     }
 
     @Test func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged() throws {
@@ -66,7 +66,7 @@ import Testing
         try vote([store])
         try harness.sync(store)
         let key = try #require(try store.deviceKey())
-        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: [
+        let forged = UploadFrame(app: app, device: store.deviceID, records: [
             OutboxRecord(position: OutboxPosition(epoch: 1, seq: 2),
                          message: .signal(recipeHash(), Popularity(engaged: 50))),
         ], key: key)
@@ -83,16 +83,16 @@ import Testing
     @Test func forgedAndForeignTenantSignaturesAreRefused() throws {
         let harness = try SyncHarness()
         let store = try harness.addDevice()
-        try harness.cloud.registerApp("com.other", enrolmentSecret: enrolmentSecret)
-        let stranger = try harness.addDevice(seed: 77, app: "com.other")
+        try harness.cloud.registerApp(AppID("com.other"), enrolmentSecret: enrolmentSecret)
+        let stranger = try harness.addDevice(seed: 77, app: AppID("com.other"))
         try vote([store])
         let records = try store.pendingOutbox(after: .start, limit: 10)
-        let wrongKey = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        let wrongKey = UploadFrame(app: app, device: store.deviceID, records: records, key: [UInt8](repeating: 1, count: 32))
         // A device of another app signs with its own key but names this app,
         // where no device of its name is enrolled (names are per app).
-        let foreign = UploadFrame(app: app, device: stranger.deviceID.rawValue, records: records,
+        let foreign = UploadFrame(app: app, device: stranger.deviceID, records: records,
                                   key: try #require(try stranger.deviceKey()))
-        let unknown = UploadFrame(app: app, device: "not-enrolled", records: records, key: [UInt8](repeating: 1, count: 32))
+        let unknown = UploadFrame(app: app, device: DeviceID("not-enrolled"), records: records, key: [UInt8](repeating: 1, count: 32))
         for (frame, code) in [(wrongKey, WireError.Code.badSignature), (foreign, .unknownDevice), (unknown, .unknownDevice)] {
             guard case .rejected(let error) = harness.deliver(frame.encoded).outcome else {
                 Issue.record("\(code) accepted")
@@ -111,16 +111,16 @@ import Testing
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: 5)))
         try vote([store])
         let records = try store.pendingOutbox(after: .start, limit: 10)
-        let early = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        let early = UploadFrame(app: app, device: store.deviceID, records: records, key: [UInt8](repeating: 1, count: 32))
         guard case .rejected(let error) = harness.deliver(early.encoded).outcome else {
             Issue.record("a frame of a device not enrolled was accepted")
             return
         }
         #expect(error.code == .unknownDevice)
-        let key = try harness.cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret)
-        let enrolled = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: key)
+        let key = try harness.cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret)
+        let enrolled = UploadFrame(app: app, device: store.deviceID, records: records, key: key)
         #expect(harness.deliver(enrolled.encoded).outcome == .accepted(messages: records.count))
-        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 1, count: 32))
+        let forged = UploadFrame(app: app, device: store.deviceID, records: records, key: [UInt8](repeating: 1, count: 32))
         guard case .rejected(let refusal) = harness.deliver(forged.encoded).outcome else {
             Issue.record("a frame signed with the wrong key was accepted from a remembered device")
             return
@@ -134,7 +134,7 @@ import Testing
         try vote([store])
         try harness.sync(store)
         let key = try #require(try store.deviceKey())
-        let lie = UploadFrame(app: app, device: store.deviceID.rawValue, records: [
+        let lie = UploadFrame(app: app, device: store.deviceID, records: [
             OutboxRecord(position: OutboxPosition(epoch: 1, seq: 3), message: .content(recipeHash(), PublicContent(
                 activityType: "com.yummly/browseRecipe", title: "Spam", keywords: [], contentDescription: nil,
                 webpageURL: "https://spam.example"))),
@@ -152,7 +152,7 @@ import Testing
     @Test func enrolmentWithAProofIsIdempotentForThatDeviceOnly() throws {
         let harness = try SyncHarness()
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 8)))
-        let name = store.deviceID.rawValue
+        let name = store.deviceID
         let key = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: store.enrolmentProof)
         let again = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: store.enrolmentProof)
         #expect(again == key)
@@ -171,7 +171,7 @@ import Testing
         }
         #expect(wrongSecret.code == .enrolmentRefused, "the app's secret is checked before the proof")
         let short = try #require(throws: CloudError.self) {
-            try harness.cloud.enrol(app: app, device: "d2", enrolmentSecret: enrolmentSecret, proof: [1, 2, 3])
+            try harness.cloud.enrol(app: app, device: DeviceID("d2"), enrolmentSecret: enrolmentSecret, proof: [1, 2, 3])
         }
         #expect(short.code == .invalidOption)
         #expect(try harness.cloud.stats().devices == 1)
@@ -180,23 +180,23 @@ import Testing
     @Test func anAppsDeviceQuotaRefusesEnrolmentsPastIt() throws {
         let harness = try SyncHarness()
         try harness.cloud.registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: 2)
-        _ = try harness.cloud.enrol(app: app, device: "d1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
-        _ = try harness.cloud.enrol(app: app, device: "d2", enrolmentSecret: enrolmentSecret)
-        let full = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d3", enrolmentSecret: enrolmentSecret) }
+        _ = try harness.cloud.enrol(app: app, device: DeviceID("d1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        _ = try harness.cloud.enrol(app: app, device: DeviceID("d2"), enrolmentSecret: enrolmentSecret)
+        let full = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: DeviceID("d3"), enrolmentSecret: enrolmentSecret) }
         #expect(full.code == .enrolmentRefused && full.message.contains("quota of 2"), "\(full)")
         #expect(try harness.cloud.stats().devices == 2)
-        _ = try harness.cloud.enrol(app: app, device: "d1", enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
+        _ = try harness.cloud.enrol(app: app, device: DeviceID("d1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
         try harness.cloud.registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: 3)
-        _ = try harness.cloud.enrol(app: app, device: "d3", enrolmentSecret: enrolmentSecret)
+        _ = try harness.cloud.enrol(app: app, device: DeviceID("d3"), enrolmentSecret: enrolmentSecret)
         #expect(try harness.cloud.stats().devices == 3)
     }
 
     @Test func enrolmentNeedsTheAppSecretAndHappensOnce() throws {
         let harness = try SyncHarness()
-        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: "wrong-secret-of-16-bytes") }
-        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: "com.unknown", device: "d", enrolmentSecret: enrolmentSecret) }
-        _ = try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: enrolmentSecret)
-        let again = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: "d", enrolmentSecret: enrolmentSecret) }
+        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: DeviceID("d"), enrolmentSecret: "wrong-secret-of-16-bytes") }
+        #expect(throws: CloudError.self) { try harness.cloud.enrol(app: AppID("com.unknown"), device: DeviceID("d"), enrolmentSecret: enrolmentSecret) }
+        _ = try harness.cloud.enrol(app: app, device: DeviceID("d"), enrolmentSecret: enrolmentSecret)
+        let again = try #require(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: DeviceID("d"), enrolmentSecret: enrolmentSecret) }
         #expect(again.code == .alreadyEnrolled)
     }
 }

@@ -23,10 +23,10 @@ final class SyncHarness {
     }
 
     @discardableResult
-    func addDevice(seed: UInt64? = nil, app deviceApp: String = app) throws -> DeviceStore {
+    func addDevice(seed: UInt64? = nil, app deviceApp: AppID = app) throws -> DeviceStore {
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed ?? UInt64(devices.count + 1)),
                                                                        app: deviceApp))
-        try store.setDeviceKey(cloud.enrol(app: deviceApp, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try store.setDeviceKey(cloud.enrol(app: deviceApp, device: store.deviceID, enrolmentSecret: enrolmentSecret))
         devices.append(store)
         return store
     }

@@ -47,7 +47,7 @@ import Testing
         try vote([second])
         let frame = try #require(try second.pendingFrame(now: harness.clock.now()))
         let lost = harness.deliver(frame.encoded)
-        guard case .ack(let ack)? = try? CloudReply.decode(lost.reply, device: second.deviceID.rawValue, key: #require(try second.deviceKey())).reply else {
+        guard case .ack(let ack)? = try? CloudReply.decode(lost.reply, device: second.deviceID, key: #require(try second.deviceKey())).reply else {
             Issue.record("no ack: \(lost.outcome)"); return
         }
         #expect(ack.contentRequests == [recipeHash()], "the second vote makes the hash wanted")
@@ -106,7 +106,7 @@ import Testing
         try raw.close()
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: ManualClock(harnessStart), threshold: 1))
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 4)))
-        try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID.rawValue, enrolmentSecret: enrolmentSecret))
+        try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
         try vote([store])
         let frame = try #require(try store.pendingFrame(now: harnessStart))
         #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: 2))

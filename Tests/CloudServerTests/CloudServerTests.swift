@@ -78,7 +78,7 @@ private struct RunningServer {
 
 private func device(seed: UInt64, server: RunningServer) async throws -> DeviceStore {
     let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: seed)))
-    let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: store.deviceID.rawValue, secret: secret)
+    let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: store.deviceID, secret: secret)
     try store.setDeviceKey(key)
     return store
 }
@@ -183,7 +183,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let garbage = try await server.request("/v1/sync", body: Array("not a frame".utf8))
         #expect(try outcome(garbage) == "400 malformed")
 
-        let forged = UploadFrame(app: app, device: store.deviceID.rawValue, records: records, key: [UInt8](repeating: 9, count: 32))
+        let forged = UploadFrame(app: app, device: store.deviceID, records: records, key: [UInt8](repeating: 9, count: 32))
         let forgedReply = try await server.request("/v1/sync", body: forged.encoded)
         #expect(try outcome(forgedReply) == "401 badSignature")
 
@@ -235,7 +235,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let server = try await RunningServer.start()
         defer { Task { await server.stop() } }
         let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 21)))
-        let name = store.deviceID.rawValue
+        let name = store.deviceID
         let lost = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
         let again = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
         #expect(again == lost)
@@ -258,9 +258,9 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         try engage(store)
         let key = try #require(try store.deviceKey())
         let records = try store.pendingOutbox(after: .start, limit: 10)
-        let late = UploadFrame(app: app, device: store.deviceID.rawValue, records: Array(records.dropFirst()), key: key)
+        let late = UploadFrame(app: app, device: store.deviceID, records: Array(records.dropFirst()), key: key)
         let reply = try await HTTPTransport(baseURL: server.url).exchange(late.encoded)
-        let decoded = try CloudReply.decode(reply, device: store.deviceID.rawValue, key: key)
+        let decoded = try CloudReply.decode(reply, device: store.deviceID, key: key)
         #expect(decoded.isAuthentic)
         #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
                                                       expected: OutboxPosition(epoch: 0, seq: 1))))
@@ -354,7 +354,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let victim = try await device(seed: 1, server: server)
         try engage(victim)
         let records = try victim.pendingOutbox(after: .start, limit: 10)
-        let forged = UploadFrame(app: app, device: victim.deviceID.rawValue, records: records, key: [UInt8](repeating: 9, count: 32))
+        let forged = UploadFrame(app: app, device: victim.deviceID, records: records, key: [UInt8](repeating: 9, count: 32))
         for _ in 0..<20 {
             #expect(try outcome(try await server.request("/v1/sync", body: forged.encoded)) == "401 badSignature")
         }
@@ -386,7 +386,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
 
 @Suite struct RateLimiterTests {
     @Test func aBucketRefillsAtItsRateUpToItsBurst() {
-        let limiter = RateLimiter(rate: 10, burst: 2)
+        let limiter = RateLimiter<String>(rate: 10, burst: 2)
         let start = ContinuousClock.now
         #expect(limiter.allow("a", now: start) && limiter.allow("a", now: start))
         #expect(!limiter.allow("a", now: start) && limiter.isExhausted("a", now: start))
@@ -399,7 +399,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     /// grows the limiter past its capacity, and the keys it keeps are the
     /// ones still short of tokens.
     @Test func theLimiterRemembersAtMostItsCapacity() {
-        let limiter = RateLimiter(rate: 0.001, burst: 1, capacity: 1_000)
+        let limiter = RateLimiter<String>(rate: 0.001, burst: 1, capacity: 1_000)
         let start = ContinuousClock.now
         for index in 0..<50_000 {
             _ = limiter.allow("key-\(index)", now: start + .microseconds(index))

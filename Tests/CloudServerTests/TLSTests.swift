@@ -77,7 +77,7 @@ private struct TestPKI {
 
         let client = try CloudClients.trusting(caFile: pki.caFile)
         let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 61)))
-        let key = try await HTTPEnrolment.enrol(baseURL: url, app: store.app, device: store.deviceID.rawValue, secret: secret,
+        let key = try await HTTPEnrolment.enrol(baseURL: url, app: store.app, device: store.deviceID, secret: secret,
                                                 proof: store.enrolmentProof, timeout: .seconds(10), client: client)
         try store.setDeviceKey(key)
         try store.record(UserActivity(activityType: "com.example/read", title: "Over TLS", webpageURL: "https://example.com/tls",

@@ -22,7 +22,7 @@ private func kinds(_ store: DeviceStore) throws -> [String] {
     }
 }
 
-private func hash(of activity: UserActivity, app: String = StoreOptions.defaultApp) -> PublicHash {
+private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultApp) -> PublicHash {
     PublicHash.of(app: app, content: PublicContent(activity)!)!
 }
 
@@ -249,7 +249,7 @@ private func hash(of activity: UserActivity, app: String = StoreOptions.defaultA
         }
         #expect(hashA == hashB && tokenA != tokenB)
         let otherApp = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(testStart),
-                                                                         random: SeededRandom(seed: 3), app: "com.other"))
+                                                                         random: SeededRandom(seed: 3), app: AppID("com.other")))
         try otherApp.record(publicRecipe())
         try otherApp.recordEngaged(ref: recipeURL)
         #expect(try otherApp.outboxEntries()[0].message.hash != hashA, "another app's salt gives another hash")

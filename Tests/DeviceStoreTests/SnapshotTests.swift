@@ -33,7 +33,7 @@ private func bytes(_ path: String) -> Data? {
         let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
         let snapshot = directory.appendingPathComponent("device.snap").path
         let manifest = try source.snapshot(to: snapshot)
-        #expect(manifest.headSeq == 7 && manifest.epoch == 1 && manifest.device == source.deviceID.rawValue)
+        #expect(manifest.headSeq == 7 && manifest.epoch == 1 && manifest.device == source.deviceID)
 
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,

@@ -20,9 +20,9 @@ import Testing
             host = CloudHost(path: directory + "/cloud.sqlite", directory: directory, world: world, random: SeededRandom(seed: 1),
                              threshold: 1, isRemote: false, lane: nil)
             let cloud = try host.start()
-            try cloud.registerApp("app", enrolmentSecret: "a secret of sixteen bytes")
-            device = try DeviceStore(at: .memory, options: StoreOptions(clock: world, random: SeededRandom(seed: 2), app: "app"))
-            try device.setDeviceKey(cloud.enrol(app: "app", device: device.deviceID.rawValue, enrolmentSecret: "a secret of sixteen bytes"))
+            try cloud.registerApp(AppID("app"), enrolmentSecret: "a secret of sixteen bytes")
+            device = try DeviceStore(at: .memory, options: StoreOptions(clock: world, random: SeededRandom(seed: 2), app: AppID("app")))
+            try device.setDeviceKey(cloud.enrol(app: AppID("app"), device: device.deviceID, enrolmentSecret: "a secret of sixteen bytes"))
         }
 
         deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -39,7 +39,7 @@ import Testing
                 let cloud = try #require(host.cloud)
                 action = try device.perform(run.received(cloud.ingest(frame.encoded).reply, now: world.now()), in: &run, now: world.now())
             }
-            return try host.holds(device: device.deviceID.rawValue)
+            return try host.holds(device: device.deviceID)
         }
     }
 
@@ -49,9 +49,9 @@ import Testing
         #expect(!held.isEmpty)
         fixture.host.crash()
         #expect(fixture.host.cloud == nil && fixture.host.incarnation == 1)
-        #expect(try fixture.host.holds(device: fixture.device.deviceID.rawValue) == held, "read from its file while it is down")
+        #expect(try fixture.host.holds(device: fixture.device.deviceID) == held, "read from its file while it is down")
         #expect(try fixture.host.bringUp(restore: false) == nil)
-        #expect(try fixture.host.holds(device: fixture.device.deviceID.rawValue) == held)
+        #expect(try fixture.host.holds(device: fixture.device.deviceID) == held)
     }
 
     @Test func aSnapshotBecomesABackupOnlyIfTheCloudStayedUpWhileItWasWritten() throws {
@@ -82,7 +82,7 @@ import Testing
         fixture.host.beginRestore { asked += 1; return true }
         #expect(asked == 1 && fixture.host.pendingRestore != nil)
         let held = try #require(try fixture.host.bringUp(restore: true))
-        #expect(held[fixture.device.deviceID.rawValue] == backedUp, "the older backup, as chosen")
+        #expect(held[fixture.device.deviceID] == backedUp, "the older backup, as chosen")
         #expect(fixture.host.snapshots.count == 1, "the newer backup is of a history the cloud no longer has")
         try fixture.host.settleRestoreChecks()
     }

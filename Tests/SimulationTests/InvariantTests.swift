@@ -15,7 +15,7 @@ private func passingRun() throws -> FinishedRun {
 }
 
 /// A device with messages the cloud holds in its current epoch, and that epoch.
-private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: String, epoch: UInt64) {
+private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: DeviceID, epoch: UInt64) {
     let device = try #require(evidence.devices.first { evidence.log[$0.name]?[$0.epoch]?.isEmpty == false })
     return (device.name, device.epoch)
 }
@@ -85,14 +85,15 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     /// device while live, and signals count only from a live voter.
     @Test func theOraclesCloudCountsSignalsOnlyFromLiveVoters() {
         var model = CloudModel()
-        model.apply(.view(0), device: "a", day: 1)
-        model.apply(.vote(0), device: "a", day: 1)
-        model.apply(.vote(0), device: "a", day: 1)
-        model.apply(.view(0), device: "a", day: 1)
-        model.apply(.withdraw(0), device: "a", day: 1)
-        model.apply(.engaged(0), device: "a", day: 1)
+        let a = DeviceID("a")
+        model.apply(.view(0), device: a, day: 1)
+        model.apply(.vote(0), device: a, day: 1)
+        model.apply(.vote(0), device: a, day: 1)
+        model.apply(.view(0), device: a, day: 1)
+        model.apply(.withdraw(0), device: a, day: 1)
+        model.apply(.engaged(0), device: a, day: 1)
         let entry = model.entries[0]
-        #expect(entry?.live.isEmpty == true && entry?.everVoted == ["a"])
+        #expect(entry?.live.isEmpty == true && entry?.everVoted == [a])
         #expect(entry?.popularity == Popularity(views: 1))
     }
 }

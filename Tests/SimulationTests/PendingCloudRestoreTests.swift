@@ -1,6 +1,7 @@
 import CloudIndex
 import Foundation
 import GRDB
+import IndexModel
 import Testing
 @testable import Simulation
 
@@ -12,7 +13,7 @@ import Testing
         let path = directory.appendingPathComponent("cloud.sqlite").path
         let snapshot = directory.appendingPathComponent("cloud-1.slsnap").path
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 2))
-        try cloud.registerApp("app", enrolmentSecret: "a secret of sixteen bytes or more")
+        try cloud.registerApp(AppID("app"), enrolmentSecret: "a secret of sixteen bytes or more")
         try cloud.snapshot(to: snapshot)
         return snapshot
     }

@@ -218,8 +218,8 @@ private func failures(_ report: SimulationReport) -> String {
         func frame(title: String) throws -> [UInt8] {
             let content = PublicContent(activityType: "com.example.view", title: title, keywords: [],
                                         contentDescription: String(repeating: "padding ", count: 40), webpageURL: nil)
-            let hash = try #require(PublicHash.of(app: "com.example.app", content: content))
-            return UploadFrame(app: "com.example.app", device: device.store.deviceID.rawValue,
+            let hash = try #require(PublicHash.of(app: AppID("com.example.app"), content: content))
+            return UploadFrame(app: AppID("com.example.app"), device: device.store.deviceID,
                                records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .content(hash, content))],
                                key: [UInt8](repeating: 7, count: 32)).encoded
         }

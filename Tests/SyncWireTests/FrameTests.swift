@@ -7,7 +7,7 @@ private let key: [UInt8] = Array(repeating: 7, count: 32)
 private let otherKey: [UInt8] = Array(repeating: 8, count: 32)
 
 private func hash(_ name: String) -> PublicHash {
-    PublicHash.of(app: "app", activityType: "com.example.read", identity: "url:https://example.com/" + name)
+    PublicHash.of(app: AppID("app"), activityType: "com.example.read", identity: "url:https://example.com/" + name)
 }
 
 private func sampleMessages(_ count: Int) -> [OutboxMessage] {
@@ -32,25 +32,25 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
 @Suite struct FrameTests {
     @Test func aSignedFrameReadsBackToTheSameMessages() throws {
         let messages = sampleMessages(40)
-        let frame = UploadFrame(app: "app", device: "d1", records: records(messages, epoch: 2, from: 11), key: key)
+        let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(messages, epoch: 2, from: 11), key: key)
         let parsed = try UploadFrame.parse(frame.encoded)
         #expect(parsed.isSigned(by: key))
         #expect(!parsed.isSigned(by: otherKey))
-        #expect(parsed.app == "app" && parsed.device == "d1")
+        #expect(parsed.app == AppID("app") && parsed.device == DeviceID("d1"))
         #expect(parsed.first == OutboxPosition(epoch: 2, seq: 11) && parsed.last == OutboxPosition(epoch: 2, seq: 50))
         #expect(try parsed.messages() == messages)
         #expect(parsed.payload.count < parsed.uncompressedLength, "the payload is deflated")
     }
 
     @Test func theDeviceNameIsReadFromTheHeaderAlone() {
-        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3)), key: key)
-        #expect(UploadFrame.deviceName(in: frame.encoded) == "d1")
-        #expect(UploadFrame.deviceName(in: Array(frame.encoded.prefix(14))) == "d1", "the payload is not needed")
+        let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(3)), key: key)
+        #expect(UploadFrame.deviceName(in: frame.encoded) == DeviceID("d1"))
+        #expect(UploadFrame.deviceName(in: Array(frame.encoded.prefix(14))) == DeviceID("d1"), "the payload is not needed")
         #expect(UploadFrame.deviceName(in: Array("not a frame".utf8)) == nil)
     }
 
     @Test func aFlippedHeaderBitBreaksTheSignature() throws {
-        var bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3)), key: key).encoded
+        var bytes = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(3)), key: key).encoded
         // The device name's first byte: still a well-formed frame, but not the one signed.
         let at = 4 + 2 + 1 + 3 + 1
         bytes[at] ^= 0x01
@@ -59,7 +59,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     }
 
     @Test func aFlippedPayloadBitIsRefusedAfterTheSignatureCheck() throws {
-        var bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(30)), key: key).encoded
+        var bytes = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(30)), key: key).encoded
         bytes[bytes.count - 3] ^= 0x10
         let parsed = try UploadFrame.parse(bytes)
         #expect(parsed.isSigned(by: key), "the signature covers the header and the digest, not the compressed bytes")
@@ -69,19 +69,19 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
 
     @Test func aFrameNamesWhatItFollowsAndWhetherItIsAProbe() throws {
         let messages = records(sampleMessages(3))
-        let first = UploadFrame(app: "app", device: "d1", records: messages, key: key,
+        let first = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: messages, key: key,
                                 follows: OutboxPosition(epoch: 0, seq: 7), isProbe: true)
         let parsed = try UploadFrame.parse(first.encoded)
         #expect(parsed.follows == OutboxPosition(epoch: 0, seq: 7) && parsed.isProbe)
         #expect(parsed.isSigned(by: key), "the signature covers both fields")
-        let inside = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(3), from: 4), key: key)
+        let inside = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(3), from: 4), key: key)
         #expect(try UploadFrame.parse(inside.encoded).follows == OutboxPosition(epoch: 1, seq: 3))
     }
 
     @Test func aFrameThatFollowsAPositionItCannotFollowIsMalformed() throws {
         // Inside an epoch a frame follows exactly the seq before its first;
         // an epoch's first frame follows something before it.
-        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), from: 4), key: key)
+        let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2), from: 4), key: key)
         var bytes = frame.encoded
         // epoch, first, last, count, follows epoch, follows seq, flags.
         let fields: [UInt8] = [1, 4, 5, 2, 1, 3, 0]
@@ -96,7 +96,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     }
 
     @Test func aTruncatedFrameIsMalformed() throws {
-        let bytes = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(5)), key: key).encoded
+        let bytes = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(5)), key: key).encoded
         for length in [0, 3, 10, bytes.count - 40, bytes.count - 1] {
             let error = try #require(throws: WireError.self) { try UploadFrame.parse(Array(bytes.prefix(length))) }
             #expect(error.code == .malformed, "length \(length): \(error)")
@@ -143,7 +143,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     }
 
     @Test func aHeaderClaimingAnImpossibleRatioIsRefused() throws {
-        var frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2)), key: key)
+        var frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2)), key: key)
         var writer = BinaryWriter()
         writer.raw(UploadFrame.magic)
         writer.byte(UploadFrame.version)
@@ -183,22 +183,22 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     @Test func repliesAreAuthenticOnlyUnderTheDeviceKey() throws {
         let ack = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 9),
                                      durableThrough: OutboxPosition(epoch: 1, seq: 9), contentRequests: [hash("2")]))
-        let signed = try CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key)
+        let signed = try CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key)
         #expect(signed.reply == ack && signed.isAuthentic)
-        #expect(try !CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: otherKey), device: "d1", key: key).isAuthentic)
-        #expect(try !CloudReply.decode(ack.encoded(device: "d1", answering: nil, key: nil), device: "d1", key: key).isAuthentic)
-        #expect(throws: WireError.self) { try CloudReply.decode(ack.encoded(device: "d2", answering: nil, key: key), device: "d1", key: key) }
+        #expect(try !CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: nil, key: otherKey), device: DeviceID("d1"), key: key).isAuthentic)
+        #expect(try !CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: nil, key: nil), device: DeviceID("d1"), key: key).isAuthentic)
+        #expect(throws: WireError.self) { try CloudReply.decode(ack.encoded(device: DeviceID("d2"), answering: nil, key: key), device: DeviceID("d1"), key: key) }
 
-        let frame = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(1)), key: key)
-        let bound = try CloudReply.decode(ack.encoded(device: "d1", answering: frame.signature, key: key), device: "d1", key: key)
+        let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(1)), key: key)
+        let bound = try CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: frame.signature, key: key), device: DeviceID("d1"), key: key)
         #expect(bound.isAnswer(to: frame) && bound.isAuthentic)
         #expect(!signed.isAnswer(to: frame) && signed.answers == CloudReply.unreadFrame)
 
         let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
-        #expect(try CloudReply.decode(gap.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key).reply == gap)
+        #expect(try CloudReply.decode(gap.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key).reply == gap)
         let ended = CloudReply.rejection(Rejection(WireError(.gap, "epoch 1 ended"), expected: OutboxPosition(epoch: 2, seq: 4),
                                                    ended: OutboxPosition(epoch: 1, seq: 0)))
-        #expect(try CloudReply.decode(ended.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key).reply == ended,
+        #expect(try CloudReply.decode(ended.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key).reply == ended,
                 "an ended epoch the cloud holds none of still says so")
     }
 
@@ -212,15 +212,15 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: 2, seq: 1), ended: OutboxPosition(epoch: 1, seq: 1 << 60))),
     ])
     func aReplyWithAPositionPastTheLimitIsMalformed(reply: CloudReply) throws {
-        let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: "d1", answering: nil, key: key), device: "d1", key: key) }
+        let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key) }
         #expect(error.code == .malformed && error.message.contains("above the largest position"), "\(error)")
     }
 
     @Test func aFramePositionAtTheLimitIsAcceptedAndOnePastItIsNot() throws {
         let top = WireLimits.maximumPosition
-        let atLimit = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), epoch: top, from: top - 1), key: key)
+        let atLimit = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2), epoch: top, from: top - 1), key: key)
         #expect(try UploadFrame.parse(atLimit.encoded).last == OutboxPosition(epoch: top, seq: top))
-        let past = UploadFrame(app: "app", device: "d1", records: records(sampleMessages(2), epoch: top, from: top), key: key)
+        let past = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2), epoch: top, from: top), key: key)
         let error = try #require(throws: WireError.self) { try UploadFrame.parse(past.encoded) }
         #expect(error.code == .malformed && error.message.contains("the last seq"), "\(error)")
     }
@@ -231,11 +231,11 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         let activity = UserActivity(activityType: "com.example.read", title: "A", webpageURL: "https://example.com/a",
                                     eligibleForSearch: true, eligibleForPublicIndexing: true)
         let content = PublicContent(activity)!
-        #expect(PublicHash.of(app: "one", content: content) == PublicHash.of(app: "one", content: content))
-        #expect(PublicHash.of(app: "one", content: content) != PublicHash.of(app: "two", content: content))
+        #expect(PublicHash.of(app: AppID("one"), content: content) == PublicHash.of(app: AppID("one"), content: content))
+        #expect(PublicHash.of(app: AppID("one"), content: content) != PublicHash.of(app: AppID("two"), content: content))
         var retitled = activity
         retitled.title = "Another title"
-        #expect(PublicHash.of(app: "one", content: PublicContent(retitled)!) == PublicHash.of(app: "one", content: content),
+        #expect(PublicHash.of(app: AppID("one"), content: PublicContent(retitled)!) == PublicHash.of(app: AppID("one"), content: content),
                 "the URL, not the title, identifies an activity that has one")
     }
 

@@ -36,7 +36,7 @@ import Testing
 
     @Test func savedCloudReplyFailuresDecodeOrAreRefused() throws {
         for (_, bytes) in try savedFuzzFailures("cloud-reply") {
-            _ = try? CloudReply.decode(bytes, device: "phone-1", key: [UInt8](repeating: 0x5a, count: 32))
+            _ = try? CloudReply.decode(bytes, device: DeviceID("phone-1"), key: [UInt8](repeating: 0x5a, count: 32))
         }
     }
 

@@ -7,7 +7,7 @@ private let t0 = Timestamp(millisecondsSince1970: 1_800_000_000_000)
 
 private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size: Int = 1) -> [OutboxRecord] {
     (0..<count).map { index in
-        let hash = PublicHash.of(app: "app", activityType: "t", identity: "title:\(index)")
+        let hash = PublicHash.of(app: AppID("app"), activityType: "t", identity: "title:\(index)")
         let message = OutboxMessage.content(hash, PublicContent(activityType: "t", title: String(repeating: "w", count: size),
                                                                 keywords: [], contentDescription: nil, webpageURL: nil))
         return OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64(index)), message: message)
@@ -16,8 +16,8 @@ private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size:
 
 /// The reply's bytes as the cloud sends them to the uploader's frame in flight.
 private func answer(_ reply: CloudReply, _ uploader: Uploader, key signingKey: [UInt8]? = key) -> [UInt8] {
-    guard case .awaitingReply(let frame) = uploader.state else { return reply.encoded(device: "d1", answering: nil, key: signingKey) }
-    return reply.encoded(device: "d1", answering: frame.signature, key: signingKey)
+    guard case .awaitingReply(let frame) = uploader.state else { return reply.encoded(device: DeviceID("d1"), answering: nil, key: signingKey) }
+    return reply.encoded(device: DeviceID("d1"), answering: frame.signature, key: signingKey)
 }
 
 private func ack(for uploader: Uploader, _ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [],
@@ -29,7 +29,7 @@ private func ack(for uploader: Uploader, _ seq: UInt64, durable: UInt64? = nil, 
 }
 
 private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfiguration()) -> Uploader {
-    Uploader(app: "app", device: "d1", key: key, acknowledged: .start, durable: .start, configuration: configuration)
+    Uploader(app: AppID("app"), device: DeviceID("d1"), key: key, acknowledged: .start, durable: .start, configuration: configuration)
 }
 
 @Suite struct UploaderTests {
@@ -57,7 +57,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
         _ = try #require(sent)
         #expect(uploader.nextFrame(now: t0, pending: outbox(6)) == nil, "one frame in flight at a time")
-        let requested = PublicHash.of(app: "app", activityType: "t", identity: "title:x")
+        let requested = PublicHash.of(app: AppID("app"), activityType: "t", identity: "title:x")
         let effects = uploader.receive(ack(for: uploader, 4, durable: 2, requests: [requested]), now: t0)
         #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
         #expect(effects.contains(.contentRequested([requested])))
@@ -171,7 +171,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         }
         #expect(waiting == second)
         #expect(uploader.nextFrame(now: until, pending: Array(outbox(6).dropFirst(2))) == second, "the same frame goes again")
-        let stale = forged.encoded(device: "d1", answering: firstSent?.signature, key: key)
+        let stale = forged.encoded(device: DeviceID("d1"), answering: firstSent?.signature, key: key)
         guard case .retryScheduled(let again, _, _)? = uploader.receive(stale, now: until).first else {
             Issue.record("a signed ack naming another frame must be ignored")
             return
@@ -261,7 +261,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
     }
 
     @Test func aNewEpochStartsAfterTheLastAcknowledgedOne() throws {
-        var uploader = Uploader(app: "app", device: "d1", key: key, acknowledged: OutboxPosition(epoch: 1, seq: 7),
+        var uploader = Uploader(app: AppID("app"), device: DeviceID("d1"), key: key, acknowledged: OutboxPosition(epoch: 1, seq: 7),
                                 durable: OutboxPosition(epoch: 1, seq: 7))
         let pending = outbox(2, epoch: 1, from: 8) + outbox(3, epoch: 2, from: 1)
         let frameSent = uploader.nextFrame(now: t0, pending: pending)
@@ -292,7 +292,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         var machine = run()
         _ = machine.next(now: t0)
         _ = machine.outboxRead(outbox(3), now: t0)
-        let hash = PublicHash.of(app: "app", activityType: "t", identity: "wanted")
+        let hash = PublicHash.of(app: AppID("app"), activityType: "t", identity: "wanted")
         let action = machine.received(ack(for: machine.uploader, 3, durable: 2, requests: [hash]), now: t0)
         let through = OutboxPosition(epoch: 1, seq: 3), durable = OutboxPosition(epoch: 1, seq: 2)
         guard case .persist(let effects, let acknowledged, let watermark) = action else {
@@ -307,7 +307,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
     @Test func withNothingPendingTheRunProbesTheLastAcknowledgedMessage() throws {
         let last = try #require(outbox(1).first)
-        var machine = SyncRun(uploader: Uploader(app: "app", device: "d1", key: key, acknowledged: last.position,
+        var machine = SyncRun(uploader: Uploader(app: AppID("app"), device: DeviceID("d1"), key: key, acknowledged: last.position,
                                                  durable: .start), probe: last)
         guard case .send(let frame) = machine.next(now: t0) else { Issue.record("no probe"); return }
         #expect(frame.isProbe && frame.first == last.position)

@@ -10,8 +10,8 @@ import Threads
 
 /// What a device snapshot's manifest says (`Journal/FORMAT.md`, "Snapshot files").
 public struct DeviceSnapshotManifest: Hashable, Sendable {
-    public let device: String
-    public let app: String
+    public let device: DeviceID
+    public let app: AppID
     public let epoch: UInt64
     public let headSeq: UInt64
     public let headHash: String
@@ -39,8 +39,8 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
         guard object["kind"] == .string("device") else {
             throw DeviceStoreError(.snapshot, "this is not a device snapshot (kind \(object["kind"].map { JSONWriter.compact($0) } ?? "missing"))")
         }
-        device = try string("device")
-        app = try string("app")
+        device = DeviceID(try string("device"))
+        app = AppID(try string("app"))
         epoch = UInt64(try integer("epoch"))
         headSeq = UInt64(try integer("headSeq"))
         headHash = try string("headHash")
@@ -225,7 +225,7 @@ extension DeviceStore {
     private static let currentSchema: Result<[SchemaObject], DeviceStoreError> = Result { () throws(DeviceStoreError) in
         do {
             return try SchemaCheck.schema { db in
-                try StoreSchema.create(db, deviceID: "schema", app: "schema", voteSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+                try StoreSchema.create(db, deviceID: DeviceID("schema"), app: AppID("schema"), voteSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
                 try db.execute(sql: SearchIndex.ddl)
             }
         } catch {
@@ -422,7 +422,7 @@ extension DeviceStore {
         if let problem = verification.firstProblem {
             throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
         }
-        guard store.deviceID.rawValue == manifest.device, verification.head.rawValue == manifest.headSeq,
+        guard store.deviceID == manifest.device, verification.head.rawValue == manifest.headSeq,
               verification.headHash.hex == manifest.headHash else {
             throw DeviceStoreError(.snapshot, """
                 the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \

@@ -26,7 +26,7 @@ extension DeviceStore {
     /// Nobody else can make it; the cloud keeps only its SHA-256.
     public var enrolmentProof: [UInt8] {
         var label = Array("sightline enrolment proof\n".utf8)
-        label += Array(app.utf8) + [0x0A] + Array(deviceID.rawValue.utf8)
+        label += Array(app.rawValue.utf8) + [0x0A] + Array(deviceID.rawValue.utf8)
         return Array(HMAC<SHA256>.authenticationCode(for: label, using: SymmetricKey(data: privacyKeys.voteSecret)))
     }
 
@@ -56,7 +56,7 @@ extension DeviceStore {
         guard let key = try deviceKey() else {
             throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
         }
-        let uploader = Uploader(app: app, device: deviceID.rawValue, key: key, acknowledged: status.acknowledged,
+        let uploader = Uploader(app: app, device: deviceID, key: key, acknowledged: status.acknowledged,
                                 durable: status.durable, configuration: configuration)
         let probe = status.pending == 0 ? try retainedRecord(at: status.acknowledged) : nil
         return SyncRun(uploader: uploader, probe: probe, maximumAttempts: maximumAttempts)

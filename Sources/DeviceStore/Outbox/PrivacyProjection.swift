@@ -38,7 +38,7 @@ final class PrivacyProjection {
     /// What makes a device's messages its own: the app salts public hashes and
     /// the vote secret keys vote tokens.
     struct Keys: Sendable {
-        let app: String
+        let app: AppID
         let voteSecret: [UInt8]
     }
 

@@ -102,7 +102,7 @@ extension DeviceStore {
     /// database (`ScratchProjections`).
     private func inScratchProjections<T>(_ work: (Database, JournalFold) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            return try ScratchProjections.shared.with(deviceID: deviceID.rawValue, app: privacyKeys.app,
+            return try ScratchProjections.shared.with(deviceID: deviceID, app: privacyKeys.app,
                                                       voteSecret: privacyKeys.voteSecret) { scratchDB in
                 try work(scratchDB, JournalFold(into: scratchDB, keys: privacyKeys))
             }

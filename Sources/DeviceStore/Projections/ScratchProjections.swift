@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IndexModel
 
 /// Private in-memory databases with a store's schema, for replaying a journal
 /// beside the store: the rebuild check, the outbox a journal implies, and the
@@ -31,7 +32,7 @@ final class ScratchProjections: @unchecked Sendable {
 
     /// Runs `work` in a transaction on an empty scratch database whose
     /// `store_meta` names `deviceID`, `app` and `voteSecret`.
-    func with<T>(deviceID: String, app: String, voteSecret: [UInt8], _ work: (Database) throws -> T) throws -> T {
+    func with<T>(deviceID: DeviceID, app: AppID, voteSecret: [UInt8], _ work: (Database) throws -> T) throws -> T {
         let scratch = try take()
         var keep = false
         defer { if keep { give(scratch) } }

@@ -26,7 +26,7 @@ public struct StoreOptions: Sendable {
     public var durability: Durability
     /// The app (the cloud's tenant) a new store belongs to. It salts the public
     /// hashes the store sends; a store keeps the app it was created with.
-    public var app: String
+    public var app: AppID
 
     public enum Durability: Sendable {
         case full
@@ -34,7 +34,7 @@ public struct StoreOptions: Sendable {
     }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                readOnly: Bool = false, durability: Durability = .full, app: String = StoreOptions.defaultApp) {
+                readOnly: Bool = false, durability: Durability = .full, app: AppID = StoreOptions.defaultApp) {
         self.clock = clock
         self.app = app
         self.random = random
@@ -42,7 +42,7 @@ public struct StoreOptions: Sendable {
         self.durability = durability
     }
 
-    public static let defaultApp = "com.example.app"
+    public static let defaultApp = AppID("com.example.app")
 }
 
 /// A device's store: the append-only event journal and the projections folded
@@ -56,7 +56,7 @@ public final class DeviceStore: Sendable {
     public let location: StoreLocation
     public let isReadOnly: Bool
     /// The app this store belongs to (set when it was created).
-    public let app: String
+    public let app: AppID
     let queue: DatabaseQueue
     let clock: any StoreClock
     let privacyKeys: PrivacyProjection.Keys
@@ -105,7 +105,7 @@ public final class DeviceStore: Sendable {
         clock = options.clock
         writePath = WritePath(owned: location == .memory)
         let app = options.app
-        guard !app.isEmpty, app.utf8.count <= 256, !app.contains(where: \.isNewline) else {
+        guard !app.rawValue.isEmpty, app.rawValue.utf8.count <= 256, !app.rawValue.contains(where: \.isNewline) else {
             throw DeviceStoreError(.invalidOption, "the app name must be 1 to 256 bytes on one line, not \"\(app)\"")
         }
         var configuration = Configuration()
@@ -192,7 +192,7 @@ public final class DeviceStore: Sendable {
                     throw DeviceStoreError(.notADeviceStore, "\(location.displayName) is a SQLite database but not a Sightline device store")
                 }
             }
-            deviceID = DeviceID(meta.deviceID)
+            deviceID = meta.deviceID
             self.app = meta.keys.app
             privacyKeys = meta.keys
         } catch let error as DeviceStoreError {
@@ -262,7 +262,7 @@ public final class DeviceStore: Sendable {
     /// Creates a new store file whole: the schema is built in a temporary file
     /// beside `path`, closed, and renamed into place, so a crash during creation
     /// leaves either no store or a complete empty one, never a file without schema.
-    private static func createAtomically(path: String, configuration: Configuration, deviceID: String, app: String,
+    private static func createAtomically(path: String, configuration: Configuration, deviceID: DeviceID, app: AppID,
                                          voteSecret: [UInt8], createdAt: Timestamp) throws {
         let temporary = path + ".creating"
         StoreFiles.remove(temporary)
@@ -281,7 +281,7 @@ public final class DeviceStore: Sendable {
     }
 
     private struct StoreMeta {
-        let deviceID: String
+        let deviceID: DeviceID
         let keys: PrivacyProjection.Keys
     }
 
@@ -304,10 +304,10 @@ public final class DeviceStore: Sendable {
         if migrating && version < StoreSchema.formatVersion {
             try StoreSchema.migrate(db, from: version)
         }
-        guard let identifier = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
+        guard let identifier = try DeviceID.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
             throw DeviceStoreError(.notADeviceStore, "the store has no device_id")
         }
-        guard let app = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'app'"),
+        guard let app = try AppID.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'app'"),
               let secret = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'vote_secret'"),
               secret.count == 32 else {
             throw DeviceStoreError(.notADeviceStore, "the store has no app or no 32-byte vote_secret in store_meta")
@@ -320,7 +320,7 @@ public final class DeviceStore: Sendable {
         (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
     }
 
-    private static func makeDeviceID(_ random: any RandomSource) -> String {
+    private static func makeDeviceID(_ random: any RandomSource) -> DeviceID {
         let digits = Array("0123456789abcdef")
         var text = ""
         for _ in 0..<2 {
@@ -330,7 +330,7 @@ public final class DeviceStore: Sendable {
                 value >>= 4
             }
         }
-        return text
+        return DeviceID(text)
     }
 
     static func describe(_ error: any Error) -> String {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IndexModel
 
 /// The SQLite schema of a device store, version 3. `Journal/FORMAT.md` documents
 /// every table; the event journal is the source of truth and every other table is
@@ -151,7 +152,7 @@ enum StoreSchema {
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
     }
 
-    static func create(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
+    static func create(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64) throws {
         try createTables(db)
         try insertMeta(db, deviceID: deviceID, app: app, voteSecret: voteSecret, createdAt: createdAt)
     }
@@ -165,7 +166,7 @@ enum StoreSchema {
         try db.execute(sql: syncDDL)
     }
 
-    static func insertMeta(_ db: Database, deviceID: String, app: String, voteSecret: [UInt8], createdAt: Int64) throws {
+    static func insertMeta(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64) throws {
         let meta: [(String, any DatabaseValueConvertible)] = [
             ("application", application),
             ("format_version", formatVersion),

@@ -12,6 +12,20 @@ public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible 
     public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
+/// The app a device store belongs to: its tenant in the cloud, and the salt of
+/// its public hashes. Chosen when the store is created and never changed.
+public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(_ rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: AppID, rhs: AppID) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// A period of a store's life between two restores. A restore starts a new epoch,
 /// so an (epoch, seq) pair is never used twice by one store.
 public struct Epoch: Hashable, Sendable, Comparable, CustomStringConvertible {

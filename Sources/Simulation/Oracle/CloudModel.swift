@@ -7,16 +7,16 @@ import SyncWire
 /// add while its vote is live, up to its daily allowance per hash).
 struct CloudModel {
     struct Entry {
-        var live: Set<String> = []
-        var everVoted: Set<String> = []
+        var live: Set<DeviceID> = []
+        var everVoted: Set<DeviceID> = []
         var popularity = Popularity()
         /// What each device added on the day it last signalled.
-        var allowances: [String: PopularityRule.Allowance] = [:]
+        var allowances: [DeviceID: PopularityRule.Allowance] = [:]
     }
 
     var entries: [Int: Entry] = [:]
 
-    mutating func apply(_ message: ExpectedMessage, device: String, day: Int64) {
+    mutating func apply(_ message: ExpectedMessage, device: DeviceID, day: Int64) {
         switch message {
         case .vote(let number):
             var entry = entries[number, default: Entry()]
@@ -34,7 +34,7 @@ struct CloudModel {
         }
     }
 
-    mutating func signal(_ number: Int, _ counts: Popularity, device: String, day: Int64) {
+    mutating func signal(_ number: Int, _ counts: Popularity, device: DeviceID, day: Int64) {
         var entry = entries[number, default: Entry()]
         defer { entries[number] = entry }
         guard entry.live.contains(device) else { return }

@@ -29,7 +29,7 @@ struct RunEvidence {
     var findings: [String]
     var restores: Int
     /// The cloud log's new messages per device name and epoch, in log order.
-    var log: [String: [UInt64: [Held]]] = [:]
+    var log: [DeviceID: [UInt64: [Held]]] = [:]
     /// The hostile device's new messages, in log order, with their day.
     var hostileMessages: [Held] = []
     var logReadProblem: String?

@@ -116,10 +116,12 @@ public enum CloudReply: Hashable, Sendable {
     /// What a reply names in place of a frame the cloud could not read.
     public static let unreadFrame = [UInt8](repeating: 0, count: 32)
 
-    /// The reply's bytes, answering the frame whose signature is
-    /// `frameSignature` (nil: a frame that could not be read), signed with
+    /// The reply's bytes to `device` (nil: a frame too malformed to name
+    /// one, and the reply names nobody), answering the frame whose signature
+    /// is `frameSignature` (nil: a frame that could not be read), signed with
     /// `key` when given.
-    public func encoded(device: String, answering frameSignature: [UInt8]?, key: [UInt8]?) -> [UInt8] {
+    public func encoded(device: DeviceID?, answering frameSignature: [UInt8]?, key: [UInt8]?) -> [UInt8] {
+        let addressee = device?.rawValue ?? ""
         var writer = BinaryWriter(capacity: 128)
         writer.raw(UploadFrame.magic)
         writer.byte(UploadFrame.version)
@@ -127,7 +129,7 @@ public enum CloudReply: Hashable, Sendable {
         switch self {
         case .ack(let ack):
             writer.byte(UploadFrame.FrameType.ack.rawValue)
-            writer.string(device)
+            writer.string(addressee)
             writer.raw(answers)
             writer.uvarint(ack.acceptedThrough.epoch)
             writer.uvarint(ack.acceptedThrough.seq)
@@ -139,7 +141,7 @@ public enum CloudReply: Hashable, Sendable {
             for hash in ack.contentRequests { writer.raw(hash.bytes) }
         case .rejection(let rejection):
             writer.byte(UploadFrame.FrameType.rejection.rawValue)
-            writer.string(device)
+            writer.string(addressee)
             writer.raw(answers)
             writer.byte(rejection.error.code.rawValue)
             writer.uvarint(rejection.expected?.epoch ?? 0)
@@ -163,7 +165,7 @@ public enum CloudReply: Hashable, Sendable {
 
     /// A reply as a device reads it: `key` is the device's key; an unsigned
     /// or wrongly signed reply comes back with `isAuthentic` false.
-    public static func decode(_ bytes: [UInt8], device: String, key: [UInt8]) throws(WireError) -> ReceivedReply {
+    public static func decode(_ bytes: [UInt8], device: DeviceID, key: [UInt8]) throws(WireError) -> ReceivedReply {
         var reader = BinaryReader(bytes)
         do {
             let magic = try reader.fixedBytes(4, "magic")
@@ -173,7 +175,7 @@ public enum CloudReply: Hashable, Sendable {
                 throw WireError(.malformed, "sync reply version \(version) is not supported")
             }
             let type = try reader.byte()
-            let replyDevice = try reader.string()
+            let replyDevice = DeviceID(try reader.string())
             guard replyDevice == device else {
                 throw WireError(.malformed, "the reply is addressed to device \(replyDevice), not \(device)")
             }

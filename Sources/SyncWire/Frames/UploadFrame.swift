@@ -11,8 +11,8 @@ import IndexModel
 /// header limits (`parse`), the signature (`isSigned(by:)`), and only then
 /// inflates with the output capped and checks the digest (`messages()`).
 public struct UploadFrame: Hashable, Sendable {
-    public var app: String
-    public var device: String
+    public var app: AppID
+    public var device: DeviceID
     public var epoch: UInt64
     public var firstSeq: UInt64
     public var lastSeq: UInt64
@@ -55,7 +55,7 @@ public struct UploadFrame: Hashable, Sendable {
     /// Builds and signs the frame for `records`, which must be consecutive
     /// positions of one epoch. `follows` defaults to the position before the
     /// first record inside its epoch, or to nothing for an epoch's first.
-    public init(app: String, device: String, records: [OutboxRecord], key: [UInt8], follows: OutboxPosition? = nil,
+    public init(app: AppID, device: DeviceID, records: [OutboxRecord], key: [UInt8], follows: OutboxPosition? = nil,
                 isProbe: Bool = false, codec: Codec = .deflate, level: Int32 = 6) {
         precondition(!records.isEmpty, "a frame carries at least one message")
         let epoch = records[0].position.epoch
@@ -88,8 +88,8 @@ public struct UploadFrame: Hashable, Sendable {
         writer.raw(UploadFrame.magic)
         writer.byte(UploadFrame.version)
         writer.byte(FrameType.upload.rawValue)
-        writer.string(app)
-        writer.string(device)
+        writer.string(app.rawValue)
+        writer.string(device.rawValue)
         writer.uvarint(epoch)
         writer.uvarint(firstSeq)
         writer.uvarint(lastSeq)
@@ -112,11 +112,11 @@ public struct UploadFrame: Hashable, Sendable {
     /// The sending device's name, read from the start of the header without
     /// reading the rest (for a rate limit in front of `parse`); nil when the
     /// bytes do not start like an upload frame.
-    public static func deviceName(in bytes: [UInt8]) -> String? {
+    public static func deviceName(in bytes: [UInt8]) -> DeviceID? {
         var reader = BinaryReader(bytes)
         guard (try? FrameHeader.readPrologue(&reader, expecting: .upload)) != nil,
               (try? FrameHeader.identifier(&reader, "app")) != nil else { return nil }
-        return try? FrameHeader.identifier(&reader, "device")
+        return (try? FrameHeader.identifier(&reader, "device")).map(DeviceID.init)
     }
 
     /// Reads a frame's structure and checks every header bound; neither the
@@ -128,8 +128,8 @@ public struct UploadFrame: Hashable, Sendable {
         var reader = BinaryReader(bytes)
         do {
             try FrameHeader.readPrologue(&reader, expecting: .upload)
-            let app = try FrameHeader.identifier(&reader, "app")
-            let device = try FrameHeader.identifier(&reader, "device")
+            let app = AppID(try FrameHeader.identifier(&reader, "app"))
+            let device = DeviceID(try FrameHeader.identifier(&reader, "device"))
             let epoch = try FrameHeader.position(&reader, "epoch")
             let firstSeq = try FrameHeader.position(&reader, "first seq")
             let lastSeq = try FrameHeader.position(&reader, "last seq")
@@ -194,7 +194,7 @@ public struct UploadFrame: Hashable, Sendable {
         }
     }
 
-    private init(app: String, device: String, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int,
+    private init(app: AppID, device: DeviceID, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int,
                  follows: OutboxPosition, isProbe: Bool, codec: Codec,
                  uncompressedLength: Int, digest: [UInt8], payload: [UInt8], signature: [UInt8]) {
         self.app = app

@@ -21,10 +21,10 @@ public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertibl
     }
 
     /// The hash of the activity with this type and public identity, for `app`.
-    public static func of(app: String, activityType: String, identity: String) -> PublicHash {
+    public static func of(app: AppID, activityType: String, identity: String) -> PublicHash {
         var writer = BinaryWriter()
         writer.string("sightline public activity v1")
-        writer.string(app)
+        writer.string(app.rawValue)
         writer.string(activityType)
         writer.string(identity)
         return PublicHash(unchecked: Array(SHA256.hash(data: writer.bytes)))
@@ -32,7 +32,7 @@ public struct PublicHash: Hashable, Sendable, Comparable, CustomStringConvertibl
 
     /// The hash of `content`, which the cloud recomputes to check that uploaded
     /// content belongs to the hash it asked for.
-    public static func of(app: String, content: PublicContent) -> PublicHash? {
+    public static func of(app: AppID, content: PublicContent) -> PublicHash? {
         content.identity.map { of(app: app, activityType: content.activityType, identity: $0) }
     }
 

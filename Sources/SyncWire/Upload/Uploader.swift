@@ -48,8 +48,8 @@ public struct Uploader: Sendable {
         case stopped(WireError)
     }
 
-    public let app: String
-    public let device: String
+    public let app: AppID
+    public let device: DeviceID
     private let key: [UInt8]
     public let configuration: UploaderConfiguration
     /// The cloud holds every message up to here.
@@ -62,7 +62,7 @@ public struct Uploader: Sendable {
     public private(set) var attempts = 0
     private var random: SplitMix64
 
-    public init(app: String, device: String, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
+    public init(app: AppID, device: DeviceID, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
                 configuration: UploaderConfiguration = UploaderConfiguration()) {
         self.app = app
         self.device = device

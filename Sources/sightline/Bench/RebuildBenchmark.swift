@@ -49,7 +49,7 @@ struct RebuildBenchmark {
             for start in stride(from: 0, to: calls.count, by: 1000) {
                 _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
             }
-            try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID.rawValue,
+            try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID,
                                                    enrolmentSecret: SyncBenchmark.secret))
             var run = try store.beginSync()
             var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())

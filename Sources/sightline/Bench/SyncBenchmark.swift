@@ -48,7 +48,7 @@ struct SyncBenchmark {
         var wireRatio: Double { Double(wireBytes) / Double(jsonDeflateBytes) }
     }
 
-    static let app = "com.example.bench"
+    static let app = AppID("com.example.bench")
     static let secret = "a-benchmark-enrolment-secret"
     static let targetMessagesPerSecond = 150_000.0
     static let targetWireRatio = 0.5
@@ -87,7 +87,7 @@ struct SyncBenchmark {
                 _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
             }
             try store.setDeviceKey(try await HTTPEnrolment.enrol(baseURL: url, app: SyncBenchmark.app,
-                                                                 device: store.deviceID.rawValue, secret: SyncBenchmark.secret))
+                                                                 device: store.deviceID, secret: SyncBenchmark.secret))
             let records = try store.pendingOutbox(after: .start, limit: Int.max)
             stores.append(store)
             outboxes.append(records)

@@ -157,7 +157,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
             do {
-                try cloud.registerApp(app, enrolmentSecret: secret, maximumDevices: maxDevices)
+                try cloud.registerApp(AppID(app), enrolmentSecret: secret, maximumDevices: maxDevices)
             } catch {
                 Output.error("error: \(error.message)")
                 throw ExitStatus.invalidInput
@@ -312,7 +312,7 @@ struct CloudSearchCommand: ParsableCommand {
         let filter = expression.map { CompiledQuery($0, now: cloud.now) }
         let results: [PublicResult]
         do {
-            results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
+            results = try cloud.search(app: AppID(app), text: text, filter: filter, limit: limit)
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable

@@ -77,7 +77,7 @@ struct SyncCommand: AsyncParsableCommand {
                     Output.error("error: the device is not enrolled and no enrolment secret was given (--enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET)")
                     throw ExitStatus.invalidInput
                 }
-                let key = try await HTTPEnrolment.enrol(baseURL: cloud, app: device.app, device: device.deviceID.rawValue,
+                let key = try await HTTPEnrolment.enrol(baseURL: cloud, app: device.app, device: device.deviceID,
                                                         secret: secret, proof: device.enrolmentProof, timeout: .seconds(Int64(timeout)),
                                                         client: client)
                 try device.setDeviceKey(key)
@@ -106,7 +106,7 @@ struct SyncCommand: AsyncParsableCommand {
         if output.json {
             var object: JSONObject = [
                 "device": .string(device.deviceID.rawValue),
-                "app": .string(device.app),
+                "app": .string(device.app.rawValue),
                 "enrolled": .bool(enrolled),
                 "frames": .integer(Int64(report.framesSent)),
                 "messagesAcknowledged": .integer(Int64(report.messagesAcknowledged)),

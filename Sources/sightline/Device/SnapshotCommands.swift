@@ -119,8 +119,8 @@ struct RestoreCommand: ParsableCommand {
 extension DeviceSnapshotManifest {
     var jsonValue: JSONValue {
         .object([
-            "device": .string(device),
-            "app": .string(app),
+            "device": .string(device.rawValue),
+            "app": .string(app.rawValue),
             "epoch": .integer(Int64(epoch)),
             "headSeq": .integer(Int64(headSeq)),
             "headHash": .string(headHash),

@@ -19,7 +19,7 @@ enum CloudJournal {
     static func json(_ record: CloudLogRecord) -> JSONValue {
         .object([
             "seq": .integer(record.seq),
-            "device": .string(record.device),
+            "device": .string(record.device.rawValue),
             "epoch": .integer(Int64(record.epoch)),
             "firstSeq": .integer(Int64(record.firstSeq)),
             "lastSeq": .integer(Int64(record.lastSeq)),
@@ -79,7 +79,7 @@ enum CloudJournal {
         let cloud = try open(path)
         var byKind: [String: Int] = [:]
         var rows = 0
-        var devices = Set<String>()
+        var devices = Set<DeviceID>()
         var first: Timestamp?
         var last: Timestamp?
         do {

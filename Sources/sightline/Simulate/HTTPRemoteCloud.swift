@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IndexModel
 import NIOCore
 import Simulation
 import SyncHTTP
@@ -23,7 +24,7 @@ struct HTTPRemoteCloud: RemoteCloud {
         transport = HTTPTransport(baseURL: url, timeout: .seconds(10))
     }
 
-    func enrol(app: String, device: String) throws -> [UInt8] {
+    func enrol(app: AppID, device: DeviceID) throws -> [UInt8] {
         let (location, secret) = (self.location, enrolmentSecret)
         return try HTTPRemoteCloud.wait {
             try await HTTPEnrolment.enrol(baseURL: location, app: app, device: device, secret: secret, timeout: .seconds(10))

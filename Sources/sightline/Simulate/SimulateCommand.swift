@@ -118,7 +118,7 @@ struct SimulateCommand: ParsableCommand {
                 throw ExitStatus.invalidInput
             }
             options.remote = HTTPRemoteCloud(url: cloud, storePath: cloudStore, enrolmentSecret: secret)
-            if let app { options.app = app }
+            if let app { options.app = AppID(app) }
         }
         let showProgress = isatty(STDERR_FILENO) == 1 && !output.json
         Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"

@@ -14,7 +14,7 @@ struct StoreOption: ParsableArguments {
     }
 
     /// Opens the store for writing, creating it (for `app`) when it does not exist.
-    func openForWriting(clock: any StoreClock, app: String = StoreOptions.defaultApp) throws -> DeviceStore {
+    func openForWriting(clock: any StoreClock, app: AppID = StoreOptions.defaultApp) throws -> DeviceStore {
         try StoreOption.open(db, options: StoreOptions(clock: clock, app: app))
     }
 
