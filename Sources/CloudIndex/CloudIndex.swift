@@ -23,6 +23,9 @@ public enum CloudLocation: Hashable, Sendable {
     }
 }
 
+/// How a cloud store is opened: its injected clock and randomness (so a
+/// simulation replays), K and the agreement (nil keeps the store's), read-only
+/// or not, durability, and whether the process holds the file for itself.
 public struct CloudOptions: Sendable {
     public var clock: any StoreClock
     public var random: any RandomSource
@@ -47,6 +50,9 @@ public struct CloudOptions: Sendable {
     /// is closed. Ignored when read-only.
     public var exclusive: Bool
 
+    /// How far a committed frame survives: `full` syncs the write-ahead log at
+    /// every commit (an ack is never lost to power loss); `normal` at checkpoints
+    /// only (survives a process crash).
     public enum Durability: Sendable {
         case full
         case normal
@@ -450,6 +456,8 @@ public final class CloudIndex: CloudStore {
 
 /// An expected failure of a cloud operation.
 public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure, for callers that act on it (the server chooses
+    /// its HTTP status by it, the CLI some exit statuses).
     public enum Code: String, Hashable, Sendable {
         case storeNotFound
         case notACloudStore

@@ -128,6 +128,7 @@ public enum FramePlacement: Hashable, Sendable {
 /// every backend: at K without content the hash becomes wanted and its raw hash
 /// is kept; below K its raw hash, content and wanted mark go.
 public enum ThresholdRule {
+    /// What a backend must do to a hash's rows after a change of its live votes.
     public struct Actions: Hashable, Sendable {
         public var keepRawHash = false
         public var dropRawHash = false

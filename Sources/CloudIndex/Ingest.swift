@@ -7,6 +7,7 @@ import SyncWire
 
 /// What one `ingest` did.
 public struct IngestResult: Sendable {
+    /// What became of the frame.
     public enum Outcome: Hashable, Sendable {
         /// New messages were appended to the cloud log and folded.
         case accepted(messages: Int)

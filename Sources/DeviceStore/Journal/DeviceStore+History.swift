@@ -5,6 +5,7 @@ import IndexModel
 /// which call and batch; activities with that key or related to it; results
 /// shown and engaged under it.
 public struct IdentifierHistory: Sendable {
+    /// What one journal event did to the item with this identifier.
     public enum Change: Hashable, Sendable {
         /// Indexed while no item with this identifier was live in the index.
         case created
@@ -24,10 +25,13 @@ public struct IdentifierHistory: Sendable {
         case engaged
     }
 
+    /// How an activity names the identifier: as its key, in `relatedUniqueIdentifier`,
+    /// or in `weakRelatedUniqueIdentifier`.
     public enum Relation: String, Hashable, Sendable {
         case key, related, weaklyRelated
     }
 
+    /// One event of the item's history: the journal entry and what it changed.
     public struct Step: Hashable, Sendable {
         public let entry: JournalEntry
         public let change: Change

@@ -4,6 +4,8 @@ import IndexModel
 /// uniqueIdentifier, an activity's related identifiers, a contentURL or
 /// webpageURL) are one result with several members, never duplicates.
 public struct SearchResult: Hashable, Sendable {
+    /// One thing a result stands for: an indexed item, or a searchable activity
+    /// by its key. Items sort before activities.
     public enum Member: Hashable, Sendable, Comparable {
         case item(index: String, identifier: String)
         case activity(key: String)

@@ -28,6 +28,9 @@ public struct StoreOptions: Sendable {
     /// hashes the store sends; a store keeps the app it was created with.
     public var app: AppID
 
+    /// How far a committed call survives: `full` syncs the write-ahead log at
+    /// every commit (survives power loss); `normal` at checkpoints only
+    /// (survives a process crash, which is what the simulator models).
     public enum Durability: Sendable {
         case full
         case normal

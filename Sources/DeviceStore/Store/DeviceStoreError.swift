@@ -4,6 +4,8 @@ import IndexModel
 /// that says what is wrong and how to fix it, and context. Messages never contain
 /// titles, descriptions or search text.
 public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure, for callers that act on it (the CLI chooses some
+    /// exit statuses by it).
     public enum Code: String, Hashable, Sendable {
         /// A read-only command was given a store that does not exist.
         case storeNotFound

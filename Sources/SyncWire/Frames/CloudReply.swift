@@ -3,6 +3,8 @@ import IndexModel
 
 /// What went wrong with a frame, on either side of the wire.
 public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure: its byte on the wire, and what the uploader does
+    /// about it (retry, rewind, or stop).
     public enum Code: UInt8, Hashable, Sendable, CaseIterable {
         /// The frame cannot be read: bad structure, bad payload, bad digest.
         case malformed = 1

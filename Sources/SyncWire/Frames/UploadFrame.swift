@@ -35,6 +35,7 @@ public struct UploadFrame: Hashable, Sendable {
     /// The encoded header: the bytes the signature covers.
     public private(set) var header: [UInt8]
 
+    /// How the payload is carried: as is, or raw deflate (what devices send).
     public enum Codec: UInt8, Hashable, Sendable {
         case stored = 0
         case deflate = 1

@@ -5,6 +5,9 @@ public protocol Transport: Sendable {
     func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8]
 }
 
+/// A frame's exchange that ended without a reply (a timeout, a refused or
+/// dropped connection, an unexpected status): the outcome is unknown, so the
+/// uploader sends the same frame again after a backoff.
 public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible {
     public let message: String
 

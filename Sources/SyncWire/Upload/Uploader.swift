@@ -37,6 +37,7 @@ public struct UploaderConfiguration: Hashable, Sendable {
 ///   rejection except rate limiting and unavailability stops the uploader with
 ///   the cloud's reason.
 public struct Uploader: Sendable {
+    /// Where the uploader stands with its frame.
     public enum State: Hashable, Sendable {
         /// Nothing in flight: the next call to `nextFrame` builds a frame.
         case ready
