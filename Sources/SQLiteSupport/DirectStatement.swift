@@ -31,8 +31,8 @@ public struct DirectStatement {
     /// (`StatementSlots(count:owned:)`): finalized when the last copy goes.
     ///
     /// GRDB keeps, beside each statement it prepares, what the statement reads
-    /// (tables and columns, for observation) and its SQL as a cache key: 230 MB
-    /// of a 10,000-device simulation's peak memory. A connection with such
+    /// (tables and columns, for observation) and its SQL as a cache key, a
+    /// large share of a 10,000-device simulation's peak memory. A connection with such
     /// statements can only be closed by being released (GRDB then closes it
     /// with `sqlite3_close_v2`, which waits for them); an explicit `close()`
     /// would fail while one is alive.

@@ -3,7 +3,7 @@ import GRDB
 /// Prepared statements kept for one connection across its transactions.
 ///
 /// Looking statements up in GRDB's cache hashes every statement's SQL each
-/// time: a tenth of a call's cost in the simulator. A slot holds its
+/// time, a noticeable share of a call's cost in the simulator. A slot holds its
 /// statement for the connection's life, so it also survives GRDB clearing its
 /// cache after schema changes (SQLite recompiles a statement whose schema
 /// changed when it next steps).

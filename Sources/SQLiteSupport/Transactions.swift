@@ -6,13 +6,13 @@ import GRDB
 /// GRDB's `read` and `write` compile `BEGIN` and `COMMIT` on every call, and
 /// its `read` also brackets the body with `PRAGMA query_only = 1` and `= 0`;
 /// SQLite expires every prepared statement of the connection after such a
-/// pragma, so each cached statement was compiled again after every read. In
-/// the simulator, where thousands of small stores each take a few hundred
-/// calls, a third of the time went into SQLite's parser. Executing the
-/// cached BEGIN and COMMIT through GRDB (a cache lookup by their SQL, then its
-/// bookkeeping around every statement) still cost 4.6% of a 10,000-device
-/// run's CPU: they are now stepped with the C API, and an in-memory store
-/// keeps its own (`TransactionStatements`).
+/// pragma, so each cached statement would be compiled again after every read:
+/// in the simulator, where thousands of small stores each take a few hundred
+/// calls, SQLite's parser would take a large share of the run. Executing the
+/// cached BEGIN and COMMIT through GRDB still costs a cache lookup by their
+/// SQL and its bookkeeping around every statement, a measurable share of a
+/// 10,000-device run, so they are stepped with the C API, and an in-memory
+/// store keeps its own (`TransactionStatements`).
 extension DatabaseQueue {
     /// Runs `body` in a deferred transaction, so every statement in it sees the
     /// same snapshot of the database, and commits nothing. Reads here are

@@ -11,9 +11,9 @@ import Synchronization
 /// it stops, so that the producer never waits for a replay that has given up.
 ///
 /// Folded batches go back to be freed on the producing thread, which
-/// allocated them: freed on the replaying thread, glibc's allocator kept that
-/// memory there, and the producer faulted in fresh pages for every batch
-/// (both threads ran at half speed).
+/// allocated them: freed on the replaying thread, glibc's allocator keeps that
+/// memory there, and the producer faults in fresh pages for every batch,
+/// which slows both threads down.
 public final class RowStream<Row: Sendable>: Sendable {
     private let batchSize: Int
     private let handoff: Handoff<[Row]>
