@@ -7,9 +7,13 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "IndexModel", targets: ["IndexModel"]),
+        .library(name: "Workloads", targets: ["Workloads"]),
+        .library(name: "Threads", targets: ["Threads"]),
+        .library(name: "ByteCoding", targets: ["ByteCoding"]),
         .library(name: "IndexQuery", targets: ["IndexQuery"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "Snapshot", targets: ["Snapshot"]),
+        .library(name: "SQLiteSupport", targets: ["SQLiteSupport"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),

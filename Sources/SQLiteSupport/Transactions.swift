@@ -88,6 +88,9 @@ public final class TransactionStatements: @unchecked Sendable {
     /// Nil unless owned.
     private let slots: StatementSlots?
 
+    /// `owned`: the statements are prepared outside GRDB's cache and kept here
+    /// for the connection's life, for a connection that is never closed
+    /// explicitly. Otherwise each transaction takes them from GRDB's cache.
     public init(owned: Bool = false) {
         slots = owned ? StatementSlots(count: Kind.allCases.count, owned: true) : nil
     }

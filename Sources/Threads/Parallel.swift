@@ -7,6 +7,9 @@ import Synchronization
 /// cooperative pool, which on Linux is dispatch's, already as wide as the
 /// machine), so a snapshot's chunks would inflate on one core.
 public enum Parallel {
+    /// Runs `body` for each iteration from 0 to `iterations` − 1 at once: the
+    /// first on this thread, each other on a thread of its own. Returns when
+    /// all have returned.
     public static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
         guard iterations > 1 else {
             if iterations == 1 { body(0) }

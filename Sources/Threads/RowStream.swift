@@ -22,6 +22,8 @@ public final class RowStream<Row: Sendable>: Sendable {
     /// Batches the replay has folded, to be freed by the producing thread.
     private let folded = Mutex<[[Row]]>([])
 
+    /// A stream that hands rows over `batchSize` at a time, with at most
+    /// `batchesAhead` batches waiting for the replay.
     public init(batchSize: Int = 256, batchesAhead: Int = 8) {
         self.batchSize = batchSize
         handoff = Handoff(capacity: batchesAhead)
@@ -30,6 +32,8 @@ public final class RowStream<Row: Sendable>: Sendable {
 
     // MARK: - Producing thread
 
+    /// Adds `row` to the batch being filled, and hands the batch over when it
+    /// is full (waiting while `batchesAhead` batches wait already).
     public func append(_ row: Row) {
         filling.append(row)
         if filling.count == batchSize { handOver() }
