@@ -235,6 +235,8 @@ let package = Package(
                 "SyncHTTP", "SyncWire", "IndexModel", "DeviceStore", "CloudIndex", "CloudServer", "ScratchDirectory",
                 "ServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),

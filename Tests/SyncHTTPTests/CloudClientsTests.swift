@@ -88,4 +88,22 @@ private struct TestPKI {
             if response.status != .ok { throw TransportError("answered \(response.status)") }
         }
     }
+
+    /// A CA file that holds no certificate (empty, or a key where the
+    /// certificate should be) is refused when the client is made, so
+    /// `sync --ca-file` stops before it sends anything rather than trusting
+    /// nothing and failing every request.
+    @Test func aCAFileWithoutACertificateIsRefusedWhenTheClientIsMade() throws {
+        let directory = try ScratchDirectory.make("sightline-ca")
+        let empty = directory.appendingPathComponent("empty.pem").path
+        try "".write(toFile: empty, atomically: true, encoding: .utf8)
+        let keyOnly = directory.appendingPathComponent("key.pem").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyOnly, atomically: true, encoding: .utf8)
+        for file in [empty, keyOnly] {
+            #expect(throws: (any Error).self, "\(file)") {
+                let client = try CloudClients.trusting(caFile: file)
+                try client.syncShutdown()
+            }
+        }
+    }
 }
