@@ -7,9 +7,13 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "IndexModel", targets: ["IndexModel"]),
+        .library(name: "Workloads", targets: ["Workloads"]),
+        .library(name: "Threads", targets: ["Threads"]),
+        .library(name: "ByteCoding", targets: ["ByteCoding"]),
         .library(name: "IndexQuery", targets: ["IndexQuery"]),
         .library(name: "SyncWire", targets: ["SyncWire"]),
         .library(name: "Snapshot", targets: ["Snapshot"]),
+        .library(name: "SQLiteSupport", targets: ["SQLiteSupport"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),
@@ -203,16 +207,37 @@ let package = Package(
             name: "SyncWireTests",
             dependencies: ["SyncWire", "ByteCoding", "IndexModel", "ScratchDirectory"]
         ),
+        // A served cloud on a loopback port, for the server's tests and the HTTP client's.
+        .target(
+            name: "ServerTestSupport",
+            dependencies: [
+                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/ServerTestSupport"
+        ),
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
                 "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "ScratchDirectory",
+                "ServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "SyncHTTPTests",
+            dependencies: [
+                "SyncHTTP", "SyncWire", "IndexModel", "DeviceStore", "CloudIndex", "CloudServer", "ScratchDirectory",
+                "ServerTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

@@ -112,9 +112,10 @@ public struct StatementSlots: Sendable {
 /// SQLite expires every prepared statement of the connection after such a
 /// pragma, so each cached statement would be compiled again after every read:
 /// in the simulator, where thousands of small stores each take a few hundred
-/// calls, that was a third of the time. Executing the cached BEGIN and COMMIT
-/// through GRDB (a cache lookup by their SQL, then its bookkeeping around
-/// every statement) cost 4.6% of a 10,000-device run's CPU.
+/// calls, SQLite's parser would take a large share of the run. Executing the
+/// cached BEGIN and COMMIT through GRDB still costs a cache lookup by their
+/// SQL and its bookkeeping around every statement, a measurable share of a
+/// 10,000-device run.
 ///
 /// GRDB does not see these statements execute, and needs not: it asks SQLite
 /// whether a transaction is open (`isInsideTransaction`), and what else it

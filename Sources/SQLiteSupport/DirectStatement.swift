@@ -16,6 +16,8 @@ public struct DirectStatement {
     private let handle: OpaquePointer
     private let connection: OpaquePointer?
 
+    /// The connection's cached statement for `sql`, which GRDB prepares the
+    /// first time and finalizes when the connection closes.
     public init(_ db: Database, _ sql: String) throws {
         try self.init(db.cachedStatement(sql: sql), db)
     }
@@ -28,11 +30,11 @@ public struct DirectStatement {
     }
 
     /// A statement prepared outside GRDB and kept by whoever keeps this value
-    /// (`StatementSlots(count:owned:)`): finalized when the last copy goes.
+    /// (`ConnectionStatements(groups:owned:)`): finalized when the last copy goes.
     ///
     /// GRDB keeps, beside each statement it prepares, what the statement reads
-    /// (tables and columns, for observation) and its SQL as a cache key: 230 MB
-    /// of a 10,000-device simulation's peak memory. A connection with such
+    /// (tables and columns, for observation) and its SQL as a cache key, a
+    /// large share of a 10,000-device simulation's peak memory. A connection with such
     /// statements can only be closed by being released (GRDB then closes it
     /// with `sqlite3_close_v2`, which waits for them); an explicit `close()`
     /// would fail while one is alive.
@@ -51,6 +53,7 @@ public struct DirectStatement {
 
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
+    /// Binds `value` to the parameter at `index` (from 1), as SQLite numbers them.
     public func bind(_ index: Int32, _ value: Int64) {
         sqlite3_bind_int64(handle, index, value)
     }
@@ -109,10 +112,12 @@ public struct DirectStatement {
         Int(sqlite3_changes(connection))
     }
 
+    /// The rowid of the connection's last successful insert.
     public var lastInsertedRowID: Int64 {
         sqlite3_last_insert_rowid(connection)
     }
 
+    /// Resets the statement so that it can run again; bindings are kept.
     public func reset() {
         sqlite3_reset(handle)
     }
@@ -122,6 +127,8 @@ public struct DirectStatement {
         sqlite3_stmt_busy(handle) != 0
     }
 
+    /// The value of `column` (from 0) in the current row, converted to an
+    /// integer as `sqlite3_column_int64` converts it (NULL is 0).
     public func int64(_ column: Int32) -> Int64 {
         sqlite3_column_int64(handle, column)
     }

@@ -41,6 +41,7 @@ public enum RowDigest {
         return Array(hasher.finalize())
     }
 
+    /// A digest as lowercase hexadecimal digits, as stores report it.
     public static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef")
         var text = ""

@@ -2,9 +2,14 @@ import GRDB
 
 /// One entry of `sqlite_master`: a table, index, view or trigger.
 public struct SchemaObject: Hashable, Sendable {
+    /// `table`, `index`, `view` or `trigger`.
     public let type: String
+    /// The object's name.
     public let name: String
+    /// The table the object belongs to (a table's own name).
     public let table: String
+    /// The statement that created the object; nil for the indexes SQLite
+    /// makes for a table's own constraints.
     public let sql: String?
 }
 
@@ -170,6 +175,7 @@ public enum SchemaCheck {
 /// A `sqlite_master` entry that `SchemaCheck` cannot read as text, so the
 /// restored file's schema cannot be compared and the file is refused.
 public struct SchemaCheckError: Error, CustomStringConvertible {
+    /// What could not be read, and where.
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }

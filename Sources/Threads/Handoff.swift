@@ -20,6 +20,8 @@ public final class Handoff<Element: Sendable>: @unchecked Sendable {
     private var finished = false
     private var abandoned = false
 
+    /// A handoff that holds at most `capacity` elements (at least one) waiting
+    /// for the consumer.
     public init(capacity: Int) {
         precondition(capacity > 0, "a handoff holds at least one element")
         self.capacity = capacity

@@ -2,11 +2,14 @@ import Foundation
 import Synchronization
 
 /// Runs a few long iterations at once, each beyond the first on a thread of
-/// its own. `DispatchQueue.concurrentPerform` ran them one after another when
-/// it was called from a thread of a busy pool (a restore runs on Swift's
+/// its own. `DispatchQueue.concurrentPerform` runs them one after another when
+/// it is called from a thread of a busy pool (a restore runs on Swift's
 /// cooperative pool, which on Linux is dispatch's, already as wide as the
-/// machine): chunks of a snapshot were inflated on one core.
+/// machine), so a snapshot's chunks would inflate on one core.
 public enum Parallel {
+    /// Runs `body` for each iteration from 0 to `iterations` − 1 at once: the
+    /// first on this thread, each other on a thread of its own. Returns when
+    /// all have returned.
     public static func perform(iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
         guard iterations > 1 else {
             if iterations == 1 { body(0) }

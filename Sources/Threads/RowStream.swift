@@ -11,9 +11,9 @@ import Synchronization
 /// it stops, so that the producer never waits for a replay that has given up.
 ///
 /// Folded batches go back to be freed on the producing thread, which
-/// allocated them: freed on the replaying thread, glibc's allocator kept that
-/// memory there, and the producer faulted in fresh pages for every batch
-/// (both threads ran at half speed).
+/// allocated them: freed on the replaying thread, glibc's allocator keeps that
+/// memory there, and the producer faults in fresh pages for every batch,
+/// which slows both threads down.
 public final class RowStream<Row: Sendable>: Sendable {
     private let batchSize: Int
     private let handoff: Handoff<[Row]>
@@ -22,6 +22,8 @@ public final class RowStream<Row: Sendable>: Sendable {
     /// Batches the replay has folded, to be freed by the producing thread.
     private let folded = Mutex<[[Row]]>([])
 
+    /// A stream that hands rows over `batchSize` at a time, with at most
+    /// `batchesAhead` batches waiting for the replay.
     public init(batchSize: Int = 256, batchesAhead: Int = 8) {
         self.batchSize = batchSize
         handoff = Handoff(capacity: batchesAhead)
@@ -30,6 +32,8 @@ public final class RowStream<Row: Sendable>: Sendable {
 
     // MARK: - Producing thread
 
+    /// Adds `row` to the batch being filled, and hands the batch over when it
+    /// is full (waiting while `batchesAhead` batches wait already).
     public func append(_ row: Row) {
         filling.append(row)
         if filling.count == batchSize { handOver() }

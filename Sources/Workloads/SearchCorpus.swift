@@ -7,12 +7,14 @@ import IndexModel
 ///
 /// The same seed and sizes give the same items and queries on every run.
 public struct SearchCorpus: Sendable {
+    /// Every word the corpus draws from, most popular first.
     public let vocabulary: [String]
     /// Zipf popularity (s = `exponent`) over `vocabulary`, by rank.
     private let popularity: ZipfDistribution
     private var generator: SplitMix64
 
     /// - Parameters:
+    ///   - seed: what the items and queries are drawn from.
     ///   - vocabularySize: distinct words; pronounceable, lowercase ASCII.
     ///   - exponent: the Zipf exponent; 1.0 is natural language's.
     public init(seed: UInt64, vocabularySize: Int = 50_000, exponent: Double = 1.0) {

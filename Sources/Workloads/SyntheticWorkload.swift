@@ -9,6 +9,7 @@ public struct SyntheticWorkload: Sendable {
     /// The shape of the stream. The defaults: two indexes, 400 item
     /// identifiers each, no clock. The same options and seed give the same calls.
     public struct Options: Sendable {
+        /// The named indexes that calls go to.
         public var indexes: [String] = ["photos", "notes"]
         /// Item identifiers are drawn from this many per index, so calls revisit items.
         public var itemsPerIndex = 400
@@ -20,12 +21,14 @@ public struct SyntheticWorkload: Sendable {
         public init() {}
     }
 
+    /// The shape of the stream, as given.
     public let options: Options
     private var random: SplitMix64
     private var clock: Timestamp
     private var batchCounter = 0
     private var clientStates: [String: [UInt8]] = [:]
 
+    /// A stream drawn from `seed`; the same seed and options give the same calls.
     public init(seed: UInt64, options: Options = Options()) {
         self.options = options
         random = SplitMix64(seed: seed)
@@ -59,6 +62,7 @@ public struct SyntheticWorkload: Sendable {
         SyntheticWorkload.vocabulary[SyntheticWorkload.popularity.draw(&random)]
     }
 
+    /// `count` words, each drawn by Zipf popularity.
     public mutating func words(_ count: Int) -> [String] {
         (0..<count).map { _ in word() }
     }

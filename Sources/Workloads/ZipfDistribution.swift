@@ -7,7 +7,9 @@ import IndexModel
 public struct ZipfDistribution: Sendable {
     private let cumulative: [Double]
 
-    /// - Parameter exponent: s; 1.0 is natural language's.
+    /// - Parameters:
+    ///   - count: the number of ranks (at least one is made).
+    ///   - exponent: s; 1.0 is natural language's.
     public init(count: Int, exponent: Double) {
         var total = 0.0
         var sums: [Double] = []
@@ -19,6 +21,7 @@ public struct ZipfDistribution: Sendable {
         cumulative = sums.map { $0 / total }
     }
 
+    /// The number of ranks (at least one).
     public var count: Int { cumulative.count }
 
     /// The rank at `unit`, a uniform draw in [0, 1).

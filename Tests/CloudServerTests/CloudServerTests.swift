@@ -5,92 +5,18 @@ import Foundation
 import Glibc
 import GRDB
 import IndexModel
-import Logging
 import NIOCore
 import NIOHTTP1
 import ScratchDirectory
+import ServerTestSupport
 import SyncHTTP
 import SyncWire
 import Testing
 @testable import CloudServer
 
-private let app = StoreOptions.defaultApp
-private let secret = "an-enrolment-secret-for-http-tests"
-private let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
-
-/// A real server on a loopback port picked by the system.
-private struct RunningServer {
-    let url: String
-    /// The operator's listener: metrics and stats.
-    let adminURL: String
-    let cloud: CloudIndex
-    let tasks: [Task<Void, any Error>]
-
-    static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0),
-                      location: CloudLocation = .memory) async throws -> RunningServer {
-        let cloud = try CloudIndex(at: location, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
-        try cloud.registerApp(app, enrolmentSecret: secret)
-        var configuration = configuration
-        configuration.port = 0
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "sightline.cloud.test")
-        logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
-        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
-        let application = try server.application { port in
-            continuation.yield(port)
-        }
-        let task = Task { try await application.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw TransportError("the server did not start") }
-        let (adminPorts, adminContinuation) = AsyncStream<Int>.makeStream()
-        let admin = server.adminApplication(port: 0) { port in adminContinuation.yield(port) }
-        let adminTask = Task { try await admin.run() }
-        var adminIterator = adminPorts.makeAsyncIterator()
-        guard let adminPort = await adminIterator.next() else { throw TransportError("the admin listener did not start") }
-        return RunningServer(url: "http://127.0.0.1:\(port)", adminURL: "http://127.0.0.1:\(adminPort)", cloud: cloud,
-                             tasks: [task, adminTask])
-    }
-
-    func stop() async {
-        for task in tasks {
-            task.cancel()
-            _ = try? await task.value
-        }
-    }
-
-    /// GET `path` on the admin listener.
-    func admin(_ path: String) async throws -> (status: UInt, body: String) {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: adminURL + path), timeout: .seconds(10))
-        let buffer = try await response.body.collect(upTo: 1 << 22)
-        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
-    }
-
-    /// GET `path`, or POST `body` to it.
-    func request(_ path: String, body: [UInt8]? = nil) async throws -> (status: UInt, body: String) {
-        var request = HTTPClientRequest(url: url + path)
-        request.method = body == nil ? .GET : .POST
-        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
-        let buffer = try await response.body.collect(upTo: 1 << 22)
-        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
-    }
-}
-
-private func device(seed: UInt64, server: RunningServer) async throws -> DeviceStore {
-    let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: seed)))
-    let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: store.deviceID, secret: secret)
-    try store.setDeviceKey(key)
-    return store
-}
-
-private func engage(_ store: DeviceStore) throws {
-    try store.record(UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", keywords: ["potato"],
-                                  webpageURL: recipeURL, eligibleForSearch: true, eligibleForPublicIndexing: true))
-    try store.recordShown(ref: recipeURL)
-    try store.recordEngaged(ref: recipeURL)
-    // Only impressions after the device's first engagement leave it.
-    try store.recordShown(ref: recipeURL)
-}
+private let app = RunningServer.app
+private let secret = RunningServer.secret
+private let recipeURL = PublicRecipe.url
 
 private func object(_ text: String) throws -> JSONObject {
     guard case .object(let object) = try JSONReader.parse(text.trimmingCharacters(in: .whitespacesAndNewlines)) else {
@@ -110,8 +36,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let server = try await RunningServer.start(threshold: 2)
         defer { Task { await server.stop() } }
         var stores: [DeviceStore] = []
-        for seed: UInt64 in 1...3 { stores.append(try await device(seed: seed, server: server)) }
-        for store in stores { try engage(store) }
+        for seed: UInt64 in 1...3 { stores.append(try await server.enrolledDevice(seed: seed)) }
+        for store in stores { try PublicRecipe.engage(store) }
         for _ in 0..<2 {
             for store in stores {
                 let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
@@ -141,8 +67,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     @Test func thePublicListenerRevealsNothingBelowTheThreshold() async throws {
         let server = try await RunningServer.start(threshold: 3)
         defer { Task { await server.stop() } }
-        let store = try await device(seed: 31, server: server)
-        try engage(store)
+        let store = try await server.enrolledDevice(seed: 31)
+        try PublicRecipe.engage(store)
         _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
         #expect(try server.cloud.stats().hashes == 1)
         for path in ["/v1/stats", "/metrics"] {
@@ -161,8 +87,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     @Test func aFramePostedTwiceIsAcknowledgedTwiceAndCountedOnce() async throws {
         let server = try await RunningServer.start()
         defer { Task { await server.stop() } }
-        let store = try await device(seed: 1, server: server)
-        try engage(store)
+        let store = try await server.enrolledDevice(seed: 1)
+        try PublicRecipe.engage(store)
         let frame = try #require(try store.pendingFrame(now: store.now))
         let first = try await server.request("/v1/sync", body: frame.encoded)
         let second = try await server.request("/v1/sync", body: frame.encoded)
@@ -173,8 +99,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     @Test func badBodiesGetA4xxWithAJSONErrorAndChangeNothing() async throws {
         let server = try await RunningServer.start()
         defer { Task { await server.stop() } }
-        let store = try await device(seed: 1, server: server)
-        try engage(store)
+        let store = try await server.enrolledDevice(seed: 1)
+        try PublicRecipe.engage(store)
         let records = try store.pendingOutbox(after: .start, limit: 10)
 
         let oversize = try await server.request("/v1/sync", body: [UInt8](repeating: 7, count: WireLimits.maximumFrameBytes + 1))
@@ -193,6 +119,10 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(enrolAgain.status == 409)
         let badJSON = try await server.request("/v1/enrol", body: Array("{\"app\":1}".utf8))
         #expect(badJSON.status == 400)
+        let badProof = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(app)","device":"x","secret":"\(secret)","proof":"AAAA"}
+            """.utf8))
+        #expect(badProof.status == 400)
         let wrongSecret = try await server.request("/v1/enrol", body: Array("""
             {"app":"\(app)","device":"other","secret":"wrong-secret-but-long-enough"}
             """.utf8))
@@ -228,44 +158,6 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         #expect(try await server.request("/v1/apps/\(app)/public?limit=5&q=a").status == 200)
     }
 
-    /// The answer to an enrolment is lost; the device asks again with its
-    /// proof and gets the same key, while anyone else asking for its name
-    /// gets 409, and a malformed proof is a 400.
-    @Test func aDeviceWhoseEnrolmentAnswerWasLostGetsTheSameKeyAgain() async throws {
-        let server = try await RunningServer.start()
-        defer { Task { await server.stop() } }
-        let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 21)))
-        let name = store.deviceID
-        let lost = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
-        let again = try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: store.enrolmentProof)
-        #expect(again == lost)
-        try store.setDeviceKey(again)
-        let thief = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 22)))
-        await #expect(throws: HTTPEnrolment.Failure.self) {
-            try await HTTPEnrolment.enrol(baseURL: server.url, app: app, device: name, secret: secret, proof: thief.enrolmentProof)
-        }
-        let badProof = try await server.request("/v1/enrol", body: Array("""
-            {"app":"\(app)","device":"x","secret":"\(secret)","proof":"AAAA"}
-            """.utf8))
-        #expect(badProof.status == 400)
-        #expect(try server.cloud.stats().devices == 1)
-    }
-
-    @Test func aGapIsA409WhoseSignedReplyRewindsTheUploader() async throws {
-        let server = try await RunningServer.start()
-        defer { Task { await server.stop() } }
-        let store = try await device(seed: 1, server: server)
-        try engage(store)
-        let key = try #require(try store.deviceKey())
-        let records = try store.pendingOutbox(after: .start, limit: 10)
-        let late = UploadFrame(app: app, device: store.deviceID, records: Array(records.dropFirst()), key: key)
-        let reply = try await HTTPTransport(baseURL: server.url).exchange(late.encoded)
-        let decoded = try CloudReply.decode(reply, device: store.deviceID, key: key)
-        #expect(decoded.isAuthentic)
-        #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
-                                                      expected: OutboxPosition(epoch: 0, seq: 1))))
-    }
-
     /// Ingest blocks on SQLite; it runs on NIO's blocking pool, so frames
     /// waiting for a store another process holds locked do not keep the
     /// server from answering anything else.
@@ -273,8 +165,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let path = try ScratchDirectory.make("sightline-stall").appendingPathComponent("cloud.sqlite").path
         let server = try await RunningServer.start(location: .file(path))
         defer { Task { await server.stop() } }
-        let store = try await device(seed: 41, server: server)
-        try engage(store)
+        let store = try await server.enrolledDevice(seed: 41)
+        try PublicRecipe.engage(store)
         let frame = try #require(try store.pendingFrame(now: store.now))
 
         // Another connection holds the write lock from a thread of its own:
@@ -337,8 +229,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     @Test func aDeviceOverItsRateLimitGets429() async throws {
         let server = try await RunningServer.start(configuration: CloudServerConfiguration(framesPerSecond: 0.001, burst: 1))
         defer { Task { await server.stop() } }
-        let store = try await device(seed: 1, server: server)
-        try engage(store)
+        let store = try await server.enrolledDevice(seed: 1)
+        try PublicRecipe.engage(store)
         let frame = try #require(try store.pendingFrame(now: store.now))
         #expect(try await server.request("/v1/sync", body: frame.encoded).status == 200)
         let limited = try await server.request("/v1/sync", body: frame.encoded)
@@ -351,8 +243,8 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
     @Test func framesThatDoNotAuthenticateNeverUseTheNamedDevicesBudget() async throws {
         let server = try await RunningServer.start(configuration: CloudServerConfiguration(framesPerSecond: 0.001, burst: 1))
         defer { Task { await server.stop() } }
-        let victim = try await device(seed: 1, server: server)
-        try engage(victim)
+        let victim = try await server.enrolledDevice(seed: 1)
+        try PublicRecipe.engage(victim)
         let records = try victim.pendingOutbox(after: .start, limit: 10)
         let forged = UploadFrame(app: app, device: victim.deviceID, records: records, key: [UInt8](repeating: 9, count: 32))
         for _ in 0..<20 {

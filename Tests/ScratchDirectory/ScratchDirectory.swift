@@ -3,8 +3,8 @@ import Foundation
 /// Directories for tests under the system's temporary directory, removed
 /// when the test process exits. A test may leave files in one for a
 /// subprocess or a later step, so nothing is removed before the run ends;
-/// nothing outlives it either (before, every `swift test` left about a
-/// hundred directories of stores and snapshots in /tmp).
+/// nothing outlives it either, so `swift test` leaves no stores or snapshots
+/// in the temporary directory.
 public enum ScratchDirectory {
     private static let made = NSLock()
     nonisolated(unsafe) private static var directories: [URL] = []

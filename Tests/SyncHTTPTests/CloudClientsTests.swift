@@ -1,17 +1,16 @@
 import AsyncHTTPClient
 import CloudIndex
+import CloudServer
 import Crypto
 import DeviceStore
 import Foundation
 import IndexModel
-import Logging
-import NIOSSL
 import ScratchDirectory
+import ServerTestSupport
 import SyncHTTP
 import SyncWire
 import Testing
 import X509
-@testable import CloudServer
 
 /// A certificate authority made for one test, and a server certificate for
 /// `localhost` it signed, as PEM files in `directory`.
@@ -51,53 +50,60 @@ private struct TestPKI {
     }
 }
 
-@Suite struct TLSTests {
+@Suite struct CloudClientsTests {
     /// `cloud serve --tls-cert --tls-key` and `sync --ca-file`: a device
     /// enrols and syncs over HTTPS on loopback, trusting only the test's CA;
     /// a client that does not trust it gets no answer at all.
     @Test func aDeviceEnrolsAndSyncsOverTLSTrustingTheOperatorsCA() async throws {
-        let directory = try ScratchDirectory.make("sightline-tls")
-        let pki = try TestPKI(in: directory)
-        let cloud = try CloudIndex(at: .memory, options: CloudOptions(random: SeededRandom(seed: 6), threshold: 1))
-        let secret = "an-enrolment-secret-for-tls-tests"
-        try cloud.registerApp(StoreOptions.defaultApp, enrolmentSecret: secret)
+        let pki = try TestPKI(in: try ScratchDirectory.make("sightline-tls"))
         var configuration = CloudServerConfiguration(port: 0)
         configuration.tls = try CloudServer.tlsConfiguration(certificateFile: pki.certificateFile, keyFile: pki.keyFile)
-        var logger = Logger(label: "sightline.cloud.test")
-        logger.logLevel = .critical
-        let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let application = try CloudServer(cloud: cloud, configuration: configuration, logger: logger).application { port in
-            continuation.yield(port)
-        }
-        let task = Task { try await application.run() }
-        defer { task.cancel() }
-        var iterator = ports.makeAsyncIterator()
-        let port = try #require(await iterator.next())
-        let url = "https://localhost:\(port)"
+        let server = try await RunningServer.start(threshold: 1, configuration: configuration)
+        defer { Task { await server.stop() } }
 
         let client = try CloudClients.trusting(caFile: pki.caFile)
         let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 61)))
-        let key = try await HTTPEnrolment.enrol(baseURL: url, app: store.app, device: store.deviceID, secret: secret,
-                                                proof: store.enrolmentProof, timeout: .seconds(10), client: client)
+        let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: store.app, device: store.deviceID,
+                                                secret: RunningServer.secret, proof: store.enrolmentProof, timeout: .seconds(10),
+                                                client: client)
         try store.setDeviceKey(key)
         try store.record(UserActivity(activityType: "com.example/read", title: "Over TLS", webpageURL: "https://example.com/tls",
                                       eligibleForSearch: true, eligibleForPublicIndexing: true))
         try store.recordEngaged(ref: "https://example.com/tls")
-        let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: url, timeout: .seconds(10), client: client)).run()
+        let transport = HTTPTransport(baseURL: server.url, timeout: .seconds(10), client: client)
+        let report = try await SyncClient(store: store, transport: transport).run()
         #expect(report.failure == nil && report.messagesAcknowledged > 0, "\(report)")
-        #expect(try cloud.stats().messages == Int64(report.messagesAcknowledged))
+        #expect(try server.cloud.stats().messages == Int64(report.messagesAcknowledged))
         try await client.shutdown()
 
         // The system's trust store does not know the test CA: no request gets through.
         await #expect(throws: (any Error).self) {
-            _ = try await HTTPClient.shared.execute(HTTPClientRequest(url: url + "/healthz"), timeout: .seconds(2))
+            _ = try await HTTPClient.shared.execute(HTTPClientRequest(url: server.url + "/healthz"), timeout: .seconds(2))
         }
         // Nor does plain HTTP to the TLS port.
         await #expect(throws: (any Error).self) {
-            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/healthz"),
+            let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: "http://127.0.0.1:\(server.port)/healthz"),
                                                                timeout: .seconds(2))
             _ = try await response.body.collect(upTo: 1024)
             if response.status != .ok { throw TransportError("answered \(response.status)") }
+        }
+    }
+
+    /// A CA file that holds no certificate (empty, or a key where the
+    /// certificate should be) is refused when the client is made, so
+    /// `sync --ca-file` stops before it sends anything rather than trusting
+    /// nothing and failing every request.
+    @Test func aCAFileWithoutACertificateIsRefusedWhenTheClientIsMade() throws {
+        let directory = try ScratchDirectory.make("sightline-ca")
+        let empty = directory.appendingPathComponent("empty.pem").path
+        try "".write(toFile: empty, atomically: true, encoding: .utf8)
+        let keyOnly = directory.appendingPathComponent("key.pem").path
+        try P256.Signing.PrivateKey().pemRepresentation.write(toFile: keyOnly, atomically: true, encoding: .utf8)
+        for file in [empty, keyOnly] {
+            #expect(throws: (any Error).self, "\(file)") {
+                let client = try CloudClients.trusting(caFile: file)
+                try client.syncShutdown()
+            }
         }
     }
 }
