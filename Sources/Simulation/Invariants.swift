@@ -21,7 +21,7 @@ struct Invariants {
     /// only, in position order.
     struct Held {
         /// Each message with its seq and the day of cloud time it was accepted on.
-        var messages: [(seq: UInt64, message: OutboxMessage, day: Int64)] = []
+        var messages: [(seq: OutboxSeq, message: OutboxMessage, day: Int64)] = []
     }
 
     /// Messages counted while checking.
@@ -67,24 +67,23 @@ struct Invariants {
         let checksJob = simulator.lane?.hand { deviceChecks.run(fromEnd: true) }
 
         // The cloud log, per device and epoch.
-        var held: [DeviceID: [UInt64: Held]] = [:]
+        var held: [DeviceID: [Epoch: Held]] = [:]
         var logProblems: [String] = []
         var contentProblems: [String] = []
         var hostileMessages: [(message: OutboxMessage, day: Int64)] = []
         do {
             try cloud.scanLog { record in
-                let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq))
+                let new = record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom))
                 if record.device == Simulator.hostileName {
                     let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
                     hostileMessages += new.map { ($0, day) }
                 }
                 var epoch = held[record.device, default: [:]][record.epoch, default: Held()]
                 let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
-                for (offset, message) in new.enumerated() {
-                    let seq = record.acceptedFrom + UInt64(offset)
-                    let expected = (epoch.messages.last?.seq ?? 0) + 1
-                    if seq != expected {
-                        logProblems.append("the cloud log holds \(record.device) epoch \(record.epoch) seq \(seq) after seq \(expected - 1)")
+                for (seq, message) in zip(sequence(first: record.acceptedFrom) { $0.next }, new) {
+                    let last = epoch.messages.last?.seq ?? .beforeFirst
+                    if seq != last.next {
+                        logProblems.append("the cloud log holds \(record.device) epoch \(record.epoch) seq \(seq) after seq \(last)")
                     }
                     epoch.messages.append((seq, message, day))
                     if case .content(let hash, let content) = message, record.device != Simulator.hostileName {
@@ -158,10 +157,10 @@ struct Invariants {
                         everything the calls imply, from seq \(plain[position].seq)
                         """)
                 }
-                let lastHeld = messages.last?.seq ?? 0
+                let lastHeld = messages.last?.seq ?? .beforeFirst
                 if epoch == device.epoch {
-                    let head = (try? device.store.syncStatus().head) ?? OutboxPosition(epoch: 0, seq: 0)
-                    let wanted = head.epoch == epoch ? head.seq : 0
+                    let head = (try? device.store.syncStatus().head) ?? .nothing
+                    let wanted = head.epoch == epoch ? head.seq : .beforeFirst
                     if lastHeld < wanted || plain.count < implied {
                         lossProblems.append("""
                             device \(device.number): the cloud holds its current epoch \(epoch) through seq \(lastHeld) \
@@ -169,7 +168,7 @@ struct Invariants {
                             """)
                     }
                 } else {
-                    let floor = max(device.mustHold[epoch]?.seq ?? 0, device.durableSeen[epoch] ?? 0)
+                    let floor = max(device.mustHold[epoch]?.seq ?? .beforeFirst, device.durableSeen[epoch] ?? .beforeFirst)
                     if lastHeld < floor {
                         lossProblems.append("""
                             device \(device.number): the cloud holds ended epoch \(epoch) through seq \(lastHeld), \

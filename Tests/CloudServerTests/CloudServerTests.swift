@@ -263,7 +263,7 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         let decoded = try CloudReply.decode(reply, device: store.deviceID, key: key)
         #expect(decoded.isAuthentic)
         #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
-                                                      expected: OutboxPosition(epoch: 0, seq: 1))))
+                                                      expected: OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(1)))))
     }
 
     /// Ingest blocks on SQLite; it runs on NIO's blocking pool, so frames

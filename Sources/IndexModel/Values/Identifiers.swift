@@ -35,6 +35,9 @@ public struct Epoch: Hashable, Sendable, Comparable, CustomStringConvertible {
         self.rawValue = rawValue
     }
 
+    /// Before every epoch: no store writes in it, so a position there is
+    /// before anything (`OutboxPosition.nothing`).
+    public static let beforeFirst = Epoch(0)
     public static let first = Epoch(1)
 
     public var description: String { String(rawValue) }
@@ -59,6 +62,62 @@ public struct Seq: Hashable, Sendable, Comparable, CustomStringConvertible {
     public var description: String { String(rawValue) }
 
     public static func < (lhs: Seq, rhs: Seq) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The position of a message in one epoch of a device's outbox (`OutboxPosition`
+/// in SyncWire pairs it with its epoch). Dense from 1 within each epoch; 0 is
+/// "before the first message". A counter of its own, unrelated to the event
+/// journal's `Seq`: an outbox seq says nothing about how many events passed.
+///
+/// It offers what positions need, the next and the previous seq, how many
+/// seqs a range spans and the renumbering of an epoch advance, and no
+/// arithmetic: an outbox seq plus a journal seq, or plus a number, names
+/// nothing.
+public struct OutboxSeq: Hashable, Sendable, Comparable, CustomStringConvertible {
+    public let rawValue: UInt64
+
+    public init(_ rawValue: UInt64) {
+        self.rawValue = rawValue
+    }
+
+    /// Before the first message of an epoch.
+    public static let beforeFirst = OutboxSeq(0)
+    /// The first message of an epoch.
+    public static let first = OutboxSeq(1)
+
+    public var next: OutboxSeq { OutboxSeq(rawValue + 1) }
+
+    /// The seq before this one; nil for `beforeFirst`, which has none.
+    public var previous: OutboxSeq? { rawValue == 0 ? nil : OutboxSeq(rawValue - 1) }
+
+    /// How many seqs there are from this one through `last`: 0 when `last`
+    /// is before this one. Never traps; a count past `Int.max` (which no
+    /// checked position comes near) is `Int.max`.
+    public func count(through last: OutboxSeq) -> Int {
+        guard last >= self else { return 0 }
+        let before = count(before: last)
+        return before == Int.max ? before : before + 1
+    }
+
+    /// How many seqs there are from this one up to `end`, without `end`: the
+    /// offset of `end`'s message among messages that start at this seq. 0
+    /// when `end` is not after this one.
+    public func count(before end: OutboxSeq) -> Int {
+        guard end > self else { return 0 }
+        let span = end.rawValue - rawValue
+        return span > UInt64(Int.max) ? Int.max : Int(span)
+    }
+
+    /// This seq's number once the seqs through `kept` stay behind and the
+    /// ones after them are numbered again from 1 (an epoch advance,
+    /// `JournalEvent.epochAdvanced`); `beforeFirst` when this seq stays.
+    public func renumbered(after kept: OutboxSeq) -> OutboxSeq {
+        self > kept ? OutboxSeq(rawValue - kept.rawValue) : .beforeFirst
+    }
+
+    public var description: String { String(rawValue) }
+
+    public static func < (lhs: OutboxSeq, rhs: OutboxSeq) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The number of the API call that appended an event. All events of one call (an
