@@ -116,7 +116,7 @@ extension DeviceStore {
     /// a backlog hears them in every ack.
     @discardableResult
     func recordContentRequests(_ hashes: [PublicHash], acknowledged ack: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
-        let requested = Set(hashes).sorted().map(\.bytes).filter { hash in
+        let requested = Set(hashes).sorted().filter { hash in
             answersInFlight.withLock { answers in
                 guard let answered = answers[hash] else { return true }
                 return ack.map { answered <= $0 } ?? true
@@ -138,10 +138,11 @@ extension DeviceStore {
             let voted = try requested.filter { hash in
                 guard inFlight[hash] == nil else { return false }
                 return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
-                                         arguments: [Data(hash)]) ?? false
+                                         arguments: [Data(hash.bytes)]) ?? false
             }
             guard !voted.isEmpty else { return nil }
-            try appender.append(.publicContentRequested(hashes: voted))
+            // The journal keeps the hashes as bytes: IndexModel knows no `PublicHash`.
+            try appender.append(.publicContentRequested(hashes: voted.map(\.bytes)))
             let head = try OutboxState.read(db, writePath.outbox).head
             answersInFlight.withLock { answers in
                 for hash in voted { answers[hash] = head }

@@ -1,34 +1,41 @@
+/// What the identifier and sequence number types share: a raw value that
+/// orders them and prints them. Each is a type of its own, so that one kind
+/// never passes for another (an app for a device, an outbox seq for a journal
+/// seq); the raw value is for where a value is encoded, bound or printed.
+public protocol Identifier: Hashable, Sendable, Comparable, CustomStringConvertible {
+    associatedtype RawValue: Hashable, Sendable, Comparable, CustomStringConvertible
+    var rawValue: RawValue { get }
+}
+
+extension Identifier {
+    public var description: String { rawValue.description }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
 /// The identity of one device store, chosen from the injected random source when
 /// the store is created and never changed afterwards.
-public struct DeviceID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct DeviceID: Identifier {
     public let rawValue: String
 
     public init(_ rawValue: String) {
         self.rawValue = rawValue
     }
-
-    public var description: String { rawValue }
-
-    public static func < (lhs: DeviceID, rhs: DeviceID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The app a device store belongs to: its tenant in the cloud, and the salt of
 /// its public hashes. Chosen when the store is created and never changed.
-public struct AppID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct AppID: Identifier {
     public let rawValue: String
 
     public init(_ rawValue: String) {
         self.rawValue = rawValue
     }
-
-    public var description: String { rawValue }
-
-    public static func < (lhs: AppID, rhs: AppID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// A period of a store's life between two restores. A restore starts a new epoch,
 /// so an (epoch, seq) pair is never used twice by one store.
-public struct Epoch: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct Epoch: Identifier {
     public let rawValue: UInt64
 
     public init(_ rawValue: UInt64) {
@@ -39,15 +46,11 @@ public struct Epoch: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// before anything (`OutboxPosition.nothing`).
     public static let beforeFirst = Epoch(0)
     public static let first = Epoch(1)
-
-    public var description: String { String(rawValue) }
-
-    public static func < (lhs: Epoch, rhs: Epoch) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The position of an event in the event journal. Dense and increasing: the first
 /// event has seq 1 and each appended event has the seq of its predecessor plus one.
-public struct Seq: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct Seq: Identifier {
     public let rawValue: UInt64
 
     public init(_ rawValue: UInt64) {
@@ -58,10 +61,6 @@ public struct Seq: Hashable, Sendable, Comparable, CustomStringConvertible {
     public static let none = Seq(0)
 
     public var next: Seq { Seq(rawValue + 1) }
-
-    public var description: String { String(rawValue) }
-
-    public static func < (lhs: Seq, rhs: Seq) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The position of a message in one epoch of a device's outbox (`OutboxPosition`
@@ -73,7 +72,7 @@ public struct Seq: Hashable, Sendable, Comparable, CustomStringConvertible {
 /// seqs a range spans and the renumbering of an epoch advance, and no
 /// arithmetic: an outbox seq plus a journal seq, or plus a number, names
 /// nothing.
-public struct OutboxSeq: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct OutboxSeq: Identifier {
     public let rawValue: UInt64
 
     public init(_ rawValue: UInt64) {
@@ -114,16 +113,12 @@ public struct OutboxSeq: Hashable, Sendable, Comparable, CustomStringConvertible
     public func renumbered(after kept: OutboxSeq) -> OutboxSeq {
         self > kept ? OutboxSeq(rawValue - kept.rawValue) : .beforeFirst
     }
-
-    public var description: String { String(rawValue) }
-
-    public static func < (lhs: OutboxSeq, rhs: OutboxSeq) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The number of the API call that appended an event. All events of one call (an
 /// `index` of many items, a batch ending with its client state) share it, so the
 /// journal can say which call, and which batch, produced an event.
-public struct CallID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct CallID: Identifier {
     public let rawValue: UInt64
 
     public init(_ rawValue: UInt64) {
@@ -131,8 +126,4 @@ public struct CallID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     public var next: CallID { CallID(rawValue + 1) }
-
-    public var description: String { String(rawValue) }
-
-    public static func < (lhs: CallID, rhs: CallID) -> Bool { lhs.rawValue < rhs.rawValue }
 }
