@@ -138,7 +138,7 @@ extension Simulator {
         // The same holds for a backup of the current epoch whose outbox ends
         // in an older epoch that the cloud has ended since (an earlier
         // incarnation began a later one there).
-        if backup.outboxHead.seq > 0 && backup.epoch == device.epoch {
+        if backup.outboxHead.seq > .beforeFirst && backup.epoch == device.epoch {
             let epoch = backup.outboxHead.epoch
             device.mustHold[epoch] = max(device.mustHold[epoch] ?? backup.outboxHead, backup.outboxHead)
             let held = try cloudHolds(device)
@@ -204,9 +204,9 @@ extension Simulator {
     /// (the journal implies the same last message), and the journal is
     /// replayed only for an older one. Replaying every device's journal after
     /// each cloud restore took about 9 s of a 10,000-device run.
-    func reach(_ device: SimDevice, cloudHolds held: [UInt64: UInt64]) throws -> [UInt64: UInt64] {
-        let short = Set(device.mustHold.compactMap { epoch, owed in owed.seq > (held[epoch] ?? 0) ? epoch : nil })
-            .union(device.durableSeen.compactMap { epoch, seen in seen > (held[epoch] ?? 0) ? epoch : nil })
+    func reach(_ device: SimDevice, cloudHolds held: [Epoch: OutboxSeq]) throws -> [Epoch: OutboxSeq] {
+        let short = Set(device.mustHold.compactMap { epoch, owed in owed.seq > (held[epoch] ?? .beforeFirst) ? epoch : nil })
+            .union(device.durableSeen.compactMap { epoch, seen in seen > (held[epoch] ?? .beforeFirst) ? epoch : nil })
         guard !short.isEmpty else { return held }
         let head = try device.store.syncStatus().head
         let implied = short == [head.epoch] ? [head.epoch: head.seq] : try device.store.impliedOutboxHeads()
@@ -215,11 +215,11 @@ extension Simulator {
 
     /// Lowers what `device` is owed to at most `held` (the last seq per epoch
     /// some copy still has), for `epochs` or every epoch it is owed.
-    func owe(_ device: SimDevice, atMost held: [UInt64: UInt64], in epochs: [UInt64]? = nil) throws {
+    func owe(_ device: SimDevice, atMost held: [Epoch: OutboxSeq], in epochs: [Epoch]? = nil) throws {
         for epoch in epochs ?? Array(device.mustHold.keys) {
             guard let owed = device.mustHold[epoch] else { continue }
-            let last = held[epoch] ?? 0
-            if owed.seq > last { device.mustHold[epoch] = last > 0 ? OutboxPosition(epoch: epoch, seq: last) : nil }
+            let last = held[epoch] ?? .beforeFirst
+            if owed.seq > last { device.mustHold[epoch] = last > .beforeFirst ? OutboxPosition(epoch: epoch, seq: last) : nil }
         }
     }
 
@@ -227,14 +227,14 @@ extension Simulator {
     /// per epoch. A durable message is in the cloud's latest backup; once the
     /// cloud is restored from an older one, only the cloud or the device's
     /// journal can still have it, and what neither has is lost with both.
-    func capDurableSeen(_ device: SimDevice, atMost holds: [UInt64: UInt64]) {
-        for (epoch, seen) in device.durableSeen where seen > (holds[epoch] ?? 0) {
-            device.durableSeen[epoch] = holds[epoch] ?? 0
+    func capDurableSeen(_ device: SimDevice, atMost holds: [Epoch: OutboxSeq]) {
+        for (epoch, seen) in device.durableSeen where seen > (holds[epoch] ?? .beforeFirst) {
+            device.durableSeen[epoch] = holds[epoch] ?? .beforeFirst
         }
     }
 
     /// What the cloud holds of `device` now, per epoch, even while it is down.
-    func cloudHolds(_ device: SimDevice) throws -> [UInt64: UInt64] {
+    func cloudHolds(_ device: SimDevice) throws -> [Epoch: OutboxSeq] {
         try cloudHost.holds(device: device.name)
     }
 
@@ -268,33 +268,37 @@ extension Simulator {
         func vote() -> OutboxMessage {
             .vote(catalogue.sybil.hash, VoteToken((0..<16).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) })!)
         }
-        func signed(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64) -> [UInt8] {
-            let records = messages.enumerated().map { OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64($0)), message: $1) }
+        func signed(_ messages: [OutboxMessage], epoch: Epoch = .first, from seq: OutboxSeq) -> [UInt8] {
+            let records = zip(sequence(first: seq) { $0.next }, messages).map {
+                OutboxRecord(position: OutboxPosition(epoch: epoch, seq: $0), message: $1)
+            }
             return UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
         let attack = faultRandom.below(6)
-        let head = attack >= 4 && options.remote == nil ? (try? cloud?.heldEpochs(device: Simulator.hostileName))?.map { $0[1] ?? 0 } : nil
+        let head = attack >= 4 && options.remote == nil
+            ? (try? cloud?.heldEpochs(device: Simulator.hostileName))?.map { $0[.first] ?? .beforeFirst } : nil
         let bytes: [UInt8]
-        switch attack {
-        case 1 where !network.captured.isEmpty:
+        switch (attack, head) {
+        case (1, _) where !network.captured.isEmpty:
             bytes = network.captured[faultRandom.below(network.captured.count)]
-        case 2:
-            bytes = signed((1...20).map { _ in vote() }, from: 1)
-        case 3:
-            bytes = signed([vote()], epoch: UInt64.max - UInt64(faultRandom.below(1_000)), from: 1)
-        case 4 where head != nil:
+        case (2, _):
+            bytes = signed((1...20).map { _ in vote() }, from: .first)
+        case (3, _):
+            // An epoch past any a frame may name: the cloud refuses it unread.
+            bytes = signed([vote()], epoch: Epoch(UInt64.max - UInt64(faultRandom.below(1_000))), from: .first)
+        case (4, let head?):
             let other = catalogue.entry((hostileTarget.number + 1) % catalogue.entries.count)
-            bytes = signed([.content(other.hash, Simulator.poisoned(other))], from: head! + 1)
-        case 5 where head != nil:
+            bytes = signed([.content(other.hash, Simulator.poisoned(other))], from: head.next)
+        case (5, let head?):
             let target = hostileTarget.hash
             let flood = [OutboxMessage.content(target, Simulator.poisoned(hostileTarget))]
                 + Array(repeating: OutboxMessage.signal(target, Popularity(views: 1_000, shown: 1_000, engaged: 1_000)), count: 199)
-            bytes = signed(head == 0 ? [.vote(target, Simulator.hostileToken)] + flood.dropLast() : flood, from: head! + 1)
+            bytes = signed(head == .beforeFirst ? [.vote(target, Simulator.hostileToken)] + flood.dropLast() : flood, from: head.next)
         default:
             let victim = randomDevice()
             let forgedKey = (0..<32).map { _ in UInt8(truncatingIfNeeded: faultRandom.next()) }
             bytes = UploadFrame(app: options.app, device: victim.name,
-                                records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: vote())],
+                                records: [OutboxRecord(position: OutboxPosition(epoch: .first, seq: .first), message: vote())],
                                 key: forgedKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + network.latency())

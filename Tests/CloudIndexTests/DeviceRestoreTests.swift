@@ -32,7 +32,7 @@ import Testing
         #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.engaged == 3)
         try FileManager.default.removeItem(atPath: path)
         let report = try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: harness.clock))
-        #expect(report.newEpoch == UInt64(harness.clock.now().millisecondsSince1970))
+        #expect(report.newEpoch == Epoch(UInt64(harness.clock.now().millisecondsSince1970)))
         let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
         let resent = try harness.sync(restored)
         #expect(resent.map(\.outcome) == [.duplicate], "the message the snapshot had not sent was sent before the wipe")
@@ -90,9 +90,9 @@ extension DeviceRestoreTests {
                 "the cloud refuses the epoch it counts as ended and says where it is")
         #expect(results.last?.outcome == .accepted(messages: 1))
         let head = try device.journalHead()
-        #expect(head.epoch.rawValue > first.newEpoch, "the device writes above the cloud's epoch")
+        #expect(head.epoch > first.newEpoch, "the device writes above the cloud's epoch")
         let advanced = try device.records(head.seq...head.seq).first?.event()
-        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch.rawValue))
+        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch))
         try device.recordEngaged(ref: recipeURL)
         #expect(try harness.sync(device).map(\.outcome) == [.accepted(messages: 1)])
         let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
@@ -137,9 +137,9 @@ extension DeviceRestoreTests {
         #expect(refusal.code == .gap)
         #expect(results.last?.outcome == .accepted(messages: 1))
         let head = try device.journalHead()
-        #expect(head.epoch.rawValue > first.newEpoch)
+        #expect(head.epoch > first.newEpoch)
         let advanced = try device.records(head.seq...head.seq).first?.event()
-        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch.rawValue, kept: 2),
+        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch, kept: OutboxSeq(2)),
                 "the two messages the cloud holds stay in the ended epoch")
         let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.popularity.engaged == 5 && entry.voters == 1, "one before the snapshot, one late, three after, none twice")
@@ -157,7 +157,7 @@ extension DeviceRestoreTests {
         let (directory, harness, path, snapshot) = try votedAndBackedUp(seed: 6)
         defer { try? FileManager.default.removeItem(at: directory) }
         let instant = harnessStart.adding(milliseconds: 3_600_000)
-        var epochs: [UInt64] = []
+        var epochs: [Epoch] = []
         for incarnation in 0..<2 {
             let clock = ManualClock(instant)
             let restore = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: clock))
@@ -169,7 +169,7 @@ extension DeviceRestoreTests {
             #expect(results.last?.outcome == .accepted(messages: 1), "incarnation \(incarnation): \(results.map(\.outcome))")
             if incarnation == 1 {
                 #expect(results.first.map { if case .rejected(let error) = $0.outcome { error.code == .equivocation } else { false } } == true)
-                #expect(try device.journalHead().epoch.rawValue > epochs[0])
+                #expect(try device.journalHead().epoch > epochs[0])
                 #expect(try device.verifyJournal().isValid)
                 #expect(try device.rebuiltProjectionDigest() == device.projectionDigest())
             }

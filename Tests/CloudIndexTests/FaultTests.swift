@@ -82,7 +82,7 @@ import Testing
         let store = try harness.addDevice()
         let key = try #require(try store.deviceKey())
         let records = (1...2_000).map { seq in
-            OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64(seq)), message: .content(recipeHash(), PublicContent(
+            OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(UInt64(seq))), message: .content(recipeHash(), PublicContent(
                 activityType: String(repeating: "a", count: 4_000), title: String(repeating: "b", count: 4_000),
                 keywords: [], contentDescription: nil, webpageURL: nil)))
         }

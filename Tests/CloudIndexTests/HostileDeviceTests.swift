@@ -26,7 +26,7 @@ private struct Attacker {
     func send(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64 = 1,
               follows: OutboxPosition? = nil) -> IngestResult.Outcome {
         let records = messages.enumerated().map { offset, message in
-            OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64(offset)), message: message)
+            OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(seq + UInt64(offset))), message: message)
         }
         return harness.deliver(UploadFrame(app: app, device: name, records: records, key: key, follows: follows).encoded).outcome
     }
@@ -35,7 +35,7 @@ private struct Attacker {
     /// ack (nil when the reply is no ack).
     func requests(sending messages: [OutboxMessage], from seq: UInt64) -> [PublicHash]? {
         let records = messages.enumerated().map { offset, message in
-            OutboxRecord(position: OutboxPosition(epoch: 1, seq: seq + UInt64(offset)), message: message)
+            OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(seq + UInt64(offset))), message: message)
         }
         let result = harness.deliver(UploadFrame(app: app, device: name, records: records, key: key).encoded)
         guard case .ack(let ack)? = try? CloudReply.decode(result.reply, device: name, key: key).reply else { return nil }
@@ -80,7 +80,7 @@ private struct CloudState: Equatable {
         attacker.send([.vote(hash("a"), token(1))])
         let before = try CloudState(harness.cloud)
         let outcome = attacker.send([.vote(hash("b"), token(1))], epoch: epoch, from: seq,
-                                    follows: OutboxPosition(epoch: 1, seq: 1))
+                                    follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))
         guard case .rejected(let error) = outcome else {
             Issue.record("a frame at \(epoch):\(seq) was accepted")
             return
@@ -93,7 +93,7 @@ private struct CloudState: Equatable {
     @Test func aFrameThatFollowsAnExtremePositionIsMalformed() throws {
         let harness = try SyncHarness()
         let attacker = try Attacker(harness)
-        let outcome = attacker.send([.vote(hash("a"), token(1))], epoch: 2, follows: OutboxPosition(epoch: 1, seq: .max))
+        let outcome = attacker.send([.vote(hash("a"), token(1))], epoch: 2, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(.max)))
         guard case .rejected(let error) = outcome else {
             Issue.record("accepted")
             return
@@ -418,7 +418,7 @@ private struct CloudState: Equatable {
     @Test func everyReplyNamesTheFrameItAnswers() throws {
         let harness = try SyncHarness()
         let attacker = try Attacker(harness)
-        let record = OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .vote(hash("a"), token(1)))
+        let record = OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: .vote(hash("a"), token(1)))
         let frame = UploadFrame(app: app, device: attacker.name, records: [record], key: attacker.key)
         for expected in [IngestResult.Outcome.accepted(messages: 1), .duplicate] {
             let result = harness.deliver(frame.encoded)
@@ -516,7 +516,7 @@ private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, sn
                                         proof: Array(repeating: 2, count: 32)) == second, "re-enrolment with the proof, in its own app")
         func frame(_ appName: AppID, _ key: [UInt8], _ message: OutboxMessage) -> [UInt8] {
             UploadFrame(app: appName, device: DeviceID("phone-1"),
-                        records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: message)], key: key).encoded
+                        records: [OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: message)], key: key).encoded
         }
         let otherHash = PublicHash.of(app: other, activityType: "com.example.read", identity: "url:https://example.com/x")
         #expect(harness.deliver(frame(app, first, .vote(hash("x"), token(1)))).outcome == .accepted(messages: 1))

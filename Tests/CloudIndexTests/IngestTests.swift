@@ -33,7 +33,7 @@ import Testing
         try harness.sync(store)
         for _ in 0..<3 { try store.recordEngaged(ref: recipeURL) }
         // A frame that skips seq 3: as if frames arrived out of order.
-        let records = try store.pendingOutbox(after: OutboxPosition(epoch: 1, seq: 3), limit: 10)
+        let records = try store.pendingOutbox(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)), limit: 10)
         let late = UploadFrame(app: app, device: store.deviceID, records: records, key: try #require(try store.deviceKey()))
         let result = harness.deliver(late.encoded)
         #expect(result.outcome == .rejected(WireError(.gap, "expected 1:3, the frame starts at 1:4")))
@@ -57,7 +57,7 @@ import Testing
             let one = try harness.cloud.heldEpochs(device: store.deviceID)
             #expect(!one.isEmpty && all[store.deviceID] == one)
         }
-        #expect(all[stores[0].deviceID] == [1: 3])
+        #expect(all[stores[0].deviceID] == [Epoch(1): OutboxSeq(3)])
     }
 
     @Test func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged() throws {
@@ -67,7 +67,7 @@ import Testing
         try harness.sync(store)
         let key = try #require(try store.deviceKey())
         let forged = UploadFrame(app: app, device: store.deviceID, records: [
-            OutboxRecord(position: OutboxPosition(epoch: 1, seq: 2),
+            OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)),
                          message: .signal(recipeHash(), Popularity(engaged: 50))),
         ], key: key)
         let digest = try harness.cloud.projectionDigest()
@@ -135,7 +135,7 @@ import Testing
         try harness.sync(store)
         let key = try #require(try store.deviceKey())
         let lie = UploadFrame(app: app, device: store.deviceID, records: [
-            OutboxRecord(position: OutboxPosition(epoch: 1, seq: 3), message: .content(recipeHash(), PublicContent(
+            OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)), message: .content(recipeHash(), PublicContent(
                 activityType: "com.yummly/browseRecipe", title: "Spam", keywords: [], contentDescription: nil,
                 webpageURL: "https://spam.example"))),
         ], key: key)

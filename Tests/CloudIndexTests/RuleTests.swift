@@ -1,13 +1,15 @@
 import CloudIndex
+import IndexModel
 import SyncWire
 import Testing
 
 @Suite struct FramePlacementTests {
     private func place(_ epoch: UInt64, _ first: UInt64, _ last: UInt64, follows: OutboxPosition? = nil, probe: Bool = false,
                        held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
-        let inside = OutboxPosition(epoch: epoch, seq: first - 1)
-        return FramePlacement.of(epoch: epoch, firstSeq: first, lastSeq: last, follows: follows ?? (first > 1 ? inside : .nothing),
-                                 isProbe: probe, held: held)
+        let inside = OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(first - 1))
+        return FramePlacement.of(epoch: Epoch(epoch), firstSeq: OutboxSeq(first), lastSeq: OutboxSeq(last),
+                                 follows: follows ?? (first > 1 ? inside : .nothing), isProbe: probe,
+                                 held: held.map { (Epoch($0.epoch), OutboxSeq($0.last)) })
     }
 
     private func expected(_ placement: FramePlacement) -> OutboxPosition? {
@@ -16,33 +18,33 @@ import Testing
     }
 
     @Test func theNextPositionsAreAppended() {
-        #expect(place(1, 1, 5, held: []) == .append(acceptedFrom: 1, overlap: nil))
-        #expect(place(1, 6, 9, held: [(1, 5)]) == .append(acceptedFrom: 6, overlap: nil))
-        #expect(place(2, 1, 3, held: [(1, 5)]) == .append(acceptedFrom: 1, overlap: nil), "a new epoch starts at 1")
+        #expect(place(1, 1, 5, held: []) == .append(acceptedFrom: OutboxSeq(1), overlap: nil))
+        #expect(place(1, 6, 9, held: [(1, 5)]) == .append(acceptedFrom: OutboxSeq(6), overlap: nil))
+        #expect(place(2, 1, 3, held: [(1, 5)]) == .append(acceptedFrom: OutboxSeq(1), overlap: nil), "a new epoch starts at 1")
     }
 
     @Test func heldPositionsAreDuplicatesOrOverlaps() {
-        #expect(place(1, 2, 4, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 2...4))
-        #expect(place(1, 4, 8, held: [(1, 5)]) == .append(acceptedFrom: 6, overlap: 4...5))
-        #expect(place(1, 1, 5, held: [(1, 5), (2, 3)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 1...5),
+        #expect(place(1, 2, 4, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), overlap: OutboxSeq(2)...OutboxSeq(4)))
+        #expect(place(1, 4, 8, held: [(1, 5)]) == .append(acceptedFrom: OutboxSeq(6), overlap: OutboxSeq(4)...OutboxSeq(5)))
+        #expect(place(1, 1, 5, held: [(1, 5), (2, 3)]) == .duplicate(head: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), overlap: OutboxSeq(1)...OutboxSeq(5)),
                 "a resent frame of an ended epoch is acknowledged through that epoch, so the device's cursor stays exact")
     }
 
     @Test func gapsAndEndedEpochsAreRefusedWithWhereToContinue() {
         guard case .refuse(let gap) = place(1, 7, 9, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
-        #expect(gap.error.code == .gap && gap.expected == OutboxPosition(epoch: 1, seq: 6))
+        #expect(gap.error.code == .gap && gap.expected == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)))
         guard case .refuse(let newEpoch) = place(3, 2, 4, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
-        #expect(newEpoch.expected == OutboxPosition(epoch: 1, seq: 6),
+        #expect(newEpoch.expected == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
                 "a restored cloud that lost a new epoch's start asks for what it lacks of the epoch before")
         guard case .refuse(let unknown) = place(3, 2, 4, held: []) else { Issue.record("gap accepted"); return }
-        #expect(unknown.expected == OutboxPosition(epoch: 0, seq: 1),
+        #expect(unknown.expected == OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(1)),
                 "a cloud that holds nothing of the device asks for everything, from the first epoch on")
         guard case .refuse(let ended) = place(1, 5, 7, held: [(1, 5), (2, 1)]) else { Issue.record("ended epoch grown"); return }
-        #expect(ended.error.code == .gap && ended.expected == OutboxPosition(epoch: 2, seq: 2),
+        #expect(ended.error.code == .gap && ended.expected == OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(2)),
                 "a resurfaced tail of an ended epoch is sent on past the current epoch's head")
-        #expect(ended.ended == OutboxPosition(epoch: 1, seq: 5), "and the device learns where its epoch ended")
+        #expect(ended.ended == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), "and the device learns where its epoch ended")
         guard case .refuse(let unheld) = place(1, 1, 2, held: [(2, 1)]) else { Issue.record("ended epoch grown"); return }
-        #expect(unheld.ended == OutboxPosition(epoch: 1, seq: 0), "an ended epoch the cloud holds none of ended at seq 0")
+        #expect(unheld.ended == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(0)), "an ended epoch the cloud holds none of ended at seq 0")
         guard case .refuse(let plain) = place(1, 7, 9, held: [(1, 5)]) else { Issue.record("gap accepted"); return }
         #expect(plain.ended == nil, "a gap in the current epoch ends nothing")
     }
@@ -50,30 +52,30 @@ import Testing
 
 extension FramePlacementTests {
     @Test func aNewEpochBeginsOnlyWhenTheCloudHoldsWhatItFollows() {
-        #expect(place(2, 1, 3, follows: OutboxPosition(epoch: 1, seq: 5), held: [(1, 5)]) == .append(acceptedFrom: 1, overlap: nil))
-        #expect(expected(place(2, 1, 3, follows: OutboxPosition(epoch: 1, seq: 9), held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+        #expect(place(2, 1, 3, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), held: [(1, 5)]) == .append(acceptedFrom: OutboxSeq(1), overlap: nil))
+        #expect(expected(place(2, 1, 3, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)), held: [(1, 5)])) == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
                 "a cloud restored between the device's last ack and the new epoch asks for the rest of the old one first")
-        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: 1, seq: 9), held: [(1, 5), (2, 4)])) == OutboxPosition(epoch: 2, seq: 5),
+        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)), held: [(1, 5), (2, 4)])) == OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(5)),
                 "what an ended epoch lacks can no longer be added: the device goes on from the cloud's head")
-        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: 2, seq: 4), held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+        #expect(expected(place(3, 1, 3, follows: OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(4)), held: [(1, 5)])) == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
                 "a followed epoch the cloud never got sends the device back to the cloud's head")
-        #expect(place(3, 1, 3, follows: OutboxPosition(epoch: 1, seq: 0), held: [(1, 5)]) == .append(acceptedFrom: 1, overlap: nil),
+        #expect(place(3, 1, 3, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(0)), held: [(1, 5)]) == .append(acceptedFrom: OutboxSeq(1), overlap: nil),
                 "seq 0 claims nothing")
     }
 
     @Test func aProbeIsAcknowledgedOrAnsweredWithAGapButNeverAdded() {
-        #expect(place(1, 5, 5, probe: true, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: 1, seq: 5), overlap: 5...5))
-        #expect(expected(place(1, 6, 6, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+        #expect(place(1, 5, 5, probe: true, held: [(1, 5)]) == .duplicate(head: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), overlap: OutboxSeq(5)...OutboxSeq(5)))
+        #expect(expected(place(1, 6, 6, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
                 "the next position, probed, is asked for rather than taken")
-        #expect(expected(place(2, 1, 1, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: 1, seq: 6),
+        #expect(expected(place(2, 1, 1, probe: true, held: [(1, 5)])) == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
                 "a probe does not begin an epoch")
-        #expect(expected(place(2, 1, 1, probe: true, held: [])) == OutboxPosition(epoch: 0, seq: 1))
+        #expect(expected(place(2, 1, 1, probe: true, held: [])) == OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(1)))
     }
 
     @Test func anUnheldEpochBelowTheCloudsNewestSendsTheDeviceToTheCloudsHead() {
         // The device's clock ran back past an earlier restore: its new epoch
         // is below one the cloud has begun for it.
-        #expect(expected(place(5, 1, 3, held: [(1, 5), (9, 2)])) == OutboxPosition(epoch: 9, seq: 3))
+        #expect(expected(place(5, 1, 3, held: [(1, 5), (9, 2)])) == OutboxPosition(epoch: Epoch(9), seq: OutboxSeq(3)))
     }
 }
 

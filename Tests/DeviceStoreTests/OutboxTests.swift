@@ -58,7 +58,7 @@ private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultAp
         try store.recordEngaged(ref: recipeURL)
         #expect(try kinds(store) == ["vote", "signal(0,0,1)", "signal(0,1,0)", "signal(1,0,0)", "signal(0,0,1)"])
         let entries = try store.outboxEntries()
-        #expect(entries.map(\.position.seq) == [1, 2, 3, 4, 5])
+        #expect(entries.map(\.position.seq.rawValue) == [1, 2, 3, 4, 5])
         #expect(entries.allSatisfy { $0.message.hash == hash(of: activity) })
     }
 
@@ -72,7 +72,7 @@ private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultAp
         }
         try store.recordShown(ref: recipeURL)
         let entries = try store.outboxEntries()
-        #expect(entries.map(\.position.seq) == [1, 2, 3], "dense: the 100 private events left no gap")
+        #expect(entries.map(\.position.seq.rawValue) == [1, 2, 3], "dense: the 100 private events left no gap")
     }
 
     @Test func deletingTheLastActivityOfAHashWithdrawsAndALaterEngagementVotesAgainWithTheSameToken() throws {
@@ -155,16 +155,16 @@ private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultAp
         try store.recordEngaged(ref: "https://example.com/b")
         try store.recordShown(ref: recipeURL)
         try store.perform(.deleteActivities(identifiers: ["b"]))
-        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: 1, seq: 4),
-                                        durableThrough: OutboxPosition(epoch: 1, seq: 2))
+        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(4)),
+                                        durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)))
         let before = try store.outboxEntries()
-        #expect(before.first?.position.seq == 3, "the durable messages were dropped")
+        #expect(before.first?.position.seq == OutboxSeq(3), "the durable messages were dropped")
         #expect(try store.rebuiltProjectionDigest() == store.projectionDigest())
         try store.rebuildProjections()
         #expect(try store.outboxEntries() == before)
-        #expect(try store.syncStatus().head == OutboxPosition(epoch: 1, seq: 6))
+        #expect(try store.syncStatus().head == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)))
         try store.recordEngaged(ref: recipeURL)
-        #expect(try store.outboxEntries().last?.position == OutboxPosition(epoch: 1, seq: 7))
+        #expect(try store.outboxEntries().last?.position == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(7)))
     }
 
     @Test func anAckMovesTheCursorAndAnAckBeyondTheOutboxIsRefused() throws {
@@ -172,15 +172,15 @@ private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultAp
         try store.record(publicRecipe())
         for _ in 0..<3 { try store.recordEngaged(ref: recipeURL) }
         #expect(try store.syncStatus().pending == 4)
-        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: 1, seq: 3),
-                                        durableThrough: OutboxPosition(epoch: 1, seq: 1))
+        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)),
+                                        durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))
         let status = try store.syncStatus()
-        #expect(status.acknowledged == OutboxPosition(epoch: 1, seq: 3) && status.durable == OutboxPosition(epoch: 1, seq: 1))
+        #expect(status.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)) && status.durable == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))
         #expect(status.pending == 1)
-        #expect(try store.pendingOutbox(after: status.acknowledged, limit: 10).map(\.position.seq) == [4])
+        #expect(try store.pendingOutbox(after: status.acknowledged, limit: 10).map(\.position.seq.rawValue) == [4])
         let error = try #require(throws: DeviceStoreError.self) {
-            try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: 1, seq: 9),
-                                            durableThrough: OutboxPosition(epoch: 1, seq: 9))
+            try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)),
+                                            durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)))
         }
         #expect(error.code == .sync)
         #expect(try store.syncStatus() == status, "a refused ack changes nothing")
@@ -193,14 +193,14 @@ private func hash(of activity: UserActivity, app: AppID = StoreOptions.defaultAp
         #expect(try store.syncStatus().head == .start)
         #expect(try store.syncStatus().pending == 0)
         try store.recordEngaged(ref: recipeURL)
-        #expect(try store.syncStatus().head == OutboxPosition(epoch: 1, seq: 2))
+        #expect(try store.syncStatus().head == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)))
         #expect(try store.syncStatus().pending == 2)
-        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: 1, seq: 2),
-                                        durableThrough: OutboxPosition(epoch: 1, seq: 2))
+        try store.recordAcknowledgement(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)),
+                                        durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)))
         let acknowledged = try store.syncStatus()
-        #expect(acknowledged.acknowledged == OutboxPosition(epoch: 1, seq: 2) && acknowledged.pending == 0)
+        #expect(acknowledged.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)) && acknowledged.pending == 0)
         try store.perform(.deleteActivities(identifiers: ["r1"]))
-        #expect(try store.syncStatus().head == OutboxPosition(epoch: 1, seq: 3), "the withdrawal")
+        #expect(try store.syncStatus().head == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)), "the withdrawal")
         #expect(try store.syncStatus().pending == 1)
     }
 

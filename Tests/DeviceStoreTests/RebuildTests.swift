@@ -64,7 +64,7 @@ import Workloads
         for store in [large, small, empty, small] {
             let head = try store.syncStatus().head
             let implied = try store.impliedOutboxHeads()
-            #expect(implied[head.epoch] == (head.seq > 0 ? head.seq : nil))
+            #expect(implied[head.epoch] == (head.seq > .beforeFirst ? head.seq : nil))
         }
     }
 

@@ -33,12 +33,12 @@ private func bytes(_ path: String) -> Data? {
         let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
         let snapshot = directory.appendingPathComponent("device.snap").path
         let manifest = try source.snapshot(to: snapshot)
-        #expect(manifest.headSeq == 7 && manifest.epoch == 1 && manifest.device == source.deviceID)
+        #expect(manifest.headSeq == 7 && manifest.epoch == .first && manifest.device == source.deviceID)
 
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,
                                              options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
-        #expect(report.newEpoch == UInt64(testStart.adding(milliseconds: 5_000).millisecondsSince1970),
+        #expect(report.newEpoch == Epoch(UInt64(testStart.adding(milliseconds: 5_000).millisecondsSince1970)),
                 "a restored store's epoch is the restore time")
         #expect(report.head == Seq(9) && report.replacedStoreKeptAt == nil)
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
@@ -46,19 +46,19 @@ private func bytes(_ path: String) -> Data? {
         #expect(try restored.identifiers(in: "photos") == ["1"])
         #expect(try restored.index(named: "photos").fetchLastClientState() == [1, 2, 3])
         let last = try #require(try restored.records(Seq(8)...Seq(8)).first)
-        #expect(last.epoch == Epoch(report.newEpoch))
+        #expect(last.epoch == report.newEpoch)
         guard case .storeRestored(let restore) = try last.event() else {
             Issue.record("the last event is not storeRestored")
             return
         }
-        #expect(restore.previousEpoch == 1 && restore.snapshotHead == 7 && restore.truncatedTo == nil)
+        #expect(restore.previousEpoch == .first && restore.snapshotHead == 7 && restore.truncatedTo == nil)
         #expect(try restored.pendingReindexRequests() == [ReindexRequest(seq: Seq(9), index: "photos", identifiers: nil)],
                 "the app is asked to index again every index it knows")
         #expect(try restored.verifyJournal().isValid)
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
         #expect(try restored.outboxEntries() == source.outboxEntries(), "unacknowledged messages keep their positions")
         try restored.recordEngaged(ref: recipe)
-        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: 1),
+        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: .first),
                 "new messages start the new epoch")
     }
 
@@ -77,7 +77,7 @@ private func bytes(_ path: String) -> Data? {
         }
         #expect(wrong.message.contains("key is wrong"))
         #expect(!FileManager.default.fileExists(atPath: target))
-        #expect(try DeviceStore.restore(snapshot: snapshot, to: target, key: key).newEpoch > 1)
+        #expect(try DeviceStore.restore(snapshot: snapshot, to: target, key: key).newEpoch > .first)
         let raw = try #require(bytes(snapshot))
         #expect(!raw.contains(Data("Sunrise".utf8)), "the content is sealed")
     }
@@ -118,7 +118,7 @@ private func bytes(_ path: String) -> Data? {
         let first = try DeviceStore.restore(snapshot: newer, to: path, force: true, options: StoreOptions(clock: clock))
         clock.advance(byMilliseconds: 60_000)
         let second = try DeviceStore.restore(snapshot: older, to: path, force: true, options: StoreOptions(clock: clock))
-        #expect(first.newEpoch > 1 && second.newEpoch > first.newEpoch,
+        #expect(first.newEpoch > .first && second.newEpoch > first.newEpoch,
                 "a second restore from the same epoch's backups must not reuse the first one's positions")
     }
 
@@ -315,7 +315,7 @@ func tampered(_ snapshot: String, in directory: URL, _ edit: (Database) throws -
         let error = try #require(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: bad, to: target) }
         #expect(error.code == .snapshot && error.message.hasSuffix("refused"), "\(error)")
         #expect(!FileManager.default.fileExists(atPath: target))
-        #expect(try DeviceStore.restore(snapshot: snapshot, to: target).newEpoch > 1, "the snapshot as made restores")
+        #expect(try DeviceStore.restore(snapshot: snapshot, to: target).newEpoch > .first, "the snapshot as made restores")
     }
 
     /// The sync state is not a projection, so no rebuild checks it: a

@@ -171,11 +171,11 @@ private let sampleEvents: [JournalEvent] = {
         .resultShown(ref: "1"),
         .resultEngaged(ref: "https://www.yummly.com/"),
         .publicContentRequested(hashes: [[UInt8](repeating: 9, count: 32)]),
-        .storeRestored(StoreRestore(previousEpoch: 1, snapshotHead: 9, truncatedTo: 5, snapshotSHA256: [UInt8](repeating: 3, count: 32))),
+        .storeRestored(StoreRestore(previousEpoch: Epoch(1), snapshotHead: 9, truncatedTo: 5, snapshotSHA256: [UInt8](repeating: 3, count: 32))),
         .reindexRequested(index: "photos", identifiers: ["1", "2"]),
         .reindexAcknowledged(index: "photos", request: 12),
-        .epochAdvanced(from: 1_790_000_000_000, to: 1_800_000_000_001),
-        .epochAdvanced(from: 1_790_000_000_000, to: 1_800_000_000_001, kept: 300),
+        .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001)),
+        .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001), kept: OutboxSeq(300)),
     ]
 }()
 
@@ -227,13 +227,13 @@ private let sampleEvents: [JournalEvent] = {
     // Version 3, kind 15, from 5 to 5: an advance must end above where it began.
     expectDecodeFails([3, 15, 5, 5], with: .nonCanonical, at: 2)
     expectDecodeFails([3, 15, 5, 4], with: .nonCanonical, at: 2)
-    #expect((try? EventCodec.decode([3, 15, 5, 6])) == .epochAdvanced(from: 5, to: 6))
+    #expect((try? EventCodec.decode([3, 15, 5, 6])) == .epochAdvanced(from: Epoch(5), to: Epoch(6)))
 }
 
 @Test func anEpochAdvanceWritesWhatItKeptOnlyWhenItKeptSomething() {
-    #expect(EventCodec.encode(.epochAdvanced(from: 5, to: 6)) == [3, 15, 5, 6], "advances written before keeping existed keep their bytes")
-    #expect(EventCodec.encode(.epochAdvanced(from: 5, to: 6, kept: 2)) == [4, 15, 5, 6, 2])
-    #expect((try? EventCodec.decode([4, 15, 5, 6, 2])) == .epochAdvanced(from: 5, to: 6, kept: 2))
+    #expect(EventCodec.encode(.epochAdvanced(from: Epoch(5), to: Epoch(6))) == [3, 15, 5, 6], "advances written before keeping existed keep their bytes")
+    #expect(EventCodec.encode(.epochAdvanced(from: Epoch(5), to: Epoch(6), kept: OutboxSeq(2))) == [4, 15, 5, 6, 2])
+    #expect((try? EventCodec.decode([4, 15, 5, 6, 2])) == .epochAdvanced(from: Epoch(5), to: Epoch(6), kept: OutboxSeq(2)))
     expectDecodeFails([4, 15, 5, 6, 0], with: .nonCanonical, at: 4)
     expectDecodeFails([3, 15, 5, 6, 2], with: .trailingBytes, at: 4)
     expectDecodeFails([4, 1, 0], with: .nonCanonical, at: 0)

@@ -65,7 +65,7 @@ enum RandomEvents {
             return .publicContentRequested(hashes: Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) })
         case .storeRestored:
             return .storeRestored(StoreRestore(
-                previousEpoch: UInt64.random(in: 1...UInt64(Int64.max), using: &rng),
+                previousEpoch: Epoch(UInt64.random(in: 1...UInt64(Int64.max), using: &rng)),
                 snapshotHead: UInt64.random(in: 0...UInt64(Int64.max), using: &rng),
                 truncatedTo: Bool.random(using: &rng) ? UInt64.random(in: 0...1000, using: &rng) : nil,
                 snapshotSHA256: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }))
@@ -75,7 +75,7 @@ enum RandomEvents {
             return .reindexAcknowledged(index: string(&rng), request: UInt64.random(in: 1...UInt64(Int64.max), using: &rng))
         case .epochAdvanced:
             let from = UInt64.random(in: 1...UInt64(Int64.max - 1), using: &rng)
-            return .epochAdvanced(from: from, to: UInt64.random(in: (from + 1)...UInt64(Int64.max), using: &rng))
+            return .epochAdvanced(from: Epoch(from), to: Epoch(UInt64.random(in: (from + 1)...UInt64(Int64.max), using: &rng)))
         }
     }
 

@@ -24,22 +24,22 @@ enum EventFixtures {
                            Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents)]
 
     static let versionFourEvents: [JournalEvent] = [
-        .epochAdvanced(from: 1, to: 65_538, kept: 1),
-        .epochAdvanced(from: 1_795_000_000_000, to: 1_800_000_000_001, kept: 300),
+        .epochAdvanced(from: Epoch(1), to: Epoch(65_538), kept: OutboxSeq(1)),
+        .epochAdvanced(from: Epoch(1_795_000_000_000), to: Epoch(1_800_000_000_001), kept: OutboxSeq(300)),
     ]
 
     static let versionThreeEvents: [JournalEvent] = [
-        .epochAdvanced(from: 1, to: 2),
-        .epochAdvanced(from: 1_795_000_000_000, to: 1_800_000_000_001),
+        .epochAdvanced(from: Epoch(1), to: Epoch(2)),
+        .epochAdvanced(from: Epoch(1_795_000_000_000), to: Epoch(1_800_000_000_001)),
     ]
 
     static let versionTwoEvents: [JournalEvent] = [
         .publicContentRequested(hashes: []),
         .publicContentRequested(hashes: [[UInt8](repeating: 0x01, count: 32),
                                          (0..<32).map { UInt8($0 * 7 + 3) }]),
-        .storeRestored(StoreRestore(previousEpoch: 1, snapshotHead: 42, truncatedTo: nil,
+        .storeRestored(StoreRestore(previousEpoch: Epoch(1), snapshotHead: 42, truncatedTo: nil,
                                     snapshotSHA256: [UInt8](repeating: 0xAB, count: 32))),
-        .storeRestored(StoreRestore(previousEpoch: 2, snapshotHead: 300, truncatedTo: 128,
+        .storeRestored(StoreRestore(previousEpoch: Epoch(2), snapshotHead: 300, truncatedTo: 128,
                                     snapshotSHA256: (0..<32).map { UInt8($0) })),
         .reindexRequested(index: "photos", identifiers: nil),
         .reindexRequested(index: "notes", identifiers: ["n-1", "ñ-2"]),

@@ -28,7 +28,7 @@ import Testing
         deinit { try? FileManager.default.removeItem(atPath: directory) }
 
         /// One engagement sent to the running cloud; what it then holds of the device.
-        func syncOne(_ number: Int) throws -> [UInt64: UInt64] {
+        func syncOne(_ number: Int) throws -> [Epoch: OutboxSeq] {
             let url = "https://example.com/\(number)"
             try device.record(UserActivity(activityType: "t", title: "Entry \(number)", keywords: [], webpageURL: url,
                                            eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: url))

@@ -15,7 +15,7 @@ private func passingRun() throws -> FinishedRun {
 }
 
 /// A device with messages the cloud holds in its current epoch, and that epoch.
-private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: DeviceID, epoch: UInt64) {
+private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: DeviceID, epoch: Epoch) {
     let device = try #require(evidence.devices.first { evidence.log[$0.name]?[$0.epoch]?.isEmpty == false })
     return (device.name, device.epoch)
 }
@@ -35,7 +35,7 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     ("messages-match-calls", { evidence in
         let (name, epoch) = try deviceWithHeldMessages(evidence)
         let last = try #require(evidence.log[name]?[epoch]?.last { if case .content = $0.message { false } else { true } })
-        let next = (evidence.log[name]![epoch]!.last?.seq ?? 0) + 1
+        let next = (evidence.log[name]![epoch]!.last?.seq ?? .beforeFirst).next
         evidence.log[name]![epoch]!.append(RunEvidence.Held(seq: next, message: last.message, day: last.day))
     }),
     ("counts-exact", { evidence in
@@ -49,7 +49,7 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     ("sybil-never-public", { $0.threshold = 0 }),
     ("hostile-contained", { evidence in
         let other = evidence.catalogue.entry(evidence.hostileTarget.number + 1)
-        evidence.hostileMessages.append(RunEvidence.Held(seq: 1, message: .vote(other.hash, Simulator.hostileToken), day: 0))
+        evidence.hostileMessages.append(RunEvidence.Held(seq: .first, message: .vote(other.hash, Simulator.hostileToken), day: 0))
     }),
     ("no-private-leak", { $0.counters.leaks = 1 }),
     ("journals-verify", { $0.cloudJournalProblems = ["cloud log: row 7's hash does not chain"] }),

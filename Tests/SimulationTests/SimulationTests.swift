@@ -220,7 +220,7 @@ private func failures(_ report: SimulationReport) -> String {
                                         contentDescription: String(repeating: "padding ", count: 40), webpageURL: nil)
             let hash = try #require(PublicHash.of(app: AppID("com.example.app"), content: content))
             return UploadFrame(app: AppID("com.example.app"), device: device.store.deviceID,
-                               records: [OutboxRecord(position: OutboxPosition(epoch: 1, seq: 1), message: .content(hash, content))],
+                               records: [OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: .content(hash, content))],
                                key: [UInt8](repeating: 7, count: 32)).encoded
         }
         let clean = try frame(title: "Baked Potato Chips")
@@ -315,7 +315,7 @@ private func failures(_ report: SimulationReport) -> String {
         let simulator = try Simulator(options: options)
         let report = try simulator.run()
         let target = try #require(simulator.drill?.targets[2])
-        let unreached = OutboxPosition(epoch: target.epoch, seq: target.seq + 1_000)
+        let unreached = OutboxPosition(epoch: target.epoch, seq: OutboxSeq(target.seq.rawValue + 1_000))
         simulator.drill?.targets[2] = unreached
         simulator.drill?.caughtUpAt = nil
         let acknowledged = try simulator.devices[2].store.syncStatus().acknowledged

@@ -21,7 +21,7 @@ import Testing
         let decoded = try CloudReply.decode(reply, device: store.deviceID, key: key)
         #expect(decoded.isAuthentic)
         #expect(decoded.reply == .rejection(Rejection(WireError(.gap, "epoch 1 is new here and must start at seq 1; the cloud holds nothing of this device"),
-                                                      expected: OutboxPosition(epoch: 0, seq: 1))))
+                                                      expected: OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(1)))))
     }
 
     /// A status that carries no signed reply (a 5xx, a 4xx without one)

@@ -26,7 +26,9 @@ private func sampleMessages(_ count: Int) -> [OutboxMessage] {
 }
 
 private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64 = 1) -> [OutboxRecord] {
-    messages.enumerated().map { OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64($0.offset)), message: $0.element) }
+    messages.enumerated().map {
+        OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(seq + UInt64($0.offset))), message: $0.element)
+    }
 }
 
 @Suite struct FrameTests {
@@ -37,7 +39,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(parsed.isSigned(by: key))
         #expect(!parsed.isSigned(by: otherKey))
         #expect(parsed.app == AppID("app") && parsed.device == DeviceID("d1"))
-        #expect(parsed.first == OutboxPosition(epoch: 2, seq: 11) && parsed.last == OutboxPosition(epoch: 2, seq: 50))
+        #expect(parsed.first == OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(11)) && parsed.last == OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(50)))
         #expect(try parsed.messages() == messages)
         #expect(parsed.payload.count < parsed.uncompressedLength, "the payload is deflated")
     }
@@ -70,12 +72,12 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     @Test func aFrameNamesWhatItFollowsAndWhetherItIsAProbe() throws {
         let messages = records(sampleMessages(3))
         let first = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: messages, key: key,
-                                follows: OutboxPosition(epoch: 0, seq: 7), isProbe: true)
+                                follows: OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(7)), isProbe: true)
         let parsed = try UploadFrame.parse(first.encoded)
-        #expect(parsed.follows == OutboxPosition(epoch: 0, seq: 7) && parsed.isProbe)
+        #expect(parsed.follows == OutboxPosition(epoch: Epoch(0), seq: OutboxSeq(7)) && parsed.isProbe)
         #expect(parsed.isSigned(by: key), "the signature covers both fields")
         let inside = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(3), from: 4), key: key)
-        #expect(try UploadFrame.parse(inside.encoded).follows == OutboxPosition(epoch: 1, seq: 3))
+        #expect(try UploadFrame.parse(inside.encoded).follows == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
     }
 
     @Test func aFrameThatFollowsAPositionItCannotFollowIsMalformed() throws {
@@ -181,8 +183,8 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     }
 
     @Test func repliesAreAuthenticOnlyUnderTheDeviceKey() throws {
-        let ack = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 9),
-                                     durableThrough: OutboxPosition(epoch: 1, seq: 9), contentRequests: [hash("2")]))
+        let ack = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)),
+                                     durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)), contentRequests: [hash("2")]))
         let signed = try CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key)
         #expect(signed.reply == ack && signed.isAuthentic)
         #expect(try !CloudReply.decode(ack.encoded(device: DeviceID("d1"), answering: nil, key: otherKey), device: DeviceID("d1"), key: key).isAuthentic)
@@ -194,10 +196,10 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(bound.isAnswer(to: frame) && bound.isAuthentic)
         #expect(!signed.isAnswer(to: frame) && signed.answers == CloudReply.unreadFrame)
 
-        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(4))))
         #expect(try CloudReply.decode(gap.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key).reply == gap)
-        let ended = CloudReply.rejection(Rejection(WireError(.gap, "epoch 1 ended"), expected: OutboxPosition(epoch: 2, seq: 4),
-                                                   ended: OutboxPosition(epoch: 1, seq: 0)))
+        let ended = CloudReply.rejection(Rejection(WireError(.gap, "epoch 1 ended"), expected: OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(4)),
+                                                   ended: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(0))))
         #expect(try CloudReply.decode(ended.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key).reply == ended,
                 "an ended epoch the cloud holds none of still says so")
     }
@@ -205,11 +207,11 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     /// A reply is outside bytes for the device: a position past the limit
     /// is malformed, named, and never reaches the uploader's arithmetic.
     @Test(arguments: [
-        CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: .max), durableThrough: OutboxPosition(epoch: 1, seq: 1))),
-        .ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 1), durableThrough: OutboxPosition(epoch: 1, seq: 1),
-                 backedUpThrough: OutboxPosition(epoch: WireLimits.maximumPosition + 1, seq: 0))),
-        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: .max, seq: 1))),
-        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: 2, seq: 1), ended: OutboxPosition(epoch: 1, seq: 1 << 60))),
+        CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(.max)), durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))),
+        .ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)),
+                 backedUpThrough: OutboxPosition(epoch: Epoch(WireLimits.maximumPosition + 1), seq: .beforeFirst))),
+        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: Epoch(.max), seq: .first))),
+        .rejection(Rejection(WireError(.gap, "x"), expected: OutboxPosition(epoch: Epoch(2), seq: OutboxSeq(1)), ended: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1 << 60)))),
     ])
     func aReplyWithAPositionPastTheLimitIsMalformed(reply: CloudReply) throws {
         let error = try #require(throws: WireError.self) { try CloudReply.decode(reply.encoded(device: DeviceID("d1"), answering: nil, key: key), device: DeviceID("d1"), key: key) }
@@ -219,7 +221,7 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
     @Test func aFramePositionAtTheLimitIsAcceptedAndOnePastItIsNot() throws {
         let top = WireLimits.maximumPosition
         let atLimit = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2), epoch: top, from: top - 1), key: key)
-        #expect(try UploadFrame.parse(atLimit.encoded).last == OutboxPosition(epoch: top, seq: top))
+        #expect(try UploadFrame.parse(atLimit.encoded).last == OutboxPosition(epoch: Epoch(top), seq: OutboxSeq(top)))
         let past = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(2), epoch: top, from: top), key: key)
         let error = try #require(throws: WireError.self) { try UploadFrame.parse(past.encoded) }
         #expect(error.code == .malformed && error.message.contains("the last seq"), "\(error)")

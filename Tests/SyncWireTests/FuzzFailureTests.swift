@@ -15,7 +15,7 @@ import Testing
         for (name, bytes) in try savedFuzzFailures("upload-frame") {
             guard let frame = try? UploadFrame.parse(bytes) else { continue }
             #expect(frame.encoded == bytes, "\(name)")
-            #expect(frame.lastSeq <= WireLimits.maximumPosition && frame.count <= WireLimits.maximumMessages, "\(name)")
+            #expect(frame.lastSeq.rawValue <= WireLimits.maximumPosition && frame.count <= WireLimits.maximumMessages, "\(name)")
             _ = try? frame.messages()
         }
     }

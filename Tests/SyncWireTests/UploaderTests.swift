@@ -10,7 +10,7 @@ private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size:
         let hash = PublicHash.of(app: AppID("app"), activityType: "t", identity: "title:\(index)")
         let message = OutboxMessage.content(hash, PublicContent(activityType: "t", title: String(repeating: "w", count: size),
                                                                 keywords: [], contentDescription: nil, webpageURL: nil))
-        return OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64(index)), message: message)
+        return OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(seq + UInt64(index))), message: message)
     }
 }
 
@@ -22,9 +22,9 @@ private func answer(_ reply: CloudReply, _ uploader: Uploader, key signingKey: [
 
 private func ack(for uploader: Uploader, _ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [],
                  key signingKey: [UInt8]? = key) -> [UInt8] {
-    answer(CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: seq),
-                              durableThrough: OutboxPosition(epoch: 1, seq: durable ?? seq),
-                              backedUpThrough: OutboxPosition(epoch: 1, seq: durable ?? seq), contentRequests: requests)),
+    answer(CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(seq)),
+                              durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(durable ?? seq)),
+                              backedUpThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(durable ?? seq)), contentRequests: requests)),
            uploader, key: signingKey)
 }
 
@@ -59,24 +59,24 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         #expect(uploader.nextFrame(now: t0, pending: outbox(6)) == nil, "one frame in flight at a time")
         let requested = PublicHash.of(app: AppID("app"), activityType: "t", identity: "title:x")
         let effects = uploader.receive(ack(for: uploader, 4, durable: 2, requests: [requested]), now: t0)
-        #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
+        #expect(effects.contains(.durable(through: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)))))
         #expect(effects.contains(.contentRequested([requested])))
-        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 4))
+        #expect(uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(4)))
         let nextSent = uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(4)))
 
         let next = try #require(nextSent)
-        #expect(next.first == OutboxPosition(epoch: 1, seq: 5) && next.last == OutboxPosition(epoch: 1, seq: 6))
+        #expect(next.first == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)) && next.last == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)))
     }
 
     @Test func messagesAreDroppableOnlyOnceDurableAndBackedUp() throws {
         var uploader = makeUploader()
         let sent = uploader.nextFrame(now: t0, pending: outbox(5))
         _ = try #require(sent)
-        let reply = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 5), durableThrough: OutboxPosition(epoch: 1, seq: 5),
-                                       backedUpThrough: OutboxPosition(epoch: 1, seq: 2)))
+        let reply = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)), durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)),
+                                       backedUpThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2))))
         let effects = uploader.receive(answer(reply, uploader), now: t0)
-        #expect(effects.contains(.durable(through: OutboxPosition(epoch: 1, seq: 2))))
-        #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 2) && uploader.acknowledged == OutboxPosition(epoch: 1, seq: 5))
+        #expect(effects.contains(.durable(through: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)))))
+        #expect(uploader.durable == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)) && uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(5)))
     }
 
     @Test func anUnknownOutcomeResendsTheSameFrameAfterAGrowingBackoff() throws {
@@ -152,7 +152,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         let firstSent = uploader.nextFrame(now: t0, pending: outbox(6))
         _ = try #require(firstSent)
         let firstAck = ack(for: uploader, 2, durable: 1)
-        #expect(uploader.receive(firstAck, now: t0).contains(.durable(through: OutboxPosition(epoch: 1, seq: 1))))
+        #expect(uploader.receive(firstAck, now: t0).contains(.durable(through: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))))
         let secondSent = uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(2)))
         let second = try #require(secondSent)
 
@@ -162,9 +162,9 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
             return
         }
         #expect(reason.contains("another frame"))
-        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 2) && uploader.durable == OutboxPosition(epoch: 1, seq: 1))
-        let forged = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: 1, seq: 6), durableThrough: OutboxPosition(epoch: 1, seq: 6),
-                                        backedUpThrough: OutboxPosition(epoch: 1, seq: 6)))
+        #expect(uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)) && uploader.durable == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)))
+        let forged = CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)), durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)),
+                                        backedUpThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6))))
         guard case .backingOff(let waiting, let until) = uploader.state else {
             Issue.record("expected a backoff, got \(uploader.state)")
             return
@@ -176,9 +176,9 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
             Issue.record("a signed ack naming another frame must be ignored")
             return
         }
-        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 2), "a signed ack naming another frame moves nothing")
+        #expect(uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), "a signed ack naming another frame moves nothing")
         #expect(uploader.nextFrame(now: again, pending: Array(outbox(6).dropFirst(2))) == second)
-        #expect(uploader.receive(answer(forged, uploader), now: again).contains(.durable(through: OutboxPosition(epoch: 1, seq: 6))),
+        #expect(uploader.receive(answer(forged, uploader), now: again).contains(.durable(through: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)))),
                 "the answer to the frame in flight is taken")
     }
 
@@ -187,13 +187,13 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         let sent = uploader.nextFrame(now: t0, pending: outbox(5))
 
         _ = try #require(sent)
-        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:3"), expected: OutboxPosition(epoch: 1, seq: 3)))
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:3"), expected: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3))))
         let effects = uploader.receive(answer(gap, uploader), now: t0)
-        #expect(effects == [.rewound(to: OutboxPosition(epoch: 1, seq: 2), reason: "expected 1:3")])
+        #expect(effects == [.rewound(to: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), reason: "expected 1:3")])
         let resentSent = uploader.nextFrame(now: t0, pending: Array(outbox(5).dropFirst(2)))
 
         let resent = try #require(resentSent)
-        #expect(resent.first == OutboxPosition(epoch: 1, seq: 3))
+        #expect(resent.first == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
     }
 
 
@@ -201,11 +201,11 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         var uploader = makeUploader()
         let sent = uploader.nextFrame(now: t0, pending: outbox(5))
         _ = try #require(sent)
-        let gap = CloudReply.rejection(Rejection(WireError(.gap, "ended"), expected: OutboxPosition(epoch: 9, seq: 3),
-                                                 ended: OutboxPosition(epoch: 1, seq: 2)))
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "ended"), expected: OutboxPosition(epoch: Epoch(9), seq: OutboxSeq(3)),
+                                                 ended: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2))))
         let effects = uploader.receive(answer(gap, uploader), now: t0)
-        #expect(effects == [.epochEnded(held: OutboxPosition(epoch: 1, seq: 2), cloudHead: OutboxPosition(epoch: 9, seq: 2), reason: "ended")])
-        #expect(uploader.acknowledged == OutboxPosition(epoch: 9, seq: 2))
+        #expect(effects == [.epochEnded(held: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), cloudHead: OutboxPosition(epoch: Epoch(9), seq: OutboxSeq(2)), reason: "ended")])
+        #expect(uploader.acknowledged == OutboxPosition(epoch: Epoch(9), seq: OutboxSeq(2)))
     }
 
     /// A cloud that asks for a position below the durable watermark was
@@ -216,13 +216,13 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         let first = uploader.nextFrame(now: t0, pending: outbox(8))
         #expect(first != nil)
         let acked = uploader.receive(ack(for: uploader, 8, durable: 6), now: t0)
-        #expect(acked.contains(.durable(through: OutboxPosition(epoch: 1, seq: 6))))
+        #expect(acked.contains(.durable(through: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(6)))))
         let second = uploader.nextFrame(now: t0, pending: outbox(2, from: 9))
         #expect(second != nil)
-        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: 1, seq: 4)))
+        let gap = CloudReply.rejection(Rejection(WireError(.gap, "expected 1:4"), expected: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(4))))
         _ = uploader.receive(answer(gap, uploader), now: t0)
-        #expect(uploader.acknowledged == OutboxPosition(epoch: 1, seq: 3))
-        #expect(uploader.durable == OutboxPosition(epoch: 1, seq: 3))
+        #expect(uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
+        #expect(uploader.durable == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
     }
     @Test func aPermanentRejectionStopsTheUploader() throws {
         for code in [WireError.Code.badSignature, .equivocation, .tooLarge, .malformed, .refused] {
@@ -261,13 +261,13 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
     }
 
     @Test func aNewEpochStartsAfterTheLastAcknowledgedOne() throws {
-        var uploader = Uploader(app: AppID("app"), device: DeviceID("d1"), key: key, acknowledged: OutboxPosition(epoch: 1, seq: 7),
-                                durable: OutboxPosition(epoch: 1, seq: 7))
+        var uploader = Uploader(app: AppID("app"), device: DeviceID("d1"), key: key, acknowledged: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(7)),
+                                durable: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(7)))
         let pending = outbox(2, epoch: 1, from: 8) + outbox(3, epoch: 2, from: 1)
         let frameSent = uploader.nextFrame(now: t0, pending: pending)
 
         let frame = try #require(frameSent)
-        #expect(frame.count == 2 && frame.epoch == 1, "a frame never spans two epochs")
+        #expect(frame.count == 2 && frame.epoch == .first, "a frame never spans two epochs")
     }
 }
 
@@ -284,7 +284,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         guard case .send(let frame) = machine.outboxRead(outbox(3), now: t0) else {
             Issue.record("no frame for three pending records"); return
         }
-        #expect(frame.first == OutboxPosition(epoch: 1, seq: 1) && frame.last == OutboxPosition(epoch: 1, seq: 3))
+        #expect(frame.first == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)) && frame.last == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
         #expect(machine.report.framesSent == 1)
     }
 
@@ -294,7 +294,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         _ = machine.outboxRead(outbox(3), now: t0)
         let hash = PublicHash.of(app: AppID("app"), activityType: "t", identity: "wanted")
         let action = machine.received(ack(for: machine.uploader, 3, durable: 2, requests: [hash]), now: t0)
-        let through = OutboxPosition(epoch: 1, seq: 3), durable = OutboxPosition(epoch: 1, seq: 2)
+        let through = OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)), durable = OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2))
         guard case .persist(let effects, let acknowledged, let watermark) = action else {
             Issue.record("an ack was not handed to the store: \(action)"); return
         }

@@ -13,7 +13,7 @@ import Threads
 /// store"). The projections are a fold over it.
 enum CloudLog {
     /// Appends `frame` (whose messages from `acceptedFrom` on are new) and returns its log seq.
-    static func append(_ frame: UploadFrame, acceptedFrom: UInt64, receivedAt: Timestamp, db: Database,
+    static func append(_ frame: UploadFrame, acceptedFrom: OutboxSeq, receivedAt: Timestamp, db: Database,
                        statements: StatementSlots) throws -> Int64 {
         let head = try statements.statement(.logHead, db)
         var seq: Int64 = 1
@@ -30,10 +30,10 @@ enum CloudLog {
         let insert = try statements.statement(.logAppend, db)
         insert.bind(1, seq)
         insert.bind(2, frame.device)
-        insert.bind(3, Int64(frame.epoch))
-        insert.bind(4, Int64(frame.firstSeq))
-        insert.bind(5, Int64(frame.lastSeq))
-        insert.bind(6, Int64(acceptedFrom))
+        insert.bind(3, frame.epoch)
+        insert.bind(4, frame.firstSeq)
+        insert.bind(5, frame.lastSeq)
+        insert.bind(6, acceptedFrom)
         insert.bind(7, Int64(frame.codec.rawValue))
         insert.bind(8, Int64(frame.uncompressedLength))
         insert.bind(9, frame.digest)
@@ -47,15 +47,15 @@ enum CloudLog {
 
     /// SHA-256 over the previous row's hash, then the row's device, epoch, first
     /// and last seq, first accepted seq, payload digest and receive time.
-    static func chainHash(previous: [UInt8], device: DeviceID, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64,
-                          acceptedFrom: UInt64, digest: [UInt8], receivedAt: Timestamp) -> [UInt8] {
+    static func chainHash(previous: [UInt8], device: DeviceID, epoch: Epoch, firstSeq: OutboxSeq, lastSeq: OutboxSeq,
+                          acceptedFrom: OutboxSeq, digest: [UInt8], receivedAt: Timestamp) -> [UInt8] {
         var writer = BinaryWriter(capacity: 128)
         writer.raw(previous)
         writer.string(device.rawValue)
-        writer.uvarint(epoch)
-        writer.uvarint(firstSeq)
-        writer.uvarint(lastSeq)
-        writer.uvarint(acceptedFrom)
+        writer.uvarint(epoch.rawValue)
+        writer.uvarint(firstSeq.rawValue)
+        writer.uvarint(lastSeq.rawValue)
+        writer.uvarint(acceptedFrom.rawValue)
         writer.raw(digest)
         writer.svarint(receivedAt.millisecondsSince1970)
         return Array(SHA256.hash(data: writer.bytes))
@@ -82,8 +82,8 @@ enum CloudLog {
 struct LoggedFrame: Sendable {
     let seq: Int64
     let device: DeviceID
-    let epoch: Int64
-    let lastSeq: Int64
+    let epoch: Epoch
+    let lastSeq: OutboxSeq
     /// When the cloud accepted the frame: the day its signals count towards.
     let receivedAt: Timestamp
     let messages: ArraySlice<OutboxMessage>
@@ -98,7 +98,7 @@ struct LogReplay {
     /// Each device's epochs and the last seq the log holds of each, written
     /// to `device_epochs` by `finish()`: nothing in the fold reads them, and
     /// an upsert per row was an eighth of a replay.
-    private var epochs: [DeviceID: [Int64: Int64]] = [:]
+    private var epochs: [DeviceID: [Epoch: OutboxSeq]] = [:]
     /// The vote rows the replay has met (`FoldMemory`).
     private let memory = FoldMemory(limit: 1 << 20)
 
@@ -178,10 +178,9 @@ extension CloudIndex {
                         break
                     }
                     let messages = try stored.messages()
-                    result.messages += Int(stored.lastSeq - stored.acceptedFrom + 1)
-                    stream?.append(LoggedFrame(seq: seq, device: stored.device, epoch: Int64(stored.epoch),
-                                               lastSeq: Int64(stored.lastSeq), receivedAt: stored.receivedAt,
-                                               messages: messages[Int(stored.acceptedFrom - stored.firstSeq)...]))
+                    result.messages += stored.acceptedFrom.count(through: stored.lastSeq)
+                    stream?.append(LoggedFrame(seq: seq, device: stored.device, epoch: stored.epoch, lastSeq: stored.lastSeq,
+                                               receivedAt: stored.receivedAt, messages: stored.newMessages(of: messages)))
                     previous = recomputed
                 } catch {
                     result.firstProblem = error.message
@@ -271,9 +270,8 @@ extension CloudIndex {
         while let row = try rows.next() {
             let stored = try StoredLogRow(row)
             let messages = try stored.messages()
-            try replay.apply(LoggedFrame(seq: stored.seq, device: stored.device, epoch: Int64(stored.epoch),
-                                         lastSeq: Int64(stored.lastSeq), receivedAt: stored.receivedAt,
-                                         messages: messages[Int(stored.acceptedFrom - stored.firstSeq)...]))
+            try replay.apply(LoggedFrame(seq: stored.seq, device: stored.device, epoch: stored.epoch, lastSeq: stored.lastSeq,
+                                         receivedAt: stored.receivedAt, messages: stored.newMessages(of: messages)))
         }
     }
 
@@ -295,11 +293,11 @@ extension CloudIndex {
 public struct CloudLogRecord: Sendable {
     public let seq: Int64
     public let device: DeviceID
-    public let epoch: UInt64
-    public let firstSeq: UInt64
-    public let lastSeq: UInt64
+    public let epoch: Epoch
+    public let firstSeq: OutboxSeq
+    public let lastSeq: OutboxSeq
     /// The first seq that was new when the frame was accepted.
-    public let acceptedFrom: UInt64
+    public let acceptedFrom: OutboxSeq
     public let receivedAt: Timestamp
     public let hash: [UInt8]
     /// The frame's messages from `firstSeq` (those before `acceptedFrom` were

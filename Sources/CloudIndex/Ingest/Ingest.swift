@@ -171,20 +171,20 @@ extension CloudIndex {
     private func apply(_ frame: UploadFrame, messages: [OutboxMessage], app: AppID, db: Database) throws -> Decision {
         let read = try statements.statement(.epochs, db)
         read.bind(1, frame.device)
-        var epochs: [(epoch: UInt64, last: UInt64)] = []
+        var epochs: [(epoch: Epoch, last: OutboxSeq)] = []
         do {
             defer { read.reset() }
             while try read.step() {
-                epochs.append((try Stored.position(read.int64(0), "device_epochs.epoch of \(frame.device)"),
-                               try Stored.position(read.int64(1), "device_epochs.last_seq of \(frame.device)")))
+                epochs.append((Epoch(try Stored.position(read.int64(0), "device_epochs.epoch of \(frame.device)")),
+                               OutboxSeq(try Stored.position(read.int64(1), "device_epochs.last_seq of \(frame.device)"))))
             }
         }
         // Where the cloud holds the device through: an equivocation names it,
         // so that a device whose epoch another incarnation of it already used
         // can move above it.
         let newest = epochs.max { $0.epoch < $1.epoch }
-        let cloudHead = OutboxPosition(epoch: newest?.epoch ?? 0, seq: (newest?.last ?? 0) + 1)
-        let acceptedFrom: UInt64
+        let cloudHead = OutboxPosition(epoch: newest?.epoch ?? .beforeFirst, seq: (newest?.last ?? .beforeFirst).next)
+        let acceptedFrom: OutboxSeq
         switch FramePlacement.of(epoch: frame.epoch, firstSeq: frame.firstSeq, lastSeq: frame.lastSeq,
                                  follows: frame.follows, isProbe: frame.isProbe, held: epochs) {
         case .refuse(let rejection):
@@ -201,7 +201,7 @@ extension CloudIndex {
             }
             acceptedFrom = from
         }
-        let fresh = messages[Int(acceptedFrom - frame.firstSeq)...]
+        let fresh = messages[frame.firstSeq.count(before: acceptedFrom)...]
         let receivedAt = clock.now()
         let logSeq = try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt, db: db, statements: statements)
         // A `Refusal` from the fold rolls the whole transaction back.
@@ -211,14 +211,14 @@ extension CloudIndex {
         try fold.flush(memory, forgetting: false)
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, frame.device)
-        record.bind(2, Int64(frame.epoch))
-        record.bind(3, Int64(frame.lastSeq))
+        record.bind(2, frame.epoch)
+        record.bind(3, frame.lastSeq)
         try record.execute()
         let ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, memory: memory, db: db)
         return .accepted(ackValue, messages: fresh.count)
     }
 
-    private func equivocation(_ frame: UploadFrame, at seq: UInt64, head: OutboxPosition) -> Rejection {
+    private func equivocation(_ frame: UploadFrame, at seq: OutboxSeq, head: OutboxPosition) -> Rejection {
         Rejection(WireError(.equivocation, "message \(frame.epoch):\(seq) differs from the one the cloud accepted at that position"),
                   expected: head)
     }
@@ -245,12 +245,12 @@ extension CloudIndex {
                      db: Database) throws -> Ack {
         let registry = try statements.statement(.registry, db)
         registry.bind(1, device)
-        var backedUp = OutboxPosition(epoch: 0, seq: 0)
+        var backedUp = OutboxPosition.nothing
         do {
             defer { registry.reset() }
             if try registry.step() {
-                backedUp = OutboxPosition(epoch: try Stored.position(registry.optionalInt64(0) ?? 0, "devices.backed_up_epoch of \(device)"),
-                                          seq: try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_seq of \(device)"))
+                backedUp = OutboxPosition(epoch: Epoch(try Stored.position(registry.optionalInt64(0) ?? 0, "devices.backed_up_epoch of \(device)")),
+                                          seq: OutboxSeq(try Stored.position(registry.optionalInt64(1) ?? 0, "devices.backed_up_seq of \(device)")))
             }
         }
         let asks = memory.asks
@@ -309,13 +309,13 @@ extension CloudIndex {
 
     /// The first seq in `frame.first...through` whose message differs from the
     /// one the cloud log holds, or nil when they all agree.
-    private func firstConflict(_ frame: UploadFrame, messages: [OutboxMessage], through: UInt64, db: Database) throws -> UInt64? {
+    private func firstConflict(_ frame: UploadFrame, messages: [OutboxMessage], through: OutboxSeq, db: Database) throws -> OutboxSeq? {
         // The common case, a resent frame: the same range with the same digest.
         let same = try statements.statement(.sameFrame, db)
         same.bind(1, frame.device)
-        same.bind(2, Int64(frame.epoch))
-        same.bind(3, Int64(frame.firstSeq))
-        same.bind(4, Int64(frame.lastSeq))
+        same.bind(2, frame.epoch)
+        same.bind(3, frame.firstSeq)
+        same.bind(4, frame.lastSeq)
         same.bind(5, frame.digest)
         let resent: Bool
         do {
@@ -326,13 +326,12 @@ extension CloudIndex {
         let rows = try Row.fetchAll(db.cachedStatement(sql: """
             SELECT \(StoredLogRow.columns) FROM cloud_log
             WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
-            """), arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(through)])
+            """), arguments: [frame.device, frame.epoch, frame.firstSeq, through])
         for row in rows {
             let stored = try StoredLogRow(row)
-            for (offset, message) in try stored.messages().enumerated() {
-                let seq = stored.firstSeq + UInt64(offset)
+            for (seq, message) in zip(sequence(first: stored.firstSeq) { $0.next }, try stored.messages()) {
                 guard seq >= stored.acceptedFrom, seq >= frame.firstSeq, seq <= through, seq <= frame.lastSeq else { continue }
-                if messages[Int(seq - frame.firstSeq)] != message { return seq }
+                if messages[frame.firstSeq.count(before: seq)] != message { return seq }
             }
         }
         return nil
@@ -343,8 +342,7 @@ extension CloudIndex {
         try write { db in
             try db.execute(sql: """
                 INSERT INTO flags (device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, 'equivocation', ?)
-                """, arguments: [frame.device, Int64(frame.epoch), Int64(frame.firstSeq), Int64(frame.lastSeq),
-                                 now.millisecondsSince1970])
+                """, arguments: [frame.device, frame.epoch, frame.firstSeq, frame.lastSeq, now.millisecondsSince1970])
         }
     }
 }

@@ -63,14 +63,14 @@ extension CloudIndex {
     }
 
     /// The last seq the cloud holds of each epoch of `device`.
-    public func heldEpochs(device: DeviceID) throws(CloudError) -> [UInt64: UInt64] {
+    public func heldEpochs(device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
         try read { db in
-            var held: [UInt64: UInt64] = [:]
+            var held: [Epoch: OutboxSeq] = [:]
             let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?"),
                                         arguments: [device])
             for row in rows {
-                held[try Stored.position(Stored.column(row, 0, "device_epochs.epoch"), "device_epochs.epoch of \(device)")] =
-                    try Stored.position(Stored.column(row, 1, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)")
+                held[Epoch(try Stored.position(Stored.column(row, 0, "device_epochs.epoch"), "device_epochs.epoch of \(device)"))] =
+                    OutboxSeq(try Stored.position(Stored.column(row, 1, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)"))
             }
             return held
         }
@@ -78,14 +78,14 @@ extension CloudIndex {
 
     /// `heldEpochs(device:)` of every device that sent anything, read in one
     /// pass (after a cloud restore the simulator asks for all 10,000).
-    public func heldEpochsByDevice() throws(CloudError) -> [DeviceID: [UInt64: UInt64]] {
+    public func heldEpochsByDevice() throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
         try read { db in
-            var held: [DeviceID: [UInt64: UInt64]] = [:]
+            var held: [DeviceID: [Epoch: OutboxSeq]] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT device, epoch, last_seq FROM device_epochs")
             while let row = try rows.next() {
                 let device: DeviceID = try Stored.column(row, 0, "device_epochs.device")
-                held[device, default: [:]][try Stored.position(Stored.column(row, 1, "device_epochs.epoch"), "device_epochs.epoch of \(device)")] =
-                    try Stored.position(Stored.column(row, 2, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)")
+                held[device, default: [:]][Epoch(try Stored.position(Stored.column(row, 1, "device_epochs.epoch"), "device_epochs.epoch of \(device)"))] =
+                    OutboxSeq(try Stored.position(Stored.column(row, 2, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)"))
             }
             return held
         }

@@ -42,28 +42,28 @@ public enum FramePlacement: Hashable, Sendable {
     case refuse(Rejection)
     /// Every message is held already: acknowledge through `head` again, once the
     /// positions `overlap` are found to carry the same messages.
-    case duplicate(head: OutboxPosition, overlap: ClosedRange<UInt64>)
+    case duplicate(head: OutboxPosition, overlap: ClosedRange<OutboxSeq>)
     /// The messages from `acceptedFrom` are new; those in `overlap`, if any,
     /// must carry the same messages as the held ones.
-    case append(acceptedFrom: UInt64, overlap: ClosedRange<UInt64>?)
+    case append(acceptedFrom: OutboxSeq, overlap: ClosedRange<OutboxSeq>?)
 
     /// `held` is the last seq held per epoch of the frame's device, by epoch.
     /// `follows` and `isProbe` are the frame's (`UploadFrame`).
-    public static func of(epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, follows: OutboxPosition, isProbe: Bool,
-                          held: [(epoch: UInt64, last: UInt64)]) -> FramePlacement {
-        let current = held.max { $0.epoch < $1.epoch } ?? (epoch: 0, last: 0)
-        let last = held.first { $0.epoch == epoch }?.last ?? 0
+    public static func of(epoch: Epoch, firstSeq: OutboxSeq, lastSeq: OutboxSeq, follows: OutboxPosition, isProbe: Bool,
+                          held: [(epoch: Epoch, last: OutboxSeq)]) -> FramePlacement {
+        let current = held.max { $0.epoch < $1.epoch } ?? (epoch: .beforeFirst, last: .beforeFirst)
+        let last = held.first { $0.epoch == epoch }?.last ?? .beforeFirst
         /// Sends the device on to after the newest epoch the cloud holds of it.
         func head(_ why: String) -> FramePlacement {
-            guard current.epoch > 0 else {
+            guard current.epoch > .beforeFirst else {
                 // Nothing of the device is held (a cloud restored from a
                 // snapshot older than its first frame): everything from its
                 // very first message, whatever epoch that is in.
                 return .refuse(Rejection(WireError(.gap, "\(why); the cloud holds nothing of this device"),
-                                         expected: OutboxPosition(epoch: 0, seq: 1)))
+                                         expected: OutboxPosition(epoch: .beforeFirst, seq: .first)))
             }
             return .refuse(Rejection(WireError(.gap, "\(why): continue after \(current.epoch):\(current.last)"),
-                                     expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1)))
+                                     expected: OutboxPosition(epoch: current.epoch, seq: current.last.next)))
         }
         if epoch < current.epoch {
             // An ended epoch cannot grow: the device's history went on in a
@@ -76,33 +76,33 @@ public enum FramePlacement: Hashable, Sendable {
                 // comes after it to an epoch above the cloud's
                 // (`Rejection.ended`).
                 return .refuse(Rejection(WireError(.gap, """
-                    epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; messages \(epoch):\(last + 1)... \
+                    epoch \(epoch) ended at seq \(last) when epoch \(current.epoch) began; messages \(epoch):\(last.next)... \
                     cannot be added to it: continue after \(current.epoch):\(current.last)
-                    """), expected: OutboxPosition(epoch: current.epoch, seq: current.last + 1),
+                    """), expected: OutboxPosition(epoch: current.epoch, seq: current.last.next),
                     ended: OutboxPosition(epoch: epoch, seq: last)))
             }
         } else if epoch == current.epoch {
-            if firstSeq > last + 1 {
-                return .refuse(Rejection(WireError(.gap, "expected \(epoch):\(last + 1), the frame starts at \(epoch):\(firstSeq)"),
-                                         expected: OutboxPosition(epoch: epoch, seq: last + 1)))
+            if firstSeq > last.next {
+                return .refuse(Rejection(WireError(.gap, "expected \(epoch):\(last.next), the frame starts at \(epoch):\(firstSeq)"),
+                                         expected: OutboxPosition(epoch: epoch, seq: last.next)))
             }
-        } else if firstSeq != 1 {
+        } else if firstSeq != .first {
             // A new epoch that does not start at 1: the cloud lost its start
             // (it was restored), and perhaps more before it.
             return head("epoch \(epoch) is new here and must start at seq 1")
         } else if isProbe {
             return head("epoch \(epoch) is new here, and a probe does not begin an epoch")
-        } else if follows.seq > 0 {
+        } else if follows.seq > .beforeFirst {
             // The new epoch ends the one before for good, so the cloud must
             // hold the device through where the frame says the previous
             // epoch ended. A cloud restored since the device last heard from
             // it holds less, and asks for the rest first.
-            let followed = held.first { $0.epoch == follows.epoch }?.last ?? 0
+            let followed = held.first { $0.epoch == follows.epoch }?.last ?? .beforeFirst
             if followed < follows.seq {
                 guard follows.epoch != current.epoch else {
                     return .refuse(Rejection(WireError(.gap, """
                         epoch \(epoch) follows \(follows), but the cloud holds epoch \(follows.epoch) only through seq \(followed)
-                        """), expected: OutboxPosition(epoch: follows.epoch, seq: followed + 1)))
+                        """), expected: OutboxPosition(epoch: follows.epoch, seq: followed.next)))
                 }
                 // What is missing can no longer be added (that epoch is not
                 // held, or has ended): the device goes on from the cloud's head.
@@ -118,9 +118,9 @@ public enum FramePlacement: Hashable, Sendable {
         }
         if isProbe {
             return .refuse(Rejection(WireError(.gap, "the cloud holds epoch \(epoch) through seq \(last), before the probe"),
-                                     expected: OutboxPosition(epoch: epoch, seq: last + 1)))
+                                     expected: OutboxPosition(epoch: epoch, seq: last.next)))
         }
-        return .append(acceptedFrom: last + 1, overlap: overlap)
+        return .append(acceptedFrom: last.next, overlap: overlap)
     }
 }
 

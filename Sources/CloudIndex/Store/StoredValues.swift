@@ -50,10 +50,10 @@ enum Stored {
 struct StoredLogRow {
     let seq: Int64
     let device: DeviceID
-    let epoch: UInt64
-    let firstSeq: UInt64
-    let lastSeq: UInt64
-    let acceptedFrom: UInt64
+    let epoch: Epoch
+    let firstSeq: OutboxSeq
+    let lastSeq: OutboxSeq
+    let acceptedFrom: OutboxSeq
     let codec: Int64
     let uncompressedLength: Int
     let digest: [UInt8]
@@ -91,12 +91,12 @@ struct StoredLogRow {
         }
         self.seq = seq
         device = try field(1, "device")
-        epoch = try position(2, "epoch")
-        firstSeq = try position(3, "first_seq")
-        lastSeq = try position(4, "last_seq")
-        acceptedFrom = try position(5, "accepted_from")
-        guard firstSeq >= 1, firstSeq <= acceptedFrom, acceptedFrom <= lastSeq,
-              lastSeq - firstSeq < UInt64(WireLimits.maximumMessages) else {
+        epoch = Epoch(try position(2, "epoch"))
+        firstSeq = OutboxSeq(try position(3, "first_seq"))
+        lastSeq = OutboxSeq(try position(4, "last_seq"))
+        acceptedFrom = OutboxSeq(try position(5, "accepted_from"))
+        guard firstSeq >= .first, firstSeq <= acceptedFrom, acceptedFrom <= lastSeq,
+              firstSeq.count(through: lastSeq) <= WireLimits.maximumMessages else {
             throw CloudError(.corruptLog, """
                 log seq \(seq): seqs \(firstSeq)...\(lastSeq) accepted from \(acceptedFrom) are not a range of at most \
                 \(WireLimits.maximumMessages) messages
@@ -114,7 +114,13 @@ struct StoredLogRow {
     }
 
     /// How many messages the row's frame carried.
-    var count: Int { Int(lastSeq - firstSeq + 1) }
+    var count: Int { firstSeq.count(through: lastSeq) }
+
+    /// Of the row's `messages()`, those that were new when its frame was
+    /// accepted: from `acceptedFrom` on.
+    func newMessages(of messages: [OutboxMessage]) -> ArraySlice<OutboxMessage> {
+        messages[firstSeq.count(before: acceptedFrom)...]
+    }
 
     /// The frame's messages from `firstSeq`, checked against the digest.
     func messages() throws(CloudError) -> [OutboxMessage] {

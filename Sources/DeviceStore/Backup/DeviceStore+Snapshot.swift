@@ -12,7 +12,7 @@ import Threads
 public struct DeviceSnapshotManifest: Hashable, Sendable {
     public let device: DeviceID
     public let app: AppID
-    public let epoch: UInt64
+    public let epoch: Epoch
     public let headSeq: UInt64
     public let headHash: String
     public let outboxHead: String
@@ -41,7 +41,7 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
         }
         device = DeviceID(try string("device"))
         app = AppID(try string("app"))
-        epoch = UInt64(try integer("epoch"))
+        epoch = Epoch(UInt64(try integer("epoch")))
         headSeq = UInt64(try integer("headSeq"))
         headHash = try string("headHash")
         outboxHead = try string("outboxHead")
@@ -62,7 +62,7 @@ public struct RestoreReport: Hashable, Sendable {
     public let manifest: DeviceSnapshotManifest
     /// The journal head after the restore, the `storeRestored` event included.
     public let head: Seq
-    public let newEpoch: UInt64
+    public let newEpoch: Epoch
     /// Where the store that was replaced was kept, if there was one.
     public let replacedStoreKeptAt: String?
     /// How long each step took, in the order they ran (`bench restore` prints them).
@@ -320,27 +320,28 @@ extension DeviceStore {
     /// random number below 2^16: two restores from backups of one epoch with
     /// the clock behind began the same epoch (`simulate --seed 402 --devices 8
     /// --events-per-device 80 --faults heavy --threshold 3`).
-    static func restoredEpoch(after epoch: UInt64, at time: Timestamp, random: any RandomSource) -> UInt64 {
+    static func restoredEpoch(after epoch: Epoch, at time: Timestamp, random: any RandomSource) -> Epoch {
+        // Epochs are numbers chosen here, from the snapshot's and the clock's.
         let now = UInt64(max(time.millisecondsSince1970, 0))
-        return now > epoch ? now : epoch + 1 + random.next() % (1 << 16)
+        return Epoch(now > epoch.rawValue ? now : epoch.rawValue + 1 + random.next() % (1 << 16))
     }
 
     /// Checks the extracted store at `path`, cuts it back to `toSeq`, opens
     /// the new epoch with a `storeRestored` event, and leaves one
     /// self-contained file (no WAL). Returns the new journal head.
-    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: UInt64,
+    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: Epoch,
                                         options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> Seq {
         let store = try checkContent(path, manifest: manifest, options: options, timer: &timer)
         let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
         try store.write { db in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
-            guard epoch >= 0, UInt64(epoch) == manifest.epoch else {
+            guard epoch >= 0, Epoch(UInt64(epoch)) == manifest.epoch else {
                 throw DeviceStoreError(.snapshot, "the snapshot's store is in epoch \(epoch), its manifest says \(manifest.epoch)")
             }
             if let toSeq {
                 try db.execute(sql: "DELETE FROM event_journal WHERE seq > ?", arguments: [Int64(toSeq.rawValue)])
             }
-            try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(newEpoch)])
+            try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [newEpoch])
         }
         timer.lap("manifest and epoch checks")
         if toSeq != nil { try store.rebuildProjections() }

@@ -83,7 +83,7 @@ final class JournalAppender {
         let seq = head.next
         let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, payload: payload)
         insert.bind(1, Int64(seq.rawValue))
-        insert.bind(2, Int64(epoch.rawValue))
+        insert.bind(2, epoch)
         insert.bind(3, Int64(call.rawValue))
         insert.bind(4, Int64(event.kind.rawValue))
         insert.bind(5, time.millisecondsSince1970)

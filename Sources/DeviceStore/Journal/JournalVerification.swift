@@ -26,7 +26,7 @@ extension DeviceStore {
     /// event, to `verified` in seq order (a restore replays them meanwhile).
     func verifyJournal(_ verified: (JournalRecord, JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
         var result = JournalVerification()
-        var previousEpoch = Epoch(0)
+        var previousEpoch = Epoch.beforeFirst
         let scan = try scanJournal { record in
             let expected = result.head.next
             guard record.seq == expected else {
@@ -58,7 +58,7 @@ extension DeviceStore {
                 result.firstProblem = error
                 return false
             }
-            if previousEpoch.rawValue > 0, record.epoch != previousEpoch,
+            if previousEpoch > .beforeFirst, record.epoch != previousEpoch,
                let problem = Self.epochChangeProblem(event, from: previousEpoch, to: record.epoch) {
                 result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
                 return false
@@ -82,9 +82,9 @@ extension DeviceStore {
     /// advance from exactly `from` to exactly `to` opens an epoch.
     static func epochChangeProblem(_ event: JournalEvent, from: Epoch, to: Epoch) -> String? {
         switch event {
-        case .storeRestored(let restore) where restore.previousEpoch >= from.rawValue && restore.previousEpoch < to.rawValue:
+        case .storeRestored(let restore) where restore.previousEpoch >= from && restore.previousEpoch < to:
             return nil
-        case .epochAdvanced(let advancedFrom, let advancedTo, _) where advancedFrom == from.rawValue && advancedTo == to.rawValue:
+        case .epochAdvanced(let advancedFrom, let advancedTo, _) where advancedFrom == from && advancedTo == to:
             return nil
         default:
             return "epoch \(to) begins after epoch \(from) with a \(event.kind) event, not with the restore or advance that opens it"

@@ -47,8 +47,8 @@ extension DeviceStore {
         let acknowledged = state.acknowledged
         let count = try slots.statement(OutboxState.Statement.pending.rawValue, db, "SELECT count(*) FROM outbox WHERE (epoch, seq) > (?, ?)")
         defer { count.reset() }
-        count.bind(1, Int64(acknowledged.epoch))
-        count.bind(2, Int64(acknowledged.seq))
+        count.bind(1, acknowledged.epoch)
+        count.bind(2, acknowledged.seq)
         let pending = try count.step() ? Int(count.int64(0)) : 0
         return SyncStatus(head: state.head, acknowledged: acknowledged, durable: state.durable, pending: pending)
     }
@@ -62,13 +62,12 @@ extension DeviceStore {
                     SELECT epoch, seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
                     """)
             defer { statement.reset() }
-            statement.bind(1, Int64(position.epoch))
-            statement.bind(2, Int64(position.seq))
+            statement.bind(1, position.epoch)
+            statement.bind(2, position.seq)
             statement.bind(3, Int64(limit))
             var records: [OutboxRecord] = []
             while try statement.step() {
-                let position = OutboxPosition(epoch: try StoredValue.position(statement.int64(0), "outbox.epoch"),
-                                              seq: try StoredValue.position(statement.int64(1), "outbox.seq"))
+                let position = try StoredValue.outboxPosition(epoch: statement.int64(0), seq: statement.int64(1), "outbox.")
                 records.append(OutboxRecord(position: position, encoded: statement.blob(2)))
             }
             return records
@@ -76,15 +75,15 @@ extension DeviceStore {
     }
 
     /// The stored outbox messages after `position`, decoded, for inspection.
-    public func outboxEntries(after position: OutboxPosition = OutboxPosition(epoch: 0, seq: 0),
+    public func outboxEntries(after position: OutboxPosition = .nothing,
                               limit: Int = Int.max) throws(DeviceStoreError) -> [OutboxEntry] {
         try read { db in
             let rows = try Row.fetchAll(db, sql: """
                 SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq LIMIT ?
-                """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(clamping: limit)])
+                """, arguments: [position.epoch, position.seq, Int64(clamping: limit)])
             return try rows.map { row in
-                let position = OutboxPosition(epoch: try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch"),
-                                              seq: try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq"))
+                let position = try StoredValue.outboxPosition(epoch: StoredValue.column(row, 0, "outbox.epoch"),
+                                                              seq: StoredValue.column(row, 1, "outbox.seq"), "outbox.")
                 let bytes: Data = try StoredValue.column(row, 3, "outbox message \(position)")
                 let message: OutboxMessage
                 do {
@@ -117,7 +116,7 @@ extension DeviceStore {
     /// a backlog hears them in every ack.
     @discardableResult
     func recordContentRequests(_ hashes: [PublicHash], acknowledged ack: OutboxPosition?) throws(DeviceStoreError) -> ClosedRange<Seq>? {
-        let requested = Set(hashes).sorted().map(\.bytes).filter { hash in
+        let requested = Set(hashes).sorted().filter { hash in
             answersInFlight.withLock { answers in
                 guard let answered = answers[hash] else { return true }
                 return ack.map { answered <= $0 } ?? true
@@ -139,10 +138,11 @@ extension DeviceStore {
             let voted = try requested.filter { hash in
                 guard inFlight[hash] == nil else { return false }
                 return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
-                                         arguments: [Data(hash)]) ?? false
+                                         arguments: [Data(hash.bytes)]) ?? false
             }
             guard !voted.isEmpty else { return nil }
-            try appender.append(.publicContentRequested(hashes: voted))
+            // The journal keeps the hashes as bytes: IndexModel knows no `PublicHash`.
+            try appender.append(.publicContentRequested(hashes: voted.map(\.bytes)))
             let head = try OutboxState.read(db, writePath.outbox).head
             answersInFlight.withLock { answers in
                 for hash in voted { answers[hash] = head }
@@ -206,7 +206,7 @@ extension OutboxStore {
 
 /// The store's epoch, outbox head and sync positions, read together.
 struct OutboxState {
-    var epoch: UInt64
+    var epoch: Epoch
     var head: OutboxPosition
     var acknowledged: OutboxPosition
     var durable: OutboxPosition
@@ -235,9 +235,9 @@ struct OutboxState {
         _ = try statement.step()
         func position(_ epoch: Int32, _ seq: Int32, _ what: String) throws(DeviceStoreError) -> OutboxPosition {
             guard let epoch = statement.optionalInt64(epoch), let seq = statement.optionalInt64(seq) else { return .start }
-            return OutboxPosition(epoch: try StoredValue.position(epoch, "the \(what) epoch"), seq: try StoredValue.position(seq, "the \(what) seq"))
+            return try StoredValue.outboxPosition(epoch: epoch, seq: seq, "the \(what) ")
         }
-        return OutboxState(epoch: try StoredValue.position(statement.optionalInt64(0) ?? 1, "store_meta.epoch"),
+        return OutboxState(epoch: Epoch(try StoredValue.position(statement.optionalInt64(0) ?? 1, "store_meta.epoch")),
                            head: try position(5, 6, "outbox head"),
                            acknowledged: try position(1, 2, "acknowledged"), durable: try position(3, 4, "durable"))
     }
@@ -246,9 +246,9 @@ struct OutboxState {
 /// The outbox and sync-state tables, for the store's own code.
 enum OutboxStore {
     /// The epoch the store writes in.
-    static func epoch(_ db: Database) throws -> UInt64 {
-        try StoredValue.position(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1,
-                                 "store_meta.epoch")
+    static func epoch(_ db: Database) throws -> Epoch {
+        Epoch(try StoredValue.position(try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1,
+                                       "store_meta.epoch"))
     }
 
     /// The last message appended, or seq 0 of epoch 1 when there is none.
@@ -264,8 +264,7 @@ enum OutboxStore {
     static func head(_ statement: DirectStatement) throws -> OutboxPosition {
         defer { statement.reset() }
         guard try statement.step() else { return .start }
-        return OutboxPosition(epoch: try StoredValue.position(statement.int64(0), "the outbox head epoch"),
-                              seq: try StoredValue.position(statement.int64(1), "the outbox head seq"))
+        return try StoredValue.outboxPosition(epoch: statement.int64(0), seq: statement.int64(1), "the outbox head ")
     }
 
     static func acknowledged(_ db: Database) throws -> OutboxPosition {
@@ -282,8 +281,7 @@ enum OutboxStore {
         let seq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = ?"),
                                      arguments: [name + "_seq"])
         guard let epoch, let seq else { return .start }
-        return OutboxPosition(epoch: try StoredValue.position(epoch, "sync_state.\(name)_epoch"),
-                              seq: try StoredValue.position(seq, "sync_state.\(name)_seq"))
+        return try StoredValue.outboxPosition(epoch: epoch, seq: seq, "sync_state.\(name)_")
     }
 
     /// Stores the position `name` (`acknowledged` or `durable`). `slots` are
@@ -294,9 +292,9 @@ enum OutboxStore {
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """)
         statement.bind(1, name + "_epoch")
-        statement.bind(2, Int64(position.epoch))
+        statement.bind(2, position.epoch)
         statement.bind(3, name + "_seq")
-        statement.bind(4, Int64(position.seq))
+        statement.bind(4, position.seq)
         try statement.execute()
     }
 
@@ -308,10 +306,11 @@ enum OutboxStore {
 
     /// The same, with the outbox head already read in this transaction.
     static func prune(_ db: Database, _ slots: StatementSlots, through position: OutboxPosition, head: OutboxPosition) throws {
-        let through = min(position, OutboxPosition(epoch: head.epoch, seq: head.seq &- 1))
+        // The last message stays; an outbox that never had one keeps nothing.
+        let through = head.previousInEpoch.map { min(position, $0) } ?? position
         let statement = try slots.statement(OutboxState.Statement.prune.rawValue, db, "DELETE FROM outbox WHERE (epoch, seq) <= (?, ?)")
-        statement.bind(1, Int64(through.epoch))
-        statement.bind(2, Int64(through.seq))
+        statement.bind(1, through.epoch)
+        statement.bind(2, through.seq)
         try statement.execute()
     }
 }

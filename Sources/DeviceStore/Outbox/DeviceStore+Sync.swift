@@ -106,17 +106,16 @@ extension DeviceStore {
 
     /// The outbox record at `position`, if the outbox still holds it.
     func retainedRecord(at position: OutboxPosition) throws(DeviceStoreError) -> OutboxRecord? {
-        guard position.seq >= 1 else { return nil }
-        let before = OutboxPosition(epoch: position.epoch, seq: position.seq - 1)
+        guard let before = position.previousInEpoch else { return nil }
         return try pendingOutbox(after: before, limit: 1).first { $0.position == position }
     }
 
     private func apply(_ effects: [UploadEffect], acknowledged: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError)
-        -> (advance: (from: UInt64, to: UInt64)?, recovered: Int) {
+        -> (advance: (from: Epoch, to: Epoch)?, recovered: Int) {
         for case .contentRequested(let hashes) in effects {
             try recordContentRequests(hashes, acknowledged: acknowledged)
         }
-        var advance: (from: UInt64, to: UInt64)?
+        var advance: (from: Epoch, to: Epoch)?
         var recovered = 0
         for effect in effects {
             switch effect {
@@ -174,7 +173,7 @@ extension DeviceStore {
                 INSERT OR IGNORE INTO outbox (epoch, seq, journal_seq, message) VALUES (?, ?, ?, ?)
                 """)
             for message in missing {
-                try insert.execute(arguments: [Int64(message.position.epoch), Int64(message.position.seq), message.journalSeq,
+                try insert.execute(arguments: [message.position.epoch, message.position.seq, message.journalSeq,
                                                Data(message.message)])
             }
             // What comes after `position` must not be dropped again before
@@ -191,7 +190,7 @@ extension DeviceStore {
     /// epoch or later (its clock ran back past an earlier restore, or an
     /// earlier incarnation used the same epoch), the store moves its epoch
     /// above it instead (docs/SYNC.md, "Epochs").
-    private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+    private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: Epoch, to: Epoch)? {
         let now = clock.now()
         let keys = privacyKeys
         let slots = writePath.outbox
@@ -225,7 +224,7 @@ extension DeviceStore {
     /// messages through it stay there and only those after it move. Without
     /// it the cloud must hold none of the store's epoch.
     @discardableResult
-    func advanceEpoch(past cloudHead: OutboxPosition, held: OutboxPosition? = nil) throws(DeviceStoreError) -> (from: UInt64, to: UInt64)? {
+    func advanceEpoch(past cloudHead: OutboxPosition, held: OutboxPosition? = nil) throws(DeviceStoreError) -> (from: Epoch, to: Epoch)? {
         let now = clock.now()
         let keys = privacyKeys
         let slots = writePath.outbox
@@ -233,7 +232,7 @@ extension DeviceStore {
     }
 
     private static func advanceEpoch(_ db: Database, _ slots: StatementSlots, past cloudHead: OutboxPosition, held: OutboxPosition? = nil,
-                                     now: Timestamp, keys: PrivacyProjection.Keys) throws -> (from: UInt64, to: UInt64)? {
+                                     now: Timestamp, keys: PrivacyProjection.Keys) throws -> (from: Epoch, to: Epoch)? {
         let epoch = try OutboxStore.epoch(db)
         let acknowledged = try OutboxStore.acknowledged(db)
         guard cloudHead.epoch >= epoch else {
@@ -242,16 +241,17 @@ extension DeviceStore {
             try OutboxStore.setPosition(db, slots, "acknowledged", max(acknowledged, cloudHead))
             return nil
         }
-        let kept = held.map { $0.epoch == epoch ? $0.seq : 0 } ?? 0
-        guard held != nil || acknowledged.epoch < epoch || acknowledged.seq == 0 else {
+        let kept = held.map { $0.epoch == epoch ? $0.seq : .beforeFirst } ?? .beforeFirst
+        guard held != nil || acknowledged.epoch < epoch || acknowledged.seq == .beforeFirst else {
             throw DeviceStoreError(.sync, """
                 the cloud holds this device through \(cloudHead), at or past this store's epoch \(epoch), \
                 yet it acknowledged this store's own messages of epoch \(epoch) through \(acknowledged) \
                 and did not say how far it holds that epoch
                 """)
         }
-        let next = max(cloudHead.epoch + epochAdvanceStep, UInt64(max(now.millisecondsSince1970, 0)))
-        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [Int64(next)])
+        // Epochs are numbers chosen here, from the cloud's and the clock's.
+        let next = Epoch(max(cloudHead.epoch.rawValue + epochAdvanceStep, UInt64(max(now.millisecondsSince1970, 0))))
+        try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [next])
         let appender = try JournalAppender(db: db, time: now, keys: keys)
         try appender.append(.epochAdvanced(from: epoch, to: next, kept: kept))
         try OutboxStore.setPosition(db, slots, "acknowledged", max(acknowledged, cloudHead))

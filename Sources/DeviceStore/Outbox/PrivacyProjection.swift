@@ -270,12 +270,10 @@ final class PrivacyProjection {
     /// from 1 in each epoch and say nothing about how many private events passed.
     private func send(_ message: OutboxMessage, epoch: Epoch, seq: Seq) throws {
         let current = try head ?? OutboxStore.head(prepared(.head))
-        let position = current.epoch == epoch.rawValue
-            ? OutboxPosition(epoch: epoch.rawValue, seq: current.seq + 1)
-            : OutboxPosition(epoch: epoch.rawValue, seq: 1)
+        let position = current.epoch == epoch ? current.nextInEpoch : OutboxPosition(epoch: epoch, seq: .first)
         let insert = try prepared(.insertMessage)
-        insert.bind(1, Int64(position.epoch))
-        insert.bind(2, Int64(position.seq))
+        insert.bind(1, position.epoch)
+        insert.bind(2, position.seq)
         insert.bind(3, Int64(seq.rawValue))
         insert.bind(4, message.encoded)
         try insert.execute()
@@ -285,15 +283,15 @@ final class PrivacyProjection {
 
     /// The messages of epoch `from` after seq `kept`, which the cloud does
     /// not hold, move to `to`, numbered from 1 (`JournalEvent.epochAdvanced`).
-    private func moveEpoch(from: UInt64, to: UInt64, kept: UInt64) throws {
+    private func moveEpoch(from: Epoch, to: Epoch, kept: OutboxSeq) throws {
         let statement = try prepared(.moveEpoch)
-        statement.bind(1, Int64(to))
-        statement.bind(2, Int64(kept))
-        statement.bind(3, Int64(from))
+        statement.bind(1, to)
+        statement.bind(2, kept)
+        statement.bind(3, from)
         try statement.execute()
         movedEpoch = true
         if let current = head, current.epoch == from {
-            head = OutboxPosition(epoch: to, seq: current.seq > kept ? current.seq - kept : 0)
+            head = OutboxPosition(epoch: to, seq: current.seq.renumbered(after: kept))
         }
     }
 

@@ -75,9 +75,9 @@ extension DeviceStore {
             return try Row.fetchAll(scratchDB, sql: """
                 SELECT epoch, seq, journal_seq, message FROM outbox
                 WHERE (epoch, seq) > (?, ?) AND (epoch, seq) < (?, ?) ORDER BY epoch, seq
-                """, arguments: [Int64(position.epoch), Int64(position.seq), Int64(end.epoch), Int64(end.seq)]).map { row in
-                (OutboxPosition(epoch: try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch"),
-                                seq: try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq")),
+                """, arguments: [position.epoch, position.seq, end.epoch, end.seq]).map { row in
+                (try StoredValue.outboxPosition(epoch: StoredValue.column(row, 0, "outbox.epoch"),
+                                                seq: StoredValue.column(row, 1, "outbox.seq"), "outbox."),
                  try StoredValue.column(row, 2, "outbox.journal_seq"), [UInt8](try StoredValue.column(row, 3, "outbox.message") as Data))
             }
         }
@@ -86,13 +86,14 @@ extension DeviceStore {
     /// The last outbox seq of each epoch that this store's journal implies:
     /// how far it can send each epoch, from its outbox or, for what the
     /// outbox dropped, made again from the journal (`recoverDroppedMessages`).
-    public func impliedOutboxHeads() throws(DeviceStoreError) -> [UInt64: UInt64] {
+    public func impliedOutboxHeads() throws(DeviceStoreError) -> [Epoch: OutboxSeq] {
         try inScratchProjections { scratchDB, fold in
             _ = try replayWholeJournal(into: fold)
-            var heads: [UInt64: UInt64] = [:]
+            var heads: [Epoch: OutboxSeq] = [:]
             for row in try Row.fetchAll(scratchDB, sql: "SELECT epoch, max(seq) FROM outbox GROUP BY epoch") {
-                heads[try StoredValue.position(StoredValue.column(row, 0, "outbox.epoch"), "outbox.epoch")] =
-                    try StoredValue.position(StoredValue.column(row, 1, "outbox.seq"), "outbox.seq")
+                let head = try StoredValue.outboxPosition(epoch: StoredValue.column(row, 0, "outbox.epoch"),
+                                                          seq: StoredValue.column(row, 1, "outbox.seq"), "outbox.")
+                heads[head.epoch] = head.seq
             }
             return heads
         }
@@ -199,7 +200,7 @@ enum ProjectionDigest {
 
     /// The digest, with the outbox counted from after `durable`.
     static func compute(_ db: Database, after durable: OutboxPosition) throws -> String {
-        let position: StatementArguments = [Int64(durable.epoch), Int64(durable.seq)]
+        let position: StatementArguments = [durable.epoch, durable.seq]
         let digest = try RowDigest.compute(db, queries.map { ($0, $0.contains("?") ? position : []) })
         return ChainHash(unchecked: digest).hex
     }

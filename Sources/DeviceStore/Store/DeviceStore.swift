@@ -74,7 +74,7 @@ public final class DeviceStore: Sendable {
     /// has not acknowledged yet: each hash with the outbox head right after
     /// its answer (`recordContentRequests`). Forgetting it costs at most an
     /// answer sent twice.
-    let answersInFlight = Mutex<[[UInt8]: OutboxPosition]>([:])
+    let answersInFlight = Mutex<[PublicHash: OutboxPosition]>([:])
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
 

@@ -1,4 +1,5 @@
 import GRDB
+import IndexModel
 import SyncWire
 
 /// Numbers read back from a store file, checked: the file is outside bytes
@@ -12,6 +13,12 @@ enum StoredValue {
             throw DeviceStoreError(.corruptStore, "\(what()) is \(value), not a position from 0 to \(WireLimits.maximumPosition)")
         }
         return UInt64(value)
+    }
+
+    /// `epoch` and `seq` as an outbox position, each checked as `position`
+    /// checks it and named `prefix` + "epoch" and `prefix` + "seq".
+    static func outboxPosition(epoch: Int64, seq: Int64, _ prefix: @autoclosure () -> String) throws(DeviceStoreError) -> OutboxPosition {
+        OutboxPosition(epoch: Epoch(try position(epoch, prefix() + "epoch")), seq: OutboxSeq(try position(seq, prefix() + "seq")))
     }
 
     /// Column `index` of `row`, decoded with GRDB's throwing decoding, which

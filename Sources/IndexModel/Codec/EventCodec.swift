@@ -48,7 +48,7 @@ public enum EventCodec {
             writer.uvarint(UInt64(hashes.count))
             for hash in hashes { writer.raw(hash) }
         case .storeRestored(let restore):
-            writer.uvarint(restore.previousEpoch)
+            writer.uvarint(restore.previousEpoch.rawValue)
             writer.uvarint(restore.snapshotHead)
             writer.optional(restore.truncatedTo) { $0.uvarint($1) }
             writer.raw(restore.snapshotSHA256)
@@ -62,10 +62,10 @@ public enum EventCodec {
             writer.string(index)
             writer.uvarint(request)
         case .epochAdvanced(let from, let to, let kept):
-            writer.uvarint(from)
-            writer.uvarint(to)
+            writer.uvarint(from.rawValue)
+            writer.uvarint(to.rawValue)
             // Version 4 only: advances that kept nothing keep their bytes.
-            if kept > 0 { writer.uvarint(kept) }
+            if kept > .beforeFirst { writer.uvarint(kept.rawValue) }
         }
         return writer.bytes
     }
@@ -147,7 +147,7 @@ public enum EventCodec {
             }
             event = .publicContentRequested(hashes: hashes)
         case .storeRestored:
-            let previousEpoch = try reader.uvarint()
+            let previousEpoch = Epoch(try reader.uvarint())
             let head = try reader.uvarint()
             let truncatedTo = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.uvarint() }
             let sha = try reader.fixedBytes(32, "snapshot SHA-256")
@@ -167,16 +167,16 @@ public enum EventCodec {
             event = .reindexAcknowledged(index: index, request: try reader.uvarint())
         case .epochAdvanced:
             let start = reader.offset
-            let from = try reader.uvarint()
-            let to = try reader.uvarint()
+            let from = Epoch(try reader.uvarint())
+            let to = Epoch(try reader.uvarint())
             guard to > from else {
                 throw CodecError(.nonCanonical, at: start, "an epoch advance goes forward, not from \(from) to \(to)")
             }
-            var kept: UInt64 = 0
+            var kept = OutboxSeq.beforeFirst
             if version == 4 {
                 let keptAt = reader.offset
-                kept = try reader.uvarint()
-                guard kept > 0 else {
+                kept = OutboxSeq(try reader.uvarint())
+                guard kept > .beforeFirst else {
                     throw CodecError(.nonCanonical, at: keptAt, "an epoch advance that kept nothing is written with version 3")
                 }
             }

@@ -55,7 +55,7 @@ extension JournalEvent {
             object["hashes"] = .array(hashes.map { .string($0.hexString) })
         case .storeRestored(let restore):
             // Epochs and seqs count from 1 and never reach 2^63.
-            object["previousEpoch"] = .integer(Int64(clamping: restore.previousEpoch))
+            object["previousEpoch"] = .integer(Int64(clamping: restore.previousEpoch.rawValue))
             object["snapshotHead"] = .integer(Int64(clamping: restore.snapshotHead))
             object["toSeq"] = restore.truncatedTo.map { .integer(Int64(clamping: $0)) } ?? .null
             object["snapshot"] = .string(restore.snapshotSHA256.hexString)
@@ -66,9 +66,9 @@ extension JournalEvent {
             object["index"] = .string(index)
             object["request"] = .integer(Int64(clamping: request))
         case .epochAdvanced(let from, let to, let kept):
-            object["from"] = .integer(Int64(clamping: from))
-            object["to"] = .integer(Int64(clamping: to))
-            if kept > 0 { object["kept"] = .integer(Int64(clamping: kept)) }
+            object["from"] = .integer(Int64(clamping: from.rawValue))
+            object["to"] = .integer(Int64(clamping: to.rawValue))
+            if kept > .beforeFirst { object["kept"] = .integer(Int64(clamping: kept.rawValue)) }
         }
         return .object(object)
     }

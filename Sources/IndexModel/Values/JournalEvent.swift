@@ -44,7 +44,7 @@ public enum JournalEvent: Hashable, Sendable {
     /// current epoch from `from` to `to`. The cloud held `from` through seq
     /// `kept` (0: none of it): those messages stay, and the outbox messages
     /// after them move to `to`, numbered from 1.
-    case epochAdvanced(from: UInt64, to: UInt64, kept: UInt64 = 0)
+    case epochAdvanced(from: Epoch, to: Epoch, kept: OutboxSeq = .beforeFirst)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
@@ -55,7 +55,7 @@ public enum JournalEvent: Hashable, Sendable {
 
     /// The version this event is written with.
     public var formatVersionWritten: UInt8 {
-        if case .epochAdvanced(_, _, let kept) = self, kept > 0 { return 4 }
+        if case .epochAdvanced(_, _, let kept) = self, kept > .beforeFirst { return 4 }
         return kind.version
     }
 
@@ -172,7 +172,7 @@ public enum DeletionCause: Hashable, Sendable {
 /// What a restore brought back: from which epoch and snapshot, up to which seq.
 public struct StoreRestore: Hashable, Sendable {
     /// The epoch the snapshot was taken in.
-    public var previousEpoch: UInt64
+    public var previousEpoch: Epoch
     /// The journal head the snapshot held.
     public var snapshotHead: UInt64
     /// `--to-seq`: the journal was cut back to this seq; nil when restored whole.
@@ -180,7 +180,7 @@ public struct StoreRestore: Hashable, Sendable {
     /// The SHA-256 of the snapshot's content (32 bytes), naming the snapshot.
     public var snapshotSHA256: [UInt8]
 
-    public init(previousEpoch: UInt64, snapshotHead: UInt64, truncatedTo: UInt64?, snapshotSHA256: [UInt8]) {
+    public init(previousEpoch: Epoch, snapshotHead: UInt64, truncatedTo: UInt64?, snapshotSHA256: [UInt8]) {
         self.previousEpoch = previousEpoch
         self.snapshotHead = snapshotHead
         self.truncatedTo = truncatedTo

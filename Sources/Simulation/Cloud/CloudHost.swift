@@ -116,7 +116,7 @@ final class CloudHost {
 
     /// What the cloud holds of `device` now, per epoch, read from its store
     /// even while it is down (its file is intact until a restore replaces it).
-    func holds(device: DeviceID) throws(CloudError) -> [UInt64: UInt64] {
+    func holds(device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
         if let cloud { return try cloud.heldEpochs(device: device) }
         return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)).heldEpochs(device: device)
     }
@@ -164,7 +164,7 @@ final class CloudHost {
     /// Brings the cloud up; with `restore`, from the backup `beginRestore`
     /// staged. Returns, after a restore, what the restored cloud holds of
     /// each device (name, then epoch to last seq).
-    func bringUp(restore: Bool) throws -> [DeviceID: [UInt64: UInt64]]? {
+    func bringUp(restore: Bool) throws -> [DeviceID: [Epoch: OutboxSeq]]? {
         if restore, let pending = pendingRestore {
             pendingRestore = nil
             if let job = pending.extraction { restoreLane?.settle(job) }

@@ -54,7 +54,7 @@ extension SimDevice {
         // a restored store starts from the watermark of its backup, which
         // a cloud restored from an older backup may no longer hold.
         if session.uploader.durable > durableBefore {
-            durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? 0,
+            durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? .beforeFirst,
                                                               session.uploader.durable.seq)
         }
         takenReply = TakenReply(token: token, session: session, action: next,
@@ -68,7 +68,7 @@ extension SimDevice {
     /// seqs in the new one: the oracle moves them too.
     private func followEpochAdvance(cloudHead: OutboxPosition, catalogue: Catalogue) throws
         -> (findings: [String], reused: Bool, advanced: Bool) {
-        let advanced = try store.journalHead().epoch.rawValue
+        let advanced = try store.journalHead().epoch
         guard advanced > cloudHead.epoch, advanced > epoch else {
             let finding = """
                 device \(number) moved its epoch from \(epoch) to \(advanced), not above \
@@ -88,7 +88,7 @@ extension SimDevice {
         // The messages the store moved are the last ones of its old epoch
         // (the cloud holds the others there, `Rejection.ended`): the oracle
         // moves as many of the calls' messages, which must be the same ones.
-        let moved = try store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: 0))
+        let moved = try store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: .beforeFirst))
             .filter { if case .content = $0.message { false } else { true } }
             .map { CloudModel.expected($0.message, catalogue) }
         let old = expected.removeValue(forKey: epoch) ?? []

@@ -11,7 +11,7 @@ final class SimDevice {
     final class Backup: @unchecked Sendable {
         let path: String
         let model: StoreModel
-        let epoch: UInt64
+        let epoch: Epoch
         /// Calls the device had made, and message groups of `epoch` the oracle had.
         let calls: Int
         let groups: Int
@@ -20,7 +20,7 @@ final class SimDevice {
         private(set) var journalHead: UInt64 = 0
         private(set) var outboxHead = OutboxPosition.start
 
-        init(path: String, model: StoreModel, epoch: UInt64, calls: Int, groups: Int, takenAt: Int64) {
+        init(path: String, model: StoreModel, epoch: Epoch, calls: Int, groups: Int, takenAt: Int64) {
             self.path = path
             self.model = model
             self.epoch = epoch
@@ -47,17 +47,17 @@ final class SimDevice {
     var truth = AppTruth()
     var model = StoreModel()
     /// The epoch the store writes in now.
-    var epoch: UInt64 = 1
+    var epoch = Epoch.first
     /// Per epoch, the messages each call implied (one group per call).
-    var expected: [UInt64: [[ExpectedMessage]]] = [1: []]
+    var expected: [Epoch: [[ExpectedMessage]]] = [.first: []]
     var backups: [Backup] = []
     var backupsTaken = 0
     /// Per ended epoch, the outbox position the device held when it was
     /// restored from a backup of that epoch: the cloud must end up with at
     /// least this much of the epoch (the restored device resends it).
-    var mustHold: [UInt64: OutboxPosition] = [:]
+    var mustHold: [Epoch: OutboxPosition] = [:]
     /// The highest durable watermark the device was ever told, per epoch.
-    var durableSeen: [UInt64: UInt64] = [:]
+    var durableSeen: [Epoch: OutboxSeq] = [:]
 
     /// Every call made on the store (the workload's and the app's reindexing).
     var calls = 0

@@ -43,9 +43,13 @@ struct Invariant: Sendable {
         var problems = run.evidence.logReadProblem.map { [$0] } ?? []
         for (device, epochs) in run.evidence.log.sorted(by: { $0.key < $1.key }) {
             for (epoch, messages) in epochs.sorted(by: { $0.key < $1.key }) {
-                for (index, held) in messages.enumerated() where held.seq != UInt64(index) + 1 {
-                    problems.append("the cloud log holds \(device) epoch \(epoch) seq \(held.seq) after seq \(index)")
-                    break
+                var last = OutboxSeq.beforeFirst
+                for held in messages {
+                    guard held.seq == last.next else {
+                        problems.append("the cloud log holds \(device) epoch \(epoch) seq \(held.seq) after seq \(last)")
+                        break
+                    }
+                    last = held.seq
                 }
             }
         }

@@ -36,7 +36,7 @@ struct Matching {
         foldHostile(evidence)
     }
 
-    private mutating func match(_ device: SimDevice, head: OutboxPosition?, held: [UInt64: [RunEvidence.Held]], _ catalogue: Catalogue) {
+    private mutating func match(_ device: SimDevice, head: OutboxPosition?, held: [Epoch: [RunEvidence.Held]], _ catalogue: Catalogue) {
         for epoch in held.keys.sorted() where device.expected[epoch] == nil {
             messageProblems.append("the cloud holds messages of device \(device.number) in epoch \(epoch), which the device never wrote in")
         }
@@ -83,9 +83,9 @@ struct Matching {
                     everything the calls imply, from seq \(plain[position].seq)
                     """)
             }
-            let lastHeld = messages.last?.seq ?? 0
+            let lastHeld = messages.last?.seq ?? .beforeFirst
             if epoch == device.epoch {
-                let wanted = head.map { $0.epoch == epoch ? $0.seq : 0 } ?? 0
+                let wanted = head.map { $0.epoch == epoch ? $0.seq : .beforeFirst } ?? .beforeFirst
                 if lastHeld < wanted || plain.count < implied {
                     lossProblems.append("""
                         device \(device.number): the cloud holds its current epoch \(epoch) through seq \(lastHeld) \
@@ -93,7 +93,7 @@ struct Matching {
                         """)
                 }
             } else {
-                let floor = max(device.mustHold[epoch]?.seq ?? 0, device.durableSeen[epoch] ?? 0)
+                let floor = max(device.mustHold[epoch]?.seq ?? .beforeFirst, device.durableSeen[epoch] ?? .beforeFirst)
                 if lastHeld < floor {
                     lossProblems.append("""
                         device \(device.number): the cloud holds ended epoch \(epoch) through seq \(lastHeld), \

@@ -11,7 +11,7 @@ import SyncWire
 struct RunEvidence {
     /// One message the cloud log holds for a (device, epoch), new ones only.
     struct Held {
-        let seq: UInt64
+        let seq: OutboxSeq
         let message: OutboxMessage
         /// The day of cloud time it was accepted on.
         let day: Int64
@@ -29,7 +29,7 @@ struct RunEvidence {
     var findings: [String]
     var restores: Int
     /// The cloud log's new messages per device name and epoch, in log order.
-    var log: [DeviceID: [UInt64: [Held]]] = [:]
+    var log: [DeviceID: [Epoch: [Held]]] = [:]
     /// The hostile device's new messages, in log order, with their day.
     var hostileMessages: [Held] = []
     var logReadProblem: String?
@@ -111,8 +111,9 @@ extension Simulator {
         do {
             try cloud.scanLog { record in
                 let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
-                let new = record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq)).enumerated().map { offset, message in
-                    RunEvidence.Held(seq: record.acceptedFrom + UInt64(offset), message: message, day: day)
+                let messages = record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom))
+                let new = zip(sequence(first: record.acceptedFrom) { $0.next }, messages).map { seq, message in
+                    RunEvidence.Held(seq: seq, message: message, day: day)
                 }
                 if record.device == Simulator.hostileName { evidence.hostileMessages += new }
                 evidence.log[record.device, default: [:]][record.epoch, default: []] += new

@@ -133,12 +133,9 @@ public enum CloudReply: Hashable, Sendable {
             writer.byte(UploadFrame.FrameType.ack.rawValue)
             writer.string(addressee)
             writer.raw(answers)
-            writer.uvarint(ack.acceptedThrough.epoch)
-            writer.uvarint(ack.acceptedThrough.seq)
-            writer.uvarint(ack.durableThrough.epoch)
-            writer.uvarint(ack.durableThrough.seq)
-            writer.uvarint(ack.backedUpThrough.epoch)
-            writer.uvarint(ack.backedUpThrough.seq)
+            writer.position(ack.acceptedThrough)
+            writer.position(ack.durableThrough)
+            writer.position(ack.backedUpThrough)
             writer.uvarint(UInt64(ack.contentRequests.count))
             for hash in ack.contentRequests { writer.raw(hash.bytes) }
         case .rejection(let rejection):
@@ -146,11 +143,9 @@ public enum CloudReply: Hashable, Sendable {
             writer.string(addressee)
             writer.raw(answers)
             writer.byte(rejection.error.code.rawValue)
-            writer.uvarint(rejection.expected?.epoch ?? 0)
-            writer.uvarint(rejection.expected?.seq ?? 0)
+            writer.position(rejection.expected ?? .nothing)
             // Epoch 0 (never a device's): no ended epoch.
-            writer.uvarint(rejection.ended?.epoch ?? 0)
-            writer.uvarint(rejection.ended?.seq ?? 0)
+            writer.position(rejection.ended ?? .nothing)
             var message = rejection.error.message
             while message.utf8.count > WireLimits.maximumStringBytes { message.removeLast() }
             writer.string(message)
@@ -185,12 +180,9 @@ public enum CloudReply: Hashable, Sendable {
             let reply: CloudReply
             switch UploadFrame.FrameType(rawValue: type) {
             case .ack:
-                let accepted = OutboxPosition(epoch: try FrameHeader.position(&reader, "accepted epoch"),
-                                              seq: try FrameHeader.position(&reader, "accepted seq"))
-                let durable = OutboxPosition(epoch: try FrameHeader.position(&reader, "durable epoch"),
-                                             seq: try FrameHeader.position(&reader, "durable seq"))
-                let backedUp = OutboxPosition(epoch: try FrameHeader.position(&reader, "backed-up epoch"),
-                                              seq: try FrameHeader.position(&reader, "backed-up seq"))
+                let accepted = try FrameHeader.outboxPosition(&reader, "accepted")
+                let durable = try FrameHeader.outboxPosition(&reader, "durable")
+                let backedUp = try FrameHeader.outboxPosition(&reader, "backed-up")
                 let count = try reader.uvarint()
                 guard count <= UInt64(WireLimits.maximumRequests) else {
                     throw WireError(.tooLarge, "the ack requests \(count) hashes")
@@ -206,13 +198,11 @@ public enum CloudReply: Hashable, Sendable {
                 guard let code = WireError.Code(rawValue: try reader.byte()) else {
                     throw WireError(.malformed, "unknown rejection code at byte \(codeAt)")
                 }
-                let expected = OutboxPosition(epoch: try FrameHeader.position(&reader, "expected epoch"),
-                                              seq: try FrameHeader.position(&reader, "expected seq"))
-                let ended = OutboxPosition(epoch: try FrameHeader.position(&reader, "ended epoch"),
-                                           seq: try FrameHeader.position(&reader, "ended seq"))
+                let expected = try FrameHeader.outboxPosition(&reader, "expected")
+                let ended = try FrameHeader.outboxPosition(&reader, "ended")
                 let message = try reader.string()
                 reply = .rejection(Rejection(WireError(code, message), expected: code == .gap || code == .equivocation ? expected : nil,
-                                             ended: code == .gap && ended.epoch > 0 ? ended : nil))
+                                             ended: code == .gap && ended.epoch > .beforeFirst ? ended : nil))
             default:
                 throw WireError(.malformed, "reply type \(type) is neither an ack nor a rejection")
             }

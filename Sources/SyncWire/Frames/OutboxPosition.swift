@@ -1,19 +1,21 @@
+import IndexModel
+
 /// A position in a device's outbox: outbox seqs are dense from 1 within each
 /// epoch, and a restore starts the next epoch, so (epoch, seq) never names two
 /// different messages. Seq 0 is "before the first message of the epoch".
 public struct OutboxPosition: Hashable, Sendable, Comparable, CustomStringConvertible {
-    public var epoch: UInt64
-    public var seq: UInt64
+    public var epoch: Epoch
+    public var seq: OutboxSeq
 
-    public init(epoch: UInt64, seq: UInt64) {
+    public init(epoch: Epoch, seq: OutboxSeq) {
         self.epoch = epoch
         self.seq = seq
     }
 
     /// Before anything: nothing is acknowledged yet.
-    public static let start = OutboxPosition(epoch: 1, seq: 0)
+    public static let start = OutboxPosition(epoch: .first, seq: .beforeFirst)
     /// Before every position of every epoch (nothing backed up yet).
-    public static let nothing = OutboxPosition(epoch: 0, seq: 0)
+    public static let nothing = OutboxPosition(epoch: .beforeFirst, seq: .beforeFirst)
 
     public static func < (lhs: OutboxPosition, rhs: OutboxPosition) -> Bool {
         (lhs.epoch, lhs.seq) < (rhs.epoch, rhs.seq)
@@ -22,8 +24,19 @@ public struct OutboxPosition: Hashable, Sendable, Comparable, CustomStringConver
     /// Whether this is the position right after `previous`: the next seq in
     /// the same epoch, or the first seq of a later epoch.
     public func follows(_ previous: OutboxPosition) -> Bool {
-        if epoch == previous.epoch { return seq == previous.seq + 1 }
-        return epoch > previous.epoch && seq == 1
+        if epoch == previous.epoch { return seq == previous.seq.next }
+        return epoch > previous.epoch && seq == .first
+    }
+
+    /// The next position in this epoch.
+    public var nextInEpoch: OutboxPosition {
+        OutboxPosition(epoch: epoch, seq: seq.next)
+    }
+
+    /// The position before this one in its epoch; nil at seq 0, before the
+    /// epoch's first message.
+    public var previousInEpoch: OutboxPosition? {
+        seq.previous.map { OutboxPosition(epoch: epoch, seq: $0) }
     }
 
     public var description: String { "\(epoch):\(seq)" }

@@ -13,9 +13,9 @@ import IndexModel
 public struct UploadFrame: Hashable, Sendable {
     public var app: AppID
     public var device: DeviceID
-    public var epoch: UInt64
-    public var firstSeq: UInt64
-    public var lastSeq: UInt64
+    public var epoch: Epoch
+    public var firstSeq: OutboxSeq
+    public var lastSeq: OutboxSeq
     public var count: Int
     /// The position the sender takes the cloud to hold through, right before
     /// this frame: `epoch:firstSeq-1` inside an epoch. On the first frame of
@@ -59,19 +59,20 @@ public struct UploadFrame: Hashable, Sendable {
     public init(app: AppID, device: DeviceID, records: [OutboxRecord], key: [UInt8], follows: OutboxPosition? = nil,
                 isProbe: Bool = false, codec: Codec = .deflate, level: Int32 = 6) {
         precondition(!records.isEmpty, "a frame carries at least one message")
-        let epoch = records[0].position.epoch
-        for (offset, record) in records.enumerated() {
-            precondition(record.position == OutboxPosition(epoch: epoch, seq: records[0].position.seq + UInt64(offset)),
+        let first = records[0].position
+        let epoch = first.epoch
+        for (previous, record) in zip(records, records.dropFirst()) {
+            precondition(record.position == previous.position.nextInEpoch,
                          "frame records must be consecutive in one epoch")
         }
         let plain = FramePayload.encode(records.map(\.encoded))
         self.app = app
         self.device = device
         self.epoch = epoch
-        firstSeq = records[0].position.seq
+        firstSeq = first.seq
         lastSeq = records[records.count - 1].position.seq
         count = records.count
-        self.follows = follows ?? (firstSeq > 1 ? OutboxPosition(epoch: epoch, seq: firstSeq - 1) : .nothing)
+        self.follows = follows ?? (first.seq > .first ? first.previousInEpoch : nil) ?? .nothing
         precondition(self.follows < OutboxPosition(epoch: epoch, seq: firstSeq), "a frame follows a position before its first")
         self.isProbe = isProbe
         self.codec = codec
@@ -91,12 +92,11 @@ public struct UploadFrame: Hashable, Sendable {
         writer.byte(FrameType.upload.rawValue)
         writer.string(app.rawValue)
         writer.string(device.rawValue)
-        writer.uvarint(epoch)
-        writer.uvarint(firstSeq)
-        writer.uvarint(lastSeq)
+        writer.uvarint(epoch.rawValue)
+        writer.uvarint(firstSeq.rawValue)
+        writer.uvarint(lastSeq.rawValue)
         writer.uvarint(UInt64(count))
-        writer.uvarint(follows.epoch)
-        writer.uvarint(follows.seq)
+        writer.position(follows)
         writer.byte(isProbe ? 1 : 0)
         writer.byte(codec.rawValue)
         writer.uvarint(UInt64(uncompressedLength))
@@ -131,28 +131,28 @@ public struct UploadFrame: Hashable, Sendable {
             try FrameHeader.readPrologue(&reader, expecting: .upload)
             let app = AppID(try FrameHeader.identifier(&reader, "app"))
             let device = DeviceID(try FrameHeader.identifier(&reader, "device"))
-            let epoch = try FrameHeader.position(&reader, "epoch")
-            let firstSeq = try FrameHeader.position(&reader, "first seq")
-            let lastSeq = try FrameHeader.position(&reader, "last seq")
+            let epoch = Epoch(try FrameHeader.position(&reader, "epoch"))
+            let firstSeq = OutboxSeq(try FrameHeader.position(&reader, "first seq"))
+            let lastSeq = OutboxSeq(try FrameHeader.position(&reader, "last seq"))
             let countAt = reader.offset
             let count = try reader.uvarint()
-            guard epoch >= 1, firstSeq >= 1, lastSeq >= firstSeq else {
+            guard epoch >= .first, let beforeFirst = firstSeq.previous, lastSeq >= firstSeq else {
                 throw WireError(.malformed, "the frame's range \(epoch):\(firstSeq)...\(lastSeq) is not a range of outbox positions")
             }
-            guard count == lastSeq - firstSeq + 1 else {
-                throw WireError(.malformed, "the frame counts \(count) messages but spans \(lastSeq - firstSeq + 1) seqs (at byte \(countAt))")
+            let span = firstSeq.count(through: lastSeq)
+            guard count == UInt64(span) else {
+                throw WireError(.malformed, "the frame counts \(count) messages but spans \(span) seqs (at byte \(countAt))")
             }
             guard count <= UInt64(WireLimits.maximumMessages) else {
                 throw WireError(.tooLarge, "the frame carries \(count) messages; at most \(WireLimits.maximumMessages) are accepted")
             }
             let followsAt = reader.offset
-            let follows = OutboxPosition(epoch: try FrameHeader.position(&reader, "follows epoch"),
-                                         seq: try FrameHeader.position(&reader, "follows seq"))
-            let inside = OutboxPosition(epoch: epoch, seq: firstSeq - 1)
-            guard firstSeq == 1 ? follows <= inside : follows == inside else {
+            let follows = try FrameHeader.outboxPosition(&reader, "follows")
+            let inside = OutboxPosition(epoch: epoch, seq: beforeFirst)
+            guard firstSeq == .first ? follows <= inside : follows == inside else {
                 throw WireError(.malformed, """
                     the frame starts at \(epoch):\(firstSeq) but says it follows \(follows) (at byte \(followsAt)); \
-                    it must follow \(firstSeq == 1 ? "a position before it" : inside.description)
+                    it must follow \(firstSeq == .first ? "a position before it" : inside.description)
                     """)
             }
             let flagsAt = reader.offset
@@ -195,7 +195,7 @@ public struct UploadFrame: Hashable, Sendable {
         }
     }
 
-    private init(app: AppID, device: DeviceID, epoch: UInt64, firstSeq: UInt64, lastSeq: UInt64, count: Int,
+    private init(app: AppID, device: DeviceID, epoch: Epoch, firstSeq: OutboxSeq, lastSeq: OutboxSeq, count: Int,
                  follows: OutboxPosition, isProbe: Bool, codec: Codec,
                  uncompressedLength: Int, digest: [UInt8], payload: [UInt8], signature: [UInt8]) {
         self.app = app
@@ -289,6 +289,13 @@ enum FrameHeader {
         return value
     }
 
+    /// An outbox position, its epoch and then its seq, each checked as
+    /// `position` checks it; `what` names the pair ("accepted": "accepted
+    /// epoch" and "accepted seq").
+    static func outboxPosition(_ reader: inout BinaryReader, _ what: String) throws -> OutboxPosition {
+        OutboxPosition(epoch: Epoch(try position(&reader, "\(what) epoch")), seq: OutboxSeq(try position(&reader, "\(what) seq")))
+    }
+
     static func identifier(_ reader: inout BinaryReader, _ what: String) throws -> String {
         let at = reader.offset
         let text = try reader.string()
@@ -296,5 +303,14 @@ enum FrameHeader {
             throw WireError(.malformed, "the \(what) name at byte \(at) is empty or longer than \(maximumIdentifierBytes) bytes")
         }
         return text
+    }
+}
+
+extension BinaryWriter {
+    /// An outbox position as frames and replies carry it: the epoch, then
+    /// the seq (`FrameHeader.outboxPosition` reads it back).
+    mutating func position(_ position: OutboxPosition) {
+        uvarint(position.epoch.rawValue)
+        uvarint(position.seq.rawValue)
     }
 }

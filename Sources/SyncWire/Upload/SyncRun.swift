@@ -109,7 +109,7 @@ public struct SyncRun: Sendable {
         for effect in effects {
             switch effect {
             case .accepted(_, let range) where !probing:
-                report.messagesAcknowledged += Int(range.upperBound.seq - range.lowerBound.seq + 1)
+                report.messagesAcknowledged += range.lowerBound.seq.count(through: range.upperBound.seq)
             case .accepted:
                 break
             case .contentRequested(let hashes):

@@ -115,8 +115,8 @@ public struct Uploader: Sendable {
             var records: [OutboxRecord] = []
             var bytes = 0
             for record in pending {
-                guard records.count < configuration.maximumMessages, record.position.epoch == first.position.epoch,
-                      record.position.seq == first.position.seq + UInt64(records.count) else { break }
+                guard records.count < configuration.maximumMessages,
+                      records.last.map({ record.position == $0.position.nextInEpoch }) ?? true else { break }
                 if !records.isEmpty && bytes + record.encoded.count > configuration.maximumPayloadBytes { break }
                 records.append(record)
                 bytes += record.encoded.count
@@ -138,7 +138,7 @@ public struct Uploader: Sendable {
     /// messages (not even as an epoch's first), so it claims nothing about
     /// what precedes it. `record` must be at or before `acknowledged`.
     public mutating func probeFrame(now: Timestamp, record: OutboxRecord) -> UploadFrame? {
-        guard state == .ready, record.position <= acknowledged, record.position.seq >= 1 else { return nil }
+        guard state == .ready, record.position <= acknowledged, record.position.seq >= .first else { return nil }
         let frame = UploadFrame(app: app, device: device, records: [record], key: key, isProbe: true)
         attempts = 1
         state = .awaitingReply(frame)
@@ -209,11 +209,11 @@ public struct Uploader: Sendable {
     /// Goes on after the position before the rejection's expected one, with
     /// the effect `made` of that position; stops when the rejection names none.
     private mutating func resume(before rejection: Rejection, _ made: (OutboxPosition) -> UploadEffect) -> [UploadEffect] {
-        guard let expected = rejection.expected, expected.seq >= 1 else {
+        guard let before = rejection.expected?.previousInEpoch else {
             state = .stopped(rejection.error)
             return [.stopped(rejection.error)]
         }
-        acknowledged = OutboxPosition(epoch: expected.epoch, seq: expected.seq - 1)
+        acknowledged = before
         // A cloud that holds less than before (restored from a backup) has
         // backed up no more than it holds: what comes after must not be
         // dropped before it is sent again.
@@ -264,7 +264,7 @@ public enum UploadEffect: Hashable, Sendable {
     /// The device store moved its current epoch from `from` to `to`, with
     /// the messages the cloud did not hold (added by the store as it
     /// persists, `SyncAction.persist`).
-    case epochAdvanced(from: UInt64, to: UInt64)
+    case epochAdvanced(from: Epoch, to: Epoch)
     /// The frame goes again at `at`; `attempt` is the number it will be.
     case retryScheduled(at: Timestamp, attempt: Int, reason: String)
     /// The uploader stopped: the cloud refused for good.

@@ -154,8 +154,8 @@ struct SyncBenchmark {
             for chunkStart in stride(from: 0, to: records.count, by: frame) {
                 try database.execute("BEGIN")
                 for record in records[chunkStart..<min(chunkStart + frame, records.count)] {
-                    try insert.run([.integer(Int64(device)), .integer(Int64(record.position.epoch)),
-                                    .integer(Int64(record.position.seq)), .blob(record.encoded)])
+                    try insert.run([.integer(Int64(device)), .integer(Int64(clamping: record.position.epoch.rawValue)),
+                                    .integer(Int64(clamping: record.position.seq.rawValue)), .blob(record.encoded)])
                 }
                 try database.execute("COMMIT")
             }
@@ -166,7 +166,8 @@ struct SyncBenchmark {
     /// A message as one JSON object, for the JSON + deflate comparison: its
     /// position, then what `journal export` prints for it.
     static func json(_ record: OutboxRecord) -> JSONValue {
-        var object: JSONObject = ["epoch": .integer(Int64(record.position.epoch)), "seq": .integer(Int64(record.position.seq))]
+        var object: JSONObject = ["epoch": .integer(Int64(clamping: record.position.epoch.rawValue)),
+                                  "seq": .integer(Int64(clamping: record.position.seq.rawValue))]
         if case .object(let fields)? = (try? OutboxMessage.decode(record.encoded))?.jsonValue {
             for member in fields.members { object[member.key] = member.value }
         }

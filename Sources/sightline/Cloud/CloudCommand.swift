@@ -80,7 +80,7 @@ struct ServeCommand: AsyncParsableCommand {
     var agreement: Int?
 
     @Option(name: .long, help: ArgumentHelp("Register this app for enrolment.", valueName: "name"))
-    var app: String?
+    var app: AppID?
 
     @Option(name: .long, help: ArgumentHelp("With --app: the most devices that may enrol for it (default: no limit).", valueName: "count"))
     var maxDevices: Int?
@@ -157,7 +157,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
             do {
-                try cloud.registerApp(AppID(app), enrolmentSecret: secret, maximumDevices: maxDevices)
+                try cloud.registerApp(app, enrolmentSecret: secret, maximumDevices: maxDevices)
             } catch {
                 Output.error("error: \(error.message)")
                 throw ExitStatus.invalidInput
@@ -289,7 +289,7 @@ struct CloudSearchCommand: ParsableCommand {
     @OptionGroup var output: JSONOption
 
     @Option(name: .long, help: ArgumentHelp("The app whose public index to search.", valueName: "name"))
-    var app: String
+    var app: AppID
 
     @Option(name: .long, help: "The most results to return.")
     var limit: Int = 20
@@ -312,7 +312,7 @@ struct CloudSearchCommand: ParsableCommand {
         let filter = expression.map { CompiledQuery($0, now: cloud.now) }
         let results: [PublicResult]
         do {
-            results = try cloud.search(app: AppID(app), text: text, filter: filter, limit: limit)
+            results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable

@@ -26,7 +26,7 @@ struct ApplyCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp(
         "The app a new store belongs to (its tenant in the cloud; it salts public hashes). An existing store keeps its own.",
         valueName: "name"))
-    var app: String = StoreOptions.defaultApp.rawValue
+    var app: AppID = StoreOptions.defaultApp
 
     @Argument(help: ArgumentHelp("The operations file, or - for stdin.", valueName: "ops.jsonl"))
     var operations: String
@@ -40,7 +40,7 @@ struct ApplyCommand: ParsableCommand {
 
     func run() throws {
         let clock = clockOption.makeClock()
-        let device = try store.openForWriting(clock: clock, app: AppID(app))
+        let device = try store.openForWriting(clock: clock, app: app)
         try clockOption.catchUp(clock, with: device)
         var reader: LineReader
         do {

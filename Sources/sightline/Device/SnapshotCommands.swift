@@ -101,7 +101,7 @@ struct RestoreCommand: ParsableCommand {
             var object: JSONObject = [
                 "snapshot": report.manifest.jsonValue,
                 "headSeq": .integer(Int64(report.head.rawValue)),
-                "epoch": .integer(Int64(report.newEpoch)),
+                "epoch": .integer(Int64(clamping: report.newEpoch.rawValue)),
                 "phases": .array(report.phases.map { phase in
                     .object(["phase": .string(phase.name), "seconds": .double(phase.duration.seconds)])
                 }),
@@ -121,7 +121,7 @@ extension DeviceSnapshotManifest {
         .object([
             "device": .string(device.rawValue),
             "app": .string(app.rawValue),
-            "epoch": .integer(Int64(epoch)),
+            "epoch": .integer(Int64(clamping: epoch.rawValue)),
             "headSeq": .integer(Int64(headSeq)),
             "headHash": .string(headHash),
             "outboxHead": .string(outboxHead),

@@ -20,14 +20,14 @@ enum CloudJournal {
         .object([
             "seq": .integer(record.seq),
             "device": .string(record.device.rawValue),
-            "epoch": .integer(Int64(record.epoch)),
-            "firstSeq": .integer(Int64(record.firstSeq)),
-            "lastSeq": .integer(Int64(record.lastSeq)),
-            "acceptedFrom": .integer(Int64(record.acceptedFrom)),
+            "epoch": .integer(Int64(clamping: record.epoch.rawValue)),
+            "firstSeq": .integer(Int64(clamping: record.firstSeq.rawValue)),
+            "lastSeq": .integer(Int64(clamping: record.lastSeq.rawValue)),
+            "acceptedFrom": .integer(Int64(clamping: record.acceptedFrom.rawValue)),
             "receivedAt": .string(record.receivedAt.description),
-            "messages": .array(record.messages.enumerated().map { offset, message in
+            "messages": .array(zip(sequence(first: record.firstSeq) { $0.next }, record.messages).map { seq, message in
                 guard case .object(var object) = message.jsonValue else { return message.jsonValue }
-                object["seq"] = .integer(Int64(record.firstSeq) + Int64(offset))
+                object["seq"] = .integer(Int64(clamping: seq.rawValue))
                 return .object(object)
             }),
             "hash": .string(RowDigest.hex(record.hash)),
@@ -88,7 +88,7 @@ enum CloudJournal {
                 devices.insert(record.device)
                 if first == nil { first = record.receivedAt }
                 last = record.receivedAt
-                for message in record.messages.dropFirst(Int(record.acceptedFrom - record.firstSeq)) {
+                for message in record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom)) {
                     byKind[message.kindName, default: 0] += 1
                 }
                 return true

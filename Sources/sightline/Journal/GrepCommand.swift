@@ -108,7 +108,7 @@ struct GrepCommand: ParsableCommand {
                 if let batch = entry.batch {
                     call += " (batch, client state \(Data(batch.clientState).base64EncodedString()))"
                 }
-                rows.append([String(entry.record.seq.rawValue), String(entry.record.epoch.rawValue),
+                rows.append([String(entry.record.seq.rawValue), entry.record.epoch.description,
                              entry.record.time.description, call, entry.event.kind.name,
                              entry.event.indexName ?? "-", GrepCommand.describe(step.change)])
             }

@@ -16,7 +16,7 @@ enum RecordFormat {
     static func json(_ record: JournalRecord) -> JSONValue {
         var object: JSONObject = [
             "seq": .integer(Int64(record.seq.rawValue)),
-            "epoch": .integer(Int64(record.epoch.rawValue)),
+            "epoch": .integer(Int64(clamping: record.epoch.rawValue)),
             "call": .integer(Int64(record.call.rawValue)),
             "time": .string(record.time.description),
         ]

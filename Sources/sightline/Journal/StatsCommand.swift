@@ -25,7 +25,7 @@ struct StatsCommand: ParsableCommand {
         var byKind: [String: Int] = [:]
         var events = 0
         var calls = Set<UInt64>()
-        var epochs = Set<UInt64>()
+        var epochs = Set<Epoch>()
         var first: Timestamp?
         var last: Timestamp?
         var lastHash: ChainHash?
@@ -34,7 +34,7 @@ struct StatsCommand: ParsableCommand {
             scan = try device.scanJournal { record in
                 events += 1
                 calls.insert(record.call.rawValue)
-                epochs.insert(record.epoch.rawValue)
+                epochs.insert(record.epoch)
                 if first == nil { first = record.time }
                 last = record.time
                 lastHash = record.hash
@@ -53,7 +53,7 @@ struct StatsCommand: ParsableCommand {
                 "device": .string(device.deviceID.rawValue),
                 "events": .integer(Int64(events)),
                 "calls": .integer(Int64(calls.count)),
-                "epochs": .array(epochs.sorted().map { .integer(Int64($0)) }),
+                "epochs": .array(epochs.sorted().map { .integer(Int64(clamping: $0.rawValue)) }),
                 "headSeq": .integer(Int64(scan.lastSeq?.rawValue ?? 0)),
             ]
             if let lastHash { object["headHash"] = .string(lastHash.hex) }
@@ -82,7 +82,7 @@ struct StatsCommand: ParsableCommand {
                 ["device", device.deviceID.rawValue],
                 ["events", String(events)],
                 ["calls", String(calls.count)],
-                ["epochs", epochs.sorted().map(String.init).joined(separator: ", ")],
+                ["epochs", epochs.sorted().map(\.description).joined(separator: ", ")],
                 ["head seq", String(scan.lastSeq?.rawValue ?? 0)],
                 ["head hash", lastHash?.hex ?? "-"],
                 ["first event", first?.description ?? "-"],

@@ -65,7 +65,7 @@ struct SimulateCommand: ParsableCommand {
     var cloudStore: String?
 
     @Option(name: .long, help: ArgumentHelp("With --cloud: the app the server enrols devices for.", valueName: "name"))
-    var app: String?
+    var app: AppID?
 
     @Flag(name: .long, help: ArgumentHelp(
         "Run every app call on the event loop's thread. By default, on a machine with two cores or more, the calls run on a second thread; the run and its digest are the same either way."))
@@ -118,7 +118,7 @@ struct SimulateCommand: ParsableCommand {
                 throw ExitStatus.invalidInput
             }
             options.remote = HTTPRemoteCloud(url: cloud, storePath: cloudStore, enrolmentSecret: secret)
-            if let app { options.app = AppID(app) }
+            if let app { options.app = app }
         }
         let showProgress = isatty(STDERR_FILENO) == 1 && !output.json
         Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"

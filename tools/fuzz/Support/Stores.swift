@@ -41,13 +41,13 @@ enum Stores {
         let content = PublicContent(activityType: "com.example.read", title: "A page", keywords: ["page"],
                                     contentDescription: nil, webpageURL: "https://example.com/a")
         let hash = PublicHash.of(app: app, content: content)!
-        for device in ["phone-1", "phone-2"] {
+        for device in [DeviceID("phone-1"), DeviceID("phone-2")] {
             let key = try cloud.enrol(app: app, device: device, enrolmentSecret: enrolmentSecret)
-            let token = VoteToken([UInt8](repeating: UInt8(device.utf8.last!), count: VoteToken.byteCount))!
+            let token = VoteToken([UInt8](repeating: UInt8(device.rawValue.utf8.last!), count: VoteToken.byteCount))!
             let messages: [OutboxMessage] = [.vote(hash, token), .signal(hash, Popularity(views: 2, shown: 3, engaged: 1)),
                                              .content(hash, content)]
-            let records = messages.enumerated().map {
-                OutboxRecord(position: OutboxPosition(epoch: 1, seq: UInt64($0.offset + 1)), message: $0.element)
+            let records = zip(sequence(first: OutboxSeq.first) { $0.next }, messages).map {
+                OutboxRecord(position: OutboxPosition(epoch: .first, seq: $0), message: $1)
             }
             _ = cloud.ingest(UploadFrame(app: app, device: device, records: records, key: key).encoded)
         }

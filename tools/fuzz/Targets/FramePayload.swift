@@ -43,7 +43,7 @@ enum Target {
     /// Payloads of frames the device builds, and each kind of message alone.
     static func seeds() throws -> [(String, [UInt8])] {
         let hashes = ["a", "b"].map {
-            PublicHash.of(app: "com.example.app", activityType: "com.example.read", identity: "url:https://example.com/" + $0)
+            PublicHash.of(app: AppID("com.example.app"), activityType: "com.example.read", identity: "url:https://example.com/" + $0)
         }
         let token = VoteToken([UInt8](repeating: 3, count: VoteToken.byteCount))!
         let content = PublicContent(activityType: "com.example.read", title: "A", keywords: ["k", "l"],

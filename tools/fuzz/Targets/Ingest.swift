@@ -31,7 +31,7 @@ import SyncWire
 
 enum Target {
     static let app = Stores.app
-    static let otherApp = "org.example.other"
+    static let otherApp = AppID("org.example.other")
     static let threshold = 2
     /// How many devices that voted for a hash must have sent the content it
     /// shows: the cloud's agreement, K (`ContentRule`).
@@ -51,15 +51,16 @@ enum Target {
         + [PublicHash.of(app: app, activityType: type, identity: "url:https://example.com/never-sent")]
 
     struct Device {
-        let name: String
-        let app: String
+        let name: DeviceID
+        let app: AppID
         let key: [UInt8]
         /// What the cloud accepted from the device: epoch → last seq.
-        var held: [UInt64: UInt64] = [:]
+        var held: [Epoch: OutboxSeq] = [:]
 
-        var epoch: UInt64 { held.keys.max() ?? 1 }
-        var next: UInt64 { (held[epoch] ?? 0) + 1 }
-        var head: OutboxPosition { held.isEmpty ? .nothing : OutboxPosition(epoch: epoch, seq: held[epoch]!) }
+        /// The device's epoch and next seq, as the numbers the input's choices start from.
+        var epoch: UInt64 { held.keys.max()?.rawValue ?? 1 }
+        var next: UInt64 { (held[Epoch(epoch)]?.rawValue ?? 0) + 1 }
+        var head: OutboxPosition { held.keys.max().map { OutboxPosition(epoch: $0, seq: held[$0] ?? .beforeFirst) } ?? .nothing }
     }
 
     /// Everything the session did that the end checks compare with.
@@ -70,9 +71,9 @@ enum Target {
         /// Frames the cloud accepted or acknowledged again, to replay.
         var sent: [[UInt8]] = []
         /// hash → content → the devices that sent it in a frame the cloud took.
-        var senders: [PublicHash: [PublicContent: Set<String>]] = [:]
+        var senders: [PublicHash: [PublicContent: Set<DeviceID>]] = [:]
         /// hash → the devices that voted for it in a frame the cloud took.
-        var voters: [PublicHash: Set<String>] = [:]
+        var voters: [PublicHash: Set<DeviceID>] = [:]
         var days: Set<Int64> = []
     }
 
@@ -96,7 +97,7 @@ enum Target {
             cloud = try CloudIndex(at: .memory, options: CloudOptions(clock: clock, random: SeededRandom(seed: 11), threshold: threshold))
             try cloud.registerApp(app, enrolmentSecret: Stores.enrolmentSecret)
             try cloud.registerApp(otherApp, enrolmentSecret: Stores.enrolmentSecret)
-            let enrolled = [("phone-1", app), ("phone-2", app), ("phone-3", app), ("tablet-9", otherApp)]
+            let enrolled = [(DeviceID("phone-1"), app), (DeviceID("phone-2"), app), (DeviceID("phone-3"), app), (DeviceID("tablet-9"), otherApp)]
             session = Session(devices: try enrolled.map { name, app throws(CloudError) in
                 Device(name: name, app: app, key: try cloud.enrol(app: app, device: name, enrolmentSecret: Stores.enrolmentSecret))
             })
@@ -181,7 +182,7 @@ enum Target {
     /// A frame `device` builds, with positions, messages and flags the input
     /// chooses, and whether every number in it is within what a device may send.
     static func buildFrame(_ input: inout FuzzInput, device: Device, key: [UInt8]? = nil,
-                           app frameApp: String? = nil) -> (UploadFrame, legal: Bool)? {
+                           app frameApp: AppID? = nil) -> (UploadFrame, legal: Bool)? {
         let limit = WireLimits.maximumPosition
         let last = UInt64.max - 64
         var epoch: UInt64
@@ -212,26 +213,26 @@ enum Target {
         let long = input.byte() % 16 == 0
         let count = 1 + (long ? input.below(40) : input.below(5))
         var legal = epoch >= 1 && firstSeq >= 1 && epoch <= limit && firstSeq + UInt64(count) - 1 <= limit
-        let first = OutboxPosition(epoch: epoch, seq: firstSeq)
+        let first = OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq))
         let follows: OutboxPosition
         switch input.byte() % 8 {
         case 0 where epoch != device.epoch || firstSeq == 1:
             follows = device.head
         case 1:
             let followsEpoch = input.uint64() & limit
-            follows = OutboxPosition(epoch: followsEpoch, seq: input.uint64() & limit)
+            follows = OutboxPosition(epoch: Epoch(followsEpoch), seq: OutboxSeq(input.uint64() & limit))
         default:
-            follows = firstSeq > 1 ? OutboxPosition(epoch: epoch, seq: firstSeq - 1) : .nothing
+            follows = firstSeq > 1 ? OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq - 1)) : .nothing
         }
         guard follows < first else { return nil }
         // What `UploadFrame.parse` allows: an epoch's first frame follows
         // any earlier position, a later one the seq before it.
-        legal = legal && (firstSeq == 1 ? true : follows == OutboxPosition(epoch: epoch, seq: firstSeq - 1))
+        legal = legal && (firstSeq == 1 ? true : follows == OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq - 1)))
         var records: [OutboxRecord] = []
         for offset in 0..<count {
             let (encoded, withinLimits) = message(&input, device: device)
             legal = legal && withinLimits
-            records.append(OutboxRecord(position: OutboxPosition(epoch: epoch, seq: firstSeq + UInt64(offset)), encoded: encoded))
+            records.append(OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq + UInt64(offset))), encoded: encoded))
         }
         let flags = input.byte()
         let frame = UploadFrame(app: frameApp ?? device.app, device: device.name, records: records, key: key ?? device.key,
@@ -345,12 +346,12 @@ enum Target {
     }
 
     /// Whether `reply` is signed with `key`; nil when it is not a reply to `device`.
-    static func isAuthentic(_ reply: [UInt8], device: String, key: [UInt8]) -> Bool? {
+    static func isAuthentic(_ reply: [UInt8], device: DeviceID, key: [UInt8]) -> Bool? {
         (try? CloudReply.decode(reply, device: device, key: key))?.isAuthentic
     }
 
     /// Whether `reply` answers `frame` (`docs/SYNC.md`: a reply is bound to its frame).
-    static func answersFrame(_ reply: [UInt8], device: String, key: [UInt8], frame: UploadFrame) -> Bool {
+    static func answersFrame(_ reply: [UInt8], device: DeviceID, key: [UInt8], frame: UploadFrame) -> Bool {
         (try? CloudReply.decode(reply, device: device, key: key))?.isAnswer(to: frame) == true
     }
 

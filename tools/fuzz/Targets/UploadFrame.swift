@@ -16,12 +16,12 @@ enum Target {
         let limit = WireLimits.maximumPosition
         contract(frame.encoded == bytes, "a parsed frame encodes to other bytes")
         contract(UploadFrame.deviceName(in: bytes) == frame.device, "deviceName(in:) and parse name different devices")
-        contract(frame.epoch >= 1 && frame.epoch <= limit && frame.firstSeq >= 1 && frame.firstSeq <= frame.lastSeq
-                 && frame.lastSeq <= limit, "a parsed frame's range \(frame.first)...\(frame.last) is outside 1...2^53-1")
-        contract(frame.follows.epoch <= limit && frame.follows.seq <= limit && frame.follows < frame.first,
+        contract(frame.epoch >= .first && frame.epoch.rawValue <= limit && frame.firstSeq >= .first && frame.firstSeq <= frame.lastSeq
+                 && frame.lastSeq.rawValue <= limit, "a parsed frame's range \(frame.first)...\(frame.last) is outside 1...2^53-1")
+        contract(frame.follows.epoch.rawValue <= limit && frame.follows.seq.rawValue <= limit && frame.follows < frame.first,
                  "a parsed frame follows \(frame.follows), not a position before \(frame.first)")
         contract(frame.count >= 1 && frame.count <= WireLimits.maximumMessages
-                 && UInt64(frame.count) == frame.lastSeq - frame.firstSeq + 1, "a parsed frame counts \(frame.count) messages")
+                 && frame.count == frame.firstSeq.count(through: frame.lastSeq), "a parsed frame counts \(frame.count) messages")
         contract(frame.uncompressedLength >= 0 && frame.uncompressedLength <= WireLimits.maximumPayloadBytes,
                  "a parsed frame announces \(frame.uncompressedLength) bytes")
         _ = frame.isSigned(by: key)
@@ -33,18 +33,20 @@ enum Target {
     /// Frames the device's code builds: stored and deflated, a probe, a frame
     /// that opens a later epoch, and one of each message kind.
     static func seeds() throws -> [(String, [UInt8])] {
-        let hash = PublicHash.of(app: "com.example.app", activityType: "com.example.read", identity: "url:https://example.com/a")
+        let hash = PublicHash.of(app: AppID("com.example.app"), activityType: "com.example.read", identity: "url:https://example.com/a")
         let token = VoteToken([UInt8](repeating: 3, count: VoteToken.byteCount))!
         let content = PublicContent(activityType: "com.example.read", title: "A", keywords: ["k"],
                                     contentDescription: "d", webpageURL: "https://example.com/a")
         func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: UInt64 = 1) -> [OutboxRecord] {
-            messages.enumerated().map { OutboxRecord(position: OutboxPosition(epoch: epoch, seq: seq + UInt64($0.offset)), message: $0.element) }
+            messages.enumerated().map {
+                OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(seq + UInt64($0.offset))), message: $0.element)
+            }
         }
         let all: [OutboxMessage] = [.vote(hash, token), .signal(hash, Popularity(views: 1, shown: 2, engaged: 1)),
                                     .content(hash, content), .withdraw(hash, token)]
         func frame(_ records: [OutboxRecord], follows: OutboxPosition? = nil, probe: Bool = false,
                    codec: UploadFrame.Codec = .deflate) -> [UInt8] {
-            UploadFrame(app: "com.example.app", device: "phone-1", records: records, key: key, follows: follows,
+            UploadFrame(app: AppID("com.example.app"), device: DeviceID("phone-1"), records: records, key: key, follows: follows,
                         isProbe: probe, codec: codec).encoded
         }
         return [
@@ -52,7 +54,7 @@ enum Target {
             ("stored-all-kinds", frame(records(all), codec: .stored)),
             ("stored-one-vote", frame(records([all[0]]), codec: .stored)),
             ("probe", frame(records([all[0]], from: 5), probe: true)),
-            ("new-epoch", frame(records([all[1]], epoch: 3), follows: OutboxPosition(epoch: 1, seq: 9))),
+            ("new-epoch", frame(records([all[1]], epoch: 3), follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)))),
         ]
     }
 }
