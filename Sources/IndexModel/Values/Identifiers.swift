@@ -7,10 +7,14 @@ public protocol Identifier: Hashable, Sendable, Comparable, CustomStringConverti
     var rawValue: RawValue { get }
 }
 
+// Inlinable, so that each identifier's ordering and printing is specialized
+// where it is used: through the protocol, every comparison of two outbox
+// positions in another module went through witness tables and generic
+// metadata (8% of a 10,000-device simulation).
 extension Identifier {
-    public var description: String { rawValue.description }
+    @inlinable public var description: String { rawValue.description }
 
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    @inlinable public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 /// The identity of one device store, chosen from the injected random source when
