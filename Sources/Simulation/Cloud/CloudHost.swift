@@ -55,14 +55,10 @@ final class CloudHost {
         self.lane = lane
     }
 
-    private var closed = false
-
     deinit { close() }
 
-    /// Waits for the restore thread's jobs and ends it; once.
+    /// Waits for the restore thread's jobs and ends it (again: nothing).
     func close() {
-        guard !closed else { return }
-        closed = true
         restoreLane?.close()
     }
 

@@ -105,6 +105,7 @@ final class CallLane: @unchecked Sendable {
     }
 
     /// Ends the thread once its jobs are done; it then lets go of the lane.
+    /// Closing a closed lane does nothing.
     func close() {
         waitForAll()
         jobs.finish()

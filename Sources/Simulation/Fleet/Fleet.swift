@@ -18,14 +18,10 @@ final class Fleet {
         self.lane = lane
     }
 
-    private var closed = false
-
     deinit { close() }
 
-    /// Waits for the lane's jobs and ends its thread; once.
+    /// Waits for the lane's jobs and ends its thread (again: nothing).
     func close() {
-        guard !closed else { return }
-        closed = true
         lane?.close()
     }
 
