@@ -129,6 +129,7 @@ let package = Package(
         .target(
             name: "DeviceStore",
             dependencies: [
+                "ByteCoding",
                 "Threads",
                 "IndexModel",
                 "IndexQuery",

@@ -1,3 +1,4 @@
+import ByteCoding
 import Crypto
 import Foundation
 import GRDB
@@ -20,7 +21,10 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
     public let durable: String
     public let createdAt: Timestamp
     public let contentBytes: Int64
+    /// The content's SHA-256 in hexadecimal, as the manifest spells it.
     public let contentSHA256: String
+    /// The same 32 bytes, for the restore's journal event.
+    let contentDigest: [UInt8]
     public let encrypted: Bool
 
     init(_ object: JSONObject) throws(DeviceStoreError) {
@@ -53,6 +57,10 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
         createdAt = created
         contentBytes = try integer("contentBytes")
         contentSHA256 = try string("contentSHA256")
+        guard let digest = Hex.decode(contentSHA256), digest.count == SHA256.byteCount else {
+            throw DeviceStoreError(.snapshot, "the snapshot manifest's contentSHA256 is not a SHA-256 in hexadecimal (64 digits)")
+        }
+        contentDigest = digest
         encrypted = object["encryption"].map { $0 != .null } ?? false
     }
 }
@@ -332,7 +340,6 @@ extension DeviceStore {
     private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: Epoch,
                                         options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> Seq {
         let store = try checkContent(path, manifest: manifest, options: options, timer: &timer)
-        let snapshotSHA = PublicHash(hex: manifest.contentSHA256)?.bytes ?? [UInt8](repeating: 0, count: 32)
         try store.write { db in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
             guard epoch >= 0, Epoch(UInt64(epoch)) == manifest.epoch else {
@@ -351,7 +358,7 @@ extension DeviceStore {
         let outcome = try store.write { db in
             let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
             try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
-                                                            truncatedTo: toSeq?.rawValue, snapshotSHA256: snapshotSHA)))
+                                                            truncatedTo: toSeq?.rawValue, snapshotSHA256: manifest.contentDigest)))
             for index in try DeviceStore.knownIndexes(db) {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }
