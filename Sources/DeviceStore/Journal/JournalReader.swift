@@ -111,7 +111,11 @@ struct JournalRows {
     /// The next record, nil after the last.
     func next() throws -> JournalRecord? {
         guard try statement.step() else { return nil }
-        let seq = Seq(UInt64(bitPattern: statement.int64(0)))
+        let storedSeq = statement.int64(0)
+        guard storedSeq >= 1 else {
+            throw DeviceStoreError(.corruptJournal, "a journal row has seq \(storedSeq); seqs start at 1", seq: Seq.none)
+        }
+        let seq = Seq(UInt64(storedSeq))
         // As GRDB read them: NULL is missing, anything else is taken as SQLite converts it.
         func blob(_ column: Int32, _ name: String) throws -> [UInt8] {
             guard !statement.isNull(column) else {
@@ -125,6 +129,14 @@ struct JournalRows {
             }
             return statement.int64(column)
         }
+        /// A column no store writes negative: an epoch, a call number.
+        func count(_ column: Int32, _ name: String) throws -> UInt64 {
+            let value = try integer(column, name)
+            guard value >= 0 else {
+                throw DeviceStoreError(.corruptJournal, "seq \(seq): \(name) is \(value), which no store writes (it is never negative)", seq: seq)
+            }
+            return UInt64(value)
+        }
         guard let previousHash = ChainHash(try blob(6, "prev_hash")), let chainHash = ChainHash(try blob(7, "hash")) else {
             throw DeviceStoreError(.corruptJournal, "seq \(seq): a chain hash is not 32 bytes", seq: seq)
         }
@@ -133,8 +145,7 @@ struct JournalRows {
             throw DeviceStoreError(.corruptJournal, "seq \(seq): kind \(kind) is out of range", seq: seq)
         }
         return JournalRecord(
-            seq: seq, epoch: Epoch(UInt64(bitPattern: try integer(1, "epoch"))),
-            call: CallID(UInt64(bitPattern: try integer(2, "call"))), kind: UInt8(kind),
+            seq: seq, epoch: Epoch(try count(1, "epoch")), call: CallID(try count(2, "call")), kind: UInt8(kind),
             time: Timestamp(millisecondsSince1970: try integer(4, "time")), payload: try blob(5, "payload"),
             previousHash: previousHash, hash: chainHash)
     }
