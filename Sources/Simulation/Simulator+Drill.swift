@@ -34,7 +34,7 @@ extension Simulator {
             let device = devices[0]
             dropSession(device)
             // What the wipe destroys: the journal events after the backup.
-            let from = Seq((drill.backup?.journalHead ?? 0) + 1)
+            let from = (drill.backup?.journalHead ?? .none).next
             var kinds: [String: Int] = [:]
             _ = try device.store.scanJournal(from: from) { record in
                 kinds[(try record.event()).kind.name, default: 0] += 1

@@ -102,7 +102,7 @@ extension Simulator {
         let backup = chosen ?? device.backups[faultRandom.below(device.backups.count)]
         counters.fault(.deviceRestore)
         dropSession(device)
-        let head = try device.store.verifyJournal().head.rawValue
+        let head = try device.store.verifyJournal().head
         // What an earlier restore owed the cloud but had not sent yet is
         // wiped with the device: only what the cloud acknowledged stays owed.
         let acknowledged = try device.store.syncStatus().acknowledged
@@ -157,7 +157,7 @@ extension Simulator {
         device.expected[report.newEpoch] = []
         restores.append(RestoreRecord(device: device.number, at: world.milliseconds - Simulator.start.millisecondsSince1970,
                                       backupAge: world.milliseconds - backup.takenAt,
-                                      journalEventsLost: head > backup.journalHead ? head - backup.journalHead : 0,
+                                      journalEventsLost: head.count(after: backup.journalHead),
                                       callsLost: device.calls - backup.calls))
         do {
             try device.store.processReindexRequests(with: SimReindexer(device: device, catalogue: catalogue))

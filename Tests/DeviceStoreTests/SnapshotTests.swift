@@ -33,7 +33,7 @@ private func bytes(_ path: String) -> Data? {
         let source = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
         let snapshot = directory.appendingPathComponent("device.snap").path
         let manifest = try source.snapshot(to: snapshot)
-        #expect(manifest.headSeq == 7 && manifest.epoch == .first && manifest.device == source.deviceID)
+        #expect(manifest.headSeq == Seq(7) && manifest.epoch == .first && manifest.device == source.deviceID)
 
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath,
@@ -51,7 +51,7 @@ private func bytes(_ path: String) -> Data? {
             Issue.record("the last event is not storeRestored")
             return
         }
-        #expect(restore.previousEpoch == .first && restore.snapshotHead == 7 && restore.truncatedTo == nil)
+        #expect(restore.previousEpoch == .first && restore.snapshotHead == Seq(7) && restore.truncatedTo == nil)
         #expect(try restored.pendingReindexRequests() == [ReindexRequest(seq: Seq(9), index: "photos", identifiers: nil)],
                 "the app is asked to index again every index it knows")
         #expect(try restored.verifyJournal().isValid)

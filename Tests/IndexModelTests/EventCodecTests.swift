@@ -171,7 +171,7 @@ private let sampleEvents: [JournalEvent] = {
         .resultShown(ref: "1"),
         .resultEngaged(ref: "https://www.yummly.com/"),
         .publicContentRequested(hashes: [[UInt8](repeating: 9, count: 32)]),
-        .storeRestored(StoreRestore(previousEpoch: Epoch(1), snapshotHead: 9, truncatedTo: 5, snapshotSHA256: [UInt8](repeating: 3, count: 32))),
+        .storeRestored(StoreRestore(previousEpoch: Epoch(1), snapshotHead: Seq(9), truncatedTo: Seq(5), snapshotSHA256: [UInt8](repeating: 3, count: 32))),
         .reindexRequested(index: "photos", identifiers: ["1", "2"]),
         .reindexAcknowledged(index: "photos", request: 12),
         .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001)),

@@ -66,8 +66,8 @@ enum RandomEvents {
         case .storeRestored:
             return .storeRestored(StoreRestore(
                 previousEpoch: Epoch(UInt64.random(in: 1...UInt64(Int64.max), using: &rng)),
-                snapshotHead: UInt64.random(in: 0...UInt64(Int64.max), using: &rng),
-                truncatedTo: Bool.random(using: &rng) ? UInt64.random(in: 0...1000, using: &rng) : nil,
+                snapshotHead: Seq(UInt64.random(in: 0...UInt64(Int64.max), using: &rng)),
+                truncatedTo: Bool.random(using: &rng) ? Seq(UInt64.random(in: 0...1000, using: &rng)) : nil,
                 snapshotSHA256: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }))
         case .reindexRequested:
             return .reindexRequested(index: string(&rng), identifiers: Bool.random(using: &rng) ? strings(&rng) : nil)

@@ -14,7 +14,7 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
     public let device: DeviceID
     public let app: AppID
     public let epoch: Epoch
-    public let headSeq: UInt64
+    public let headSeq: Seq
     public let headHash: String
     public let outboxHead: String
     public let acknowledged: String
@@ -46,7 +46,7 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
         device = DeviceID(try string("device"))
         app = AppID(try string("app"))
         epoch = Epoch(UInt64(try integer("epoch")))
-        headSeq = UInt64(try integer("headSeq"))
+        headSeq = Seq(UInt64(try integer("headSeq")))
         headHash = try string("headHash")
         outboxHead = try string("outboxHead")
         acknowledged = try string("acknowledged")
@@ -190,7 +190,7 @@ extension DeviceStore {
         if FileManager.default.fileExists(atPath: path) && !force {
             throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
         }
-        if let toSeq, toSeq.rawValue > manifest.headSeq {
+        if let toSeq, toSeq > manifest.headSeq {
             throw DeviceStoreError(.snapshot, "--to-seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
@@ -358,7 +358,7 @@ extension DeviceStore {
         let outcome = try store.write { db in
             let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
             try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
-                                                            truncatedTo: toSeq?.rawValue, snapshotSHA256: manifest.contentDigest)))
+                                                            truncatedTo: toSeq, snapshotSHA256: manifest.contentDigest)))
             for index in try DeviceStore.knownIndexes(db) {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }
@@ -430,7 +430,7 @@ extension DeviceStore {
         if let problem = verification.firstProblem {
             throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
         }
-        guard store.deviceID == manifest.device, verification.head.rawValue == manifest.headSeq,
+        guard store.deviceID == manifest.device, verification.head == manifest.headSeq,
               verification.headHash.hex == manifest.headHash else {
             throw DeviceStoreError(.snapshot, """
                 the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \

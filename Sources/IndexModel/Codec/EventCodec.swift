@@ -49,8 +49,8 @@ public enum EventCodec {
             for hash in hashes { writer.raw(hash) }
         case .storeRestored(let restore):
             writer.uvarint(restore.previousEpoch.rawValue)
-            writer.uvarint(restore.snapshotHead)
-            writer.optional(restore.truncatedTo) { $0.uvarint($1) }
+            writer.uvarint(restore.snapshotHead.rawValue)
+            writer.optional(restore.truncatedTo) { $0.uvarint($1.rawValue) }
             writer.raw(restore.snapshotSHA256)
         case .reindexRequested(let index, let identifiers):
             writer.string(index)
@@ -148,8 +148,8 @@ public enum EventCodec {
             event = .publicContentRequested(hashes: hashes)
         case .storeRestored:
             let previousEpoch = Epoch(try reader.uvarint())
-            let head = try reader.uvarint()
-            let truncatedTo = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.uvarint() }
+            let head = Seq(try reader.uvarint())
+            let truncatedTo = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in Seq(try reader.uvarint()) }
             let sha = try reader.fixedBytes(32, "snapshot SHA-256")
             event = .storeRestored(StoreRestore(previousEpoch: previousEpoch, snapshotHead: head, truncatedTo: truncatedTo,
                                                 snapshotSHA256: sha))

@@ -56,8 +56,8 @@ extension JournalEvent {
         case .storeRestored(let restore):
             // Epochs and seqs count from 1 and never reach 2^63.
             object["previousEpoch"] = .integer(Int64(clamping: restore.previousEpoch.rawValue))
-            object["snapshotHead"] = .integer(Int64(clamping: restore.snapshotHead))
-            object["toSeq"] = restore.truncatedTo.map { .integer(Int64(clamping: $0)) } ?? .null
+            object["snapshotHead"] = .integer(Int64(clamping: restore.snapshotHead.rawValue))
+            object["toSeq"] = restore.truncatedTo.map { .integer(Int64(clamping: $0.rawValue)) } ?? .null
             object["snapshot"] = .string(restore.snapshotSHA256.hexString)
         case .reindexRequested(let index, let identifiers):
             object["index"] = .string(index)

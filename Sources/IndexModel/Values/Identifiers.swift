@@ -65,6 +65,12 @@ public struct Seq: Identifier {
     public static let none = Seq(0)
 
     public var next: Seq { Seq(rawValue + 1) }
+
+    /// How many events come after `earlier` up to and including this seq:
+    /// 0 when this seq is not after it.
+    public func count(after earlier: Seq) -> UInt64 {
+        rawValue > earlier.rawValue ? rawValue - earlier.rawValue : 0
+    }
 }
 
 /// The position of a message in one epoch of a device's outbox (`OutboxPosition`

@@ -174,13 +174,13 @@ public struct StoreRestore: Hashable, Sendable {
     /// The epoch the snapshot was taken in.
     public var previousEpoch: Epoch
     /// The journal head the snapshot held.
-    public var snapshotHead: UInt64
+    public var snapshotHead: Seq
     /// `--to-seq`: the journal was cut back to this seq; nil when restored whole.
-    public var truncatedTo: UInt64?
+    public var truncatedTo: Seq?
     /// The SHA-256 of the snapshot's content (32 bytes), naming the snapshot.
     public var snapshotSHA256: [UInt8]
 
-    public init(previousEpoch: Epoch, snapshotHead: UInt64, truncatedTo: UInt64?, snapshotSHA256: [UInt8]) {
+    public init(previousEpoch: Epoch, snapshotHead: Seq, truncatedTo: Seq?, snapshotSHA256: [UInt8]) {
         self.previousEpoch = previousEpoch
         self.snapshotHead = snapshotHead
         self.truncatedTo = truncatedTo

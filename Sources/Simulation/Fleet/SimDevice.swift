@@ -17,7 +17,7 @@ final class SimDevice {
         let groups: Int
         let takenAt: Int64
         /// The store's journal head and outbox head in the backup.
-        private(set) var journalHead: UInt64 = 0
+        private(set) var journalHead = Seq.none
         private(set) var outboxHead = OutboxPosition.start
 
         init(path: String, model: StoreModel, epoch: Epoch, calls: Int, groups: Int, takenAt: Int64) {

@@ -122,7 +122,7 @@ extension DeviceSnapshotManifest {
             "device": .string(device.rawValue),
             "app": .string(app.rawValue),
             "epoch": .integer(Int64(clamping: epoch.rawValue)),
-            "headSeq": .integer(Int64(headSeq)),
+            "headSeq": .integer(Int64(clamping: headSeq.rawValue)),
             "headHash": .string(headHash),
             "outboxHead": .string(outboxHead),
             "acknowledged": .string(acknowledged),
