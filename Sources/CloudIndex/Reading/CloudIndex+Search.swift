@@ -96,11 +96,7 @@ extension HashEntry {
         ]
         if let hash { object["hash"] = .string(hash.hex) }
         if let content {
-            object["type"] = .string(content.activityType)
-            object["title"] = content.title.map(JSONValue.string) ?? .null
-            object["keywords"] = .array(content.keywords.map(JSONValue.string))
-            object["description"] = content.contentDescription.map(JSONValue.string) ?? .null
-            object["url"] = content.webpageURL.map(JSONValue.string) ?? .null
+            content.addJSONFields(to: &object)
         }
         return .object(object)
     }

@@ -169,12 +169,21 @@ extension OutboxMessage {
             object["shown"] = .integer(Int64(counts.shown))
             object["engaged"] = .integer(Int64(counts.engaged))
         case .content(_, let content):
-            object["type"] = .string(content.activityType)
-            object["title"] = content.title.map(JSONValue.string) ?? .null
-            object["keywords"] = .array(content.keywords.map(JSONValue.string))
-            object["description"] = content.contentDescription.map(JSONValue.string) ?? .null
-            object["url"] = content.webpageURL.map(JSONValue.string) ?? .null
+            content.addJSONFields(to: &object)
         }
         return .object(object)
+    }
+}
+
+extension PublicContent {
+    /// Adds the content's fields to `object` under the names every JSON
+    /// output uses (a message in `journal export`, an entry in cloud search):
+    /// type, title, keywords, description and url, absent ones as null.
+    public func addJSONFields(to object: inout JSONObject) {
+        object["type"] = .string(activityType)
+        object["title"] = title.map(JSONValue.string) ?? .null
+        object["keywords"] = .array(keywords.map(JSONValue.string))
+        object["description"] = contentDescription.map(JSONValue.string) ?? .null
+        object["url"] = webpageURL.map(JSONValue.string) ?? .null
     }
 }
