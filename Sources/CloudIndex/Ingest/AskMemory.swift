@@ -17,18 +17,23 @@ import SyncWire
 /// Part of `FoldMemory`, so it is forgotten whenever that is: after a
 /// transaction rolls back, after another connection wrote the store, after a
 /// rebuild.
-final class AskMemory {
+package final class AskMemory {
     /// A hash a device is asked for, with its key and wanted seq (the order
     /// acks ask in).
-    struct Request {
-        let key: Data
-        let wantedSeq: Int64
+    package struct Request {
+        package let key: Data
+        package let wantedSeq: Int64
+
+        package init(key: Data, wantedSeq: Int64) {
+            self.key = key
+            self.wantedSeq = wantedSeq
+        }
     }
 
-    struct Device {
+    package struct Device {
         /// The change number the device's requests are up to date with.
-        var mark: Int
-        var requests: [PublicHash: Request]
+        package var mark: Int
+        package var requests: [PublicHash: Request]
     }
 
     /// The hashes whose wanted state changed, oldest first; `first` is the
@@ -43,10 +48,10 @@ final class AskMemory {
     static let keptDevices = 1 << 16
 
     /// The number the next change gets.
-    var head: Int { first + changes.count }
+    package var head: Int { first + changes.count }
 
     /// Records that `hash` became wanted or stopped being wanted.
-    func changed(_ hash: PublicHash) {
+    package func changed(_ hash: PublicHash) {
         changes.append(hash)
         if changes.count > AskMemory.keptChanges {
             let dropped = changes.count / 2
@@ -57,21 +62,21 @@ final class AskMemory {
 
     /// The hashes changed since `mark`, or nil when some of them are no
     /// longer kept.
-    func changes(since mark: Int) -> ArraySlice<PublicHash>? {
+    package func changes(since mark: Int) -> ArraySlice<PublicHash>? {
         guard mark >= first, mark <= head else { return nil }
         return changes[(mark - first)...]
     }
 
-    func device(_ name: DeviceID) -> Device? {
+    package func device(_ name: DeviceID) -> Device? {
         devices[name]
     }
 
-    func remember(_ device: Device, for name: DeviceID) {
+    package func remember(_ device: Device, for name: DeviceID) {
         if devices[name] == nil, devices.count >= AskMemory.keptDevices { devices.removeAll(keepingCapacity: true) }
         devices[name] = device
     }
 
-    func forget() {
+    package func forget() {
         changes.removeAll(keepingCapacity: true)
         first = 0
         devices.removeAll(keepingCapacity: true)

@@ -55,7 +55,7 @@ extension CloudIndex {
 
     /// One hash's entry, if the cloud has counted it.
     public func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry? {
-        let key = Data(key(app: app, hash: hash))
+        let key = Data(secrets.key(app: app, hash: hash))
         return try read { db in
             try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.key = ?", arguments: [app, key])
                 .map { row throws(CloudError) in try CloudIndex.entry(row) }

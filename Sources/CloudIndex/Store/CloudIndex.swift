@@ -89,25 +89,8 @@ public final class CloudIndex: CloudStore {
     let queue: DatabaseQueue
     let clock: any StoreClock
     let random: any RandomSource
-    let voterSecret: [UInt8]
-    /// HMAC-SHA256 keyed with `voterSecret`, before any message: `key` and
-    /// `voter` copy it instead of keying a new one for every message.
-    private let secretMAC: KeyedMAC
-    /// `key`'s answers, which a cloud asks for over and over for the same
-    /// few popular hashes. Emptied when it reaches `keyMemoLimit` entries.
-    private let keyMemo = Mutex<[KeyMemoEntry: [UInt8]]>([:])
-    private static let keyMemoLimit = 1 << 16
-
-    /// A keyed HMAC that is only ever copied, never changed: safe to share
-    /// between threads, though swift-crypto does not mark it Sendable.
-    private struct KeyedMAC: @unchecked Sendable {
-        let initial: HMAC<SHA256>
-    }
-
-    private struct KeyMemoEntry: Hashable {
-        let app: AppID
-        let hash: PublicHash
-    }
+    /// The keyed hashes made with the store's secret (`CloudSecrets`).
+    let secrets: CloudSecrets
     /// Enrolled devices' apps and keys, as ingest has read them. A device is
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
@@ -227,8 +210,7 @@ public final class CloudIndex: CloudStore {
                 }
             self.threshold = opened.threshold
             self.agreement = opened.agreement ?? opened.threshold
-            voterSecret = opened.secret
-            secretMAC = KeyedMAC(initial: HMAC(key: SymmetricKey(data: opened.secret)))
+            secrets = CloudSecrets(secret: opened.secret)
             if opened.changed {
                 // Which hashes are public, and which content is kept, depend
                 // on K, on the agreement and on the fold's rules, which a
@@ -406,51 +388,6 @@ public final class CloudIndex: CloudStore {
         var difference: UInt8 = 0
         for index in a.indices { difference |= a[index] ^ b[index] }
         return difference == 0
-    }
-
-    /// The keyed hash the projections file `hash` of `app` under: HMAC-SHA256
-    /// with the cloud's secret. Below K this is all the projections hold, so a
-    /// copy of them does not let anyone test which URLs were voted for.
-    func key(app: AppID, hash: PublicHash) -> [UInt8] {
-        let entry = KeyMemoEntry(app: app, hash: hash)
-        if let known = keyMemo.withLock({ $0[entry] }) { return known }
-        var writer = BinaryWriter()
-        writer.string("hash")
-        writer.string(app.rawValue)
-        writer.raw(hash.bytes)
-        var mac = secretMAC.initial
-        mac.update(data: writer.bytes)
-        let key = Array(mac.finalize())
-        keyMemo.withLock { memo in
-            if memo.count >= CloudIndex.keyMemoLimit { memo.removeAll(keepingCapacity: true) }
-            memo[entry] = key
-        }
-        return key
-    }
-
-    /// The cloud's pseudonym for `device` voting on `hash`: the key its votes are
-    /// counted under. Derived with the cloud's secret, so the projections never
-    /// name a device, and one device can never count twice for one hash.
-    func voter(device: DeviceID, hash: PublicHash) -> [UInt8] {
-        var writer = BinaryWriter()
-        writer.string(device.rawValue)
-        writer.raw(hash.bytes)
-        var mac = secretMAC.initial
-        mac.update(data: writer.bytes)
-        return Array(Array(mac.finalize()).prefix(16))
-    }
-
-    /// The keyed digest an offer of `content` for a hash of `app` is kept
-    /// under: equal exactly when the content's encoded bytes are, and useless
-    /// to anyone without the cloud's secret for testing what a device offered.
-    func contentDigest(app: AppID, content: PublicContent) -> [UInt8] {
-        var writer = BinaryWriter()
-        writer.string("content")
-        writer.string(app.rawValue)
-        content.encode(to: &writer)
-        var mac = secretMAC.initial
-        mac.update(data: writer.bytes)
-        return Array(Array(mac.finalize()).prefix(16))
     }
 }
 

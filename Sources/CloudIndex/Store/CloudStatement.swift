@@ -18,7 +18,7 @@ enum CloudStatement: Int, CaseIterable {
             ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
             """
         case .registry: "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE device = ?"
-        case .wanted: "SELECT hash, key FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
+        case .wanted: "SELECT hash, key, wanted_seq FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
         case .sameFrame: """
             SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
                            AND accepted_from = first_seq AND digest = ?)

@@ -79,34 +79,43 @@ enum CloudLog {
 
 /// A row of the cloud log as a replay folds it: the messages that were new
 /// when its frame was accepted.
-struct LoggedFrame: Sendable {
-    let seq: Int64
-    let device: DeviceID
-    let epoch: Epoch
-    let lastSeq: OutboxSeq
+package struct LoggedFrame: Sendable {
+    package let seq: Int64
+    package let device: DeviceID
+    package let epoch: Epoch
+    package let lastSeq: OutboxSeq
     /// When the cloud accepted the frame: the day its signals count towards.
-    let receivedAt: Timestamp
-    let messages: ArraySlice<OutboxMessage>
+    package let receivedAt: Timestamp
+    package let messages: ArraySlice<OutboxMessage>
+
+    package init(_ row: StoredLogRow, messages: [OutboxMessage]) {
+        seq = row.seq
+        device = row.device
+        epoch = row.epoch
+        lastSeq = row.lastSeq
+        receivedAt = row.receivedAt
+        self.messages = row.newMessages(of: messages)
+    }
 }
 
 /// Folds cloud log rows, in log order, into projections made afresh: a
-/// rebuild, or a restore's check of a snapshot's projections.
-struct LogReplay {
-    let fold: CloudFold
+/// rebuild, or a restore's check of a snapshot's projections, in any backend.
+package struct LogReplay<Rows: FoldRows> {
+    package let fold: CloudFold<Rows>
     /// Each enrolled device's app.
-    var apps: [DeviceID: AppID] = [:]
+    package var apps: [DeviceID: AppID] = [:]
     /// Each device's epochs and the last seq the log holds of each, written
-    /// to `device_epochs` by `finish()`: nothing in the fold reads them, and
-    /// an upsert per row was an eighth of a replay.
+    /// by `finish()`: nothing in the fold reads them, and an upsert per row
+    /// was an eighth of a replay.
     private var epochs: [DeviceID: [Epoch: OutboxSeq]] = [:]
     /// The vote rows the replay has met (`FoldMemory`).
     private let memory = FoldMemory(limit: 1 << 20)
 
-    init(fold: CloudFold) {
+    package init(fold: CloudFold<Rows>) {
         self.fold = fold
     }
 
-    mutating func apply(_ frame: LoggedFrame) throws {
+    package mutating func apply(_ frame: LoggedFrame) throws {
         guard let app = apps[frame.device] else {
             throw CloudError(.corruptLog, "log seq \(frame.seq) is from device \(frame.device), which is not enrolled")
         }
@@ -119,12 +128,12 @@ struct LogReplay {
     }
 
     /// Writes the epochs the replayed rows held, and the allowances.
-    func finish() throws {
+    package func finish() throws {
         try fold.flush(memory, forgetting: true)
-        let insert = try fold.db.makeStatement(sql: "INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)")
         for (device, held) in epochs.sorted(by: { $0.key < $1.key }) {
+            guard let app = apps[device] else { continue }
             for (epoch, lastSeq) in held.sorted(by: { $0.key < $1.key }) {
-                try insert.execute(arguments: [device, epoch, lastSeq])
+                try fold.rows.recordEpoch(app: app, device: device, epoch: epoch, lastSeq: lastSeq)
             }
         }
     }
@@ -179,8 +188,7 @@ extension CloudIndex {
                     }
                     let messages = try stored.messages()
                     result.messages += stored.acceptedFrom.count(through: stored.lastSeq)
-                    stream?.append(LoggedFrame(seq: seq, device: stored.device, epoch: stored.epoch, lastSeq: stored.lastSeq,
-                                               receivedAt: stored.receivedAt, messages: stored.newMessages(of: messages)))
+                    stream?.append(LoggedFrame(stored, messages: messages))
                     previous = recomputed
                 } catch {
                     result.firstProblem = error.message
@@ -226,12 +234,18 @@ extension CloudIndex {
 
     /// Makes fresh projections in a private in-memory database, lets `body`
     /// fold the log into them, and returns their digest.
-    private func inScratchProjections(_ body: (inout LogReplay) throws -> Void) throws(CloudError) -> String {
+    /// The fold into `db`'s projections, with statements kept for this fold only.
+    private func fold(_ db: Database) -> CloudFold<SQLiteFoldRows> {
+        CloudFold(rows: SQLiteFoldRows(db: db, statements: StatementSlots(count: CloudStatement.allCases.count)),
+                  threshold: threshold, agreement: agreement, secrets: secrets)
+    }
+
+    private func inScratchProjections(_ body: (inout LogReplay<SQLiteFoldRows>) throws -> Void) throws(CloudError) -> String {
         do {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
-                try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: voterSecret, createdAt: 0)
-                var replay = LogReplay(fold: fold(scratchDB, statements: StatementSlots(count: CloudStatement.allCases.count)))
+                try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: secrets.secret, createdAt: 0)
+                var replay = LogReplay(fold: fold(scratchDB))
                 try body(&replay)
                 try replay.finish()
                 return try CloudIndex.digest(scratchDB)
@@ -249,7 +263,7 @@ extension CloudIndex {
         ingestMemory.forget()
         try write { db in
             for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
-            var replay = LogReplay(fold: fold(db, statements: StatementSlots(count: CloudStatement.allCases.count)))
+            var replay = LogReplay(fold: fold(db))
             replay.apps = try CloudIndex.enrolledApps(db)
             try CloudIndex.readLog(from: db, into: &replay)
             try replay.finish()
@@ -265,13 +279,11 @@ extension CloudIndex {
     }
 
     /// Folds every row of the cloud log in `source` into `replay`, in order.
-    private static func readLog(from source: Database, into replay: inout LogReplay) throws {
+    private static func readLog(from source: Database, into replay: inout LogReplay<SQLiteFoldRows>) throws {
         let rows = try Row.fetchCursor(source, sql: "SELECT \(StoredLogRow.columns) FROM cloud_log ORDER BY seq")
         while let row = try rows.next() {
             let stored = try StoredLogRow(row)
-            let messages = try stored.messages()
-            try replay.apply(LoggedFrame(seq: stored.seq, device: stored.device, epoch: stored.epoch, lastSeq: stored.lastSeq,
-                                         receivedAt: stored.receivedAt, messages: stored.newMessages(of: messages)))
+            try replay.apply(LoggedFrame(stored, messages: try stored.messages()))
         }
     }
 
