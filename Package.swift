@@ -248,6 +248,7 @@ let package = Package(
             dependencies: [
                 "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(

@@ -276,7 +276,7 @@ extension Simulator {
         }
         let attack = faultRandom.below(6)
         let head = attack >= 4 && options.remote == nil
-            ? (try? cloud?.heldEpochs(device: Simulator.hostileName))?.map { $0[.first] ?? .beforeFirst } : nil
+            ? (try? cloud?.heldEpochs(app: options.app, device: Simulator.hostileName))?.map { $0[.first] ?? .beforeFirst } : nil
         let bytes: [UInt8]
         switch (attack, head) {
         case (1, _) where !network.captured.isEmpty:

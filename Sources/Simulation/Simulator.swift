@@ -116,7 +116,8 @@ public final class Simulator {
             removeDirectory = true
         }
         cloudHost = CloudHost(path: options.remote?.storePath ?? directory + "/cloud.sqlite", directory: directory, world: world,
-                              random: cloudRandom, threshold: options.threshold, isRemote: options.remote != nil, lane: lane)
+                              random: cloudRandom, threshold: options.threshold, app: options.app, isRemote: options.remote != nil,
+                              lane: lane)
         do {
             if FileManager.default.fileExists(atPath: directory) {
                 let existing = try FileManager.default.contentsOfDirectory(atPath: directory)

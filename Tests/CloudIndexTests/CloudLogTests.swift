@@ -47,6 +47,6 @@ import Testing
         }
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 3))
         let verification = try cloud.verifyLog()
-        #expect(verification.firstProblem == "log seq 1: stored hash does not match the row's content (row altered)")
+        #expect(verification.firstProblem == "app \(app) log seq 1: stored hash does not match the row's content (row altered)")
     }
 }

@@ -293,7 +293,7 @@ import Testing
     /// failed, and leaves nothing behind.
     @Test(arguments: [
         ("UPDATE cloud_log SET received_at = received_at + 1 WHERE seq = 1",
-         "the snapshot's cloud log does not verify: log seq 1: stored hash does not match the row's content (row altered)"),
+         "the snapshot's cloud log does not verify: app com.example.app log seq 1: stored hash does not match the row's content (row altered)"),
         ("UPDATE hashes SET views = views + 1", "the snapshot's projections differ from a replay of its cloud log"),
         ("DELETE FROM device_epochs", "the snapshot's projections differ from a replay of its cloud log"),
     ])

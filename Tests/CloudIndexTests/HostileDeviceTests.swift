@@ -159,7 +159,7 @@ private struct CloudState: Equatable {
         try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE cloud_log SET \(column) = \(value)") }
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 1))
         let verification = try cloud.verifyLog()
-        #expect(verification.firstProblem?.hasPrefix("log seq 1") == true, "\(verification)")
+        #expect(verification.firstProblem?.hasPrefix("app \(app) log seq 1") == true, "\(verification)")
         let rebuild = try #require(throws: CloudError.self) { try cloud.rebuildProjections() }
         #expect(rebuild.code == .corruptLog && rebuild.message.contains("log seq 1"), "\(rebuild)")
         #expect(throws: CloudError.self) { try cloud.scanLog { _ in true } }

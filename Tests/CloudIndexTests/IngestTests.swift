@@ -51,10 +51,10 @@ import Testing
         try harness.syncAll()
         try stores[0].recordEngaged(ref: recipeURL)
         try harness.sync(stores[0])
-        let all = try harness.cloud.heldEpochsByDevice()
+        let all = try harness.cloud.heldEpochsByDevice(app: app)
         #expect(all.count == 2 && all[stores[2].deviceID] == nil)
         for store in stores.prefix(2) {
-            let one = try harness.cloud.heldEpochs(device: store.deviceID)
+            let one = try harness.cloud.heldEpochs(app: app, device: store.deviceID)
             #expect(!one.isEmpty && all[store.deviceID] == one)
         }
         #expect(all[stores[0].deviceID] == [Epoch(1): OutboxSeq(3)])

@@ -18,7 +18,7 @@ import Testing
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("cloud-host-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             host = CloudHost(path: directory + "/cloud.sqlite", directory: directory, world: world, random: SeededRandom(seed: 1),
-                             threshold: 1, isRemote: false, lane: nil)
+                             threshold: 1, app: AppID("app"), isRemote: false, lane: nil)
             let cloud = try host.start()
             try cloud.registerApp(AppID("app"), enrolmentSecret: "a secret of sixteen bytes")
             device = try DeviceStore(at: .memory, options: StoreOptions(clock: world, random: SeededRandom(seed: 2), app: AppID("app")))

@@ -53,7 +53,7 @@ import Testing
         try #require(pending.extractionFailure == nil)
         // A projection row no log row implies, in the copy the checks read.
         try DatabaseQueue(path: pending.checked).write { db in
-            try db.execute(sql: "INSERT INTO fold_state (key, value) VALUES ('made-up', 1)")
+            try db.execute(sql: "INSERT INTO app_state (app, wanted_seq) VALUES ('made-up', 1)")
         }
         pending.verify()
         #expect(pending.verificationFailure?.message == "the snapshot's projections differ from a replay of its cloud log")

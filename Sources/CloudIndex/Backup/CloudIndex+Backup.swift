@@ -47,15 +47,51 @@ public struct CloudSnapshotManifest: Hashable, Sendable {
 public struct CloudSnapshotCopy: Sendable {
     /// Where the snapshot will be.
     public let destination: String
-    let copyPath: String
-    let manifest: JSONObject
+    package let copyPath: String
+    package let manifest: JSONObject
     /// Each device's newest epoch and the last seq of it the copy holds.
-    let held: [HeldPosition]
+    package let held: [HeldPosition]
 
-    struct HeldPosition: Sendable {
-        let device: DeviceID
-        let epoch: Int64
-        let seq: Int64
+    package struct HeldPosition: Sendable {
+        package let app: AppID
+        package let device: DeviceID
+        package let epoch: Int64
+        package let seq: Int64
+
+        package init(app: AppID, device: DeviceID, epoch: Int64, seq: Int64) {
+            self.app = app
+            self.device = device
+            self.epoch = epoch
+            self.seq = seq
+        }
+    }
+
+    package init(destination: String, copyPath: String, manifest: JSONObject, held: [HeldPosition]) {
+        self.destination = destination
+        self.copyPath = copyPath
+        self.manifest = manifest
+        self.held = held
+    }
+
+    /// A cloud snapshot's manifest (`Journal/FORMAT.md`, "Snapshot files"):
+    /// `logRows` is every app's rows, `logHeadHash` `CloudLog.headsDigest`
+    /// of every app's chain head.
+    package static func manifest(heads: [CloudLogHead], devices: Int64, threshold: Int, createdAt: Timestamp) -> JSONObject {
+        [
+            "format": .string("sightline-snapshot"),
+            "version": .integer(1),
+            "kind": .string("cloud"),
+            "logRows": .integer(heads.reduce(0) { $0 + $1.rows }),
+            "logHeadHash": .string(CloudLog.headsDigest(heads)),
+            "devices": .integer(devices),
+            "threshold": .integer(Int64(threshold)),
+            "createdAt": .string(createdAt.description),
+        ]
+    }
+
+    /// The path a copy for a snapshot at `destination` is made at.
+    package static func copyPath(for destination: String) -> String {
+        destination + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
     }
 
     /// Writes the snapshot file from the copy (`SnapshotFile.write`, with
@@ -96,27 +132,19 @@ extension CloudIndex {
     /// Copies the store, in one read transaction, for a snapshot at `path`:
     /// the only step of a snapshot that reads the cloud store.
     public func copyForSnapshot(to path: String) throws(CloudError) -> CloudSnapshotCopy {
-        let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
+        let copy = CloudSnapshotCopy.copyPath(for: path)
         StoreFiles.remove(copy)
         do {
             guard StoreFiles.createPrivate(copy) else { throw CloudError(.database, "cannot create \(copy) (errno \(errno))") }
             let destination = try DatabaseQueue(path: copy)
             let (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
-                let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
                 let held = try Row.fetchAll(db, sql: """
-                    SELECT device, epoch, last_seq FROM device_epochs e
-                    WHERE epoch = (SELECT max(epoch) FROM device_epochs WHERE device = e.device) ORDER BY device
-                    """).map { CloudSnapshotCopy.HeldPosition(device: $0[0], epoch: $0[1], seq: $0[2]) }
-                let manifest: JSONObject = [
-                    "format": .string("sightline-snapshot"),
-                    "version": .integer(1),
-                    "kind": .string("cloud"),
-                    "logRows": .integer(head.map { $0[0] as Int64 } ?? 0),
-                    "logHeadHash": .string(RowDigest.hex(head.map { [UInt8]($0[1] as Data) } ?? [UInt8](repeating: 0, count: 32))),
-                    "devices": .integer(try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0),
-                    "threshold": .integer(Int64(threshold)),
-                    "createdAt": .string(clock.now().description),
-                ]
+                    SELECT app, device, epoch, last_seq FROM device_epochs e
+                    WHERE epoch = (SELECT max(epoch) FROM device_epochs WHERE app = e.app AND device = e.device) ORDER BY app, device
+                    """).map { CloudSnapshotCopy.HeldPosition(app: $0[0], device: $0[1], epoch: $0[2], seq: $0[3]) }
+                let manifest = CloudSnapshotCopy.manifest(heads: try logHeads(db),
+                                                          devices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
+                                                          threshold: threshold, createdAt: clock.now())
                 return (manifest, held)
             }
             try destination.close()
@@ -138,10 +166,10 @@ extension CloudIndex {
         try write { db in
             let update = try db.makeStatement(sql: """
                 UPDATE devices SET backed_up_epoch = ?, backed_up_seq = ?
-                WHERE device = ? AND (backed_up_epoch, backed_up_seq) < (?, ?)
+                WHERE app = ? AND device = ? AND (backed_up_epoch, backed_up_seq) < (?, ?)
                 """)
             for device in copy.held {
-                try update.execute(arguments: [device.epoch, device.seq, device.device, device.epoch, device.seq])
+                try update.execute(arguments: [device.epoch, device.seq, device.app, device.device, device.epoch, device.seq])
             }
         }
         return try CloudIndex.readManifest(copy.destination)
@@ -213,8 +241,8 @@ extension CloudIndex {
     public static func verifyStaged(_ staging: String, manifest: CloudSnapshotManifest,
                                     options: CloudOptions = CloudOptions()) throws(CloudError) {
         do {
-            try checkRestoredSchema(staging)
-            try verifyRestored(staging, manifest: manifest, options: options)
+            let version = try checkRestoredSchema(staging)
+            try verifyRestored(staging, version: version, manifest: manifest, options: options)
         } catch {
             StoreFiles.remove(staging)
             throw error
@@ -232,22 +260,25 @@ extension CloudIndex {
         }
     }
 
-    /// The schema of a new cloud store of this build.
-    private static let currentSchema: Result<[SchemaObject], CloudError> = Result { () throws(CloudError) in
+    /// The schema of a new cloud store of this build, and of a store of
+    /// format version 6, which older snapshots are checked against.
+    private static let currentSchema: Result<(current: [SchemaObject], format6: [SchemaObject]), CloudError> = Result { () throws(CloudError) in
         do {
-            return try SchemaCheck.schema { db in
-                try CloudSchema.create(db, threshold: 1, voterSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
-            }
+            return (try SchemaCheck.schema { db in
+                        try CloudSchema.create(db, threshold: 1, voterSecret: [UInt8](repeating: 0, count: 32), createdAt: 0)
+                    },
+                    try SchemaCheck.schema(of: CloudSchema.Format6.create))
         } catch {
             throw CloudError(.database, "cannot make the cloud store schema to compare with: \(describe(error))")
         }
     }
 
     /// Refuses a restored file whose schema is not one this build makes
-    /// (`SchemaCheck`) or whose registry holds what this build never writes,
-    /// before anything opens it as a store.
-    static func checkRestoredSchema(_ path: String) throws(CloudError) {
-        let expected = try currentSchema.get()
+    /// (`SchemaCheck`; a file of version 1 to 6 against version 6's
+    /// layout) or whose registry holds what this build never writes,
+    /// before anything opens it as a store. Returns its format version.
+    static func checkRestoredSchema(_ path: String) throws(CloudError) -> Int {
+        let schemas = try currentSchema.get()
         let found: (objects: [SchemaObject], version: Int64?)
         do {
             found = try SchemaCheck.inspect(path, metaTable: "cloud_meta")
@@ -258,7 +289,9 @@ extension CloudIndex {
         guard let version = found.version, (1...Int64(CloudSchema.formatVersion)).contains(version) else {
             throw CloudError(.snapshot, "the snapshot's database is not a cloud store of a version this build reads (1 to \(CloudSchema.formatVersion))")
         }
-        switch SchemaCheck.verdict(found: found.objects, expected: expected, isCurrentVersion: version == Int64(CloudSchema.formatVersion)) {
+        let isCurrent = version == Int64(CloudSchema.formatVersion)
+        switch SchemaCheck.verdict(found: found.objects, expected: isCurrent ? schemas.current : schemas.format6,
+                                   isCurrentVersion: isCurrent) {
         case .accepted: break
         case .acceptedDroppingDerived(let tables): throw CloudError(.snapshot, "the restored file's tables \(tables) are not this build's: refused")
         case .refused(let problem): throw CloudError(.snapshot, "\(problem): refused")
@@ -270,6 +303,7 @@ extension CloudIndex {
         } catch {
             throw CloudError(.snapshot, "the snapshot's registry cannot be read: \(describe(error))")
         }
+        return Int(version)
     }
 
     /// The tables a replay does not check, since no projection is made of
@@ -314,6 +348,29 @@ extension CloudIndex {
                 try integer(row[2], 1...Int64(CloudIndex.largestDeviceQuota), "apps.maximum_devices of \(app)")
             }
         }
+        guard version >= 7 else { return try checkFormat6Devices(db, version: version) }
+        for row in try Row.fetchAll(db, sql: """
+            SELECT app, device, key, enrolled_at, backed_up_epoch, backed_up_seq, enrolment_proof FROM devices
+            """) {
+            let app = try text(row[0], "devices.app")
+            let device = try text(row[1], "a device name of \(app)")
+            try blob(row[2], "devices.key of \(device)")
+            try integer(row[3], Int64.min...Int64.max, "devices.enrolled_at of \(device)")
+            try integer(row[4], position, "devices.backed_up_epoch of \(device)")
+            try integer(row[5], position, "devices.backed_up_seq of \(device)")
+            if !(row[6] as DatabaseValue).isNull { try blob(row[6], "devices.enrolment_proof of \(device)") }
+        }
+    }
+
+    /// `checkRegistry`'s check of the devices of a store of version 1 to 6.
+    private static func checkFormat6Devices(_ db: Database, version: Int) throws {
+        func text(_ value: DatabaseValue, _ what: String, upTo limit: Int = 256) throws -> String {
+            guard case .string(let text) = value.storage, !text.isEmpty, text.utf8.count <= limit else {
+                throw CloudError(.corruptStore, "\(what) is \(value), not a name of 1 to \(limit) bytes")
+            }
+            return text
+        }
+        let position = Int64(0)...Int64(WireLimits.maximumPosition)
         let proof = version >= 4 ? "enrolment_proof" : "NULL"
         let offered = version >= 2 ? "offered_at_epoch, offered_at_seq" : "0, 0"
         let name = version >= 5 ? "name" : "device"
@@ -321,20 +378,30 @@ extension CloudIndex {
             SELECT device, app, key, enrolled_at, requests_delivered, requests_offered, \(offered),
                    backed_up_epoch, backed_up_seq, \(proof), \(name) FROM devices
             """) {
-            // The id is the name, or the app and the name on two lines (`CloudIndex.deviceID`).
+            // The id is the name, or the app and the name on two lines.
             let device = try text(row[0], "a device id", upTo: 2 * 256 + 1)
             let app = try text(row[1], "devices.app of \(device)")
             let deviceName = try text(row[11], "devices.name of \(device)")
             guard device == deviceName || device == app + "\n" + deviceName else {
                 throw CloudError(.corruptStore, "device id \(device) is neither its name \(deviceName) nor its app's and its name")
             }
-            try blob(row[2], "devices.key of \(device)")
-            try integer(row[3], Int64.min...Int64.max, "devices.enrolled_at of \(device)")
+            guard case .blob(let key) = (row[2] as DatabaseValue).storage, key.count == 32 else {
+                throw CloudError(.corruptStore, "devices.key of \(device) is not 32 bytes")
+            }
+            guard case .int64 = (row[3] as DatabaseValue).storage else {
+                throw CloudError(.corruptStore, "devices.enrolled_at of \(device) is not an integer")
+            }
             for (index, column) in [(4, "requests_delivered"), (5, "requests_offered"), (6, "offered_at_epoch"),
                                     (7, "offered_at_seq"), (8, "backed_up_epoch"), (9, "backed_up_seq")] {
-                try integer(row[index], position, "devices.\(column) of \(device)")
+                guard case .int64(let number) = (row[index] as DatabaseValue).storage, position.contains(number) else {
+                    throw CloudError(.corruptStore, "devices.\(column) of \(device) is not an integer from 0 to \(WireLimits.maximumPosition)")
+                }
             }
-            if !(row[10] as DatabaseValue).isNull { try blob(row[10], "devices.enrolment_proof of \(device)") }
+            if !(row[10] as DatabaseValue).isNull {
+                guard case .blob(let proof) = (row[10] as DatabaseValue).storage, proof.count == 32 else {
+                    throw CloudError(.corruptStore, "devices.enrolment_proof of \(device) is not 32 bytes")
+                }
+            }
         }
     }
 
@@ -343,7 +410,23 @@ extension CloudIndex {
     /// (`RowStream`), and SQLite's integrity check runs beside them. Run one
     /// after another they took 1.5 times as long, and a cloud is down until
     /// its restore is checked.
-    private static func verifyRestored(_ path: String, manifest: CloudSnapshotManifest, options: CloudOptions) throws(CloudError) {
+    private static func verifyRestored(_ path: String, version: Int, manifest: CloudSnapshotManifest,
+                                       options: CloudOptions) throws(CloudError) {
+        if version < CloudSchema.formatVersion {
+            // The manifest names the single chain of versions 1 to 6, which
+            // opening the store rechains per app: it is compared first.
+            let chain: (rows: Int64, head: [UInt8])
+            do {
+                chain = try SchemaCheck.read(path) { db in try CloudLog.verifyFormat6Chain(db) }
+            } catch let error as CloudError {
+                throw CloudError(.snapshot, "the snapshot's cloud log does not verify: \(error.message)")
+            } catch {
+                throw CloudError(.snapshot, "the snapshot's cloud log cannot be read: \(describe(error))")
+            }
+            guard chain.rows == manifest.logRows, RowDigest.hex(chain.head) == manifest.logHeadHash else {
+                throw CloudError(.snapshot, "the snapshot's cloud log (\(chain.rows) rows) does not match its manifest (\(manifest.logRows) rows)")
+            }
+        }
         var storeOptions = options
         storeOptions.readOnly = false
         storeOptions.threshold = nil
@@ -383,12 +466,10 @@ extension CloudIndex {
         if let problem = verification.firstProblem {
             throw CloudError(.snapshot, "the snapshot's cloud log does not verify: \(problem)")
         }
-        let head = try cloud.read { db in
-            try Row.fetchOne(db, sql: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1")
-                .map { (seq: $0[0] as Int64, hash: RowDigest.hex([UInt8]($0[1] as Data))) }
-        }
-        guard Int64(verification.verifiedRows) == manifest.logRows, (head?.hash ?? RowDigest.hex([UInt8](repeating: 0, count: 32))) == manifest.logHeadHash else {
-            throw CloudError(.snapshot, "the snapshot's cloud log (\(verification.verifiedRows) rows) does not match its manifest (\(manifest.logRows) rows)")
+        if version == CloudSchema.formatVersion {
+            guard Int64(verification.verifiedRows) == manifest.logRows, verification.headsDigest == manifest.logHeadHash else {
+                throw CloudError(.snapshot, "the snapshot's cloud log (\(verification.verifiedRows) rows) does not match its manifest (\(manifest.logRows) rows)")
+            }
         }
         let digests = try projections.get()
         guard digests.0 == digests.1 else {

@@ -55,8 +55,9 @@ package struct CloudFold<Rows: FoldRows> {
         var signals: [PublicHash: Popularity] = [:]
         // The device's entries, taken out of the memory while the frame is
         // folded (so that changing them copies nothing) and put back after.
-        var known = memory.devices.removeValue(forKey: device) ?? [:]
-        defer { memory.devices[device] = known }
+        let stream = DeviceStream(app: app, device: device)
+        var known = memory.devices.removeValue(forKey: stream) ?? [:]
+        defer { memory.devices[stream] = known }
         for message in messages {
             let hash = message.hash
             let state: FoldMemory.Entry

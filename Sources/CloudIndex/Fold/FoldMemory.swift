@@ -47,7 +47,7 @@ package final class FoldMemory {
     }
 
     /// By device, then by hash.
-    package var devices: [DeviceID: [PublicHash: Entry]] = [:]
+    package var devices: [DeviceStream: [PublicHash: Entry]] = [:]
     /// How many entries are held.
     package var count = 0
     /// The entries whose allowance `flush` must write.

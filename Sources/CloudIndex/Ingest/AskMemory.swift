@@ -40,7 +40,7 @@ package final class AskMemory {
     /// change number of `changes[0]`.
     private var changes: [PublicHash] = []
     private var first = 0
-    private var devices: [DeviceID: Device] = [:]
+    private var devices: [DeviceStream: Device] = [:]
 
     /// The most changes and devices kept; past them the oldest changes, or
     /// every device, are forgotten (and checked in full at their next ack).
@@ -67,13 +67,13 @@ package final class AskMemory {
         return changes[(mark - first)...]
     }
 
-    package func device(_ name: DeviceID) -> Device? {
-        devices[name]
+    package func device(_ stream: DeviceStream) -> Device? {
+        devices[stream]
     }
 
-    package func remember(_ device: Device, for name: DeviceID) {
-        if devices[name] == nil, devices.count >= AskMemory.keptDevices { devices.removeAll(keepingCapacity: true) }
-        devices[name] = device
+    package func remember(_ device: Device, for stream: DeviceStream) {
+        if devices[stream] == nil, devices.count >= AskMemory.keptDevices { devices.removeAll(keepingCapacity: true) }
+        devices[stream] = device
     }
 
     package func forget() {

@@ -26,27 +26,20 @@ public struct IngestResult: Sendable {
 /// A frame whose structure was read and whose signature is its enrolled
 /// device's: what `CloudStore.authenticate` hands back for `ingest`.
 public struct AuthenticatedFrame: Sendable {
-    /// The frame, with `device` the id the cloud keeps the device's stream
-    /// under (its name unless another app's device had it first).
     public let frame: UploadFrame
-    /// The device's name, as the frame gave it: replies are addressed to it.
-    public let name: DeviceID
     /// The app the device enrolled for, which the frame names.
     public let app: AppID
     /// The device's key, which signs the reply.
     package let key: [UInt8]
 
-    package init(frame: UploadFrame, id: DeviceID, app: AppID, key: [UInt8]) {
-        name = frame.device
-        var stored = frame
-        stored.device = id
-        self.frame = stored
+    package init(frame: UploadFrame, app: AppID, key: [UInt8]) {
+        self.frame = frame
         self.app = app
         self.key = key
     }
 
-    /// The sending device's name, proven by its signature.
-    public var device: DeviceID { name }
+    /// The sending device's name in its app, proven by its signature.
+    public var device: DeviceID { frame.device }
 }
 
 /// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.
@@ -85,7 +78,7 @@ extension CloudIndex {
             return .refused(.rejecting(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
                                    device: frame.device, frame: frame, key: nil))
         }
-        return .authenticated(AuthenticatedFrame(frame: frame, id: device.id, app: frame.app, key: device.key))
+        return .authenticated(AuthenticatedFrame(frame: frame, app: frame.app, key: device.key))
     }
 
     /// Ingests an authenticated frame and returns the reply, deciding as
@@ -98,7 +91,7 @@ extension CloudIndex {
     /// - a gap: `gap` with the position the cloud expects.
     public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
         let frame = authenticated.frame
-        let name = authenticated.name
+        let name = authenticated.device
         let device = (app: authenticated.app, key: authenticated.key)
         let messages: [OutboxMessage]
         do {
@@ -144,10 +137,9 @@ extension CloudIndex {
         let memo = EnrolledName(app: app, name: name)
         if let known = enrolled.withLock({ $0[memo] }) { return known }
         let read = try self.read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT device, key FROM devices WHERE app = ? AND name = ?"),
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT key FROM devices WHERE app = ? AND device = ?"),
                                              arguments: [app, name]) else { return nil as EnrolledDevice? }
-            return EnrolledDevice(id: try Stored.column(row, 0, "devices.device of \(name)"),
-                                  key: [UInt8](try Stored.column(row, 1, "devices.key of \(name)") as Data))
+            return EnrolledDevice(key: [UInt8](try Stored.column(row, 0, "devices.key of \(name)") as Data))
         }
         if let read { enrolled.withLock { $0[memo] = read } }
         return read
@@ -157,8 +149,8 @@ extension CloudIndex {
         let now = clock.now()
         try write { db in
             try db.execute(sql: """
-                INSERT INTO flags (device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, 'equivocation', ?)
-                """, arguments: [frame.device, frame.epoch, frame.firstSeq, frame.lastSeq, now.millisecondsSince1970])
+                INSERT INTO flags (app, device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, ?, 'equivocation', ?)
+                """, arguments: [frame.app, frame.device, frame.epoch, frame.firstSeq, frame.lastSeq, now.millisecondsSince1970])
         }
     }
 }

@@ -118,14 +118,15 @@ package struct IngestCore {
         let fresh = messages[frame.firstSeq.count(before: acceptedFrom)...]
         var entries: [FoldMemory.Entry] = []
         if transaction.wantsEntries {
-            var known = memory.devices[frame.device] ?? [:]
+            let stream = DeviceStream(app: app, device: frame.device)
+            var known = memory.devices[stream] ?? [:]
             for message in fresh where known[message.hash] == nil {
                 let hash = message.hash
                 known[hash] = FoldMemory.Entry(app: app, key: Data(secrets.key(app: app, hash: hash)),
                                                voter: secrets.voter(device: frame.device, hash: hash))
                 memory.count += 1
             }
-            memory.devices[frame.device] = known
+            memory.devices[stream] = known
             entries = Array(known.values)
         }
         let rows = try transaction.foldRows(app: app, entries: entries)
@@ -162,8 +163,9 @@ package struct IngestCore {
                                                      in transaction: Transaction) throws -> Ack {
         let backedUp = try transaction.backedUp(app: app, device: device)
         let asks = memory.asks
+        let stream = DeviceStream(app: app, device: device)
         var requests: [PublicHash: AskMemory.Request]
-        if let known = asks.device(device), let changed = asks.changes(since: known.mark) {
+        if let known = asks.device(stream), let changed = asks.changes(since: known.mark) {
             requests = known.requests
             var check = Set(changed)
             for message in messages {
@@ -183,7 +185,7 @@ package struct IngestCore {
                                                     in: transaction)
             }
         }
-        asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: device)
+        asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: stream)
         let hashes = requests.sorted { a, b in
             a.value.wantedSeq != b.value.wantedSeq ? a.value.wantedSeq < b.value.wantedSeq : a.key < b.key
         }.prefix(IngestCore.requestsPerAck).map(\.key)
@@ -195,7 +197,7 @@ package struct IngestCore {
     /// device's pseudonym comes from the fold's memory when it has one.
     private func request<Transaction: IngestTransaction>(_ hash: PublicHash, key: Data, device: DeviceID, app: AppID,
                                                          memory: FoldMemory, in transaction: Transaction) throws -> AskMemory.Request? {
-        let voter = memory.devices[device]?[hash]?.voter ?? secrets.voter(device: device, hash: hash)
+        let voter = memory.devices[DeviceStream(app: app, device: device)]?[hash]?.voter ?? secrets.voter(device: device, hash: hash)
         guard let state = try transaction.askState(app: app, key: key, voter: voter), let wantedSeq = state.wantedSeq,
               ContentRule.asksVoter(isLive: state.isLive, hasOffer: state.hasOffer, liveVotes: state.liveVotes,
                                     threshold: threshold, hasContent: state.hasContent) else { return nil }

@@ -7,6 +7,8 @@ import SyncWire
 /// whichever backend read it. A store is outside bytes like a frame: a row
 /// someone edited is a `corruptLog` error naming the row and the field.
 package struct StoredLogRow: Sendable {
+    package let app: AppID
+    /// The row's place in its app's chain, from 1.
     package let seq: Int64
     package let device: DeviceID
     package let epoch: Epoch
@@ -23,15 +25,16 @@ package struct StoredLogRow: Sendable {
     /// positions, the seqs a range of at most `WireLimits.maximumMessages`
     /// with `firstSeq ≤ acceptedFrom ≤ lastSeq`, and the uncompressed length
     /// at most `WireLimits.maximumPayloadBytes`.
-    package init(seq: Int64, device: DeviceID, epoch: Int64, firstSeq: Int64, lastSeq: Int64, acceptedFrom: Int64, codec: Int64,
+    package init(app: AppID, seq: Int64, device: DeviceID, epoch: Int64, firstSeq: Int64, lastSeq: Int64, acceptedFrom: Int64, codec: Int64,
                  uncompressedLength: Int64, digest: [UInt8], payload: [UInt8], receivedAt: Int64) throws(CloudError) {
         func position(_ value: Int64, _ name: String) throws(CloudError) -> UInt64 {
             do {
                 return try Stored.position(value, name)
             } catch {
-                throw CloudError(.corruptLog, "log seq \(seq): \(error.message)")
+                throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
             }
         }
+        self.app = app
         self.seq = seq
         self.device = device
         self.epoch = Epoch(try position(epoch, "epoch"))
@@ -41,13 +44,13 @@ package struct StoredLogRow: Sendable {
         guard self.firstSeq >= .first, self.firstSeq <= self.acceptedFrom, self.acceptedFrom <= self.lastSeq,
               self.firstSeq.count(through: self.lastSeq) <= WireLimits.maximumMessages else {
             throw CloudError(.corruptLog, """
-                log seq \(seq): seqs \(self.firstSeq)...\(self.lastSeq) accepted from \(self.acceptedFrom) are not a range of at most \
+                app \(app) log seq \(seq): seqs \(self.firstSeq)...\(self.lastSeq) accepted from \(self.acceptedFrom) are not a range of at most \
                 \(WireLimits.maximumMessages) messages
                 """)
         }
         self.codec = codec
         guard (0...Int64(WireLimits.maximumPayloadBytes)).contains(uncompressedLength) else {
-            throw CloudError(.corruptLog, "log seq \(seq): uncompressed_length \(uncompressedLength) is outside 0...\(WireLimits.maximumPayloadBytes)")
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): uncompressed_length \(uncompressedLength) is outside 0...\(WireLimits.maximumPayloadBytes)")
         }
         self.uncompressedLength = Int(uncompressedLength)
         self.digest = digest
@@ -70,9 +73,9 @@ package struct StoredLogRow: Sendable {
             return try CloudLog.messages(codec: codec, uncompressedLength: uncompressedLength, payload: payload,
                                          digest: digest, count: count)
         } catch let error as CloudError {
-            throw CloudError(.corruptLog, "log seq \(seq): \(error.message)")
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
         } catch {
-            throw CloudError(.corruptLog, "log seq \(seq): \(error)")
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error)")
         }
     }
 }

@@ -62,26 +62,22 @@ extension CloudIndex {
         }
     }
 
-    /// The last seq the cloud holds of each epoch of `device`.
-    public func heldEpochs(device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
-        try read { db in
-            var held: [Epoch: OutboxSeq] = [:]
-            let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT epoch, last_seq FROM device_epochs WHERE device = ?"),
-                                        arguments: [device])
-            for row in rows {
-                held[Epoch(try Stored.position(Stored.column(row, 0, "device_epochs.epoch"), "device_epochs.epoch of \(device)"))] =
-                    OutboxSeq(try Stored.position(Stored.column(row, 1, "device_epochs.last_seq"), "device_epochs.last_seq of \(device)"))
-            }
-            return held
-        }
+    /// The last seq the cloud holds of each epoch of `device` of `app`.
+    public func heldEpochs(app: AppID, device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
+        try heldEpochsByDevice(app: app, device: device)[device] ?? [:]
     }
 
-    /// `heldEpochs(device:)` of every device that sent anything, read in one
-    /// pass (after a cloud restore the simulator asks for all 10,000).
-    public func heldEpochsByDevice() throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
+    /// `heldEpochs(app:device:)` of every device of `app` that sent anything,
+    /// read in one pass (after a cloud restore the simulator asks for all
+    /// 10,000), or of the one `device`.
+    public func heldEpochsByDevice(app: AppID, device: DeviceID? = nil) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
         try read { db in
             var held: [DeviceID: [Epoch: OutboxSeq]] = [:]
-            let rows = try Row.fetchCursor(db, sql: "SELECT device, epoch, last_seq FROM device_epochs")
+            let rows = try device.map { device in
+                try Row.fetchCursor(db.cachedStatement(sql: "SELECT device, epoch, last_seq FROM device_epochs WHERE app = ? AND device = ?"),
+                                    arguments: [app, device])
+            } ?? Row.fetchCursor(db.cachedStatement(sql: "SELECT device, epoch, last_seq FROM device_epochs WHERE app = ?"),
+                                 arguments: [app])
             while let row = try rows.next() {
                 let device: DeviceID = try Stored.column(row, 0, "device_epochs.device")
                 held[device, default: [:]][Epoch(try Stored.position(Stored.column(row, 1, "device_epochs.epoch"), "device_epochs.epoch of \(device)"))] =
@@ -91,22 +87,21 @@ extension CloudIndex {
         }
     }
 
-    /// The seq of the cloud log's last row (0 when it is empty): it grows
-    /// with every frame that brought something new.
-    public func logHead() throws(CloudError) -> Int64 {
-        try read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(seq), 0) FROM cloud_log") ?? 0 }
+    /// Each app's cloud log head: its row count and last row's hash.
+    public func logHeads() throws(CloudError) -> [CloudLogHead] {
+        try read { db in try logHeads(db) }
     }
 
-    /// The seq of the last content request the cloud made (a hash reached K
-    /// live votes without content and became wanted), 0 before any. Every
-    /// ack asks its device for each wanted hash it holds a live vote for and
-    /// has not offered (up to `requestsPerAck` at once), so a device whose
-    /// sync began at this head and ended with an ack was asked for all it can
-    /// answer, when there were no more than that. It only grows, until a
-    /// restore takes the cloud back.
-    public func contentRequestHead() throws(CloudError) -> Int64 {
+    /// The seq of the last content request the cloud made for `app` (a hash
+    /// reached K live votes without content and became wanted), 0 before
+    /// any. Every ack asks its device for each wanted hash it holds a live
+    /// vote for and has not offered (up to `requestsPerAck` at once), so a
+    /// device whose sync began at this head and ended with an ack was asked
+    /// for all it can answer, when there were no more than that. It only
+    /// grows, until a restore takes the cloud back.
+    public func contentRequestHead(app: AppID) throws(CloudError) -> Int64 {
         try read { db in
-            try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0
+            try Int64.fetchOne(db.cachedStatement(sql: "SELECT wanted_seq FROM app_state WHERE app = ?"), arguments: [app]) ?? 0
         }
     }
 

@@ -29,7 +29,9 @@ public protocol CloudStore: Sendable {
     func stats() throws(CloudError) -> CloudStats
 
     func verifyLog() throws(CloudError) -> CloudLogVerification
-    func scanLog(from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
+    /// Reads the cloud log of `app` (of every app, one after another, when
+    /// nil) from log seq `start` on, until `body` returns false.
+    func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
     func projectionDigest() throws(CloudError) -> String
     func rebuiltProjectionDigest() throws(CloudError) -> String
     func rebuildProjections() throws(CloudError)
@@ -185,7 +187,8 @@ extension CloudStore {
         }
     }
 
+    /// Reads the whole cloud log, each app's in order, until `body` returns false.
     public func scanLog(_ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
-        try scanLog(from: 1, body)
+        try scanLog(app: nil, from: 1, body)
     }
 }

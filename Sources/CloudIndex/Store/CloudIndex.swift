@@ -119,8 +119,6 @@ public final class CloudIndex: CloudStore {
     }
 
     struct EnrolledDevice {
-        /// The id the cloud keeps the device's stream under (`deviceID`).
-        let id: DeviceID
         let key: [UInt8]
     }
 
@@ -177,6 +175,12 @@ public final class CloudIndex: CloudStore {
             let opened: (threshold: Int, agreement: Int?, secret: [UInt8], changed: Bool) = try readOnly
                 ? queue.snapshotRead { db in
                     let meta = try CloudIndex.checkMeta(db)
+                    guard meta.version == CloudSchema.formatVersion else {
+                        throw CloudError(.notACloudStore, """
+                            \(location.displayName) is a cloud store of format version \(meta.version); this build reads version \
+                            \(CloudSchema.formatVersion): open it once for writing (`sightline cloud rebuild --db`) to migrate it
+                            """)
+                    }
                     return (meta.threshold, meta.agreement, meta.secret, false)
                 }
                 : queue.write { db in
@@ -194,7 +198,11 @@ public final class CloudIndex: CloudStore {
                         return (initial, agreement, secret, false)
                     }
                     let meta = try CloudIndex.checkMeta(db)
-                    var changed = meta.version < CloudSchema.formatVersion ? try CloudSchema.migrate(db, from: meta.version) : false
+                    var changed = false
+                    if meta.version < CloudSchema.formatVersion {
+                        try CloudSchema.migrate(db, from: meta.version)
+                        changed = true
+                    }
                     if let threshold, meta.threshold != threshold {
                         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'threshold'", arguments: [threshold])
                         changed = true
@@ -206,17 +214,21 @@ public final class CloudIndex: CloudStore {
                             """, arguments: [agreement])
                         changed = true
                     }
-                    return (threshold ?? meta.threshold, agreement ?? meta.agreement, meta.secret, changed)
+                    let opened = (threshold ?? meta.threshold, agreement ?? meta.agreement, meta.secret)
+                    if changed {
+                        // Which hashes are public, and which content is kept,
+                        // depend on K, on the agreement and on the fold's
+                        // rules, which a migration may change: the log is
+                        // folded again in the same transaction, so a store
+                        // is never left migrated with stale projections.
+                        try CloudIndex.refold(db, threshold: opened.0, agreement: opened.1 ?? opened.0,
+                                              secrets: CloudSecrets(secret: opened.2))
+                    }
+                    return (opened.0, opened.1, opened.2, changed)
                 }
             self.threshold = opened.threshold
             self.agreement = opened.agreement ?? opened.threshold
             secrets = CloudSecrets(secret: opened.secret)
-            if opened.changed {
-                // Which hashes are public, and which content is kept, depend
-                // on K, on the agreement and on the fold's rules, which a
-                // migration may change.
-                try rebuildProjections()
-            }
         } catch let error as CloudError {
             throw error
         } catch {
@@ -345,7 +357,7 @@ public final class CloudIndex: CloudStore {
             }
             let quota = (registered[1] as DatabaseValue).isNull
                 ? nil : try Stored.count(Stored.column(registered, 1, "apps.maximum_devices of \(app)"), "apps.maximum_devices of \(app)")
-            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, enrolment_proof FROM devices WHERE app = ? AND name = ?"),
+            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, enrolment_proof FROM devices WHERE app = ? AND device = ?"),
                                                arguments: [app, device]) {
                 let storedProof: Data? = (existing[1] as DatabaseValue).isNull
                     ? nil : try Stored.column(existing, 1, "devices.enrolment_proof of \(device)")
@@ -360,21 +372,10 @@ public final class CloudIndex: CloudStore {
                     throw CloudError(.enrolmentRefused, "enrolment refused: app \(app) has enrolled its quota of \(quota) devices")
                 }
             }
-            let id = try CloudIndex.deviceID(app: app, name: device, db: db)
-            try db.cachedStatement(sql: "INSERT INTO devices (device, app, key, enrolled_at, enrolment_proof, name) VALUES (?, ?, ?, ?, ?, ?)")
-                .execute(arguments: [id, app, Data(key), now.millisecondsSince1970, proofHash, device])
+            try db.cachedStatement(sql: "INSERT INTO devices (app, device, key, enrolled_at, enrolment_proof) VALUES (?, ?, ?, ?, ?)")
+                .execute(arguments: [app, device, Data(key), now.millisecondsSince1970, proofHash])
             return key
         }
-    }
-
-    /// The id the cloud keeps a newly enrolled device's stream under: its
-    /// name, or, when another app's device already has that id, the app and
-    /// the name on two lines (names never hold a line break). Device names
-    /// are per app; the log, the epochs and the fold know devices by id.
-    static func deviceID(app: AppID, name: DeviceID, db: Database) throws -> DeviceID {
-        let taken = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM devices WHERE device = ?)"),
-                                      arguments: [name]) ?? false
-        return taken ? DeviceID(app.rawValue + "\n" + name.rawValue) : name
     }
 
     static func checkName(_ name: String, _ what: String) throws(CloudError) {

@@ -1,42 +1,50 @@
 import Foundation
 import GRDB
 
-/// The SQLite schema of a cloud store (`Journal/FORMAT.md`, "Cloud store"). The cloud log is the source of truth; the projections are a fold
-/// over it that `CloudIndex.rebuildProjections()` can make again.
+/// The SQLite schema of a cloud store (`Journal/FORMAT.md`, "Cloud store").
+/// The cloud log is the source of truth; the projections are a fold over it
+/// that `CloudIndex.rebuildProjections()` can make again.
+///
+/// Every table but `cloud_meta` is keyed by app first, and nothing a frame
+/// changes is shared between apps: each app has its own log chain and its
+/// own wanted seqs. The PostgreSQL backend keeps the same tables, so a
+/// snapshot of either restores into the other, and a distributed PostgreSQL
+/// can place each app's rows together.
 enum CloudSchema {
-    /// Version 2 added `devices.offered_at_epoch` and `offered_at_seq`;
-    /// version 3 each vote's signal allowance (`votes.signal_day`, `day_*`);
-    /// version 4 `devices.enrolment_proof` and `apps.maximum_devices`;
-    /// version 5 `devices.name`, so that device names are per app;
-    /// version 6 `content_offers`, so that content is agreed.
-    static let formatVersion = 6
+    /// Versions 2 to 6 added columns and tables to the layout of version 1
+    /// (`Format6`); version 7 keys every table by app, chains the cloud log
+    /// per app, and gives each app its wanted seqs.
+    static let formatVersion = 7
     static let application = "sightline-cloud-store"
 
-    /// Not projections: who may send, and what each device was last offered.
-    static let registryDDL = """
+    static let metaDDL = """
         CREATE TABLE cloud_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
         CREATE TABLE apps (
             app TEXT PRIMARY KEY,
             secret_hash BLOB NOT NULL,
             maximum_devices INTEGER
         );
+        """
+
+    /// Who may send, and the position of each device the last backup holds.
+    static let devicesDDL = """
         CREATE TABLE devices (
-            device TEXT PRIMARY KEY,
             app TEXT NOT NULL,
+            device TEXT NOT NULL,
             key BLOB NOT NULL,
             enrolled_at INTEGER NOT NULL,
-            requests_delivered INTEGER NOT NULL DEFAULT 0,
-            requests_offered INTEGER NOT NULL DEFAULT 0,
-            offered_at_epoch INTEGER NOT NULL DEFAULT 0,
-            offered_at_seq INTEGER NOT NULL DEFAULT 0,
             backed_up_epoch INTEGER NOT NULL DEFAULT 0,
             backed_up_seq INTEGER NOT NULL DEFAULT 0,
             enrolment_proof BLOB,
-            name TEXT
-        );
-        CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
+            PRIMARY KEY (app, device)
+        ) WITHOUT ROWID;
+        """
+
+    /// The cloud log, one chain per app, and the refused frames worth a look.
+    static let logDDL = """
         CREATE TABLE cloud_log (
-            seq INTEGER PRIMARY KEY,
+            app TEXT NOT NULL,
+            seq INTEGER NOT NULL,
             device TEXT NOT NULL,
             epoch INTEGER NOT NULL,
             first_seq INTEGER NOT NULL,
@@ -48,10 +56,12 @@ enum CloudSchema {
             payload BLOB NOT NULL,
             received_at INTEGER NOT NULL,
             prev_hash BLOB NOT NULL,
-            hash BLOB NOT NULL
+            hash BLOB NOT NULL,
+            PRIMARY KEY (app, seq)
         );
-        CREATE INDEX cloud_log_by_device ON cloud_log (device, epoch, last_seq);
+        CREATE INDEX cloud_log_by_device ON cloud_log (app, device, epoch, last_seq);
         CREATE TABLE flags (
+            app TEXT NOT NULL,
             device TEXT NOT NULL,
             epoch INTEGER NOT NULL,
             first_seq INTEGER NOT NULL,
@@ -64,10 +74,11 @@ enum CloudSchema {
     /// The projections, folded from the cloud log.
     static let projectionDDL = """
         CREATE TABLE device_epochs (
+            app TEXT NOT NULL,
             device TEXT NOT NULL,
             epoch INTEGER NOT NULL,
             last_seq INTEGER NOT NULL,
-            PRIMARY KEY (device, epoch)
+            PRIMARY KEY (app, device, epoch)
         ) WITHOUT ROWID;
         CREATE TABLE hashes (
             app TEXT NOT NULL,
@@ -106,13 +117,6 @@ enum CloudSchema {
             log_seq INTEGER NOT NULL,
             PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
-        CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-        """ + contentOffersDDL
-
-    /// Each live voter's offer of content for a wanted hash, as a keyed digest
-    /// of the content (`ContentRule`).
-    static let contentOffersDDL = """
-
         CREATE TABLE content_offers (
             app TEXT NOT NULL,
             key BLOB NOT NULL,
@@ -121,54 +125,16 @@ enum CloudSchema {
             PRIMARY KEY (app, key, voter)
         ) WITHOUT ROWID;
         CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
+        CREATE TABLE app_state (
+            app TEXT PRIMARY KEY,
+            wanted_seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
         """
 
-    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state", "content_offers"]
-
-    /// Brings a store of an older version to this one, in the caller's
-    /// transaction. Returns whether the projections must be rebuilt: from
-    /// version 3 on signals count only from live voters and within each
-    /// device's daily allowance, and from version 6 on content is agreed, so
-    /// older projections differ from a replay.
-    static func migrate(_ db: Database, from version: Int) throws -> Bool {
-        if version < 2 {
-            try db.execute(sql: """
-                ALTER TABLE devices ADD COLUMN offered_at_epoch INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE devices ADD COLUMN offered_at_seq INTEGER NOT NULL DEFAULT 0;
-                """)
-        }
-        if version < 3 {
-            try db.execute(sql: """
-                ALTER TABLE votes ADD COLUMN signal_day INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE votes ADD COLUMN day_views INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE votes ADD COLUMN day_shown INTEGER NOT NULL DEFAULT 0;
-                ALTER TABLE votes ADD COLUMN day_engaged INTEGER NOT NULL DEFAULT 0;
-                """)
-        }
-        if version < 4 {
-            try db.execute(sql: """
-                ALTER TABLE apps ADD COLUMN maximum_devices INTEGER;
-                ALTER TABLE devices ADD COLUMN enrolment_proof BLOB;
-                """)
-        }
-        if version < 5 {
-            // Every device enrolled so far was unique across apps: its name is its id.
-            try db.execute(sql: """
-                ALTER TABLE devices ADD COLUMN name TEXT;
-                UPDATE devices SET name = device;
-                CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
-                """)
-        }
-        if version < 6 {
-            try db.execute(sql: contentOffersDDL)
-        }
-        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
-        return version < 6
-    }
+    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state"]
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {
-        try db.execute(sql: registryDDL)
-        try db.execute(sql: projectionDDL)
+        try db.execute(sql: metaDDL + devicesDDL + logDDL + projectionDDL)
         let meta: [(String, any DatabaseValueConvertible)] = [
             ("application", application),
             ("format_version", formatVersion),
@@ -178,6 +144,211 @@ enum CloudSchema {
         ]
         for (key, value) in meta {
             try db.execute(sql: "INSERT INTO cloud_meta (key, value) VALUES (?, ?)", arguments: [key, value])
+        }
+    }
+
+    /// Brings a store of an older version to this one, in the caller's
+    /// transaction, and leaves its projections empty: the caller folds the
+    /// log into them again in the same transaction, since which rows the
+    /// fold keeps changed with the versions (signals within allowances from
+    /// version 3, agreed content from 6, per-app wanted seqs from 7).
+    ///
+    /// The migration to version 7 first checks the version-6 log chain
+    /// (`CloudLog.verifyFormat6Chain`) and refuses a store whose chain is
+    /// broken, since it then chains the log anew per app: a broken log is
+    /// never given a valid chain. A device's stream is then kept under its
+    /// name in its app, whatever id version 6 gave it.
+    static func migrate(_ db: Database, from version: Int) throws {
+        try Format6.migrate(db, from: version)
+        _ = try CloudLog.verifyFormat6Chain(db)
+        var names: [String: (app: String, name: String)] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT device, app, name FROM devices") {
+            let id: String = try Stored.column(row, 0, "devices.device")
+            names[id] = (try Stored.column(row, 1, "devices.app of \(id)"), try Stored.column(row, 2, "devices.name of \(id)"))
+        }
+        try db.execute(sql: """
+            DROP INDEX devices_by_name;
+            DROP INDEX cloud_log_by_device;
+            ALTER TABLE devices RENAME TO format6_devices;
+            ALTER TABLE cloud_log RENAME TO format6_cloud_log;
+            ALTER TABLE flags RENAME TO format6_flags;
+            """)
+        for table in Format6.projectionTables { try db.execute(sql: "DROP TABLE \(table)") }
+        try db.execute(sql: devicesDDL + logDDL + projectionDDL)
+        try db.execute(sql: """
+            INSERT INTO devices (app, device, key, enrolled_at, backed_up_epoch, backed_up_seq, enrolment_proof)
+            SELECT app, name, key, enrolled_at, backed_up_epoch, backed_up_seq, enrolment_proof FROM format6_devices
+            """)
+        try CloudLog.rechainFormat6Log(db, names: names)
+        let flags = try Row.fetchAll(db, sql: "SELECT device, epoch, first_seq, last_seq, reason, flagged_at FROM format6_flags")
+        for row in flags {
+            let id: String = try Stored.column(row, 0, "flags.device")
+            guard let owner = names[id] else { continue }
+            try db.execute(sql: """
+                INSERT INTO flags (app, device, epoch, first_seq, last_seq, reason, flagged_at) VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [owner.app, owner.name, row[1], row[2], row[3], row[4], row[5]])
+        }
+        try db.execute(sql: """
+            DROP TABLE format6_devices;
+            DROP TABLE format6_cloud_log;
+            DROP TABLE format6_flags;
+            """)
+        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+    }
+
+    /// The layout of versions 1 to 6: one log chain and one wanted seq for
+    /// the whole store, and device streams kept under ids unique across
+    /// apps. Kept to check and migrate stores and snapshots of those versions.
+    enum Format6 {
+        static let registryDDL = """
+            CREATE TABLE cloud_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;
+            CREATE TABLE apps (
+                app TEXT PRIMARY KEY,
+                secret_hash BLOB NOT NULL,
+                maximum_devices INTEGER
+            );
+            CREATE TABLE devices (
+                device TEXT PRIMARY KEY,
+                app TEXT NOT NULL,
+                key BLOB NOT NULL,
+                enrolled_at INTEGER NOT NULL,
+                requests_delivered INTEGER NOT NULL DEFAULT 0,
+                requests_offered INTEGER NOT NULL DEFAULT 0,
+                offered_at_epoch INTEGER NOT NULL DEFAULT 0,
+                offered_at_seq INTEGER NOT NULL DEFAULT 0,
+                backed_up_epoch INTEGER NOT NULL DEFAULT 0,
+                backed_up_seq INTEGER NOT NULL DEFAULT 0,
+                enrolment_proof BLOB,
+                name TEXT
+            );
+            CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
+            CREATE TABLE cloud_log (
+                seq INTEGER PRIMARY KEY,
+                device TEXT NOT NULL,
+                epoch INTEGER NOT NULL,
+                first_seq INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL,
+                accepted_from INTEGER NOT NULL,
+                codec INTEGER NOT NULL,
+                uncompressed_length INTEGER NOT NULL,
+                digest BLOB NOT NULL,
+                payload BLOB NOT NULL,
+                received_at INTEGER NOT NULL,
+                prev_hash BLOB NOT NULL,
+                hash BLOB NOT NULL
+            );
+            CREATE INDEX cloud_log_by_device ON cloud_log (device, epoch, last_seq);
+            CREATE TABLE flags (
+                device TEXT NOT NULL,
+                epoch INTEGER NOT NULL,
+                first_seq INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL,
+                reason TEXT NOT NULL,
+                flagged_at INTEGER NOT NULL
+            );
+            """
+
+        static let projectionDDL = """
+            CREATE TABLE device_epochs (
+                device TEXT NOT NULL,
+                epoch INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL,
+                PRIMARY KEY (device, epoch)
+            ) WITHOUT ROWID;
+            CREATE TABLE hashes (
+                app TEXT NOT NULL,
+                key BLOB NOT NULL,
+                hash BLOB,
+                live_votes INTEGER NOT NULL,
+                voters INTEGER NOT NULL,
+                views INTEGER NOT NULL,
+                shown INTEGER NOT NULL,
+                engaged INTEGER NOT NULL,
+                wanted_seq INTEGER,
+                has_content INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (app, key)
+            ) WITHOUT ROWID;
+            CREATE INDEX hashes_wanted ON hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;
+            CREATE TABLE votes (
+                app TEXT NOT NULL,
+                key BLOB NOT NULL,
+                voter BLOB NOT NULL,
+                token BLOB NOT NULL,
+                live INTEGER NOT NULL,
+                signal_day INTEGER NOT NULL DEFAULT 0,
+                day_views INTEGER NOT NULL DEFAULT 0,
+                day_shown INTEGER NOT NULL DEFAULT 0,
+                day_engaged INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (app, key, voter)
+            ) WITHOUT ROWID;
+            CREATE TABLE public_content (
+                app TEXT NOT NULL,
+                key BLOB NOT NULL,
+                activity_type TEXT NOT NULL,
+                title TEXT,
+                keywords BLOB NOT NULL,
+                description TEXT,
+                url TEXT,
+                log_seq INTEGER NOT NULL,
+                PRIMARY KEY (app, key)
+            ) WITHOUT ROWID;
+            CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            """ + contentOffersDDL
+
+        static let contentOffersDDL = """
+
+            CREATE TABLE content_offers (
+                app TEXT NOT NULL,
+                key BLOB NOT NULL,
+                voter BLOB NOT NULL,
+                digest BLOB NOT NULL,
+                PRIMARY KEY (app, key, voter)
+            ) WITHOUT ROWID;
+            CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
+            """
+
+        static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state", "content_offers"]
+
+        /// The schema of a version-6 store, which a snapshot of version 1
+        /// to 6 is checked against (each table some of these columns).
+        static func create(_ db: Database) throws {
+            try db.execute(sql: registryDDL + projectionDDL)
+        }
+
+        /// Brings a store of version 1 to 5 to the layout of version 6,
+        /// whose projections the migration to 7 then drops.
+        static func migrate(_ db: Database, from version: Int) throws {
+            if version < 2 {
+                try db.execute(sql: """
+                    ALTER TABLE devices ADD COLUMN offered_at_epoch INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE devices ADD COLUMN offered_at_seq INTEGER NOT NULL DEFAULT 0;
+                    """)
+            }
+            if version < 3 {
+                try db.execute(sql: """
+                    ALTER TABLE votes ADD COLUMN signal_day INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE votes ADD COLUMN day_views INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE votes ADD COLUMN day_shown INTEGER NOT NULL DEFAULT 0;
+                    ALTER TABLE votes ADD COLUMN day_engaged INTEGER NOT NULL DEFAULT 0;
+                    """)
+            }
+            if version < 4 {
+                try db.execute(sql: """
+                    ALTER TABLE apps ADD COLUMN maximum_devices INTEGER;
+                    ALTER TABLE devices ADD COLUMN enrolment_proof BLOB;
+                    """)
+            }
+            if version < 5 {
+                // Every device enrolled before version 5 was unique across apps: its name is its id.
+                try db.execute(sql: """
+                    ALTER TABLE devices ADD COLUMN name TEXT;
+                    UPDATE devices SET name = device;
+                    CREATE UNIQUE INDEX devices_by_name ON devices (app, name);
+                    """)
+            }
+            if version < 6 {
+                try db.execute(sql: contentOffersDDL)
+            }
         }
     }
 }

@@ -12,22 +12,22 @@ enum CloudStatement: Int, CaseIterable {
 
     var sql: String {
         switch self {
-        case .epochs: "SELECT epoch, last_seq FROM device_epochs WHERE device = ? ORDER BY epoch"
+        case .epochs: "SELECT epoch, last_seq FROM device_epochs WHERE app = ? AND device = ? ORDER BY epoch"
         case .recordEpoch: """
-            INSERT INTO device_epochs (device, epoch, last_seq) VALUES (?, ?, ?)
-            ON CONFLICT (device, epoch) DO UPDATE SET last_seq = excluded.last_seq
+            INSERT INTO device_epochs (app, device, epoch, last_seq) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, device, epoch) DO UPDATE SET last_seq = excluded.last_seq
             """
-        case .registry: "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE device = ?"
+        case .registry: "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = ? AND device = ?"
         case .wanted: "SELECT hash, key, wanted_seq FROM hashes WHERE app = ? AND wanted_seq IS NOT NULL ORDER BY wanted_seq"
         case .sameFrame: """
-            SELECT EXISTS (SELECT 1 FROM cloud_log WHERE device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
+            SELECT EXISTS (SELECT 1 FROM cloud_log WHERE app = ? AND device = ? AND epoch = ? AND first_seq = ? AND last_seq = ?
                            AND accepted_from = first_seq AND digest = ?)
             """
-        case .logHead: "SELECT seq, hash FROM cloud_log ORDER BY seq DESC LIMIT 1"
+        case .logHead: "SELECT seq, hash FROM cloud_log WHERE app = ? ORDER BY seq DESC LIMIT 1"
         case .logAppend: """
-            INSERT INTO cloud_log (seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
+            INSERT INTO cloud_log (app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
                                    digest, payload, received_at, prev_hash, hash)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """
         case .insertVote: "INSERT INTO votes (app, key, voter, token, live) VALUES (?, ?, ?, ?, 1) ON CONFLICT DO NOTHING"
         case .readVote: """

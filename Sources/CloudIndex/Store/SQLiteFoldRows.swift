@@ -94,11 +94,12 @@ struct SQLiteFoldRows: FoldRows {
     }
 
     func markWanted(app: AppID, key: Data) throws {
-        let next = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM fold_state WHERE key = 'wanted_seq'")) ?? 0) + 1
+        let next = (try Int64.fetchOne(db.cachedStatement(sql: "SELECT wanted_seq FROM app_state WHERE app = ?"),
+                                       arguments: [app]) ?? 0) + 1
         try db.cachedStatement(sql: """
-            INSERT INTO fold_state (key, value) VALUES ('wanted_seq', ?)
-            ON CONFLICT (key) DO UPDATE SET value = excluded.value
-            """).execute(arguments: [next])
+            INSERT INTO app_state (app, wanted_seq) VALUES (?, ?)
+            ON CONFLICT (app) DO UPDATE SET wanted_seq = excluded.wanted_seq
+            """).execute(arguments: [app, next])
         try db.cachedStatement(sql: "UPDATE hashes SET wanted_seq = ? WHERE app = ? AND key = ?")
             .execute(arguments: [next, app, key])
     }
@@ -148,9 +149,10 @@ struct SQLiteFoldRows: FoldRows {
 
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
         let record = try statements.statement(.recordEpoch, db)
-        record.bind(1, device)
-        record.bind(2, epoch)
-        record.bind(3, lastSeq)
+        record.bind(1, app)
+        record.bind(2, device)
+        record.bind(3, epoch)
+        record.bind(4, lastSeq)
         try record.execute()
     }
 }

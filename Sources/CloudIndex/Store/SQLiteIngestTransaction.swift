@@ -16,7 +16,8 @@ struct SQLiteIngestTransaction: IngestTransaction {
 
     func heldEpochs(app: AppID, device: DeviceID) throws -> [(epoch: Epoch, last: OutboxSeq)] {
         let read = try statements.statement(.epochs, db)
-        read.bind(1, device)
+        read.bind(1, app)
+        read.bind(2, device)
         var epochs: [(epoch: Epoch, last: OutboxSeq)] = []
         defer { read.reset() }
         while try read.step() {
@@ -28,11 +29,12 @@ struct SQLiteIngestTransaction: IngestTransaction {
 
     func holdsFrame(app: AppID, _ frame: UploadFrame) throws -> Bool {
         let same = try statements.statement(.sameFrame, db)
-        same.bind(1, frame.device)
-        same.bind(2, frame.epoch)
-        same.bind(3, frame.firstSeq)
-        same.bind(4, frame.lastSeq)
-        same.bind(5, frame.digest)
+        same.bind(1, app)
+        same.bind(2, frame.device)
+        same.bind(3, frame.epoch)
+        same.bind(4, frame.firstSeq)
+        same.bind(5, frame.lastSeq)
+        same.bind(6, frame.digest)
         defer { same.reset() }
         return try same.step() && same.int64(0) != 0
     }
@@ -40,8 +42,8 @@ struct SQLiteIngestTransaction: IngestTransaction {
     func loggedRows(app: AppID, device: DeviceID, epoch: Epoch, from: OutboxSeq, through: OutboxSeq) throws -> [StoredLogRow] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT \(StoredLogRow.columns) FROM cloud_log
-            WHERE device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
-            """), arguments: [device, epoch, from, through]).map { row throws(CloudError) in try StoredLogRow(row) }
+            WHERE app = ? AND device = ? AND epoch = ? AND last_seq >= ? AND accepted_from <= ? ORDER BY accepted_from
+            """), arguments: [app, device, epoch, from, through]).map { row throws(CloudError) in try StoredLogRow(row) }
     }
 
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> SQLiteFoldRows {
@@ -49,14 +51,15 @@ struct SQLiteIngestTransaction: IngestTransaction {
     }
 
     func appendLog(app: AppID, _ frame: UploadFrame, acceptedFrom: OutboxSeq, receivedAt: Timestamp) throws -> Int64 {
-        try CloudLog.append(frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt, db: db, statements: statements)
+        try CloudIndex.appendLog(app: app, frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt, db: db, statements: statements)
     }
 
     func finishFold(_ rows: SQLiteFoldRows) throws {}
 
     func backedUp(app: AppID, device: DeviceID) throws -> OutboxPosition {
         let registry = try statements.statement(.registry, db)
-        registry.bind(1, device)
+        registry.bind(1, app)
+        registry.bind(2, device)
         defer { registry.reset() }
         guard try registry.step() else { return .nothing }
         return OutboxPosition(epoch: Epoch(try Stored.position(registry.optionalInt64(0) ?? 0, "devices.backed_up_epoch of \(device)")),

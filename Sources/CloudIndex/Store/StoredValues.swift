@@ -22,29 +22,31 @@ extension Stored {
 extension StoredLogRow {
     /// The columns `init(_:)` reads, in its order; a query may add more after them.
     static let columns = """
-        seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload, received_at
+        app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload, received_at
         """
 
     /// Reads a row selected with `columns` first; throws `corruptLog` naming
     /// the row and the field when a value is missing, of the wrong type or out
     /// of range.
     init(_ row: Row) throws(CloudError) {
+        let app: AppID
         let seq: Int64
         do {
-            seq = try row.decode(Int64.self, atIndex: 0)
+            app = try row.decode(AppID.self, atIndex: 0)
+            seq = try row.decode(Int64.self, atIndex: 1)
         } catch {
-            throw CloudError(.corruptLog, "a cloud log row has no integer seq")
+            throw CloudError(.corruptLog, "a cloud log row has no app name or no integer seq")
         }
         func field<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws(CloudError) -> Value {
             do {
                 return try Stored.column(row, index, name)
             } catch {
-                throw CloudError(.corruptLog, "log seq \(seq): \(error.message)")
+                throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
             }
         }
-        try self.init(seq: seq, device: field(1, "device"), epoch: field(2, "epoch"), firstSeq: field(3, "first_seq"),
-                      lastSeq: field(4, "last_seq"), acceptedFrom: field(5, "accepted_from"), codec: field(6, "codec"),
-                      uncompressedLength: field(7, "uncompressed_length"), digest: [UInt8](field(8, "digest") as Data),
-                      payload: [UInt8](field(9, "payload") as Data), receivedAt: field(10, "received_at"))
+        try self.init(app: app, seq: seq, device: field(2, "device"), epoch: field(3, "epoch"), firstSeq: field(4, "first_seq"),
+                      lastSeq: field(5, "last_seq"), acceptedFrom: field(6, "accepted_from"), codec: field(7, "codec"),
+                      uncompressedLength: field(8, "uncompressed_length"), digest: [UInt8](field(9, "digest") as Data),
+                      payload: [UInt8](field(10, "payload") as Data), receivedAt: field(11, "received_at"))
     }
 }

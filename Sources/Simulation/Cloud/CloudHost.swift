@@ -16,6 +16,8 @@ final class CloudHost {
     private let world: WorldClock
     private let random: SeededRandom
     private let threshold: Int
+    /// The app every simulated device belongs to.
+    private let app: AppID
     /// A served cloud, whose store the host only reads.
     private let isRemote: Bool
     /// The call lane, which writes backups; nil: they are written at once.
@@ -45,8 +47,10 @@ final class CloudHost {
     /// an accepted frame or a new incarnation changes it).
     private var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
 
-    init(path: String, directory: String, world: WorldClock, random: SeededRandom, threshold: Int, isRemote: Bool, lane: CallLane?) {
+    init(path: String, directory: String, world: WorldClock, random: SeededRandom, threshold: Int, app: AppID, isRemote: Bool,
+         lane: CallLane?) {
         self.path = path
+        self.app = app
         self.directory = directory
         self.world = world
         self.random = random
@@ -102,10 +106,10 @@ final class CloudHost {
     /// there every frame it took is news.
     func news(accepted: Int) throws(CloudError) -> CloudNews {
         if isRemote, let cloud {
-            return CloudNews(incarnation: incarnation, mark: try cloud.logHead())
+            return CloudNews(incarnation: incarnation, mark: try cloud.logHeads().first { $0.app == app }?.rows ?? 0)
         }
         if newsRead.accepted != accepted || newsRead.news.incarnation != incarnation, let cloud {
-            newsRead = (accepted, CloudNews(incarnation: incarnation, mark: try cloud.contentRequestHead()))
+            newsRead = (accepted, CloudNews(incarnation: incarnation, mark: try cloud.contentRequestHead(app: app)))
         }
         return newsRead.news
     }
@@ -113,8 +117,8 @@ final class CloudHost {
     /// What the cloud holds of `device` now, per epoch, read from its store
     /// even while it is down (its file is intact until a restore replaces it).
     func holds(device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
-        if let cloud { return try cloud.heldEpochs(device: device) }
-        return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)).heldEpochs(device: device)
+        if let cloud { return try cloud.heldEpochs(app: app, device: device) }
+        return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)).heldEpochs(app: app, device: device)
     }
 
     // MARK: - Restores
@@ -188,7 +192,7 @@ final class CloudHost {
         }
         let cloud = try open()
         self.cloud = cloud
-        return restore ? try cloud.heldEpochsByDevice() : nil
+        return restore ? try cloud.heldEpochsByDevice(app: app) : nil
     }
 
     // MARK: - Backups

@@ -18,6 +18,7 @@ enum CloudJournal {
 
     static func json(_ record: CloudLogRecord) -> JSONValue {
         .object([
+            "app": .string(record.app.rawValue),
             "seq": .integer(record.seq),
             "device": .string(record.device.rawValue),
             "epoch": .integer(Int64(clamping: record.epoch.rawValue)),
@@ -79,13 +80,13 @@ enum CloudJournal {
         let cloud = try open(path)
         var byKind: [String: Int] = [:]
         var rows = 0
-        var devices = Set<DeviceID>()
+        var devices = Set<DeviceStream>()
         var first: Timestamp?
         var last: Timestamp?
         do {
             try cloud.scanLog { record in
                 rows += 1
-                devices.insert(record.device)
+                devices.insert(DeviceStream(app: record.app, device: record.device))
                 if first == nil { first = record.receivedAt }
                 last = record.receivedAt
                 for message in record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom)) {
@@ -120,14 +121,14 @@ enum CloudJournal {
         }
     }
 
-    static func export(_ path: String, from: UInt64, to: UInt64?) throws {
+    static func export(_ path: String, app: AppID?, from: UInt64, to: UInt64?) throws {
         let cloud = try open(path)
         let last = to ?? UInt64.max
         do {
-            try cloud.scanLog(from: Int64(clamping: max(from, 1))) { record in
-                guard UInt64(record.seq) <= last else { return false }
-                Output.line(JSONWriter.compact(json(record)))
-                return true
+            try cloud.scanLog(app: app, from: Int64(clamping: max(from, 1))) { record in
+                if UInt64(record.seq) <= last { Output.line(JSONWriter.compact(json(record))) }
+                // Past --to of one app, the next app's rows may follow.
+                return app == nil || UInt64(record.seq) < last
             }
         } catch {
             Output.error("stopped: \(error.message)")

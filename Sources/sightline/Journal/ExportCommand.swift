@@ -9,8 +9,9 @@ struct ExportCommand: ParsableCommand {
         abstract: "Export events as JSON Lines: one {seq, epoch, call, time, event, hash} object per line.",
         discussion: """
             On a damaged store it exports every event it can read, then says where it stopped (exit status 1). \
-            On a cloud store it exports the cloud log: one {seq, device, epoch, firstSeq, lastSeq, acceptedFrom, \
-            receivedAt, messages, hash} object per accepted frame.
+            On a cloud store it exports the cloud log: one {app, seq, device, epoch, firstSeq, lastSeq, acceptedFrom, \
+            receivedAt, messages, hash} object per accepted frame, each app's chain in order (--app: one app's); \
+            --from and --to are seqs of each app's chain.
             """
     )
 
@@ -22,9 +23,16 @@ struct ExportCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The last seq to export.", valueName: "seq"))
     var to: UInt64?
 
+    @Option(name: .long, help: ArgumentHelp("On a cloud store: export this app's log only.", valueName: "name"))
+    var app: AppID?
+
     func run() throws {
         if CloudIndex.isCloudStore(at: store.db) {
-            return try CloudJournal.export(store.db, from: from, to: to)
+            return try CloudJournal.export(store.db, app: app, from: from, to: to)
+        }
+        if app != nil {
+            Output.error("error: --app selects an app of a cloud store; \(store.db) is a device store")
+            throw ExitStatus.invalidInput
         }
         let device = try store.openReadOnly()
         let last = to ?? UInt64.max

@@ -1,0 +1,279 @@
+import Foundation
+import GRDB
+import IndexModel
+import SQLiteSupport
+import SyncWire
+import Threads
+
+extension CloudIndex {
+    /// Appends `frame` (whose messages from `acceptedFrom` on are new) to its
+    /// app's chain and returns its log seq there.
+    static func appendLog(app: AppID, _ frame: UploadFrame, acceptedFrom: OutboxSeq, receivedAt: Timestamp, db: Database,
+                          statements: StatementSlots) throws -> Int64 {
+        let head = try statements.statement(.logHead, db)
+        head.bind(1, app)
+        var seq: Int64 = 1
+        var previousHash = CloudLog.genesis
+        do {
+            defer { head.reset() }
+            if try head.step() {
+                seq = head.int64(0) + 1
+                previousHash = head.blob(1)
+            }
+        }
+        let hash = CloudLog.chainHash(previous: previousHash, app: app, device: frame.device, epoch: frame.epoch,
+                                      firstSeq: frame.firstSeq, lastSeq: frame.lastSeq, acceptedFrom: acceptedFrom,
+                                      digest: frame.digest, receivedAt: receivedAt)
+        let insert = try statements.statement(.logAppend, db)
+        insert.bind(1, app)
+        insert.bind(2, seq)
+        insert.bind(3, frame.device)
+        insert.bind(4, frame.epoch)
+        insert.bind(5, frame.firstSeq)
+        insert.bind(6, frame.lastSeq)
+        insert.bind(7, acceptedFrom)
+        insert.bind(8, Int64(frame.codec.rawValue))
+        insert.bind(9, Int64(frame.uncompressedLength))
+        insert.bind(10, frame.digest)
+        insert.bind(11, frame.payload)
+        insert.bind(12, receivedAt.millisecondsSince1970)
+        insert.bind(13, previousHash)
+        insert.bind(14, hash)
+        try insert.execute()
+        return seq
+    }
+
+    /// Checks every log row, each app's in order (`LogChainCheck`): seqs
+    /// dense from 1, each previous hash the predecessor's hash, each hash
+    /// recomputed, each payload inflating to its digest and decoding to its
+    /// count of messages. Stops at the first bad row.
+    public func verifyLog() throws(CloudError) -> CloudLogVerification {
+        try verifyLog(handingTo: nil)
+    }
+
+    /// `verifyLog()`, handing each verified row's newly accepted messages to
+    /// `stream` for a replay on another thread (a restore's check of the
+    /// projections), so that each payload is inflated and decoded once. The
+    /// caller finishes the stream.
+    func verifyLog(handingTo stream: RowStream<LoggedFrame>?) throws(CloudError) -> CloudLogVerification {
+        try read { db in
+            var check = LogChainCheck()
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT \(StoredLogRow.columns), prev_hash, hash FROM cloud_log ORDER BY app, seq
+                """)
+            while let row = try rows.next() {
+                do throws(CloudError) {
+                    let stored = try StoredLogRow(row)
+                    guard let messages = check.check(stored, prevHash: [UInt8](try Stored.column(row, 12, "prev_hash") as Data),
+                                                     hash: [UInt8](try Stored.column(row, 13, "hash") as Data)) else { break }
+                    stream?.append(LoggedFrame(stored, messages: messages))
+                } catch {
+                    check.fail(error.message)
+                    break
+                }
+            }
+            return check.finish()
+        }
+    }
+
+    /// Each app's chain head, from the log's last rows alone (no row is checked).
+    func logHeads(_ db: Database) throws -> [CloudLogHead] {
+        try Row.fetchAll(db, sql: """
+            SELECT app, seq, hash FROM cloud_log l WHERE seq = (SELECT max(seq) FROM cloud_log WHERE app = l.app) ORDER BY app
+            """).map { row throws(CloudError) in
+            CloudLogHead(app: try Stored.column(row, 0, "cloud_log.app"), rows: try Stored.column(row, 1, "cloud_log.seq"),
+                         hash: [UInt8](try Stored.column(row, 2, "cloud_log.hash") as Data))
+        }
+    }
+
+    /// A SHA-256 digest of every projection row in key order.
+    public func projectionDigest() throws(CloudError) -> String {
+        try read { db in try CloudIndex.digest(db) }
+    }
+
+    /// Replays the cloud log into fresh projections in a private in-memory
+    /// database and returns their digest; the store is not modified.
+    public func rebuiltProjectionDigest() throws(CloudError) -> String {
+        try inScratchProjections { replay in
+            try queue.snapshotRead { source in try CloudIndex.readLog(from: source, into: &replay) }
+        }
+    }
+
+    /// `rebuiltProjectionDigest()` over the frames of `stream`, which another
+    /// thread reads, verifies and decodes meanwhile (`verifyLog(handingTo:)`,
+    /// in a restore): the log is read once for both checks. A stream that ends
+    /// early (the verification stopped at a bad row) gives the digest of the
+    /// rows before it.
+    func rebuiltProjectionDigest(replaying stream: RowStream<LoggedFrame>) throws(CloudError) -> String {
+        defer { stream.abandon() }
+        return try inScratchProjections { replay in
+            while let batch = stream.nextBatch() {
+                for frame in batch { try replay.apply(frame) }
+                stream.recycle(consume batch)
+            }
+        }
+    }
+
+    /// The fold into `db`'s projections, with statements kept for this fold only.
+    static func fold(_ db: Database, threshold: Int, agreement: Int, secrets: CloudSecrets) -> CloudFold<SQLiteFoldRows> {
+        CloudFold(rows: SQLiteFoldRows(db: db, statements: StatementSlots(count: CloudStatement.allCases.count)),
+                  threshold: threshold, agreement: agreement, secrets: secrets)
+    }
+
+    /// Makes fresh projections in a private in-memory database, lets `body`
+    /// fold the log into them, and returns their digest.
+    private func inScratchProjections(_ body: (inout LogReplay<SQLiteFoldRows>) throws -> Void) throws(CloudError) -> String {
+        do {
+            let scratch = try DatabaseQueue()
+            return try scratch.write { scratchDB in
+                try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: secrets.secret, createdAt: 0)
+                var replay = LogReplay(fold: CloudIndex.fold(scratchDB, threshold: threshold, agreement: agreement, secrets: secrets))
+                try body(&replay)
+                try replay.finish()
+                return try CloudIndex.digest(scratchDB)
+            }
+        } catch let error as CloudError {
+            throw error
+        } catch {
+            throw CloudError(.database, "rebuild failed: \(CloudIndex.describe(error))")
+        }
+    }
+
+    /// Empties the projections and folds the whole cloud log into them again, in
+    /// one transaction.
+    public func rebuildProjections() throws(CloudError) {
+        ingestMemory.forget()
+        try write { db in try CloudIndex.refold(db, threshold: threshold, agreement: agreement, secrets: secrets) }
+    }
+
+    /// Empties `db`'s projections and folds its cloud log into them, in the
+    /// caller's transaction.
+    static func refold(_ db: Database, threshold: Int, agreement: Int, secrets: CloudSecrets) throws {
+        for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
+        var replay = LogReplay(fold: fold(db, threshold: threshold, agreement: agreement, secrets: secrets))
+        try readLog(from: db, into: &replay)
+        try replay.finish()
+    }
+
+    /// Folds every row of the cloud log in `source` into `replay`, each app's in order.
+    private static func readLog(from source: Database, into replay: inout LogReplay<SQLiteFoldRows>) throws {
+        let rows = try Row.fetchCursor(source, sql: "SELECT \(StoredLogRow.columns) FROM cloud_log ORDER BY app, seq")
+        while let row = try rows.next() {
+            let stored = try StoredLogRow(row)
+            try replay.apply(LoggedFrame(stored, messages: try stored.messages()))
+        }
+    }
+
+    static let digestQueries = [
+        "SELECT app, device, epoch, last_seq FROM device_epochs ORDER BY app, device, epoch",
+        "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content FROM hashes ORDER BY app, key",
+        "SELECT app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged FROM votes ORDER BY app, key, voter",
+        "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
+        "SELECT app, wanted_seq FROM app_state ORDER BY app",
+        "SELECT app, key, voter, digest FROM content_offers ORDER BY app, key, voter",
+    ]
+
+    static func digest(_ db: Database) throws -> String {
+        RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))
+    }
+
+    /// Reads the cloud log of `app` (every app when nil, one after another)
+    /// from `seq` on, in order, until `body` returns false.
+    public func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+        try read { db in
+            let rows = try app.map { app in
+                try Row.fetchCursor(db, sql: """
+                    SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE app = ? AND seq >= ? ORDER BY seq
+                    """, arguments: [app, start])
+            } ?? Row.fetchCursor(db, sql: """
+                SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE seq >= ? ORDER BY app, seq
+                """, arguments: [start])
+            while let row = try rows.next() {
+                let stored = try StoredLogRow(row)
+                guard try body(CloudLogRecord(stored, hash: [UInt8](try Stored.column(row, 12, "hash") as Data))) else { break }
+            }
+        }
+    }
+}
+
+extension CloudLog {
+    /// Checks the single chain of a store of format versions 1 to 6 (seqs
+    /// dense from 1, each previous hash and hash), without decoding payloads,
+    /// and returns its row count and head hash. A broken chain is a
+    /// `corruptLog` error: such a store is not migrated.
+    static func verifyFormat6Chain(_ db: Database) throws -> (rows: Int64, head: [UInt8]) {
+        var previous = genesis
+        var rows: Int64 = 0
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT seq, device, epoch, first_seq, last_seq, accepted_from, digest, received_at, prev_hash, hash
+            FROM cloud_log ORDER BY seq
+            """)
+        while let row = try cursor.next() {
+            let seq: Int64 = try Stored.column(row, 0, "cloud_log.seq")
+            func position(_ index: Int, _ name: String) throws -> UInt64 {
+                try Stored.position(Stored.column(row, index, "cloud_log.\(name) of seq \(seq)"), "cloud_log.\(name) of seq \(seq)")
+            }
+            guard seq == rows + 1 else {
+                throw CloudError(.corruptLog, "the format-6 cloud log lacks seq \(rows + 1) (the next row is \(seq))")
+            }
+            guard [UInt8](try Stored.column(row, 8, "cloud_log.prev_hash") as Data) == previous else {
+                throw CloudError(.corruptLog, "the format-6 cloud log's chain is broken at seq \(seq)")
+            }
+            let hash = format6ChainHash(previous: previous, device: try Stored.column(row, 1, "cloud_log.device"),
+                                        epoch: try position(2, "epoch"), firstSeq: try position(3, "first_seq"),
+                                        lastSeq: try position(4, "last_seq"), acceptedFrom: try position(5, "accepted_from"),
+                                        digest: [UInt8](try Stored.column(row, 6, "cloud_log.digest") as Data),
+                                        receivedAt: try Stored.column(row, 7, "cloud_log.received_at"))
+            guard hash == [UInt8](try Stored.column(row, 9, "cloud_log.hash") as Data) else {
+                throw CloudError(.corruptLog, "the format-6 cloud log's row \(seq) does not match its hash (row altered)")
+            }
+            previous = hash
+            rows = seq
+        }
+        return (rows, previous)
+    }
+
+    /// Copies the rows of `format6_cloud_log` (a chain `verifyFormat6Chain`
+    /// checked) into `cloud_log`, each app's numbered from 1 and chained
+    /// anew in the order of the old chain, each device named by its name in
+    /// its app (`names`, by its id of version 6).
+    static func rechainFormat6Log(_ db: Database, names: [String: (app: String, name: String)]) throws {
+        var heads: [String: (seq: Int64, hash: [UInt8])] = [:]
+        let insert = try db.makeStatement(sql: """
+            INSERT INTO cloud_log (app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
+                                   digest, payload, received_at, prev_hash, hash)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """)
+        let cursor = try Row.fetchCursor(db, sql: """
+            SELECT seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload, received_at
+            FROM format6_cloud_log ORDER BY seq
+            """)
+        while let row = try cursor.next() {
+            let oldSeq: Int64 = try Stored.column(row, 0, "cloud_log.seq")
+            let id: String = try Stored.column(row, 1, "cloud_log.device of seq \(oldSeq)")
+            guard let owner = names[id] else {
+                throw CloudError(.corruptLog, "format-6 log seq \(oldSeq) is from device \(id), which is not enrolled")
+            }
+            let stored = try StoredLogRow(app: AppID(owner.app), seq: oldSeq, device: DeviceID(owner.name),
+                                          epoch: Stored.column(row, 2, "cloud_log.epoch"),
+                                          firstSeq: Stored.column(row, 3, "cloud_log.first_seq"),
+                                          lastSeq: Stored.column(row, 4, "cloud_log.last_seq"),
+                                          acceptedFrom: Stored.column(row, 5, "cloud_log.accepted_from"),
+                                          codec: Stored.column(row, 6, "cloud_log.codec"),
+                                          uncompressedLength: Stored.column(row, 7, "cloud_log.uncompressed_length"),
+                                          digest: [UInt8](Stored.column(row, 8, "cloud_log.digest") as Data),
+                                          payload: [UInt8](Stored.column(row, 9, "cloud_log.payload") as Data),
+                                          receivedAt: Stored.column(row, 10, "cloud_log.received_at"))
+            let previous = heads[owner.app] ?? (0, genesis)
+            let seq = previous.seq + 1
+            let hash = chainHash(previous: previous.hash, app: stored.app, device: stored.device, epoch: stored.epoch,
+                                 firstSeq: stored.firstSeq, lastSeq: stored.lastSeq, acceptedFrom: stored.acceptedFrom,
+                                 digest: stored.digest, receivedAt: stored.receivedAt)
+            try insert.execute(arguments: [owner.app, seq, owner.name, stored.epoch, stored.firstSeq, stored.lastSeq,
+                                           stored.acceptedFrom, stored.codec, stored.uncompressedLength, Data(stored.digest),
+                                           Data(stored.payload), stored.receivedAt.millisecondsSince1970,
+                                           Data(previous.hash), Data(hash)])
+            heads[owner.app] = (seq, hash)
+        }
+    }
+}
