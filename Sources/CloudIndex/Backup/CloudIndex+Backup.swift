@@ -114,21 +114,6 @@ public struct CloudSnapshotCopy: Sendable {
 }
 
 extension CloudIndex {
-    /// Writes a backup snapshot of the cloud store while it keeps serving, in
-    /// the device snapshot's container (`Journal/FORMAT.md`, "Snapshot files").
-    /// Afterwards each device's *backed-up* position is what the snapshot holds
-    /// of it; acks carry it, and devices keep every message after it, so that a
-    /// restore of this snapshot can be brought up to date by resending.
-    ///
-    /// The three steps, for a caller that writes the file elsewhere:
-    /// `copyForSnapshot(to:)`, `CloudSnapshotCopy.write`, `recordSnapshot(_:)`.
-    @discardableResult
-    public func snapshot(to path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
-        let copy = try copyForSnapshot(to: path)
-        try copy.write(key: key)
-        return try recordSnapshot(copy)
-    }
-
     /// Copies the store, in one read transaction, for a snapshot at `path`:
     /// the only step of a snapshot that reads the cloud store.
     public func copyForSnapshot(to path: String) throws(CloudError) -> CloudSnapshotCopy {

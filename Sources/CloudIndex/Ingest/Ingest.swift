@@ -48,6 +48,36 @@ public enum FrameAuthentication: Sendable {
     /// The frame is malformed, its device unknown or its signature wrong;
     /// nothing of it was stored.
     case refused(IngestResult)
+
+    /// Reads a frame's structure and limits, finds its enrolled device's key
+    /// with `key` (nil: not enrolled) and checks the signature, in constant
+    /// time, before any inflating, as every backend does.
+    package static func of(_ bytes: [UInt8], key: (AppID, DeviceID) throws -> [UInt8]?) -> FrameAuthentication {
+        let frame: UploadFrame
+        do {
+            frame = try UploadFrame.parse(bytes)
+        } catch {
+            return .refused(.rejecting(error, device: nil, frame: nil, key: nil))
+        }
+        let deviceKey: [UInt8]?
+        do {
+            deviceKey = try key(frame.app, frame.device)
+        } catch {
+            return .refused(.rejecting(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device,
+                                       frame: frame, key: nil))
+        }
+        guard let deviceKey else {
+            return .refused(.rejecting(WireError(.unknownDevice, "device \(frame.device) is not enrolled for app \(frame.app)"),
+                                       device: frame.device, frame: frame, key: nil))
+        }
+        guard frame.isSigned(by: deviceKey) else {
+            // Unsigned: the cloud never signs a reply to a frame whose own
+            // signature failed, or anyone could collect signed replies.
+            return .refused(.rejecting(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
+                                       device: frame.device, frame: frame, key: nil))
+        }
+        return .authenticated(AuthenticatedFrame(frame: frame, app: frame.app, key: deviceKey))
+    }
 }
 
 extension CloudIndex {
@@ -56,29 +86,7 @@ extension CloudIndex {
     /// is stored. A caller that rate-limits devices charges one only after
     /// this proved who sent the frame (`docs/SECURITY.md`).
     public func authenticate(_ bytes: [UInt8]) -> FrameAuthentication {
-        let frame: UploadFrame
-        do {
-            frame = try UploadFrame.parse(bytes)
-        } catch {
-            return .refused(.rejecting(error, device: nil, frame: nil, key: nil))
-        }
-        let device: EnrolledDevice?
-        do {
-            device = try enrolledDevice(app: frame.app, name: frame.device)
-        } catch {
-            return .refused(.rejecting(WireError(.unavailable, "the cloud cannot read its device registry"), device: frame.device, frame: frame, key: nil))
-        }
-        guard let device else {
-            return .refused(.rejecting(WireError(.unknownDevice, "device \(frame.device) is not enrolled for app \(frame.app)"),
-                                   device: frame.device, frame: frame, key: nil))
-        }
-        guard frame.isSigned(by: device.key) else {
-            // Unsigned: the cloud never signs a reply to a frame whose own
-            // signature failed, or anyone could collect signed replies.
-            return .refused(.rejecting(WireError(.badSignature, "the frame is not signed with the key of device \(frame.device)"),
-                                   device: frame.device, frame: frame, key: nil))
-        }
-        return .authenticated(AuthenticatedFrame(frame: frame, app: frame.app, key: device.key))
+        FrameAuthentication.of(bytes) { app, name in try enrolledDevice(app: app, name: name)?.key }
     }
 
     /// Ingests an authenticated frame and returns the reply, deciding as

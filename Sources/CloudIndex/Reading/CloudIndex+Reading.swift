@@ -62,15 +62,10 @@ extension CloudIndex {
         }
     }
 
-    /// The last seq the cloud holds of each epoch of `device` of `app`.
-    public func heldEpochs(app: AppID, device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
-        try heldEpochsByDevice(app: app, device: device)[device] ?? [:]
-    }
-
     /// `heldEpochs(app:device:)` of every device of `app` that sent anything,
     /// read in one pass (after a cloud restore the simulator asks for all
     /// 10,000), or of the one `device`.
-    public func heldEpochsByDevice(app: AppID, device: DeviceID? = nil) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
+    public func heldEpochsByDevice(app: AppID, device: DeviceID?) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
         try read { db in
             var held: [DeviceID: [Epoch: OutboxSeq]] = [:]
             let rows = try device.map { device in

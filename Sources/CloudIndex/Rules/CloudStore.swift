@@ -1,3 +1,4 @@
+import Crypto
 import IndexModel
 import IndexQuery
 import SyncWire
@@ -8,11 +9,15 @@ import SyncWire
 /// `FramePlacement` for exactly-once ingestion, `ThresholdRule` and
 /// `ContentRule` for the public index, `PopularityRule` for the counts.
 /// `CloudServer` and the search run on any `CloudStore`.
-public protocol CloudStore: Sendable {
+public protocol CloudStore: AnyObject, Sendable {
     /// K: live votes from distinct devices before a hash's content is asked for and shown.
     var threshold: Int { get }
+    /// How many live voters must offer byte-identical content before it is public (`ContentRule`).
+    var agreement: Int { get }
     /// The store's current time (its injected clock), for `$time` in queries.
     var now: Timestamp { get }
+    /// Where the store is, for messages: a path, or a URL without its password.
+    var displayName: String { get }
 
     func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
@@ -27,6 +32,15 @@ public protocol CloudStore: Sendable {
     func entries(app: AppID) throws(CloudError) -> [HashEntry]
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
+    /// How many entries are public: `stats().publicItems` without the counts
+    /// that scan the whole log.
+    func publicItemCount() throws(CloudError) -> Int
+    /// The last seq held of each epoch of each device of `app` (of `device` alone when given).
+    func heldEpochsByDevice(app: AppID, device: DeviceID?) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]]
+    /// Each app's cloud log head: its rows and its last row's hash.
+    func logHeads() throws(CloudError) -> [CloudLogHead]
+    /// The app's last wanted seq (`CloudIndex.contentRequestHead(app:)`).
+    func contentRequestHead(app: AppID) throws(CloudError) -> Int64
 
     func verifyLog() throws(CloudError) -> CloudLogVerification
     /// Reads the cloud log of `app` (of every app, one after another, when
@@ -35,6 +49,14 @@ public protocol CloudStore: Sendable {
     func projectionDigest() throws(CloudError) -> String
     func rebuiltProjectionDigest() throws(CloudError) -> String
     func rebuildProjections() throws(CloudError)
+
+    /// Copies the store, consistently, into a cloud store file for a backup
+    /// snapshot at `path` (`CloudSnapshotCopy.write` then writes the snapshot).
+    func copyForSnapshot(to path: String) throws(CloudError) -> CloudSnapshotCopy
+    /// Makes the snapshot written from `copy` the cloud's backup: each
+    /// device's backed-up position moves up to what the copy holds of it.
+    @discardableResult
+    func recordSnapshot(_ copy: CloudSnapshotCopy) throws(CloudError) -> CloudSnapshotManifest
 }
 
 /// Where a frame falls against the positions the cloud holds for its device:
@@ -185,6 +207,30 @@ extension CloudStore {
             if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
             return a.key.lexicographicallyPrecedes(b.key)
         }
+    }
+
+    /// The last seq the cloud holds of each epoch of `device` of `app`.
+    public func heldEpochs(app: AppID, device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
+        try heldEpochsByDevice(app: app, device: device)[device] ?? [:]
+    }
+
+    /// `heldEpochsByDevice(app:device:)` of every device of `app`.
+    public func heldEpochsByDevice(app: AppID) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
+        try heldEpochsByDevice(app: app, device: nil)
+    }
+
+    /// Writes a backup snapshot of the cloud store while it keeps serving, in
+    /// the device snapshot's container (`Journal/FORMAT.md`, "Snapshot
+    /// files"). Afterwards each device's *backed-up* position is what the
+    /// snapshot holds of it; acks carry it, and devices keep every message
+    /// after it, so that a restore of this snapshot can be brought up to date
+    /// by resending. It is `copyForSnapshot(to:)`, `CloudSnapshotCopy.write`
+    /// and `recordSnapshot(_:)` in a row.
+    @discardableResult
+    public func snapshot(to path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
+        let copy = try copyForSnapshot(to: path)
+        try copy.write(key: key)
+        return try recordSnapshot(copy)
     }
 
     /// Reads the whole cloud log, each app's in order, until `body` returns false.

@@ -164,14 +164,7 @@ extension CloudIndex {
         }
     }
 
-    static let digestQueries = [
-        "SELECT app, device, epoch, last_seq FROM device_epochs ORDER BY app, device, epoch",
-        "SELECT app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content FROM hashes ORDER BY app, key",
-        "SELECT app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged FROM votes ORDER BY app, key, voter",
-        "SELECT app, key, activity_type, title, keywords, description, url, log_seq FROM public_content ORDER BY app, key",
-        "SELECT app, wanted_seq FROM app_state ORDER BY app",
-        "SELECT app, key, voter, digest FROM content_offers ORDER BY app, key, voter",
-    ]
+    static let digestQueries = StoreTables.projections.map(StoreTables.digestQuery)
 
     static func digest(_ db: Database) throws -> String {
         RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))

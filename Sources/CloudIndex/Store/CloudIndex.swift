@@ -279,7 +279,9 @@ public final class CloudIndex: CloudStore {
     /// The cloud's current time (its injected clock), for `$time` in queries.
     public var now: Timestamp { clock.now() }
 
-    static func describe(_ error: any Error) -> String {
+    public var displayName: String { location.displayName }
+
+    package static func describe(_ error: any Error) -> String {
         SQLiteErrorText.describe(error)
     }
 
@@ -326,7 +328,7 @@ public final class CloudIndex: CloudStore {
         }
     }
 
-    static let largestDeviceQuota = 100_000_000
+    package static let largestDeviceQuota = 100_000_000
 
     /// Enrols `device` for `app` and returns its new device key (32 bytes), which
     /// signs its frames. The secret must be the app's; a device is enrolled once
@@ -378,13 +380,13 @@ public final class CloudIndex: CloudStore {
         }
     }
 
-    static func checkName(_ name: String, _ what: String) throws(CloudError) {
+    package static func checkName(_ name: String, _ what: String) throws(CloudError) {
         guard !name.isEmpty, name.utf8.count <= 256, !name.contains(where: \.isNewline) else {
             throw CloudError(.invalidOption, "the \(what) name must be 1 to 256 bytes on one line")
         }
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0
         for index in a.indices { difference |= a[index] ^ b[index] }
