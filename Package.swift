@@ -257,6 +257,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // A PostgreSQL database per test: the cluster tools/test started, or one
+        // that tools/postgres starts for this test process.
+        .target(name: "PostgresTestSupport", dependencies: ["CloudPostgres"], path: "Tests/PostgresTestSupport"),
+        .testTarget(name: "CloudPostgresTests", dependencies: ["CloudPostgres", "PostgresTestSupport"]),
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [
