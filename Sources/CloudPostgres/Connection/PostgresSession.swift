@@ -51,6 +51,7 @@ public final class PostgresSession {
     /// - Throws: ``PostgresFailure``: `.server` for an error in the SQL,
     ///   `.binding`, `.timeout`, `.connectionLost`, `.retryable`, or `.decoding`
     ///   when a column has a type ``PostgresValue`` does not hold.
+    @discardableResult
     public func query(_ sql: String, _ binds: [PostgresValue] = []) throws(PostgresFailure) -> [PostgresRowValues] {
         checkOpen()
         var retried = false
@@ -151,6 +152,7 @@ public final class PostgresSession {
     /// 25P02): either way nothing was committed. A `.retryable` failure
     /// (serialization, deadlock) means the whole body may be run again.
     /// Transactions do not nest.
+    @discardableResult
     public func transaction<T>(
         isolation: Isolation = .readCommitted, readOnly: Bool = false, _ body: () throws -> T
     ) throws -> T {
