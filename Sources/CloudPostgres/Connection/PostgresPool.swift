@@ -74,6 +74,7 @@ public final class PostgresPool: @unchecked Sendable {
     /// Makes a pool; it opens no connection until a session needs one.
     ///
     /// - Parameters:
+    ///   - location: the server and database.
     ///   - password: from ``PostgresPassword/load(file:environment:)``; nil when
     ///     the server asks for none.
     ///   - size: the most connections open at once, at least 1.
@@ -82,6 +83,9 @@ public final class PostgresPool: @unchecked Sendable {
     ///     (every attempt and the backoff between them) before `.unreachable`.
     ///   - checkoutTimeout: how long a checkout waits for a busy pool before
     ///     `.poolExhausted`.
+    ///   - logger: for postgres-nio's events: connection errors at debug level,
+    ///     protocol messages (which may hold row values) at trace level, so keep
+    ///     it above trace wherever content must stay out of logs.
     public init(
         location: PostgresLocation,
         password: String?,
@@ -167,8 +171,9 @@ public final class PostgresPool: @unchecked Sendable {
                 let id = state.nextConnectionID
                 state.nextConnectionID += 1
                 condition.unlock()
+                let pooled: PooledConnection
                 do {
-                    return try open(id: id)
+                    pooled = try open(id: id)
                 } catch {
                     condition.lock()
                     state.open -= 1
@@ -178,6 +183,13 @@ public final class PostgresPool: @unchecked Sendable {
                     if shutDown { shutDownGroup() }
                     throw error
                 }
+                // close() may have run while the connection was opening; checkin
+                // then closes it and, as the last, stops the event loop.
+                guard !condition.withLock({ state.closed }) else {
+                    checkin(pooled)
+                    throw PostgresFailure(.closed, "the PostgreSQL pool for \(location) is closed")
+                }
+                return pooled
             }
             let remaining = deadline - clock.now
             guard remaining > .zero else {

@@ -197,7 +197,7 @@ public final class PostgresSession {
     /// through the connection's `search_path`.
     ///
     /// postgres-nio offers COPY only as an `async` function; it runs here as a
-    /// task on the connection's event loop (``EventLoopTaskExecutor``), never on
+    /// task on the connection's event loop (`EventLoopTaskExecutor`), never on
     /// Swift's cooperative pool, while the calling thread waits.
     ///
     /// - Throws: ``PostgresFailure``: `.binding` for a row of the wrong width
