@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "SQLiteSupport", targets: ["SQLiteSupport"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
         .library(name: "CloudIndex", targets: ["CloudIndex"]),
+        .library(name: "CloudPostgres", targets: ["CloudPostgres"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),
         .library(name: "SyncHTTP", targets: ["SyncHTTP"]),
         .library(name: "Simulation", targets: ["Simulation"]),
@@ -34,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // `swift package generate-documentation`, which tools/check runs over each library's DocC catalog.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -94,6 +96,18 @@ let package = Package(
                 "Snapshot",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // Blocking PostgreSQL connections over postgres-nio, for the cloud's PostgreSQL backend.
+        .target(
+            name: "CloudPostgres",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The HTTP API over CloudIndex (Hummingbird, swift-log, swift-metrics to Prometheus).
@@ -243,6 +257,10 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // A PostgreSQL database per test: the cluster tools/test started, or one
+        // that tools/postgres starts for this test process.
+        .target(name: "PostgresTestSupport", dependencies: ["CloudPostgres"], path: "Tests/PostgresTestSupport"),
+        .testTarget(name: "CloudPostgresTests", dependencies: ["CloudPostgres", "PostgresTestSupport"]),
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [

@@ -1,0 +1,372 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import PostgresNIO
+
+/// One connection, checked out of a ``PostgresPool`` for the length of a
+/// ``PostgresPool/withSession(_:)`` body, with blocking calls to run
+/// statements on it.
+///
+/// Every call blocks the calling thread until PostgreSQL answers; the work
+/// itself runs on the pool's event loop, so a caller on any thread but that
+/// loop's (a test on Swift's cooperative pool included) cannot starve it.
+/// A session belongs to the thread running the body and is unusable after
+/// the body returns. Every call throws ``PostgresFailure``.
+///
+/// Statements, bound values and rows never appear in errors or logs.
+public final class PostgresSession {
+    private let pooled: PooledConnection
+    private let settings: PostgresPool.Settings
+    private var isOpen = true
+
+    init(_ pooled: PooledConnection, settings: PostgresPool.Settings) {
+        self.pooled = pooled
+        self.settings = settings
+    }
+
+    /// Ends the session: its connection goes back to the pool.
+    func end() {
+        isOpen = false
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement as a server-side prepared statement and returns its
+    /// rows.
+    ///
+    /// The statement is prepared the first time this connection sees `sql`
+    /// and reused after that (the cache is per connection, so a new
+    /// connection prepares again). Parameters take the types PostgreSQL
+    /// infers for them; each bound value is sent in binary as that type
+    /// (an `int64` narrowed to `int4` when the parameter is one, and so on)
+    /// or refused with code `.binding` when it cannot be, before anything is
+    /// sent. Cast a parameter in the SQL (`$1::int8[]`) where PostgreSQL
+    /// cannot infer it. When a schema change invalidates the prepared
+    /// statement, it is prepared again and run once more, outside a
+    /// transaction; inside one, the failure is thrown (the transaction is
+    /// aborted anyway).
+    ///
+    /// Use ``execute(_:_:)`` when the number of rows affected matters.
+    ///
+    /// - Throws: ``PostgresFailure``: `.server` for an error in the SQL,
+    ///   `.binding`, `.timeout`, `.connectionLost`, `.retryable`, or `.decoding`
+    ///   when a column has a type ``PostgresValue`` does not hold.
+    @discardableResult
+    public func query(_ sql: String, _ binds: [PostgresValue] = []) throws(PostgresFailure) -> [PostgresRowValues] {
+        checkOpen()
+        var retried = false
+        while true {
+            let statement = try prepared(sql)
+            guard statement.parameterTypes.count == binds.count else {
+                throw PostgresFailure(
+                    .binding, "the statement has \(statement.parameterTypes.count) parameters; \(binds.count) values were bound")
+            }
+            var data: [PostgresData] = []
+            data.reserveCapacity(binds.count)
+            for (index, value) in binds.enumerated() {
+                data.append(try value.binaryData(for: statement.parameterTypes[index], parameter: index))
+            }
+            do {
+                let rows = try wait(statement.query.execute(data))
+                return try Self.decode(rows)
+            } catch {
+                // 0A000 "cached plan must not change result type" after a schema
+                // change; 26000 when the statement is gone (DISCARD ALL).
+                let stale = error.sqlState == "0A000" || error.sqlState == "26000"
+                guard stale, !retried else { throw error }
+                forget(sql)
+                if pooled.inTransaction || pooled.openedTransactionByStatement { throw error }
+                retried = true
+            }
+        }
+    }
+
+    /// Runs one statement and returns the number of rows it inserted,
+    /// updated, deleted, merged, copied or selected, from its command tag (0
+    /// for statements that affect no rows).
+    ///
+    /// postgres-nio's prepared statements do not return the command tag, so
+    /// this runs the statement unnamed: parsed, planned and run in one round
+    /// trip, with each bound value's own type given to the parser (`int64`
+    /// as `int8`, NULL left to the statement). For a statement run many times
+    /// whose count is not needed, ``query(_:_:)`` saves the parsing.
+    ///
+    /// - Throws: ``PostgresFailure``, as ``query(_:_:)`` does.
+    @discardableResult
+    public func execute(_ sql: String, _ binds: [PostgresValue] = []) throws(PostgresFailure) -> Int {
+        checkOpen()
+        var bindings = PostgresBindings(capacity: binds.count)
+        for (index, value) in binds.enumerated() {
+            bindings.append(try value.binaryData(for: nil, parameter: index))
+        }
+        let result = try wait(pooled.connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: settings.logger))
+        noteTransactionControl(result.metadata.command)
+        return Self.rowCount(result.metadata)
+    }
+
+    /// Runs a script of statements separated by semicolons (a schema, a
+    /// migration), one after another, without binds.
+    ///
+    /// postgres-nio has no simple query protocol, which would take the whole
+    /// script in one message, so the script is split at the semicolons that
+    /// end statements (not those in strings, quoted names, dollar-quoted
+    /// bodies or comments) and each statement is sent on its own. The script
+    /// is not atomic by itself: run it inside
+    /// ``transaction(isolation:readOnly:_:)`` for that (PostgreSQL's DDL is
+    /// transactional), except for statements that refuse a transaction, such
+    /// as `CREATE DATABASE`.
+    ///
+    /// - Throws: ``PostgresFailure`` from the first statement that fails; the
+    ///   statements before it have run.
+    public func executeScript(_ script: String) throws(PostgresFailure) {
+        checkOpen()
+        for statement in SQLScript.statements(script) {
+            let result = try wait(pooled.connection.query(PostgresQuery(unsafeSQL: statement), logger: settings.logger))
+            noteTransactionControl(result.metadata.command)
+        }
+    }
+
+    // MARK: Transactions
+
+    /// The isolation level of a transaction.
+    public enum Isolation: Sendable {
+        case readCommitted
+        case repeatableRead
+        case serializable
+
+        var sql: String {
+            switch self {
+            case .readCommitted: "READ COMMITTED"
+            case .repeatableRead: "REPEATABLE READ"
+            case .serializable: "SERIALIZABLE"
+            }
+        }
+    }
+
+    /// Runs `body` inside a transaction: `BEGIN` before, `COMMIT` after, and
+    /// `ROLLBACK` when `body` throws (its error is rethrown).
+    ///
+    /// A COMMIT that fails is an error, and so is one that PostgreSQL turned
+    /// into a rollback because a statement in the transaction failed and
+    /// `body` caught that failure and went on (code `.server`, SQLSTATE
+    /// 25P02): either way nothing was committed. A `.retryable` failure
+    /// (serialization, deadlock) means the whole body may be run again.
+    /// Transactions do not nest.
+    @discardableResult
+    public func transaction<T>(
+        isolation: Isolation = .readCommitted, readOnly: Bool = false, _ body: () throws -> T
+    ) throws -> T {
+        checkOpen()
+        precondition(!pooled.inTransaction && !pooled.openedTransactionByStatement, "PostgreSQL transactions do not nest")
+        _ = try control("BEGIN ISOLATION LEVEL \(isolation.sql)\(readOnly ? " READ ONLY" : "")")
+        pooled.inTransaction = true
+        let value: T
+        do {
+            value = try body()
+        } catch {
+            pooled.inTransaction = false
+            do {
+                _ = try control("ROLLBACK")
+            } catch {
+                // The connection's state is unknown: it is not lent again.
+                pooled.broken = true
+            }
+            throw error
+        }
+        pooled.inTransaction = false
+        let tag = try control("COMMIT")
+        guard tag == "COMMIT" else {
+            throw PostgresFailure(
+                .server,
+                "the transaction was rolled back at COMMIT: a statement in it had failed and its error was caught",
+                sqlState: "25P02")
+        }
+        return value
+    }
+
+    // MARK: Bulk load
+
+    /// Loads rows into `table` with `COPY … FROM STDIN` and returns how many.
+    ///
+    /// The rows are encoded in COPY's text format into buffers of about a
+    /// mebibyte before anything is sent, so their text must fit in memory:
+    /// load a large set in batches (inside one transaction if it must be all
+    /// or nothing). COPY runs under the pool's statement timeout. `table` and
+    /// `columns` must be plain lower-case names (letters, digits, `_`): postgres-nio
+    /// quotes them as given and takes no schema, so the table is found
+    /// through the connection's `search_path`.
+    ///
+    /// postgres-nio offers COPY only as an `async` function; it runs here as a
+    /// task on the connection's event loop (`EventLoopTaskExecutor`), never on
+    /// Swift's cooperative pool, while the calling thread waits.
+    ///
+    /// - Throws: ``PostgresFailure``: `.binding` for a row of the wrong width
+    ///   or a name that is not plain, `.server` for a value the column refuses
+    ///   (nothing of the COPY is loaded then), and the connection failures.
+    @discardableResult
+    public func copyFrom(table: String, columns: [String], rows: some Sequence<[PostgresValue]>) throws(PostgresFailure) -> Int {
+        checkOpen()
+        for name in [table] + columns where !Self.isPlainName(name) {
+            throw PostgresFailure(
+                .binding, "COPY takes plain lower-case names (letters, digits, _; at most 63 bytes), not '\(name)'")
+        }
+        guard !columns.isEmpty else { throw PostgresFailure(.binding, "COPY needs at least one column") }
+        var encoder = CopyTextEncoder(columnCount: columns.count)
+        for row in rows { try encoder.append(row) }
+        let rowCount = encoder.rowCount
+        guard rowCount > 0 else { return 0 }
+        let chunks = encoder.finish()
+        let connection = pooled.connection
+        let logger = settings.logger
+        do {
+            try pooled.executor.run {
+                try await connection.copyFrom(table: table, columns: columns, format: .text(.init()), logger: logger) { writer in
+                    for chunk in chunks { try await writer.write(chunk) }
+                }
+            }
+        } catch {
+            throw failure(from: error)
+        }
+        return rowCount
+    }
+
+    // MARK: Internals
+
+    private func checkOpen() {
+        precondition(isOpen, "a PostgresSession is used after its withSession body returned")
+    }
+
+    /// The prepared statement for `sql` on this connection, prepared now if it
+    /// is not yet.
+    private func prepared(_ sql: String) throws(PostgresFailure) -> PooledConnection.PreparedStatement {
+        if let statement = pooled.statements[sql] { return statement }
+        if pooled.statements.count >= PooledConnection.statementLimit, let oldest = pooled.preparedOrder.first {
+            forget(oldest)
+        }
+        let query = try wait(pooled.connection.prepare(query: sql))
+        // postgres-nio's prepare does not return the parameter types the
+        // server inferred; pg_prepared_statements has them.
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(sql)
+        let lookup = PostgresQuery(
+            unsafeSQL: "SELECT parameter_types::oid[] FROM pg_prepared_statements WHERE statement = $1 AND NOT from_sql LIMIT 1",
+            binds: bindings)
+        let result = try wait(pooled.connection.query(lookup, logger: settings.logger))
+        let rows = try Self.decode(result.rows)
+        guard let row = rows.first else {
+            throw PostgresFailure(.protocolViolation, "the prepared statement is missing from pg_prepared_statements")
+        }
+        var parameterTypes: [UInt32] = []
+        for type in try row[0].int64Array {
+            guard let oid = UInt32(exactly: type) else {
+                throw PostgresFailure(.protocolViolation, "pg_prepared_statements names a parameter type \(type)")
+            }
+            parameterTypes.append(oid)
+        }
+        let statement = PooledConnection.PreparedStatement(query: query, parameterTypes: parameterTypes)
+        pooled.statements[sql] = statement
+        pooled.preparedOrder.append(sql)
+        return statement
+    }
+
+    /// Drops `sql`'s prepared statement from the cache and deallocates it on
+    /// the server.
+    private func forget(_ sql: String) {
+        guard let statement = pooled.statements.removeValue(forKey: sql) else { return }
+        pooled.preparedOrder.removeAll { $0 == sql }
+        // A failure to deallocate leaves a statement the cache no longer names;
+        // it goes with the connection.
+        _ = try? wait(statement.query.deallocate())
+    }
+
+    /// Runs a transaction control statement and returns its command tag.
+    private func control(_ sql: String) throws(PostgresFailure) -> String {
+        let result = try wait(pooled.connection.query(PostgresQuery(unsafeSQL: sql), logger: settings.logger))
+        return result.metadata.command
+    }
+
+    /// Follows `BEGIN`, `COMMIT` and `ROLLBACK` run as plain statements, so
+    /// that a connection left inside a transaction is not lent again.
+    private func noteTransactionControl(_ command: String) {
+        switch command {
+        case "BEGIN", "START TRANSACTION": pooled.openedTransactionByStatement = true
+        case "COMMIT", "ROLLBACK": pooled.openedTransactionByStatement = false
+        default: break
+        }
+    }
+
+    /// Waits for `future`, closing the connection when the server has not
+    /// answered long after the statement timeout (a server that stopped
+    /// responding, a network that dropped), so that no call blocks for ever.
+    private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws(PostgresFailure) -> T {
+        let watchdogFired = NIOLockedValueBox(false)
+        var watchdog: Scheduled<Void>?
+        if let limit = settings.unansweredLimit {
+            let connection = pooled.connection
+            watchdog = connection.eventLoop.scheduleTask(in: limit) {
+                watchdogFired.withLockedValue { $0 = true }
+                let _: EventLoopFuture<Void> = connection.close()
+            }
+        }
+        defer { watchdog?.cancel() }
+        do {
+            return try future.wait()
+        } catch {
+            if watchdogFired.withLockedValue({ $0 }) {
+                pooled.broken = true
+                throw PostgresFailure(
+                    .timeout, "PostgreSQL at \(settings.location) did not answer in time; the connection was closed")
+            }
+            throw failure(from: error)
+        }
+    }
+
+    private func failure(from error: any Error) -> PostgresFailure {
+        let failure = PostgresFailure.from(error, phase: .statement, location: settings.location)
+        if failure.code == .connectionLost || pooled.connection.isClosed { pooled.broken = true }
+        return failure
+    }
+
+    private static func decode(_ rows: [PostgresRow]) throws(PostgresFailure) -> [PostgresRowValues] {
+        guard let first = rows.first else { return [] }
+        let names = first.map(\.columnName)
+        var decoded: [PostgresRowValues] = []
+        decoded.reserveCapacity(rows.count)
+        for row in rows {
+            var values: [PostgresValue] = []
+            values.reserveCapacity(names.count)
+            // Extended-protocol results are always binary: postgres-nio asks for
+            // binary in every Bind, though it labels a prepared statement's
+            // cells as text. The cell's format is therefore not consulted.
+            for cell in row {
+                switch PostgresValue.decodeBinary(type: cell.dataType.rawValue, bytes: cell.bytes) {
+                case .success(let value): values.append(value)
+                case .failure(let problem):
+                    throw PostgresFailure(.decoding, "cannot decode column \(cell.columnIndex) (\(cell.columnName)): \(problem.reason)")
+                }
+            }
+            guard values.count == names.count else {
+                throw PostgresFailure(.protocolViolation, "a row has \(values.count) columns where the first had \(names.count)")
+            }
+            decoded.append(PostgresRowValues(columnNames: names, values: values))
+        }
+        return decoded
+    }
+
+    private static func rowCount(_ metadata: PostgresQueryMetadata) -> Int {
+        if let rows = metadata.rows { return rows }
+        // postgres-nio parses the counts of INSERT, UPDATE, DELETE, SELECT, COPY,
+        // MOVE and FETCH; MERGE's tag ("MERGE 3") it keeps whole.
+        let parts = metadata.command.split(separator: " ")
+        if parts.count == 2, parts[0] == "MERGE", let count = Int(parts[1]) { return count }
+        return 0
+    }
+
+    private static func isPlainName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, name.utf8.count <= 63 else { return false }
+        let lower = UInt8(ascii: "a")...UInt8(ascii: "z")
+        let digit = UInt8(ascii: "0")...UInt8(ascii: "9")
+        guard lower.contains(first) || first == UInt8(ascii: "_") else { return false }
+        return name.utf8.allSatisfy { lower.contains($0) || digit.contains($0) || $0 == UInt8(ascii: "_") }
+    }
+}
