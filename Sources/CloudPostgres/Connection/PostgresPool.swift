@@ -45,6 +45,9 @@ public final class PostgresPool: @unchecked Sendable {
     public let statementTimeout: Duration?
     public let connectTimeout: Duration
     public let checkoutTimeout: Duration
+    /// The schemas unqualified names are looked up in, set on every
+    /// connection (`search_path`); nil keeps the server's.
+    public let searchPath: String?
 
     private let password: String?
     private let settings: Settings
@@ -83,6 +86,8 @@ public final class PostgresPool: @unchecked Sendable {
     ///     (every attempt and the backoff between them) before `.unreachable`.
     ///   - checkoutTimeout: how long a checkout waits for a busy pool before
     ///     `.poolExhausted`.
+    ///   - searchPath: the schemas unqualified names are looked up in, set
+    ///     as `search_path` when each connection starts (nil: the server's).
     ///   - logger: for postgres-nio's events: connection errors at debug level,
     ///     protocol messages (which may hold row values) at trace level, so keep
     ///     it above trace wherever content must stay out of logs.
@@ -93,8 +98,10 @@ public final class PostgresPool: @unchecked Sendable {
         statementTimeout: Duration? = .seconds(30),
         connectTimeout: Duration = .seconds(10),
         checkoutTimeout: Duration = .seconds(30),
+        searchPath: String? = nil,
         logger: Logger = Logger(label: "sightline.postgres")
     ) {
+        self.searchPath = searchPath
         precondition(size >= 1, "a PostgreSQL pool needs at least one connection")
         self.location = location
         self.password = password
@@ -280,6 +287,7 @@ public final class PostgresPool: @unchecked Sendable {
             parameters.append(("statement_timeout", milliseconds))
             parameters.append(("idle_in_transaction_session_timeout", milliseconds))
         }
+        if let searchPath { parameters.append(("search_path", searchPath)) }
         configuration.options.additionalStartupParameters = parameters
         let future = PostgresConnection.connect(
             on: group.next(), configuration: configuration, id: id, logger: settings.logger)
