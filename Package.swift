@@ -102,6 +102,12 @@ let package = Package(
         .target(
             name: "CloudPostgres",
             dependencies: [
+                "CloudIndex",
+                "IndexModel",
+                "SyncWire",
+                "Snapshot",
+                "ByteCoding",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -179,6 +185,7 @@ let package = Package(
                 "SyncWire",
                 "SyncHTTP",
                 "CloudIndex",
+                "CloudPostgres",
                 "CloudServer",
                 "SQLiteSupport",
                 "Snapshot",
@@ -264,7 +271,7 @@ let package = Package(
         .testTarget(
             name: "CloudIndexTests",
             dependencies: [
-                "CloudIndex", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
+                "CloudIndex", "CloudPostgres", "PostgresTestSupport", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

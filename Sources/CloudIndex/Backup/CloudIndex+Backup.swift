@@ -17,7 +17,7 @@ public struct CloudSnapshotManifest: Hashable, Sendable {
     public let contentBytes: Int64
     public let encrypted: Bool
 
-    init(_ object: JSONObject) throws(CloudError) {
+    package init(_ object: JSONObject) throws(CloudError) {
         func integer(_ key: String) throws(CloudError) -> Int64 {
             guard case .integer(let value)? = object[key], value >= 0 else {
                 throw CloudError(.snapshot, "the snapshot manifest has no \(key)")

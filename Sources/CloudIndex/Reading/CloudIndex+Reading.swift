@@ -23,6 +23,18 @@ public struct HashEntry: Hashable, Sendable {
 
     public var isPublic: Bool { content != nil }
 
+    package init(app: AppID, key: [UInt8], hash: PublicHash?, liveVotes: Int, voters: Int, popularity: Popularity,
+                 content: PublicContent?, isWanted: Bool) {
+        self.app = app
+        self.key = key
+        self.hash = hash
+        self.liveVotes = liveVotes
+        self.voters = voters
+        self.popularity = popularity
+        self.content = content
+        self.isWanted = isWanted
+    }
+
     /// Engagements per impression, nil before any impression.
     public var engagementRatio: Double? {
         popularity.shown == 0 ? nil : Double(popularity.engaged) / Double(popularity.shown)
@@ -42,6 +54,8 @@ public struct CloudStats: Hashable, Sendable {
     public var threshold = 0
     /// How many live voters must offer the same content (`ContentRule`).
     public var agreement = 0
+
+    package init() {}
 }
 
 extension CloudIndex {
@@ -137,32 +151,54 @@ extension CloudIndex {
         func column<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws(CloudError) -> Value {
             try Stored.column(row, index, name)
         }
-        func count(_ index: Int, _ name: String) throws(CloudError) -> Int64 {
-            try Stored.count(column(index, name), name)
-        }
         var content: PublicContent?
         if try column(14, "public_content presence") as Bool {
-            let keywords = [UInt8](try column(11, "public_content.keywords") as Data)
-            guard let decoded = PublicKeywords.decode(keywords) else {
-                throw CloudError(.corruptStore, "public_content.keywords is not a list of strings")
-            }
-            content = PublicContent(activityType: try column(9, "public_content.activity_type"),
-                                    title: try column(10, "public_content.title"), keywords: decoded,
-                                    contentDescription: try column(12, "public_content.description"),
-                                    webpageURL: try column(13, "public_content.url"))
+            content = try PublicContent.stored(activityType: column(9, "public_content.activity_type"),
+                                               title: column(10, "public_content.title"),
+                                               keywords: [UInt8](column(11, "public_content.keywords") as Data),
+                                               description: column(12, "public_content.description"),
+                                               url: column(13, "public_content.url"))
         }
-        let hash: Data? = try column(2, "hashes.hash")
-        return HashEntry(app: try column(0, "hashes.app"), key: [UInt8](try column(1, "hashes.key") as Data),
+        return try HashEntry.stored(app: column(0, "hashes.app"), key: [UInt8](column(1, "hashes.key") as Data),
+                                    hash: (column(2, "hashes.hash") as Data?).map { [UInt8]($0) },
+                                    liveVotes: column(3, "hashes.live_votes"), voters: column(4, "hashes.voters"),
+                                    views: column(5, "hashes.views"), shown: column(6, "hashes.shown"),
+                                    engaged: column(7, "hashes.engaged"), wantedSeq: column(8, "hashes.wanted_seq"),
+                                    content: content)
+    }
+}
+
+extension HashEntry {
+    /// An entry from the values of its `hashes` row, each checked as every
+    /// backend checks them: counts from 0 to 2^53 − 1, a raw hash of 32 bytes.
+    package static func stored(app: AppID, key: [UInt8], hash: [UInt8]?, liveVotes: Int64, voters: Int64, views: Int64,
+                               shown: Int64, engaged: Int64, wantedSeq: Int64?, content: PublicContent?) throws(CloudError) -> HashEntry {
+        func count(_ value: Int64, _ name: String) throws(CloudError) -> Int64 {
+            try Stored.count(value, "hashes.\(name)")
+        }
+        return HashEntry(app: app, key: key,
                          hash: try hash.map { bytes throws(CloudError) in
-                             guard let hash = PublicHash([UInt8](bytes)) else {
+                             guard let hash = PublicHash(bytes) else {
                                  throw CloudError(.corruptStore, "hashes.hash is \(bytes.count) bytes, not \(PublicHash.byteCount)")
                              }
                              return hash
                          },
-                         liveVotes: Int(try count(3, "hashes.live_votes")), voters: Int(try count(4, "hashes.voters")),
-                         popularity: Popularity(views: UInt64(try count(5, "hashes.views")),
-                                                shown: UInt64(try count(6, "hashes.shown")),
-                                                engaged: UInt64(try count(7, "hashes.engaged"))),
-                         content: content, isWanted: try (column(8, "hashes.wanted_seq") as Int64?) != nil)
+                         liveVotes: Int(try count(liveVotes, "live_votes")), voters: Int(try count(voters, "voters")),
+                         popularity: Popularity(views: UInt64(try count(views, "views")), shown: UInt64(try count(shown, "shown")),
+                                                engaged: UInt64(try count(engaged, "engaged"))),
+                         content: content, isWanted: wantedSeq != nil)
+    }
+}
+
+extension PublicContent {
+    /// Public content from the values of its `public_content` row; the
+    /// keywords must be a `list<string>`.
+    package static func stored(activityType: String, title: String?, keywords: [UInt8], description: String?,
+                               url: String?) throws(CloudError) -> PublicContent {
+        guard let decoded = PublicKeywords.decode(keywords) else {
+            throw CloudError(.corruptStore, "public_content.keywords is not a list of strings")
+        }
+        return PublicContent(activityType: activityType, title: title, keywords: decoded, contentDescription: description,
+                             webpageURL: url)
     }
 }

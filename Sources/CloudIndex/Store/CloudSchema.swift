@@ -10,12 +10,12 @@ import GRDB
 /// own wanted seqs. The PostgreSQL backend keeps the same tables, so a
 /// snapshot of either restores into the other, and a distributed PostgreSQL
 /// can place each app's rows together.
-enum CloudSchema {
+package enum CloudSchema {
     /// Versions 2 to 6 added columns and tables to the layout of version 1
     /// (`Format6`); version 7 keys every table by app, chains the cloud log
     /// per app, and gives each app its wanted seqs.
-    static let formatVersion = 7
-    static let application = "sightline-cloud-store"
+    package static let formatVersion = 7
+    package static let application = "sightline-cloud-store"
 
     static let metaDDL = """
         CREATE TABLE cloud_meta (key TEXT PRIMARY KEY, value ANY NOT NULL) STRICT;

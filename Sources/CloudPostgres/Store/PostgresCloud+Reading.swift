@@ -1,0 +1,113 @@
+import CloudIndex
+import Foundation
+import IndexModel
+import SyncWire
+
+extension PostgresCloud {
+    private static let entrySQL = """
+        SELECT h.app, h.key, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq,
+               c.activity_type, c.title, c.keywords, c.description, c.url, c.key IS NOT NULL
+        FROM hashes h LEFT JOIN public_content c ON c.app = h.app AND c.key = h.key
+        """
+
+    /// A row of `entrySQL`, every column checked.
+    private static func entry(_ row: PostgresRowValues) throws(CloudError) -> HashEntry {
+        var content: PublicContent?
+        if try row.flag(14, "public_content presence") {
+            content = try PublicContent.stored(activityType: row.text(9, "public_content.activity_type"),
+                                               title: row.optionalText(10, "public_content.title"),
+                                               keywords: row.bytes(11, "public_content.keywords"),
+                                               description: row.optionalText(12, "public_content.description"),
+                                               url: row.optionalText(13, "public_content.url"))
+        }
+        return try HashEntry.stored(app: AppID(row.text(0, "hashes.app")), key: row.bytes(1, "hashes.key"),
+                                    hash: row.optionalBytes(2, "hashes.hash"), liveVotes: row.integer(3, "hashes.live_votes"),
+                                    voters: row.integer(4, "hashes.voters"), views: row.integer(5, "hashes.views"),
+                                    shown: row.integer(6, "hashes.shown"), engaged: row.integer(7, "hashes.engaged"),
+                                    wantedSeq: row.optionalInteger(8, "hashes.wanted_seq"), content: content)
+    }
+
+    /// Every hash the cloud counts for `app`, in key order.
+    public func entries(app: AppID) throws(CloudError) -> [HashEntry] {
+        try read { session in
+            try session.query(PostgresCloud.entrySQL + " WHERE h.app = $1 ORDER BY h.key", [.text(app.rawValue)])
+                .map { row throws(CloudError) in try PostgresCloud.entry(row) }
+        }
+    }
+
+    /// One hash's entry, if the cloud has counted it.
+    public func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry? {
+        let key = secrets.key(app: app, hash: hash)
+        return try read { session in
+            try session.query(PostgresCloud.entrySQL + " WHERE h.app = $1 AND h.key = $2", [.text(app.rawValue), .bytea(key)])
+                .first.map { row throws(CloudError) in try PostgresCloud.entry(row) }
+        }
+    }
+
+    public func stats() throws(CloudError) -> CloudStats {
+        let (threshold, agreement) = (self.threshold, self.agreement)
+        return try read { session in
+            let row = try session.query("""
+                SELECT (SELECT count(*) FROM apps), (SELECT count(*) FROM devices), (SELECT count(*) FROM cloud_log),
+                       (SELECT coalesce(sum(last_seq - accepted_from + 1), 0)::int8 FROM cloud_log), (SELECT count(*) FROM hashes),
+                       (SELECT count(*) FROM public_content), (SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL),
+                       (SELECT count(*) FROM flags WHERE reason = 'equivocation')
+                """)[0]
+            var stats = CloudStats()
+            func count(_ index: Int, _ what: String) throws(CloudError) -> Int { Int(try row.count(index, what)) }
+            stats.apps = try count(0, "the app count")
+            stats.devices = try count(1, "the device count")
+            stats.logRows = try count(2, "the log row count")
+            stats.messages = try count(3, "the message count")
+            stats.hashes = try count(4, "the hash count")
+            stats.publicItems = try count(5, "the public item count")
+            stats.wanted = try count(6, "the wanted count")
+            stats.equivocations = try count(7, "the equivocation count")
+            stats.threshold = threshold
+            stats.agreement = agreement
+            return stats
+        }
+    }
+
+    public func publicItemCount() throws(CloudError) -> Int {
+        try read { session in Int(try session.query("SELECT count(*) FROM public_content")[0].count(0, "the public item count")) }
+    }
+
+    public func heldEpochsByDevice(app: AppID, device: DeviceID?) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]] {
+        try read { session in
+            let rows = try device.map { device in
+                try session.query("SELECT device, epoch, last_seq FROM device_epochs WHERE app = $1 AND device = $2",
+                                  [.text(app.rawValue), .text(device.rawValue)])
+            } ?? session.query("SELECT device, epoch, last_seq FROM device_epochs WHERE app = $1", [.text(app.rawValue)])
+            var held: [DeviceID: [Epoch: OutboxSeq]] = [:]
+            for row in rows {
+                let device = DeviceID(try row.text(0, "device_epochs.device"))
+                held[device, default: [:]][Epoch(try row.position(1, "device_epochs.epoch of \(device)"))] =
+                    OutboxSeq(try row.position(2, "device_epochs.last_seq of \(device)"))
+            }
+            return held
+        }
+    }
+
+    public func logHeads() throws(CloudError) -> [CloudLogHead] {
+        try read { session in try PostgresCloud.logHeads(session) }
+    }
+
+    /// Each app's chain head, from the log's last rows alone.
+    static func logHeads(_ session: PostgresSession) throws -> [CloudLogHead] {
+        try session.query("""
+            SELECT l.app, l.seq, l.hash FROM apps a
+            CROSS JOIN LATERAL (SELECT app, seq, hash FROM cloud_log WHERE app = a.app ORDER BY seq DESC LIMIT 1) l ORDER BY l.app
+            """).map { row throws(CloudError) in
+            CloudLogHead(app: AppID(try row.text(0, "cloud_log.app")), rows: try row.integer(1, "cloud_log.seq"),
+                         hash: try row.bytes(2, "cloud_log.hash"))
+        }
+    }
+
+    public func contentRequestHead(app: AppID) throws(CloudError) -> Int64 {
+        try read { session in
+            try session.query("SELECT wanted_seq FROM app_state WHERE app = $1", [.text(app.rawValue)])
+                .first.map { row throws(CloudError) in try row.count(0, "app_state.wanted_seq of \(app)") } ?? 0
+        }
+    }
+}

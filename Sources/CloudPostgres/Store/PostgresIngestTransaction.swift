@@ -1,0 +1,241 @@
+import CloudIndex
+import Foundation
+import IndexModel
+import SyncWire
+
+/// The settings a fold depends on, as the store holds them: a server that
+/// folds with others must fold with what the database says now.
+struct FoldSettings: Equatable, Sendable {
+    var threshold: Int
+    var agreement: Int
+}
+
+extension FoldSettings {
+    /// The settings from `cloud_meta` rows read with `PostgresCloud.settingColumns`:
+    /// name 1 is K, 2 the agreement (absent: K); a value is 1 to 1,000,000.
+    init(_ stored: [(name: Int64, value: Int64?)]) throws(CloudError) {
+        var threshold: Int?
+        var agreement: Int?
+        for (name, value) in stored {
+            guard let value, (1...1_000_000).contains(value) else {
+                throw CloudError(.corruptStore, "cloud_meta.\(name == 1 ? "threshold" : "agreement") is not a number from 1 to 1,000,000")
+            }
+            if name == 1 { threshold = Int(value) } else { agreement = Int(value) }
+        }
+        guard let threshold else { throw CloudError(.corruptStore, "cloud_meta has no threshold") }
+        self.init(threshold: threshold, agreement: agreement ?? threshold)
+    }
+}
+
+/// The settings changed since the transaction began: run it again.
+struct SettingsChanged: Error {
+    let settings: FoldSettings
+}
+
+/// The device of a frame is not in the registry (a restore removed it).
+struct DeviceNotEnrolled: Error {}
+
+/// Ingest's reads and writes in PostgreSQL, in one READ COMMITTED
+/// transaction on `session` (`docs/CLOUD.md`, "Many servers, one database"):
+///
+/// - It begins by locking the device's registry row (`FOR UPDATE`): one
+///   frame of a device is placed at a time, whichever server took it, so a
+///   frame retried on another server after the first committed finds it
+///   held, and an overlap is compared with what was committed.
+/// - A frame that appends locks its app's row too, and only then reads the
+///   log head and the rows the fold will change: an app's appends and folds
+///   run one at a time, so its log's order is the order its folds saw, and a
+///   replay of the log equals the projections. Locks are taken device first,
+///   app second, by every transaction that takes both.
+/// - The fold runs in memory (`WorkingSet`); its changes, the log row and the
+///   device's epoch are written back in one statement.
+final class PostgresIngestTransaction: IngestTransaction {
+    let session: PostgresSession
+    let app: AppID
+    let device: DeviceID
+    let secrets: CloudSecrets
+    /// What the fold runs with; the app lock checks it has not changed.
+    let settings: FoldSettings
+    private let held: [(epoch: Epoch, last: OutboxSeq)]
+    private let backedUpPosition: OutboxPosition
+    /// Set by `foldRows`: the app's log head and the rows loaded.
+    private var head: (seq: Int64, hash: [UInt8]) = (0, CloudLog.genesis)
+    private var rows: WorkingSet?
+    private var logRow: [PostgresValue]?
+    /// The wanted hashes' ask states for this device, read with the wanted list.
+    private var asks: [Data: AskState] = [:]
+
+    /// Locks the device's row and reads what the cloud holds of it.
+    init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets) throws {
+        self.session = session
+        self.app = app
+        self.device = device
+        self.secrets = secrets
+        guard let registry = try session.query(
+            "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = $1 AND device = $2 FOR UPDATE",
+            [.text(app.rawValue), .text(device.rawValue)]).first else {
+            throw DeviceNotEnrolled()
+        }
+        backedUpPosition = OutboxPosition(epoch: Epoch(try registry.position(0, "devices.backed_up_epoch of \(device)")),
+                                          seq: OutboxSeq(try registry.position(1, "devices.backed_up_seq of \(device)")))
+        // A statement of its own, after the lock: its snapshot sees what the
+        // last holder of the lock committed.
+        let rows = try session.query("""
+            SELECT 0, epoch, last_seq FROM device_epochs WHERE app = $1 AND device = $2
+            UNION ALL SELECT 1, \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')
+            """, [.text(app.rawValue), .text(device.rawValue)])
+        var epochs: [(epoch: Epoch, last: OutboxSeq)] = []
+        var stored: [(name: Int64, value: Int64?)] = []
+        for row in rows {
+            if try row.integer(0, "a loaded row's kind") == 0 {
+                epochs.append((Epoch(try row.position(1, "device_epochs.epoch of \(device)")),
+                               OutboxSeq(try row.position(2, "device_epochs.last_seq of \(device)"))))
+            } else {
+                stored.append((try row.integer(1, "a setting's name"), try row.optionalInteger(2, "a setting")))
+            }
+        }
+        held = epochs.sorted { $0.epoch < $1.epoch }
+        settings = try FoldSettings(stored)
+    }
+
+    var wantsEntries: Bool { true }
+
+    func heldEpochs(app: AppID, device: DeviceID) throws -> [(epoch: Epoch, last: OutboxSeq)] {
+        held
+    }
+
+    func holdsFrame(app: AppID, _ frame: UploadFrame) throws -> Bool {
+        try !session.query("""
+            SELECT 1 FROM cloud_log WHERE app = $1 AND device = $2 AND epoch = $3 AND first_seq = $4 AND last_seq = $5
+            AND accepted_from = first_seq AND digest = $6 LIMIT 1
+            """, [.text(app.rawValue), .text(frame.device.rawValue), .position(frame.epoch),
+                  .position(frame.firstSeq), .position(frame.lastSeq), .bytea(frame.digest)]).isEmpty
+    }
+
+    func loggedRows(app: AppID, device: DeviceID, epoch: Epoch, from: OutboxSeq, through: OutboxSeq) throws -> [StoredLogRow] {
+        try session.query("""
+            SELECT \(PostgresCloud.logColumns) FROM cloud_log
+            WHERE app = $1 AND device = $2 AND epoch = $3 AND last_seq >= $4 AND accepted_from <= $5 ORDER BY accepted_from
+            """, [.text(app.rawValue), .text(device.rawValue), .position(epoch), .position(from),
+                  .position(through)]).map { row throws(CloudError) in try PostgresCloud.logRow(row) }
+    }
+
+    /// Locks the app's row, checks the settings, and loads the app's log
+    /// head, wanted seq and every row of the hashes `entries` name.
+    func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
+        _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
+        let keys = Array(Set(entries.map(\.key)))
+        let votes = entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) }
+        let loaded = try session.query("""
+            SELECT 0, key, NULL::bytea, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content
+              FROM hashes WHERE app = $1 AND key = ANY($2::bytea[])
+            UNION ALL
+            SELECT 1, v.key, v.voter, v.token, v.live, v.signal_day, v.day_views, v.day_shown, v.day_engaged, NULL, NULL
+              FROM votes v JOIN unnest($3::bytea[], $4::bytea[]) AS t(key, voter) ON v.key = t.key AND v.voter = t.voter
+              WHERE v.app = $1
+            UNION ALL
+            SELECT 2, key, voter, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM content_offers WHERE app = $1 AND key = ANY($2::bytea[])
+            UNION ALL
+            SELECT 3, NULL, NULL, hash, seq, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM (SELECT seq, hash FROM cloud_log WHERE app = $1 ORDER BY seq DESC LIMIT 1) head
+            UNION ALL
+            SELECT 4, NULL, NULL, NULL, wanted_seq, NULL, NULL, NULL, NULL, NULL, NULL FROM app_state WHERE app = $1
+            UNION ALL
+            SELECT 5, NULL, NULL, NULL, \(PostgresCloud.settingColumns), NULL, NULL, NULL, NULL, NULL
+              FROM cloud_meta WHERE key IN ('threshold', 'agreement')
+            """, [.text(app.rawValue), .byteaArray(keys.map { [UInt8]($0) }), .byteaArray(votes.map { [UInt8]($0.key) }),
+                  .byteaArray(votes.map { [UInt8]($0.voter) })])
+        var hashes: [Data: WorkingSet.HashRow] = [:]
+        var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
+        var offers: [Data: [Data: Data]] = [:]
+        var wantedSeq: Int64 = 0
+        var stored: [(name: Int64, value: Int64?)] = []
+        for row in loaded {
+            switch try row.integer(0, "a loaded row's kind") {
+            case 0: hashes[Data(try row.bytes(1, "hashes.key"))] = try PostgresCloud.hashRow(row, from: 3)
+            case 1:
+                let key = WorkingSet.VoteKey(key: Data(try row.bytes(1, "votes.key")), voter: Data(try row.bytes(2, "votes.voter")))
+                voteRows[key] = try PostgresCloud.voteRow(row, from: 3)
+            case 2:
+                offers[Data(try row.bytes(1, "content_offers.key")), default: [:]][Data(try row.bytes(2, "content_offers.voter"))] =
+                    Data(try row.bytes(3, "content_offers.digest"))
+            case 3: head = (try row.integer(4, "cloud_log.seq of app \(app)"), try row.bytes(3, "cloud_log.hash of app \(app)"))
+            case 4: wantedSeq = try row.count(4, "app_state.wanted_seq of \(app)")
+            default: stored.append((try row.integer(4, "a setting's name"), try row.optionalInteger(5, "a setting")))
+            }
+        }
+        let now = try FoldSettings(stored)
+        guard now == settings else { throw SettingsChanged(settings: now) }
+        let rows = WorkingSet(app: app, wantedSeq: wantedSeq, isComplete: false)
+        rows.loaded(keys: keys, votes: votes, hashes: hashes, votes: voteRows, offers: offers)
+        self.rows = rows
+        return rows
+    }
+
+    /// Chains the frame after the app's head; the row is written with the
+    /// fold's changes (`finishFold`).
+    func appendLog(app: AppID, _ frame: UploadFrame, acceptedFrom: OutboxSeq, receivedAt: Timestamp) throws -> Int64 {
+        let seq = head.seq + 1
+        let hash = CloudLog.chainHash(previous: head.hash, app: app, device: frame.device, epoch: frame.epoch,
+                                      firstSeq: frame.firstSeq, lastSeq: frame.lastSeq, acceptedFrom: acceptedFrom,
+                                      digest: frame.digest, receivedAt: receivedAt)
+        logRow = [.int64(seq), .text(frame.device.rawValue), .position(frame.epoch),
+                  .position(frame.firstSeq), .position(frame.lastSeq),
+                  .position(acceptedFrom), .int64(Int64(frame.codec.rawValue)),
+                  .int64(Int64(frame.uncompressedLength)), .bytea(frame.digest), .bytea(frame.payload),
+                  .int64(receivedAt.millisecondsSince1970), .bytea(head.hash), .bytea(hash)]
+        head = (seq, hash)
+        return seq
+    }
+
+    func finishFold(_ rows: WorkingSet) throws {
+        try PostgresCloud.write(rows, logRow: logRow, session: session)
+    }
+
+    func backedUp(app: AppID, device: DeviceID) throws -> OutboxPosition {
+        backedUpPosition
+    }
+
+    /// The app's wanted hashes, and (in the same breath) what each says of
+    /// this device's vote and offer.
+    func wantedHashes(app: AppID) throws -> [(hash: PublicHash, key: Data, wantedSeq: Int64)] {
+        var wanted: [(hash: PublicHash, key: Data, wantedSeq: Int64)] = []
+        for row in try session.query("""
+            SELECT hash, key, wanted_seq FROM hashes WHERE app = $1 AND wanted_seq IS NOT NULL ORDER BY wanted_seq
+            """, [.text(app.rawValue)]) {
+            guard let hash = PublicHash(try row.bytes(0, "hashes.hash of a wanted hash of app \(app)")) else {
+                throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
+            }
+            wanted.append((hash, Data(try row.bytes(1, "hashes.key")), try row.integer(2, "hashes.wanted_seq")))
+        }
+        guard !wanted.isEmpty else { return [] }
+        let voters = wanted.map { secrets.voter(device: device, hash: $0.hash) }
+        for row in try session.query("""
+            SELECT t.key, h.wanted_seq, h.live_votes, h.has_content, v.live, o.voter IS NOT NULL
+            FROM unnest($2::bytea[], $3::bytea[]) AS t(key, voter)
+            JOIN hashes h ON h.app = $1 AND h.key = t.key
+            LEFT JOIN votes v ON v.app = $1 AND v.key = t.key AND v.voter = t.voter
+            LEFT JOIN content_offers o ON o.app = $1 AND o.key = t.key AND o.voter = t.voter
+            """, [.text(app.rawValue), .byteaArray(wanted.map { [UInt8]($0.key) }), .byteaArray(voters)]) {
+            asks[Data(try row.bytes(0, "hashes.key"))] = AskState(
+                wantedSeq: try row.optionalInteger(1, "hashes.wanted_seq"), liveVotes: try row.count(2, "hashes.live_votes"),
+                hasContent: try row.integer(3, "hashes.has_content") != 0,
+                isLive: try row.optionalInteger(4, "votes.live") == 1, hasOffer: try row.flag(5, "an offer's presence"))
+        }
+        return wanted
+    }
+
+    func askState(app: AppID, key: Data, voter: [UInt8]) throws -> AskState? {
+        if let known = asks[key] { return known }
+        guard let row = try session.query("""
+            SELECT h.wanted_seq, h.live_votes, h.has_content,
+                   (SELECT live FROM votes WHERE app = $1 AND key = $2 AND voter = $3),
+                   EXISTS (SELECT 1 FROM content_offers WHERE app = $1 AND key = $2 AND voter = $3)
+            FROM hashes h WHERE h.app = $1 AND h.key = $2
+            """, [.text(app.rawValue), .bytea([UInt8](key)), .bytea(voter)]).first else { return nil }
+        return AskState(wantedSeq: try row.optionalInteger(0, "hashes.wanted_seq"), liveVotes: try row.count(1, "hashes.live_votes"),
+                        hasContent: try row.integer(2, "hashes.has_content") != 0,
+                        isLive: try row.optionalInteger(3, "votes.live") == 1, hasOffer: try row.flag(4, "an offer's presence"))
+    }
+}

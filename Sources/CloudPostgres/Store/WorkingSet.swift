@@ -1,0 +1,245 @@
+import CloudIndex
+import Foundation
+import IndexModel
+import SyncWire
+
+/// The fold's rows of one app, held in memory (`FoldRows`): loaded for a
+/// frame before it is folded, changed by the fold, and written back in one
+/// statement (`PostgresIngestTransaction`); or, for a replay, made from
+/// nothing and written in bulk. Every call does what the SQLite backend's
+/// statement for it does to its row, so both backends fold to the same rows.
+///
+/// A working set answers only for the rows it was given: in ingest, every
+/// row of the hashes the frame names (its hashes' rows, the device's votes
+/// for them, their offers); in a replay, every row, since it starts from
+/// empty projections (`isComplete`).
+final class WorkingSet: FoldRows {
+    struct HashRow: Equatable {
+        var hash: [UInt8]?
+        var liveVotes: Int64
+        var voters: Int64
+        var views: Int64
+        var shown: Int64
+        var engaged: Int64
+        var wantedSeq: Int64?
+        var hasContent: Bool
+    }
+
+    struct VoteKey: Hashable {
+        let key: Data
+        let voter: Data
+    }
+
+    struct VoteRow: Equatable {
+        var token: [UInt8]
+        var live: Bool
+        var day: Int64
+        var used: Popularity
+    }
+
+    struct ContentRow: Equatable {
+        var content: PublicContent
+        var logSeq: Int64
+    }
+
+    let app: AppID
+    /// Rows not held are absent from the store (a replay from nothing).
+    let isComplete: Bool
+    private(set) var hashes: [Data: HashRow] = [:]
+    private(set) var votes: [VoteKey: VoteRow] = [:]
+    /// The offers of each hash, by pseudonym.
+    private(set) var offers: [Data: [Data: Data]] = [:]
+    /// Public content as the fold left it, for the hashes it changed.
+    private(set) var contents: [Data: ContentRow?] = [:]
+    /// The app's last wanted seq.
+    private(set) var wantedSeq: Int64
+    private(set) var epochs: [DeviceID: [Epoch: OutboxSeq]] = [:]
+
+    /// What the fold changed since the rows were loaded.
+    private(set) var changedHashes: Set<Data> = []
+    private(set) var changedVotes: Set<VoteKey> = []
+    private(set) var changedOffers: Set<Data> = []
+    private(set) var wantedSeqChanged = false
+    /// The offers of each changed hash as they were loaded.
+    private(set) var loadedOffers: [Data: [Data: Data]] = [:]
+    /// The keys whose rows (and the voters whose votes) were loaded.
+    private var loadedKeys: Set<Data> = []
+    private var loadedVotes: Set<VoteKey> = []
+
+    init(app: AppID, wantedSeq: Int64, isComplete: Bool) {
+        self.app = app
+        self.wantedSeq = wantedSeq
+        self.isComplete = isComplete
+    }
+
+    /// Declares what was loaded for `keys` and the `voters` pairs: rows not
+    /// given are absent.
+    func loaded(keys: some Sequence<Data>, votes voters: some Sequence<VoteKey>, hashes loadedHashes: [Data: HashRow],
+                votes loadedVotes: [VoteKey: VoteRow], offers loadedOffers: [Data: [Data: Data]]) {
+        loadedKeys.formUnion(keys)
+        self.loadedVotes.formUnion(voters)
+        hashes.merge(loadedHashes) { _, new in new }
+        votes.merge(loadedVotes) { _, new in new }
+        offers.merge(loadedOffers) { _, new in new }
+    }
+
+    private func checkHeld(_ key: Data) throws {
+        guard isComplete || loadedKeys.contains(key) else {
+            throw CloudError(.database, "the fold asked for a hash of app \(app) that was not loaded for the frame")
+        }
+    }
+
+    private func checkHeld(_ vote: VoteKey) throws {
+        guard isComplete || loadedVotes.contains(vote) else {
+            throw CloudError(.database, "the fold asked for a vote of app \(app) that was not loaded for the frame")
+        }
+    }
+
+    private func changeHash(_ key: Data, _ change: (inout HashRow) -> Void) {
+        guard var row = hashes[key] else { return }
+        change(&row)
+        hashes[key] = row
+        changedHashes.insert(key)
+    }
+
+    private func changeOffers(_ key: Data, _ change: (inout [Data: Data]) -> Void) {
+        if !changedOffers.contains(key) {
+            loadedOffers[key] = offers[key] ?? [:]
+            changedOffers.insert(key)
+        }
+        var held = offers[key] ?? [:]
+        change(&held)
+        offers[key] = held.isEmpty ? nil : held
+    }
+
+    // MARK: FoldRows
+
+    func insertVote(app: AppID, key: Data, voter: [UInt8], token: [UInt8]) throws -> Bool {
+        let vote = VoteKey(key: key, voter: Data(voter))
+        try checkHeld(vote)
+        guard votes[vote] == nil else { return false }
+        votes[vote] = VoteRow(token: token, live: true, day: 0, used: Popularity())
+        changedVotes.insert(vote)
+        return true
+    }
+
+    func readVote(app: AppID, key: Data, voter: [UInt8]) throws -> FoldMemory.Vote? {
+        let vote = VoteKey(key: key, voter: Data(voter))
+        try checkHeld(vote)
+        return votes[vote].map {
+            FoldMemory.Vote(token: $0.token, live: $0.live, allowance: PopularityRule.Allowance(day: $0.day, used: $0.used))
+        }
+    }
+
+    func setVote(live: Bool, app: AppID, key: Data, voter: [UInt8]) throws {
+        let vote = VoteKey(key: key, voter: Data(voter))
+        try checkHeld(vote)
+        guard var row = votes[vote] else { return }
+        row.live = live
+        votes[vote] = row
+        changedVotes.insert(vote)
+    }
+
+    func writeAllowance(_ allowance: PopularityRule.Allowance, app: AppID, key: Data, voter: [UInt8]) throws {
+        let vote = VoteKey(key: key, voter: Data(voter))
+        try checkHeld(vote)
+        guard var row = votes[vote] else { return }
+        row.day = allowance.day
+        row.used = allowance.used
+        votes[vote] = row
+        changedVotes.insert(vote)
+    }
+
+    func changeVotes(app: AppID, key: Data, live: Int64, voters: Int64) throws -> FoldHashState? {
+        try checkHeld(key)
+        if var row = hashes[key] {
+            row.liveVotes += live
+            row.voters += voters
+            hashes[key] = row
+        } else {
+            hashes[key] = HashRow(hash: nil, liveVotes: live, voters: voters, views: 0, shown: 0, engaged: 0, wantedSeq: nil,
+                                  hasContent: false)
+        }
+        changedHashes.insert(key)
+        return try hashState(app: app, key: key)
+    }
+
+    func hashState(app: AppID, key: Data) throws -> FoldHashState? {
+        try checkHeld(key)
+        return hashes[key].map { FoldHashState(liveVotes: $0.liveVotes, isWanted: $0.wantedSeq != nil, hasContent: $0.hasContent) }
+    }
+
+    func addSignals(_ counted: Popularity, app: AppID, key: Data) throws {
+        try checkHeld(key)
+        let views = Int64(clamping: counted.views), shown = Int64(clamping: counted.shown), engaged = Int64(clamping: counted.engaged)
+        guard var row = hashes[key] else {
+            hashes[key] = HashRow(hash: nil, liveVotes: 0, voters: 0, views: views, shown: shown, engaged: engaged, wantedSeq: nil,
+                                  hasContent: false)
+            changedHashes.insert(key)
+            return
+        }
+        let limit = Stored.maximumCount
+        row.views = min(row.views.addingReportingOverflow(views).partialValue, limit)
+        row.shown = min(row.shown.addingReportingOverflow(shown).partialValue, limit)
+        row.engaged = min(row.engaged.addingReportingOverflow(engaged).partialValue, limit)
+        hashes[key] = row
+        changedHashes.insert(key)
+    }
+
+    func keepRawHash(_ hash: PublicHash, app: AppID, key: Data) throws {
+        try checkHeld(key)
+        changeHash(key) { $0.hash = hash.bytes }
+    }
+
+    func markWanted(app: AppID, key: Data) throws {
+        try checkHeld(key)
+        wantedSeq += 1
+        wantedSeqChanged = true
+        let next = wantedSeq
+        changeHash(key) { $0.wantedSeq = next }
+    }
+
+    func dropContent(app: AppID, key: Data) throws {
+        try checkHeld(key)
+        contents[key] = .some(nil)
+    }
+
+    func dropOffers(app: AppID, key: Data) throws {
+        try checkHeld(key)
+        changeOffers(key) { $0.removeAll() }
+    }
+
+    func dropOffer(app: AppID, key: Data, voter: [UInt8]) throws {
+        try checkHeld(key)
+        changeOffers(key) { $0[Data(voter)] = nil }
+    }
+
+    func clearPublicState(app: AppID, key: Data) throws {
+        try checkHeld(key)
+        changeHash(key) { row in
+            row.hash = nil
+            row.wantedSeq = nil
+            row.hasContent = false
+        }
+    }
+
+    func offer(_ digest: Data, app: AppID, key: Data, voter: [UInt8]) throws -> Int64 {
+        try checkHeld(key)
+        changeOffers(key) { $0[Data(voter)] = digest }
+        return Int64(offers[key]?.values.filter { $0 == digest }.count ?? 0)
+    }
+
+    func publish(_ content: PublicContent, app: AppID, key: Data, logSeq: Int64) throws {
+        try checkHeld(key)
+        contents[key] = .some(ContentRow(content: content, logSeq: logSeq))
+        changeHash(key) { row in
+            row.wantedSeq = nil
+            row.hasContent = true
+        }
+        try dropOffers(app: app, key: key)
+    }
+
+    func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
+        epochs[device, default: [:]][epoch] = lastSeq
+    }
+}
