@@ -1,5 +1,6 @@
 import ArgumentParser
 import CloudIndex
+import CloudPostgres
 import CloudServer
 import Crypto
 import Foundation
@@ -16,21 +17,6 @@ struct CloudCommand: AsyncParsableCommand {
         subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self,
                       CloudSnapshotCommand.self, CloudRestoreCommand.self]
     )
-}
-
-/// `--db` for a cloud store.
-struct CloudStoreOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The cloud store file.", valueName: "path"))
-    var db: String
-
-    func open(readOnly: Bool, threshold: Int? = nil, agreement: Int? = nil) throws -> CloudIndex {
-        do {
-            return try CloudIndex(at: .file(db), options: CloudOptions(threshold: threshold, agreement: agreement, readOnly: readOnly))
-        } catch {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.storeUnavailable
-        }
-    }
 }
 
 struct ServeCommand: AsyncParsableCommand {
@@ -205,7 +191,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// few seconds, keeping the newest few. Each one moves the devices' backed-up
 /// watermark, which is what lets them drop outbox messages.
 struct PeriodicSnapshots: Sendable {
-    let cloud: CloudIndex
+    let cloud: any CloudStore
     let directory: String
     let every: Int
     let kept: Int
@@ -437,8 +423,11 @@ struct CloudRestoreCommand: ParsableCommand {
             Checks the manifest, checksum and key, SQLite's integrity check, the cloud log's \
             chain and payloads against the manifest, and that the projections equal a replay \
             of the log, and only then replaces --db in one rename (an existing store needs \
-            --force and is kept beside it). Devices then learn from gaps what the restored \
-            cloud lacks and send it again. A bad snapshot exits 1 and leaves --db as it was.
+            --force and is kept beside it). A postgres:// --db must hold no cloud store yet: \
+            the rows are copied in one transaction, which commits only once the database's \
+            own log and projections check out. A snapshot of either backend restores into \
+            either. Devices then learn from gaps what the restored cloud lacks and send it \
+            again. A bad snapshot exits 1 and leaves --db as it was.
             """
     )
 
@@ -448,14 +437,20 @@ struct CloudRestoreCommand: ParsableCommand {
     @OptionGroup var store: CloudStoreOption
     @OptionGroup var keyOption: KeyFileOption
 
-    @Flag(name: .long, help: "Replace an existing store (it is kept beside the restored one).")
+    @Flag(name: .long, help: "Replace an existing store file (it is kept beside the restored one); a PostgreSQL database must be empty.")
     var force = false
 
     func run() throws {
         let key = try keyOption.key()
-        do {
-            let manifest = try CloudIndex.restore(snapshot: snapshot, to: store.db, force: force, key: key)
-            Output.line("restored \(store.db) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
+        do throws(CloudError) {
+            let manifest: CloudSnapshotManifest
+            if PostgresLocation.isPostgresURL(store.db) {
+                manifest = try PostgresCloud.restore(snapshot: snapshot, to: try store.postgres.settings.location(store.db),
+                                                     password: try store.postgres.settings.password(), key: key)
+            } else {
+                manifest = try CloudIndex.restore(snapshot: snapshot, to: store.db, force: force, key: key)
+            }
+            Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
         } catch {
             Output.error("error: \(error.message)")
             throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable

@@ -1,19 +1,22 @@
 import CloudIndex
+import CloudPostgres
 import Foundation
 import IndexModel
 import SQLiteSupport
 import SyncWire
 
 /// `journal verify | stats | export` on a cloud store: the cloud log instead of
-/// a device's event journal.
+/// a device's event journal. A cloud store is a SQLite file or a PostgreSQL
+/// URL, whose password comes from the environment (`PostgresOptions.password`).
 enum CloudJournal {
-    static func open(_ path: String) throws -> CloudIndex {
-        do {
-            return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
-        } catch {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.storeUnavailable
-        }
+    /// Whether `db` names a cloud store: a PostgreSQL URL, or a SQLite file
+    /// with a cloud store's tables.
+    static func isCloudStore(_ db: String) -> Bool {
+        PostgresLocation.isPostgresURL(db) || CloudIndex.isCloudStore(at: db)
+    }
+
+    static func open(_ db: String) throws -> any CloudStore {
+        try CloudStoreOption.open(db, postgres: PostgresSettings(), options: CloudOptions(readOnly: true))
     }
 
     static func json(_ record: CloudLogRecord) -> JSONValue {
@@ -138,7 +141,7 @@ enum CloudJournal {
 
     /// For the journal commands that only read device journals.
     static func refuse(_ command: String, _ path: String) throws {
-        guard CloudIndex.isCloudStore(at: path) else { return }
+        guard isCloudStore(path) else { return }
         Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats and export read the cloud log)")
         throw ExitStatus.invalidInput
     }

@@ -27,7 +27,7 @@ struct ExportCommand: ParsableCommand {
     var app: AppID?
 
     func run() throws {
-        if CloudIndex.isCloudStore(at: store.db) {
+        if CloudJournal.isCloudStore(store.db) {
             return try CloudJournal.export(store.db, app: app, from: from, to: to)
         }
         if app != nil {

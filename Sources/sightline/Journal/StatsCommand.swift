@@ -18,7 +18,7 @@ struct StatsCommand: ParsableCommand {
     @OptionGroup var output: JSONOption
 
     func run() throws {
-        if CloudIndex.isCloudStore(at: store.db) {
+        if CloudJournal.isCloudStore(store.db) {
             return try CloudJournal.stats(store.db, json: output.json)
         }
         let device = try store.openReadOnly()

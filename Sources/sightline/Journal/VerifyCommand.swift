@@ -23,7 +23,7 @@ struct VerifyCommand: ParsableCommand {
     var chainOnly = false
 
     func run() throws {
-        if CloudIndex.isCloudStore(at: store.db) {
+        if CloudJournal.isCloudStore(store.db) {
             return try CloudJournal.verify(store.db, json: output.json)
         }
         let device = try store.openReadOnly()

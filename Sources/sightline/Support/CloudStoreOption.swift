@@ -1,0 +1,109 @@
+import ArgumentParser
+import CloudIndex
+import CloudPostgres
+import Foundation
+import IndexModel
+
+/// `--db` for a cloud store: a SQLite file, or a PostgreSQL database by URL,
+/// with what a PostgreSQL store needs besides (`PostgresOptions`).
+struct CloudStoreOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "The cloud store: a SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DATABASE (password from PGPASSWORD or --password-file).",
+        valueName: "path-or-url"))
+    var db: String
+
+    @OptionGroup var postgres: PostgresOptions
+
+    func validate() throws {
+        if PostgresLocation.isPostgresURL(db) {
+            do {
+                _ = try PostgresLocation(parsing: db)
+            } catch {
+                throw ValidationError("--db: \(error.message)")
+            }
+        }
+    }
+
+    /// `--db` for messages: a URL is shown without a password (it never has one).
+    var displayName: String { db }
+
+    func open(readOnly: Bool, threshold: Int? = nil, agreement: Int? = nil) throws -> any CloudStore {
+        try CloudStoreOption.open(db, postgres: postgres.settings,
+                                  options: CloudOptions(threshold: threshold, agreement: agreement, readOnly: readOnly))
+    }
+
+    /// Opens the cloud store `db` names (exit 3 with the reason when it cannot be opened).
+    static func open(_ db: String, postgres: PostgresSettings, options: CloudOptions) throws -> any CloudStore {
+        do throws(CloudError) {
+            if PostgresLocation.isPostgresURL(db) {
+                let location = try postgres.location(db)
+                return try PostgresCloud(at: location, password: try postgres.password(), options: postgres.options(store: options))
+            }
+            return try CloudIndex(at: .file(db), options: options)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+    }
+}
+
+/// What opening a PostgreSQL cloud store takes besides its URL: its
+/// password (never on the command line), the pool's size and the statement
+/// timeout.
+struct PostgresOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "With a postgres:// --db: a file (mode 600) whose first line is the password (else PGPASSWORD, else SIGHTLINE_POSTGRES_PASSWORD_FILE).",
+        valueName: "path"))
+    var passwordFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("With a postgres:// --db: the most connections this process opens.", valueName: "count"))
+    var poolSize: Int = 4
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With a postgres:// --db: the longest one statement may run before PostgreSQL cancels it.", valueName: "seconds"))
+    var statementTimeout: Int = 30
+
+    func validate() throws {
+        guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be between 1 and 1000") }
+        guard (1...86_400).contains(statementTimeout) else {
+            throw ValidationError("--statement-timeout must be between 1 and 86400 seconds")
+        }
+    }
+
+    var settings: PostgresSettings {
+        PostgresSettings(passwordFile: passwordFile, poolSize: poolSize, statementTimeout: statementTimeout)
+    }
+}
+
+/// `PostgresOptions` as values, for commands that open a cloud store without the options.
+struct PostgresSettings {
+    var passwordFile: String?
+    var poolSize = 4
+    var statementTimeout = 30
+
+    func location(_ url: String) throws(CloudError) -> PostgresLocation {
+        do {
+            return try PostgresLocation(parsing: url)
+        } catch {
+            throw CloudError(.invalidOption, error.message)
+        }
+    }
+
+    /// The password: `--password-file`, else `PGPASSWORD`, else the file
+    /// `SIGHTLINE_POSTGRES_PASSWORD_FILE` names (as `tools/postgres` prints it).
+    func password(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CloudError) -> String? {
+        do {
+            if passwordFile == nil, environment["PGPASSWORD"]?.isEmpty ?? true,
+               let file = environment["SIGHTLINE_POSTGRES_PASSWORD_FILE"], !file.isEmpty {
+                return try PostgresPassword.load(file: file, environment: environment)
+            }
+            return try PostgresPassword.load(file: passwordFile, environment: environment)
+        } catch {
+            throw CloudError(.invalidOption, error.message)
+        }
+    }
+
+    func options(store: CloudOptions) -> PostgresCloudOptions {
+        PostgresCloudOptions(store: store, poolSize: poolSize, statementTimeout: .seconds(statementTimeout))
+    }
+}
