@@ -9,8 +9,8 @@ import SyncWire
 import Testing
 
 @Suite struct CloudLogTests {
-    @Test func aRebuildFromTheCloudLogEqualsTheIncrementalState() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func aRebuildFromTheCloudLogEqualsTheIncrementalState(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let stores = try (0..<4).map { _ in try harness.addDevice() }
         try vote(stores)
         for (index, store) in stores.enumerated() {

@@ -29,8 +29,8 @@ import Testing
         }
     }
 
-    @Test func lostRepliesAreResentAndNothingIsCountedTwice() async throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func lostRepliesAreResentAndNothingIsCountedTwice(backend: Backend) async throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let stores = try (0..<2).map { _ in try harness.addDevice() }
         try vote(stores)
         for _ in 0..<30 {
@@ -57,8 +57,8 @@ import Testing
         #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
     }
 
-    @Test func framesArrivingOutOfOrderAreAppliedInOrder() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func framesArrivingOutOfOrderAreAppliedInOrder(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         try vote([store])
         for _ in 0..<4 { try store.recordShown(ref: recipeURL) }
@@ -77,8 +77,8 @@ import Testing
         #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.popularity.shown == 4)
     }
 
-    @Test func aSignedDeflateBombIsRefusedAndChangesNothing() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aSignedDeflateBombIsRefusedAndChangesNothing(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         let key = try #require(try store.deviceKey())
         let records = (1...2_000).map { seq in

@@ -61,7 +61,7 @@ private struct CloudState: Equatable {
     let logRows: Int
     let projections: String
 
-    init(_ cloud: CloudIndex) throws {
+    init(_ cloud: any CloudStore) throws {
         logRows = try cloud.stats().logRows
         projections = try cloud.projectionDigest()
     }
@@ -90,8 +90,8 @@ private struct CloudState: Equatable {
         #expect(attacker.send([.vote(hash("b"), token(1))], from: 2) == .accepted(messages: 1), "the cloud still ingests")
     }
 
-    @Test func aFrameThatFollowsAnExtremePositionIsMalformed() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aFrameThatFollowsAnExtremePositionIsMalformed(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         let outcome = attacker.send([.vote(hash("a"), token(1))], epoch: 2, follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(.max)))
         guard case .rejected(let error) = outcome else {
@@ -102,8 +102,8 @@ private struct CloudState: Equatable {
         #expect(try harness.cloud.stats().logRows == 0)
     }
 
-    @Test func aSignalCountAboveTheLimitIsMalformedAndChangesNothing() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aSignalCountAboveTheLimitIsMalformedAndChangesNothing(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         attacker.send([.vote(hash("a"), token(1))])
         let before = try CloudState(harness.cloud)
@@ -171,16 +171,16 @@ private struct CloudState: Equatable {
         try harness.cloud.entry(app: app, hash: hash(name))?.popularity ?? Popularity()
     }
 
-    @Test func signalsFromADeviceThatNeverVotedCountNothing() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func signalsFromADeviceThatNeverVotedCountNothing(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         #expect(attacker.send((0..<50).map { _ in .signal(hash("a"), Popularity(views: 1_000, engaged: 1_000)) })
                 == .accepted(messages: 50), "the frame is taken, so the device's stream goes on")
         #expect(try popularity(harness, "a") == Popularity())
     }
 
-    @Test func signalsCountOnlyWhileTheVoteIsLive() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func signalsCountOnlyWhileTheVoteIsLive(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         attacker.send([.signal(hash("a"), Popularity(views: 1)), .vote(hash("a"), token(1)),
                        .signal(hash("a"), Popularity(views: 2)), .withdraw(hash("a"), token(1)),
@@ -193,8 +193,8 @@ private struct CloudState: Equatable {
     /// Legal-sized signals sent as fast as the wire allows: one device adds at
     /// most its daily allowance, the next day another, and a rebuild from the
     /// log, which knows each frame's day, counts the same.
-    @Test func aFloodOfLegalSignalsStopsAtTheDevicesDailyAllowance() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aFloodOfLegalSignalsStopsAtTheDevicesDailyAllowance(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         attacker.send([.vote(hash("a"), token(1))])
         let flood = (0..<200).map { _ in OutboxMessage.signal(hash("a"), Popularity(views: WireLimits.maximumSignalCount, shown: 1)) }
@@ -238,8 +238,8 @@ private struct CloudState: Equatable {
     /// nothing: it is no offer, so it neither publishes nor helps agree. The
     /// frame is accepted, not refused: an honest device whose vote the cloud
     /// lost would otherwise send the same frame for ever.
-    @Test func contentFromADeviceThatNeverVotedIsNoOffer() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func contentFromADeviceThatNeverVotedIsNoOffer(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let voters = try (0..<2).map { index in
             let voter = try Attacker(harness, name: DeviceID("voter-\(index)"))
             #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
@@ -276,8 +276,8 @@ private struct CloudState: Equatable {
         }
     }
 
-    @Test func aPersonalisedTitleThatDiffersPerDeviceNeverBecomesPublic() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func aPersonalisedTitleThatDiffersPerDeviceNeverBecomesPublic(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let devices = try voters(harness, 3)
         #expect(devices[0].send([.content(theHash, content("Alice's potato chips"))], from: 2) == .accepted(messages: 1))
         #expect(devices[1].send([.content(theHash, content("Bob's potato chips"))], from: 2) == .accepted(messages: 1))
@@ -289,8 +289,8 @@ private struct CloudState: Equatable {
         #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
     }
 
-    @Test func oneHostileVoterCannotChooseWhatAPublicHashShows() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func oneHostileVoterCannotChooseWhatAPublicHashShows(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let mallory = try Attacker(harness)
         #expect(mallory.send([.vote(theHash, token(9)), .content(theHash, content("Buy pills"))]) == .accepted(messages: 2))
         let honest = try voters(harness, 1)
@@ -303,8 +303,8 @@ private struct CloudState: Equatable {
         #expect(try harness.cloud.entry(app: app, hash: theHash)?.content?.title == "Potato chips")
     }
 
-    @Test func contentFromAVoterWhoseVoteIsNotLiveIsIgnored() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func contentFromAVoterWhoseVoteIsNotLiveIsIgnored(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let devices = try voters(harness, 3)
         #expect(devices[0].send([.withdraw(theHash, token(1)), .content(theHash, content("Potato chips"))], from: 2)
                 == .accepted(messages: 2))
@@ -312,8 +312,8 @@ private struct CloudState: Equatable {
         #expect(try harness.cloud.entry(app: app, hash: theHash)?.isPublic == false, "a withdrawn voter's content does not count")
     }
 
-    @Test func aWithdrawalTakesTheVotersOfferWithIt() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func aWithdrawalTakesTheVotersOfferWithIt(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let devices = try voters(harness, 3)
         #expect(devices[0].send([.content(theHash, content("Potato chips")), .withdraw(theHash, token(1))], from: 2)
                 == .accepted(messages: 2))
@@ -348,8 +348,8 @@ private struct CloudState: Equatable {
     /// Ingest remembers each device's requests between frames (`AskMemory`);
     /// an ack must ask for the same whether it works from that memory or
     /// from every wanted hash.
-    @Test func anAckAsksTheSameWhetherOrNotTheCloudRemembersTheDevice() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func anAckAsksTheSameWhetherOrNotTheCloudRemembersTheDevice(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let devices = try (0..<3).map { try Attacker(harness, name: DeviceID("device-\($0)")) }
         for (index, device) in devices.enumerated() {
             #expect(device.send([.vote(hash("a"), token(UInt8(index + 1))), .vote(hash("b"), token(UInt8(index + 1)))])
@@ -364,8 +364,8 @@ private struct CloudState: Equatable {
         #expect(remembered == afresh && Set(afresh) == [hash("a"), hash("b")], "\(remembered) \(afresh)")
     }
 
-    @Test func everyAckAsksItsDeviceForTheWantedHashesItVotedForUntilItAnswers() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func everyAckAsksItsDeviceForTheWantedHashesItVotedForUntilItAnswers(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let first = try Attacker(harness, name: DeviceID("first"))
         #expect(first.requests(sending: [.vote(theHash, token(1))], from: 1) == [], "below K nothing is wanted")
         let second = try Attacker(harness, name: DeviceID("second"))
@@ -384,8 +384,8 @@ private struct CloudState: Equatable {
 /// Ingest remembers vote rows between frames (`IngestMemory`); what it
 /// remembers must never outlive what the store holds.
 @Suite struct IngestMemoryTests {
-    @Test func aRefusedFrameLeavesNothingRememberedOfWhatItFolded() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aRefusedFrameLeavesNothingRememberedOfWhatItFolded(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         let lie = PublicContent(activityType: "com.example.read", title: "x", keywords: [], contentDescription: nil,
                                 webpageURL: "https://example.com/other")
@@ -415,8 +415,8 @@ private struct CloudState: Equatable {
     /// a device can tell an answer to its frame from a replayed one; a frame
     /// the cloud could not read is answered with the all-zero name, and a
     /// frame whose signature failed gets an unsigned answer.
-    @Test func everyReplyNamesTheFrameItAnswers() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func everyReplyNamesTheFrameItAnswers(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let attacker = try Attacker(harness)
         let record = OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: .vote(hash("a"), token(1)))
         let frame = UploadFrame(app: app, device: attacker.name, records: [record], key: attacker.key)
@@ -505,8 +505,8 @@ private func tamperedCloudSnapshot(_ edit: String) throws -> (directory: URL, sn
     /// Device names are per app: two apps may each have a device named
     /// "phone-1". Each enrols, syncs and re-enrols with its proof on its own;
     /// neither's stream, key or counts touch the other's.
-    @Test func twoAppsEachHaveADeviceOfTheSameName() throws {
-        let harness = try SyncHarness(threshold: 1)
+    @Test(arguments: Backend.allCases) func twoAppsEachHaveADeviceOfTheSameName(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 1, backend: backend)
         let other = AppID("com.example.other")
         try harness.cloud.registerApp(other, enrolmentSecret: enrolmentSecret)
         let first = try harness.cloud.enrol(app: app, device: DeviceID("phone-1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))

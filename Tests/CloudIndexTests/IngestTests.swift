@@ -13,8 +13,8 @@ import Testing
         try #require(try store.pendingFrame(now: harnessStart))
     }
 
-    @Test func aFrameDeliveredTwiceIsAcknowledgedAgainAndCountedOnce() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aFrameDeliveredTwiceIsAcknowledgedAgainAndCountedOnce(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         try vote([store])
         let bytes = try frame(store).encoded
@@ -26,8 +26,8 @@ import Testing
         #expect(try harness.cloud.stats().logRows == 1)
     }
 
-    @Test func aGapIsAnsweredWithTheExpectedPositionAndTheUploaderResendsFromThere() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aGapIsAnsweredWithTheExpectedPositionAndTheUploaderResendsFromThere(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         try vote([store])
         try harness.sync(store)
@@ -44,8 +44,8 @@ import Testing
 
     /// What the cloud holds of each device, per epoch: read for one device,
     /// or for all in one pass, the same; a device that sent nothing is absent.
-    @Test func theHeldEpochsOfAllDevicesAreEachDevicesHeldEpochs() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func theHeldEpochsOfAllDevicesAreEachDevicesHeldEpochs(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let stores = try (0..<3).map { _ in try harness.addDevice() }
         try vote(Array(stores.prefix(2)))
         try harness.syncAll()
@@ -60,8 +60,8 @@ import Testing
         #expect(all[stores[0].deviceID] == [Epoch(1): OutboxSeq(3)])
     }
 
-    @Test func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func theSamePositionsWithOtherMessagesAreRefusedAsEquivocationAndFlagged(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         try vote([store])
         try harness.sync(store)
@@ -80,8 +80,8 @@ import Testing
         #expect(try harness.cloud.projectionDigest() == digest)
     }
 
-    @Test func forgedAndForeignTenantSignaturesAreRefused() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func forgedAndForeignTenantSignaturesAreRefused(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try harness.addDevice()
         try harness.cloud.registerApp(AppID("com.other"), enrolmentSecret: enrolmentSecret)
         let stranger = try harness.addDevice(seed: 77, app: AppID("com.other"))
@@ -106,8 +106,8 @@ import Testing
     /// The cloud remembers enrolled devices' keys for ingest, but not that a
     /// device was unknown: a device whose first frame came before its
     /// enrolment is accepted once it enrols.
-    @Test func aDeviceRefusedBeforeItEnrolledIsAcceptedAfter() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func aDeviceRefusedBeforeItEnrolledIsAcceptedAfter(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: harness.clock, random: SeededRandom(seed: 5)))
         try vote([store])
         let records = try store.pendingOutbox(after: .start, limit: 10)
@@ -128,8 +128,8 @@ import Testing
         #expect(refusal.code == .badSignature)
     }
 
-    @Test func contentThatDoesNotMatchItsHashIsRefusedWhole() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func contentThatDoesNotMatchItsHashIsRefusedWhole(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let store = try harness.addDevice()
         try vote([store])
         try harness.sync(store)
@@ -149,8 +149,8 @@ import Testing
 
     /// A device whose enrolment answer was lost asks again with the same
     /// proof and gets the same key; nobody else gets that name or its key.
-    @Test func enrolmentWithAProofIsIdempotentForThatDeviceOnly() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func enrolmentWithAProofIsIdempotentForThatDeviceOnly(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         let store = try DeviceStore(at: .memory, options: StoreOptions(clock: ManualClock(harnessStart), random: SeededRandom(seed: 8)))
         let name = store.deviceID
         let key = try harness.cloud.enrol(app: app, device: name, enrolmentSecret: enrolmentSecret, proof: store.enrolmentProof)
@@ -177,8 +177,8 @@ import Testing
         #expect(try harness.cloud.stats().devices == 1)
     }
 
-    @Test func anAppsDeviceQuotaRefusesEnrolmentsPastIt() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func anAppsDeviceQuotaRefusesEnrolmentsPastIt(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         try harness.cloud.registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: 2)
         _ = try harness.cloud.enrol(app: app, device: DeviceID("d1"), enrolmentSecret: enrolmentSecret, proof: Array(repeating: 1, count: 32))
         _ = try harness.cloud.enrol(app: app, device: DeviceID("d2"), enrolmentSecret: enrolmentSecret)
@@ -191,8 +191,8 @@ import Testing
         #expect(try harness.cloud.stats().devices == 3)
     }
 
-    @Test func enrolmentNeedsTheAppSecretAndHappensOnce() throws {
-        let harness = try SyncHarness()
+    @Test(arguments: Backend.allCases) func enrolmentNeedsTheAppSecretAndHappensOnce(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
         #expect(throws: CloudError.self) { try harness.cloud.enrol(app: app, device: DeviceID("d"), enrolmentSecret: "wrong-secret-of-16-bytes") }
         #expect(throws: CloudError.self) { try harness.cloud.enrol(app: AppID("com.unknown"), device: DeviceID("d"), enrolmentSecret: enrolmentSecret) }
         _ = try harness.cloud.enrol(app: app, device: DeviceID("d"), enrolmentSecret: enrolmentSecret)

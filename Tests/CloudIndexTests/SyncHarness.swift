@@ -1,25 +1,61 @@
 import CloudIndex
+import CloudPostgres
 import DeviceStore
 import Foundation
 import IndexModel
+import PostgresTestSupport
 import SyncWire
 
 let harnessStart = ISO8601.parse("2026-11-22T00:00:00Z")!
 let app = StoreOptions.defaultApp
 let enrolmentSecret = "enrolment-secret-for-tests"
 
+/// The cloud backends the behaviour tests run against: the same test, with
+/// the same expectations, on each (`@Test(arguments: Backend.allCases)`).
+enum Backend: String, CaseIterable, Sendable, CustomStringConvertible {
+    case sqlite
+    case postgres
+
+    var description: String { rawValue }
+
+    /// A new, empty cloud store of this backend; the returned value keeps a
+    /// PostgreSQL store's database until it is released.
+    func makeCloud(options: CloudOptions, location: CloudLocation = .memory) throws -> (cloud: any CloudStore, database: TestDatabase?) {
+        switch self {
+        case .sqlite:
+            return (try CloudIndex(at: location, options: options), nil)
+        case .postgres:
+            let database = try TestDatabase()
+            return (try PostgresCloud(at: database.location, password: database.password,
+                                      options: PostgresCloudOptions(store: options, poolSize: 2)), database)
+        }
+    }
+}
+
 /// A cloud and devices in one process, synced through the real uploader and
 /// the cloud's ingest, with every byte on the wire kept.
 final class SyncHarness {
     let clock = ManualClock(harnessStart)
-    let cloud: CloudIndex
+    let cloud: any CloudStore
+    let backend: Backend
+    /// A PostgreSQL cloud's database, dropped with the harness.
+    private let database: TestDatabase?
     private(set) var devices: [DeviceStore] = []
     private(set) var wire: [[UInt8]] = []
 
-    init(threshold: Int = 3, location: CloudLocation = .memory) throws {
-        cloud = try CloudIndex(at: location, options: CloudOptions(clock: clock, random: SeededRandom(seed: 99),
-                                                                   threshold: threshold))
+    init(threshold: Int = 3, location: CloudLocation = .memory, backend: Backend = .sqlite) throws {
+        self.backend = backend
+        (cloud, database) = try backend.makeCloud(options: CloudOptions(clock: clock, random: SeededRandom(seed: 99),
+                                                                        threshold: threshold), location: location)
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+    }
+
+    /// The SQLite cloud of a harness of that backend, for the tests of what only it has.
+    var sqlite: CloudIndex {
+        get throws {
+            guard let index = cloud as? CloudIndex else { throw HarnessError("this harness's cloud is not SQLite") }
+            return index
+        }
     }
 
     @discardableResult
@@ -87,3 +123,8 @@ func vote(_ stores: [DeviceStore]) throws {
     }
 }
 
+
+struct HarnessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

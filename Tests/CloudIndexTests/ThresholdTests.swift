@@ -9,8 +9,8 @@ import SyncWire
 import Testing
 
 @Suite struct ThresholdTests {
-    @Test func belowTheThresholdTheCloudKeepsOnlyCountsAndAsksForNoContent() throws {
-        let harness = try SyncHarness(threshold: 3)
+    @Test(arguments: Backend.allCases) func belowTheThresholdTheCloudKeepsOnlyCountsAndAsksForNoContent(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 3, backend: backend)
         let stores = try (0..<2).map { _ in try harness.addDevice() }
         try vote(stores)
         try harness.syncAll()
@@ -23,8 +23,8 @@ import Testing
         #expect(!wire.contains(Data("Baked Potato".utf8)), "no content crossed the wire below K")
     }
 
-    @Test func theKthVoteAsksForContentAndTheHashBecomesPublic() throws {
-        let harness = try SyncHarness(threshold: 3)
+    @Test(arguments: Backend.allCases) func theKthVoteAsksForContentAndTheHashBecomesPublic(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 3, backend: backend)
         let stores = try (0..<3).map { _ in try harness.addDevice() }
         try vote(stores)
         try harness.syncAll()
@@ -39,8 +39,8 @@ import Testing
     /// The ack that asks a device for content is lost; the device, which
     /// never saw it, sends a longer frame from the same cursor. Its ack asks
     /// again: a live voter is asked in every ack until it answers.
-    @Test func aContentRequestWhoseAckWasLostIsOfferedAgain() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func aContentRequestWhoseAckWasLostIsOfferedAgain(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let first = try harness.addDevice(), second = try harness.addDevice()
         try vote([first])
         try harness.sync(first)
@@ -60,8 +60,8 @@ import Testing
     /// The simulator waits for every device to hear the cloud after its last
     /// content request: the head moves when a hash becomes wanted, and not
     /// for frames that ask for nothing.
-    @Test func theContentRequestHeadMovesOnlyWhenAHashBecomesWanted() throws {
-        let harness = try SyncHarness(threshold: 2)
+    @Test(arguments: Backend.allCases) func theContentRequestHeadMovesOnlyWhenAHashBecomesWanted(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
         let first = try harness.addDevice(), second = try harness.addDevice()
         #expect(try harness.cloud.contentRequestHead(app: app) == 0)
         try vote([first])
@@ -76,8 +76,8 @@ import Testing
         #expect(try harness.cloud.contentRequestHead(app: app) == head, "engagement is no request")
     }
 
-    @Test func withdrawalsBelowTheThresholdRemoveTheContent() throws {
-        let harness = try SyncHarness(threshold: 3)
+    @Test(arguments: Backend.allCases) func withdrawalsBelowTheThresholdRemoveTheContent(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 3, backend: backend)
         let stores = try (0..<3).map { _ in try harness.addDevice() }
         try vote(stores)
         try harness.syncAll()
@@ -96,8 +96,8 @@ import Testing
         #expect(try harness.cloud.entry(app: app, hash: recipeHash())?.voters == 3, "the same device counts once")
     }
 
-    @Test func aSybilDeviceVotingManyTimesCountsOnce() throws {
-        let harness = try SyncHarness(threshold: 3)
+    @Test(arguments: Backend.allCases) func aSybilDeviceVotingManyTimesCountsOnce(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 3, backend: backend)
         let stores = try (0..<2).map { _ in try harness.addDevice() }
         try vote(stores)
         // The hostile device records the activity under many identifiers and
