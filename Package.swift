@@ -171,6 +171,7 @@ let package = Package(
                 "Snapshot",
                 "DeviceStore",
                 "CloudIndex",
+                "CloudPostgres",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -320,6 +321,7 @@ let package = Package(
             name: "SimulationTests",
             dependencies: [
                 "CloudIndex",
+                "PostgresTestSupport",
                 "IndexModel",
                 "Simulation",
                 "SyncWire",

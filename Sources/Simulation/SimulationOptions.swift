@@ -1,5 +1,18 @@
 import CloudIndex
+import CloudPostgres
 import IndexModel
+
+/// A PostgreSQL database the simulation's embedded cloud keeps its store in
+/// (`simulate --cloud-db`), instead of a SQLite file in the run's directory.
+public struct SimulationDatabase: Sendable {
+    public let location: PostgresLocation
+    public let password: String?
+
+    public init(location: PostgresLocation, password: String?) {
+        self.location = location
+        self.password = password
+    }
+}
 
 /// What one simulation run does. Everything that varies between runs is here
 /// or drawn from `seed`, so the same options replay the same run.
@@ -22,6 +35,10 @@ public struct SimulationOptions: Sendable {
     public var drill: DrillSide?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
+    /// Keep the embedded cloud's store in this PostgreSQL database (which
+    /// must hold no cloud store yet) instead of a SQLite file. The run is the
+    /// same, digest included.
+    public var cloudDatabase: SimulationDatabase?
     /// Run the devices' app calls on a second thread while the event loop
     /// goes on (`CallLane`). The run is the same, digest included; only the
     /// wall time changes. Drills always run on one thread.
@@ -56,6 +73,7 @@ public struct SimulationOptions: Sendable {
         self.app = app
         drill = nil
         remote = nil
+        cloudDatabase = nil
         callLane = false
     }
 
@@ -67,6 +85,7 @@ public struct SimulationOptions: Sendable {
         if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
+        if let cloudDatabase { command += " --cloud-db \(cloudDatabase.location) (an empty database)" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }
@@ -89,6 +108,9 @@ public struct SimulationOptions: Sendable {
         }
         if remote != nil && drill != nil {
             throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")
+        }
+        if remote != nil && cloudDatabase != nil {
+            throw SimulationError("--cloud-db keeps the embedded cloud's store; a served cloud (--cloud) keeps its own")
         }
         // Every entry and the Sybil group's may be wanted at once, and a
         // converging device that heard one ack after the last request must

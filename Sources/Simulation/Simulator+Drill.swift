@@ -44,7 +44,7 @@ extension Simulator {
             device.offlineUntil = world.milliseconds + Simulator.drillOutage
         case .cloud:
             crashCloud(restore: false)
-            cloudHost.destroyStore()
+            try cloudHost.destroyStore()
         }
         self.drill = drill
         queue.schedule(.drillRestore, at: world.milliseconds + Simulator.drillOutage)

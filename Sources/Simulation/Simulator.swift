@@ -8,7 +8,7 @@ import SyncWire
 /// The discrete-event simulator: every device, the network and the cloud in
 /// one thread on one virtual clock, driven by events taken earliest first.
 /// Each device is a real `DeviceStore` driven by a `SyncRun`; the cloud is a
-/// real `CloudIndex`; the network is the simulator's own in-memory transport,
+/// real `CloudStore` (SQLite, or PostgreSQL with `cloudDatabase`); the network is the simulator's own in-memory transport,
 /// which loses, duplicates, delays, replays and corrupts frames as the fault
 /// plan says. A run has a fault phase (the workload plus faults) and a
 /// convergence phase (faults healed, input stopped, sync until quiet), then the
@@ -57,7 +57,7 @@ public final class Simulator {
     /// The cloud, its incarnations, backups and restores.
     let cloudHost: CloudHost
     /// The running cloud; nil while it is down.
-    var cloud: CloudIndex? { cloudHost.cloud }
+    var cloud: (any CloudStore)? { cloudHost.cloud }
     /// The devices and where their calls run.
     let fleet: Fleet
     var devices: [SimDevice] { fleet.devices }
@@ -115,7 +115,8 @@ public final class Simulator {
             directory = base + "/sightline-sim-\(options.seed)-\(UUID().uuidString)"
             removeDirectory = true
         }
-        cloudHost = CloudHost(path: options.remote?.storePath ?? directory + "/cloud.sqlite", directory: directory, world: world,
+        cloudHost = CloudHost(path: options.remote?.storePath ?? directory + "/cloud.sqlite", database: options.cloudDatabase,
+                              directory: directory, world: world,
                               random: cloudRandom, threshold: options.threshold, app: options.app, isRemote: options.remote != nil,
                               lane: lane)
         do {
@@ -132,7 +133,7 @@ public final class Simulator {
         } catch {
             throw SimulationError("cannot prepare \(directory): \(error.localizedDescription)")
         }
-        let cloud: CloudIndex
+        let cloud: any CloudStore
         if let remote = options.remote {
             cloud = cloudHost.adopt(try Simulator.openRemoteStore(remote, options: options))
         } else {

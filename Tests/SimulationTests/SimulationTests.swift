@@ -267,7 +267,7 @@ private func failures(_ report: SimulationReport) -> String {
         // One impression more on one hash, as a double-counting cloud would
         // have: through the simulator's own connection, since it holds its
         // cloud's file exclusively.
-        let cloud = try #require(simulator.cloud)
+        let cloud = try #require(simulator.cloud as? CloudIndex)
         try cloud.queue.write { db in
             try db.execute(sql: "UPDATE hashes SET shown = shown + 1 WHERE key = (SELECT min(key) FROM hashes)")
         }

@@ -160,6 +160,24 @@ public final class PostgresCloud: CloudStore {
         }
     }
 
+    /// Whether the database at `location` holds a cloud store (its schema).
+    public static func holdsStore(at location: PostgresLocation, password: String?) throws(CloudError) -> Bool {
+        let pool = PostgresPool(location: location, password: password, size: 1, searchPath: PostgresSchema.name)
+        defer { pool.close() }
+        return try run(pool, location) { session in
+            try session.query("SELECT to_regclass('sightline.cloud_meta') IS NOT NULL")[0].flag(0, "the schema's presence")
+        }
+    }
+
+    /// Drops the cloud store in the database at `location`, every table of
+    /// it (the `sightline` schema), for good: what a drill does to a cloud
+    /// whose store is lost.
+    public static func dropStore(at location: PostgresLocation, password: String?) throws(CloudError) {
+        let pool = PostgresPool(location: location, password: password, size: 1, searchPath: PostgresSchema.name)
+        defer { pool.close() }
+        try run(pool, location) { session in try session.executeScript("DROP SCHEMA IF EXISTS sightline CASCADE") }
+    }
+
     /// `cloud_meta`, checked: this application, this format version, and
     /// values in range.
     private static func readMeta(_ session: PostgresSession, location: PostgresLocation) throws

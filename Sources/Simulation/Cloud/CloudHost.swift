@@ -1,17 +1,25 @@
 import CloudIndex
+import CloudPostgres
 import DeviceStore
 import Foundation
 import IndexModel
 import Snapshot
 
-/// The simulation's cloud and what happens to it: the running `CloudIndex`
+/// The simulation's cloud and what happens to it: the running cloud store
 /// (nil while it is down), its incarnations, its backups, and the restores
 /// from them. It schedules nothing and draws no random numbers: the event
 /// loop decides when the cloud goes down, comes up and is backed up, and the
 /// host carries that out and says what the loop must know.
+///
+/// The store is a SQLite file in the run's directory, or a PostgreSQL
+/// database (`SimulationOptions.cloudDatabase`); either way the run is the
+/// same. A crash closes the store's connections, a lost store is a dropped
+/// schema, and a restore into PostgreSQL is `PostgresCloud.restore`.
 final class CloudHost {
     /// The cloud store's file (for a remote cloud, the served store's).
     let path: String
+    /// The PostgreSQL database the store is in, when it is not `path`.
+    private let database: SimulationDatabase?
     private let directory: String
     private let world: WorldClock
     private let random: SeededRandom
@@ -30,7 +38,7 @@ final class CloudHost {
     /// once and uses what the two busy threads leave.
     private var restoreLane: CallLane?
 
-    private(set) var cloud: CloudIndex?
+    private(set) var cloud: (any CloudStore)?
     /// Each time the cloud goes down it comes back as a new incarnation.
     private(set) var incarnation = 0
     /// The cloud's kept backups, oldest first.
@@ -47,9 +55,10 @@ final class CloudHost {
     /// an accepted frame or a new incarnation changes it).
     private var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
 
-    init(path: String, directory: String, world: WorldClock, random: SeededRandom, threshold: Int, app: AppID, isRemote: Bool,
-         lane: CallLane?) {
+    init(path: String, database: SimulationDatabase? = nil, directory: String, world: WorldClock, random: SeededRandom,
+         threshold: Int, app: AppID, isRemote: Bool, lane: CallLane?) {
         self.path = path
+        self.database = database
         self.app = app
         self.directory = directory
         self.world = world
@@ -66,35 +75,65 @@ final class CloudHost {
         restoreLane?.close()
     }
 
-    /// Opens the embedded cloud's store, made on first use.
-    func start() throws(CloudError) -> CloudIndex {
+    /// Opens the embedded cloud's store, made on first use; a PostgreSQL
+    /// database must not hold one yet, since the oracle accounts for
+    /// everything the cloud counts.
+    func start() throws(CloudError) -> any CloudStore {
+        if let database {
+            let existing = try PostgresCloud.holdsStore(at: database.location, password: database.password)
+            guard !existing else {
+                throw CloudError(.invalidOption, """
+                    \(database.location) already holds a cloud store: a simulation needs an empty database \
+                    (or drop the old store: DROP SCHEMA sightline CASCADE)
+                    """)
+            }
+        }
         let cloud = try open()
         self.cloud = cloud
         return cloud
     }
 
     /// Takes a served cloud's store, opened read-only, as the cloud to read.
-    func adopt(_ store: CloudIndex) -> CloudIndex {
+    func adopt(_ store: any CloudStore) -> any CloudStore {
         cloud = store
         return store
     }
 
-    private func open() throws(CloudError) -> CloudIndex {
-        try CloudIndex(at: .file(path), options: CloudOptions(clock: world, random: random, threshold: threshold,
-                                                              durability: .normal, exclusive: true))
+    private func open() throws(CloudError) -> any CloudStore {
+        let options = CloudOptions(clock: world, random: random, threshold: threshold, durability: .normal, exclusive: true)
+        if let database {
+            return try PostgresCloud(at: database.location, password: database.password,
+                                     options: PostgresCloudOptions(store: options, poolSize: 2))
+        }
+        return try CloudIndex(at: .file(path), options: options)
+    }
+
+    /// The store opened read-only while the cloud is down: for reading what
+    /// it holds, and for the checks at the end of a run.
+    func openForReading() throws(CloudError) -> any CloudStore {
+        if let database {
+            return try PostgresCloud(at: database.location, password: database.password,
+                                     options: PostgresCloudOptions(store: CloudOptions(readOnly: true), poolSize: 1))
+        }
+        return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
     }
 
     /// The cloud's process dies: a new incarnation comes up later (`bringUp`).
     func crash() {
+        (cloud as? PostgresCloud)?.close()
         cloud = nil
         incarnation += 1
     }
 
-    /// The crashed cloud's store is lost too (a drill): its file goes, and
-    /// the incarnation its crash began never comes up.
-    func destroyStore() {
+    /// The crashed cloud's store is lost too (a drill): its file (or its
+    /// schema) goes, and the incarnation its crash began never comes up.
+    func destroyStore() throws(CloudError) {
         incarnation += 1
-        StoreFiles.remove(path)
+        if let database {
+            try PostgresCloud.dropStore(at: database.location, password: database.password)
+        } else {
+            StoreFiles.remove(path)
+        }
     }
 
     /// What a device must have heard from the cloud to be quiet, with
@@ -118,7 +157,7 @@ final class CloudHost {
     /// even while it is down (its file is intact until a restore replaces it).
     func holds(device: DeviceID) throws(CloudError) -> [Epoch: OutboxSeq] {
         if let cloud { return try cloud.heldEpochs(app: app, device: device) }
-        return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)).heldEpochs(app: app, device: device)
+        return try openForReading().heldEpochs(app: app, device: device)
     }
 
     // MARK: - Restores
@@ -135,7 +174,9 @@ final class CloudHost {
         let chosen = snapshots.count > 1 && older() ? snapshots.count - 2 : snapshots.count - 1
         let pending = PendingCloudRestore(chosen: chosen, snapshot: snapshots[chosen], staging: path + ".staged",
                                           checked: path + ".checked-\(incarnation)")
-        if lane != nil {
+        if database != nil {
+            // `PostgresCloud.restore` checks the backup as it loads it, when the cloud comes up.
+        } else if lane != nil {
             // Room for this restore's two jobs while the last one's checks run.
             let restoreLane = self.restoreLane ?? CallLane(capacity: 2, name: "sightline-restore")
             self.restoreLane = restoreLane
@@ -175,7 +216,13 @@ final class CloudHost {
                 if let failure = pending.extractionFailure ?? (pending.verification == nil ? pending.verificationFailure : nil) {
                     throw failure
                 }
-                try CloudIndex.finishRestore(staged: pending.staging, to: path, options: CloudOptions(clock: world))
+                if let database {
+                    try PostgresCloud.dropStore(at: database.location, password: database.password)
+                    try PostgresCloud.restore(snapshot: pending.snapshot, to: database.location, password: database.password,
+                                              staging: directory, options: PostgresCloudOptions(store: CloudOptions(clock: world)))
+                } else {
+                    try CloudIndex.finishRestore(staged: pending.staging, to: path, options: CloudOptions(clock: world))
+                }
             } catch {
                 throw SimulationError("the cloud could not be restored from \(pending.snapshot): \(error)")
             }

@@ -26,8 +26,8 @@ extension Simulator {
     /// The remote cloud's store, read-only, checked to be one this run can
     /// account for: no device enrolled yet (the oracle must explain every
     /// count), and the K the run was given.
-    static func openRemoteStore(_ remote: any RemoteCloud, options: SimulationOptions) throws(SimulationError) -> CloudIndex {
-        let store: CloudIndex
+    static func openRemoteStore(_ remote: any RemoteCloud, options: SimulationOptions) throws(SimulationError) -> any CloudStore {
+        let store: any CloudStore
         let stats: CloudStats
         do {
             store = try CloudIndex(at: .file(remote.storePath), options: CloudOptions(readOnly: true))

@@ -71,12 +71,12 @@ extension Simulator {
     /// its log; this thread then checks devices from the first one up, until
     /// the two meet. Fails when the cloud store cannot be opened.
     func gatherEvidence(converged: Bool) -> Result<FinishedRun, CloudError> {
-        let cloud: CloudIndex
+        let cloud: any CloudStore
         if let running = self.cloud {
             cloud = running
         } else {
             do throws(CloudError) {
-                cloud = try CloudIndex(at: .file(cloudHost.path))
+                cloud = try cloudHost.openForReading()
             } catch {
                 return .failure(error)
             }
@@ -107,7 +107,7 @@ extension Simulator {
         return .success(FinishedRun(evidence, matching: matching))
     }
 
-    private func readLog(_ cloud: CloudIndex, into evidence: inout RunEvidence) {
+    private func readLog(_ cloud: any CloudStore, into evidence: inout RunEvidence) {
         do {
             try cloud.scanLog { record in
                 let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)

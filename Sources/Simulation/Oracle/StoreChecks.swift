@@ -127,11 +127,11 @@ final class DeviceChecks: @unchecked Sendable {
 /// The checks of the cloud store against itself: its log's hash chain, and
 /// its projections against a rebuild from the log.
 final class CloudChecks {
-    let cloud: CloudIndex
+    let cloud: any CloudStore
     private(set) var journalProblems: [String] = []
     private(set) var rebuildProblems: [String] = []
 
-    init(cloud: CloudIndex) { self.cloud = cloud }
+    init(cloud: any CloudStore) { self.cloud = cloud }
 
     func run() {
         do {

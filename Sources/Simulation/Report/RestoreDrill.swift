@@ -55,10 +55,12 @@ public struct DrillReport: Sendable {
     /// destruction at three quarters, a restore 10 virtual seconds later
     /// (with reindexing on the device side), then convergence and the checks.
     public static func run(side: DrillSide, devices: Int = 5, eventsPerDevice: Int = 60, seed: UInt64 = 1,
-                           threshold: Int = 3, directory: String? = nil) throws(SimulationError) -> DrillReport {
+                           threshold: Int = 3, directory: String? = nil,
+                           cloudDatabase: SimulationDatabase? = nil) throws(SimulationError) -> DrillReport {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: .none,
                                         threshold: threshold, directory: directory)
         options.drill = side
+        options.cloudDatabase = cloudDatabase
         guard eventsPerDevice >= 4 else { throw SimulationError("a drill needs at least 4 calls per device") }
         let simulator = try Simulator(options: options)
         let report = try simulator.run()

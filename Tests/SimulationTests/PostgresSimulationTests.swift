@@ -1,0 +1,46 @@
+import CloudIndex
+import CloudPostgres
+import PostgresTestSupport
+import Simulation
+import Testing
+
+/// The simulator's embedded cloud on PostgreSQL: the same run, invariants
+/// and digest as on SQLite, crashes, cloud restores and drills included.
+@Suite struct PostgresSimulationTests {
+    private func database(_ test: TestDatabase) -> SimulationDatabase {
+        SimulationDatabase(location: test.location, password: test.password)
+    }
+
+    /// Seeds whose heavy faults crash the cloud and restore it from a backup
+    /// (seeds 67 and 99 from one older than a device's first frame).
+    @Test(arguments: [UInt64(67), 99, 94])
+    func aSeedSimulatedOnPostgresGivesTheDigestItGivesOnSQLite(seed: UInt64) throws {
+        let options = SimulationOptions(devices: 8, eventsPerDevice: 80, seed: seed, faults: .heavy, threshold: 3)
+        let onSQLite = try Simulator(options: options).run()
+        let test = try TestDatabase()
+        var onPostgres = options
+        onPostgres.cloudDatabase = database(test)
+        let report = try Simulator(options: onPostgres).run()
+        #expect(report.passed, "seed \(seed) on PostgreSQL: \(report.failures.map(\.detail))")
+        #expect(report.digest == onSQLite.digest, "seed \(seed) ran to another digest on PostgreSQL")
+        #expect(report.faults[.cloudCrash, default: 0] > 0, "seed \(seed) never crashed the cloud")
+    }
+
+    @Test func aCloudRestoreDrillOnPostgresLosesNothingAndCountsNothingTwice() throws {
+        let test = try TestDatabase()
+        let drill = try DrillReport.run(side: .cloud, seed: 2, cloudDatabase: database(test))
+        #expect(drill.passed && drill.doubleCounts == 0 && drill.caughtUp, "\(drill.simulation.failures.map(\.detail))")
+        #expect(drill.simulation.digest == (try DrillReport.run(side: .cloud, seed: 2)).simulation.digest)
+    }
+
+    /// The oracle accounts for everything the cloud counts, so a run refuses
+    /// a database that holds a cloud store already.
+    @Test func aDatabaseThatHoldsACloudStoreIsRefused() throws {
+        let test = try TestDatabase()
+        _ = try PostgresCloud(at: test.location, password: test.password)
+        var options = SimulationOptions(devices: 2, eventsPerDevice: 4, seed: 1, faults: .none)
+        options.cloudDatabase = database(test)
+        let error = try #require(throws: SimulationError.self) { try Simulator(options: options) }
+        #expect(error.message.contains("already holds a cloud store"), "\(error)")
+    }
+}
