@@ -4,11 +4,12 @@ import IndexModel
 import SyncWire
 
 extension PostgresCloud {
-    /// Rows read per statement when a whole table is read.
-    static let pageRows = 2_000
+    /// Rows read per statement when a whole table is read: fewer of the
+    /// cloud log, whose rows hold payloads of up to 1 MiB.
+    static func pageRows(_ table: String) -> Int { table == "cloud_log" ? 256 : 2_000 }
 
     /// Reads `table`'s `columns` in order of `key` (the first columns of
-    /// `columns`), `pageRows` at a time, each page after the last row of the
+    /// `columns`), `pageRows(table)` at a time, each page after the last row of the
     /// one before (inside the caller's transaction, so the pages agree), until
     /// `body` returns false. `condition` (with binds from `$1`) narrows the rows.
     static func pages(_ session: PostgresSession, table: String, columns: [String], key: Int, condition: String = "TRUE",
@@ -23,9 +24,10 @@ extension PostgresCloud {
                 sql += " AND (\(keys)) > (\(places))"
                 values += after
             }
-            sql += " ORDER BY \(keys) LIMIT \(pageRows)"
+            let limit = pageRows(table)
+            sql += " ORDER BY \(keys) LIMIT \(limit)"
             let rows = try session.query(sql, values)
-            guard !rows.isEmpty, try body(rows), rows.count == pageRows, let last = rows.last else { return }
+            guard !rows.isEmpty, try body(rows), rows.count == limit, let last = rows.last else { return }
             after = Array(last.values.prefix(key))
         }
     }
