@@ -330,7 +330,7 @@ extension CloudIndex {
             let app = try text(row[0], "an app name")
             try blob(row[1], "apps.secret_hash of \(app)")
             if !(row[2] as DatabaseValue).isNull {
-                try integer(row[2], 1...Int64(CloudIndex.largestDeviceQuota), "apps.maximum_devices of \(app)")
+                try integer(row[2], 1...Int64(EnrolmentRule.largestDeviceQuota), "apps.maximum_devices of \(app)")
             }
         }
         guard version >= 7 else { return try checkFormat6Devices(db, version: version) }

@@ -312,23 +312,14 @@ public final class CloudIndex: CloudStore {
     /// `maximumDevices` (nil: no limit) caps the devices that may enrol for
     /// it; devices enrolled already stay.
     public func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError) {
-        try CloudIndex.checkName(app.rawValue, "app")
-        guard enrolmentSecret.utf8.count >= 16 else {
-            throw CloudError(.invalidOption, "the enrolment secret of \(app) must be at least 16 bytes")
-        }
-        if let maximumDevices, !(1...CloudIndex.largestDeviceQuota).contains(maximumDevices) {
-            throw CloudError(.invalidOption, "the device quota of \(app) must be 1 to \(CloudIndex.largestDeviceQuota)")
-        }
-        let hash = Data(SHA256.hash(data: Array(enrolmentSecret.utf8)))
+        let hash = try EnrolmentRule.secretHash(app: app, enrolmentSecret: enrolmentSecret, maximumDevices: maximumDevices)
         try write { db in
             try db.execute(sql: """
                 INSERT INTO apps (app, secret_hash, maximum_devices) VALUES (?, ?, ?)
                 ON CONFLICT (app) DO UPDATE SET secret_hash = excluded.secret_hash, maximum_devices = excluded.maximum_devices
-                """, arguments: [app, hash, maximumDevices])
+                """, arguments: [app, Data(hash), maximumDevices])
         }
     }
-
-    package static let largestDeviceQuota = 100_000_000
 
     /// Enrols `device` for `app` and returns its new device key (32 bytes), which
     /// signs its frames. The secret must be the app's; a device is enrolled once
@@ -339,58 +330,39 @@ public final class CloudIndex: CloudStore {
     /// derived from its own secret); the cloud keeps its SHA-256, and the same
     /// proof later gets the same key back, so a device whose first answer was
     /// lost is not locked out. Any other request for the name is refused as
-    /// `alreadyEnrolled`. Without a proof, the name can be enrolled only once.
+    /// `alreadyEnrolled`. Without a proof, the name can be enrolled only once
+    /// (`EnrolmentRule`).
     public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8] {
-        try CloudIndex.checkName(app.rawValue, "app")
-        try CloudIndex.checkName(device.rawValue, "device")
-        if let proof, !(16...64).contains(proof.count) {
-            throw CloudError(.invalidOption, "an enrolment proof is 16 to 64 bytes, not \(proof.count)")
-        }
-        let offered = Array(SHA256.hash(data: Array(enrolmentSecret.utf8)))
-        let proofHash = proof.map { Data(SHA256.hash(data: $0)) }
-        let key = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
+        let request = try EnrolmentRule.request(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: proof)
+        let key = EnrolmentRule.newKey(random)
         let now = clock.now()
         return try write { db in
             // Cached: a simulation enrols thousands of devices in a row.
-            guard let registered = try Row.fetchOne(db.cachedStatement(sql: "SELECT secret_hash, maximum_devices FROM apps WHERE app = ?"),
-                                                    arguments: [app]),
-                  CloudIndex.constantTimeEqual([UInt8](try Stored.column(registered, 0, "apps.secret_hash of \(app)") as Data), offered) else {
-                throw CloudError(.enrolmentRefused, "enrolment refused: unknown app or wrong enrolment secret")
+            let registered = try Row.fetchOne(db.cachedStatement(sql: "SELECT secret_hash, maximum_devices FROM apps WHERE app = ?"),
+                                              arguments: [app])
+            let quota = try registered.flatMap { row throws(CloudError) in
+                (row[1] as DatabaseValue).isNull
+                    ? nil : try Stored.count(Stored.column(row, 1, "apps.maximum_devices of \(app)"), "apps.maximum_devices of \(app)")
             }
-            let quota = (registered[1] as DatabaseValue).isNull
-                ? nil : try Stored.count(Stored.column(registered, 1, "apps.maximum_devices of \(app)"), "apps.maximum_devices of \(app)")
-            if let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, enrolment_proof FROM devices WHERE app = ? AND device = ?"),
-                                               arguments: [app, device]) {
-                let storedProof: Data? = (existing[1] as DatabaseValue).isNull
-                    ? nil : try Stored.column(existing, 1, "devices.enrolment_proof of \(device)")
-                guard let proofHash, let storedProof, CloudIndex.constantTimeEqual([UInt8](storedProof), [UInt8](proofHash)) else {
-                    throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
+            let existing = try Row.fetchOne(db.cachedStatement(sql: "SELECT key, enrolment_proof FROM devices WHERE app = ? AND device = ?"),
+                                            arguments: [app, device]).map { row throws(CloudError) in
+                (key: [UInt8](try Stored.column(row, 0, "devices.key of \(device)") as Data),
+                 proofHash: try (Stored.column(row, 1, "devices.enrolment_proof of \(device)") as Data?).map { [UInt8]($0) })
+            }
+            let decided = try EnrolmentRule.decide(
+                request, registered: try registered.map { row throws(CloudError) in [UInt8](try Stored.column(row, 0, "apps.secret_hash of \(app)") as Data) },
+                existing: existing, quota: quota) { () throws(CloudError) in
+                    do {
+                        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM devices WHERE app = ?"), arguments: [app]) ?? 0
+                    } catch {
+                        throw CloudError(.database, "cannot count the devices of \(app): \(CloudIndex.describe(error))")
+                    }
                 }
-                return [UInt8](try Stored.column(existing, 0, "devices.key of \(device)") as Data)
-            }
-            if let quota {
-                let enrolled = try Int64.fetchOne(db.cachedStatement(sql: "SELECT count(*) FROM devices WHERE app = ?"), arguments: [app]) ?? 0
-                guard enrolled < quota else {
-                    throw CloudError(.enrolmentRefused, "enrolment refused: app \(app) has enrolled its quota of \(quota) devices")
-                }
-            }
+            if let decided { return decided }
             try db.cachedStatement(sql: "INSERT INTO devices (app, device, key, enrolled_at, enrolment_proof) VALUES (?, ?, ?, ?, ?)")
-                .execute(arguments: [app, device, Data(key), now.millisecondsSince1970, proofHash])
+                .execute(arguments: [app, device, Data(key), now.millisecondsSince1970, request.proofHash.map { Data($0) }])
             return key
         }
-    }
-
-    package static func checkName(_ name: String, _ what: String) throws(CloudError) {
-        guard !name.isEmpty, name.utf8.count <= 256, !name.contains(where: \.isNewline) else {
-            throw CloudError(.invalidOption, "the \(what) name must be 1 to 256 bytes on one line")
-        }
-    }
-
-    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
 

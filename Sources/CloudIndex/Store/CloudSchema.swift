@@ -80,6 +80,16 @@ package enum CloudSchema {
             last_seq INTEGER NOT NULL,
             PRIMARY KEY (app, device, epoch)
         ) WITHOUT ROWID;
+        CREATE TABLE app_state (
+            app TEXT PRIMARY KEY,
+            wanted_seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
+
+        """ + countsDDL + contentOffersDDL
+
+    /// The projections of each hash's counts, votes and public content, the
+    /// same in every version since 3.
+    static let countsDDL = """
         CREATE TABLE hashes (
             app TEXT NOT NULL,
             key BLOB NOT NULL,
@@ -117,6 +127,12 @@ package enum CloudSchema {
             log_seq INTEGER NOT NULL,
             PRIMARY KEY (app, key)
         ) WITHOUT ROWID;
+        """
+
+    /// Each live voter's offer of content for a wanted hash (`ContentRule`),
+    /// from version 6.
+    static let contentOffersDDL = """
+
         CREATE TABLE content_offers (
             app TEXT NOT NULL,
             key BLOB NOT NULL,
@@ -125,10 +141,6 @@ package enum CloudSchema {
             PRIMARY KEY (app, key, voter)
         ) WITHOUT ROWID;
         CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
-        CREATE TABLE app_state (
-            app TEXT PRIMARY KEY,
-            wanted_seq INTEGER NOT NULL
-        ) WITHOUT ROWID;
         """
 
     static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state"]
@@ -255,57 +267,9 @@ package enum CloudSchema {
                 last_seq INTEGER NOT NULL,
                 PRIMARY KEY (device, epoch)
             ) WITHOUT ROWID;
-            CREATE TABLE hashes (
-                app TEXT NOT NULL,
-                key BLOB NOT NULL,
-                hash BLOB,
-                live_votes INTEGER NOT NULL,
-                voters INTEGER NOT NULL,
-                views INTEGER NOT NULL,
-                shown INTEGER NOT NULL,
-                engaged INTEGER NOT NULL,
-                wanted_seq INTEGER,
-                has_content INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (app, key)
-            ) WITHOUT ROWID;
-            CREATE INDEX hashes_wanted ON hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;
-            CREATE TABLE votes (
-                app TEXT NOT NULL,
-                key BLOB NOT NULL,
-                voter BLOB NOT NULL,
-                token BLOB NOT NULL,
-                live INTEGER NOT NULL,
-                signal_day INTEGER NOT NULL DEFAULT 0,
-                day_views INTEGER NOT NULL DEFAULT 0,
-                day_shown INTEGER NOT NULL DEFAULT 0,
-                day_engaged INTEGER NOT NULL DEFAULT 0,
-                PRIMARY KEY (app, key, voter)
-            ) WITHOUT ROWID;
-            CREATE TABLE public_content (
-                app TEXT NOT NULL,
-                key BLOB NOT NULL,
-                activity_type TEXT NOT NULL,
-                title TEXT,
-                keywords BLOB NOT NULL,
-                description TEXT,
-                url TEXT,
-                log_seq INTEGER NOT NULL,
-                PRIMARY KEY (app, key)
-            ) WITHOUT ROWID;
             CREATE TABLE fold_state (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-            """ + contentOffersDDL
 
-        static let contentOffersDDL = """
-
-            CREATE TABLE content_offers (
-                app TEXT NOT NULL,
-                key BLOB NOT NULL,
-                voter BLOB NOT NULL,
-                digest BLOB NOT NULL,
-                PRIMARY KEY (app, key, voter)
-            ) WITHOUT ROWID;
-            CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
-            """
+            """ + countsDDL + contentOffersDDL
 
         static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "fold_state", "content_offers"]
 
@@ -347,7 +311,7 @@ package enum CloudSchema {
                     """)
             }
             if version < 6 {
-                try db.execute(sql: contentOffersDDL)
+                try db.execute(sql: CloudSchema.contentOffersDDL)
             }
         }
     }

@@ -1,5 +1,7 @@
 import Crypto
+import GRDB
 import IndexModel
+import SQLiteSupport
 
 /// One value of a cloud store row as both backends hold it: SQLite's
 /// storage classes without REAL, which no cloud table has. What moves rows
@@ -59,8 +61,7 @@ package enum StoreTables {
 /// The projection digest, the same bytes whichever backend reads the rows:
 /// SHA-256 over each projection table in `StoreTables.projections` order,
 /// each its position as a `uvarint` then every value of its rows in key
-/// order, a value as a tag byte (0 NULL, 1 integer, 3 text, 4 blob) and its
-/// `svarint`, `string` or `bytes` encoding (`SQLiteSupport.RowDigest`).
+/// order, each value as `RowDigest.encode` writes it.
 package struct ProjectionDigest {
     private var hasher = SHA256()
     private var writer = BinaryWriter(capacity: 1 << 16)
@@ -73,18 +74,7 @@ package struct ProjectionDigest {
     }
 
     package mutating func value(_ value: StoreValue) {
-        switch value {
-        case .null: writer.byte(0)
-        case .integer(let integer):
-            writer.byte(1)
-            writer.svarint(integer)
-        case .text(let text):
-            writer.byte(3)
-            writer.string(text)
-        case .blob(let bytes):
-            writer.byte(4)
-            writer.data(bytes)
-        }
+        RowDigest.encode(value.databaseValue, into: &writer)
         if writer.bytes.count > 1 << 16 {
             hasher.update(data: writer.bytes)
             writer = BinaryWriter(capacity: 1 << 16)

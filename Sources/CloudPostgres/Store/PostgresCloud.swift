@@ -244,16 +244,9 @@ public final class PostgresCloud: CloudStore {
     // MARK: - Apps and devices
 
     /// Registers `app` with the secret its devices enrol with, or changes
-    /// its secret and device quota, as the SQLite backend does.
+    /// its secret and device quota (`EnrolmentRule`).
     public func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError) {
-        try CloudIndex.checkName(app.rawValue, "app")
-        guard enrolmentSecret.utf8.count >= 16 else {
-            throw CloudError(.invalidOption, "the enrolment secret of \(app) must be at least 16 bytes")
-        }
-        if let maximumDevices, !(1...CloudIndex.largestDeviceQuota).contains(maximumDevices) {
-            throw CloudError(.invalidOption, "the device quota of \(app) must be 1 to \(CloudIndex.largestDeviceQuota)")
-        }
-        let hash = Array(SHA256.hash(data: Array(enrolmentSecret.utf8)))
+        let hash = try EnrolmentRule.secretHash(app: app, enrolmentSecret: enrolmentSecret, maximumDevices: maximumDevices)
         try run { session in
             _ = try session.query("""
                 INSERT INTO apps (app, secret_hash, maximum_devices) VALUES ($1, $2, $3)
@@ -262,46 +255,39 @@ public final class PostgresCloud: CloudStore {
         }
     }
 
-    /// Enrols `device` for `app` (`CloudIndex.enrol`): the app's row is
-    /// locked, so that two servers enrolling at once keep the quota and one
-    /// name gets one key.
+    /// Enrols `device` for `app` (`EnrolmentRule`, as `CloudIndex.enrol`):
+    /// the app's row is locked, so that two servers enrolling at once keep
+    /// the quota and one name gets one key.
     public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8] {
-        try CloudIndex.checkName(app.rawValue, "app")
-        try CloudIndex.checkName(device.rawValue, "device")
-        if let proof, !(16...64).contains(proof.count) {
-            throw CloudError(.invalidOption, "an enrolment proof is 16 to 64 bytes, not \(proof.count)")
-        }
-        let offered = Array(SHA256.hash(data: Array(enrolmentSecret.utf8)))
-        let proofHash = proof.map { Array(SHA256.hash(data: $0)) }
-        let key = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
+        let request = try EnrolmentRule.request(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: proof)
+        let key = EnrolmentRule.newKey(random)
         let now = clock.now()
         return try run { session in
             try session.transaction {
-                guard let registered = try session.query("SELECT secret_hash, maximum_devices FROM apps WHERE app = $1 FOR UPDATE",
-                                                         [.text(app.rawValue)]).first,
-                      CloudIndex.constantTimeEqual(try registered.bytes(0, "apps.secret_hash of \(app)"), offered) else {
-                    throw CloudError(.enrolmentRefused, "enrolment refused: unknown app or wrong enrolment secret")
-                }
-                let quota = try registered.optionalInteger(1, "apps.maximum_devices of \(app)")
-                if let existing = try session.query("SELECT key, enrolment_proof FROM devices WHERE app = $1 AND device = $2",
-                                                    [.text(app.rawValue), .text(device.rawValue)]).first {
-                    guard let proofHash, let stored = try existing.optionalBytes(1, "devices.enrolment_proof of \(device)"),
-                          CloudIndex.constantTimeEqual(stored, proofHash) else {
-                        throw CloudError(.alreadyEnrolled, "device \(device) is already enrolled; a restored device keeps its key")
+                let registered = try session.query("SELECT secret_hash, maximum_devices FROM apps WHERE app = $1 FOR UPDATE",
+                                                   [.text(app.rawValue)]).first
+                let existing = try session.query("SELECT key, enrolment_proof FROM devices WHERE app = $1 AND device = $2",
+                                                 [.text(app.rawValue), .text(device.rawValue)]).first
+                let decided = try EnrolmentRule.decide(
+                    request, registered: try registered?.bytes(0, "apps.secret_hash of \(app)"),
+                    existing: try existing.map { row throws(CloudError) in
+                        (try row.bytes(0, "devices.key of \(device)"), try row.optionalBytes(1, "devices.enrolment_proof of \(device)"))
+                    },
+                    quota: try registered?.optionalInteger(1, "apps.maximum_devices of \(app)")) { () throws(CloudError) in
+                        do {
+                            return try session.query("SELECT count(*) FROM devices WHERE app = $1", [.text(app.rawValue)])[0]
+                                .integer(0, "the device count of \(app)")
+                        } catch let error as CloudError {
+                            throw error
+                        } catch {
+                            throw CloudError(.database, "cannot count the devices of \(app): \(error)")
+                        }
                     }
-                    return try existing.bytes(0, "devices.key of \(device)")
-                }
-                if let quota {
-                    let count = try session.query("SELECT count(*) FROM devices WHERE app = $1", [.text(app.rawValue)])[0]
-                        .integer(0, "the device count of \(app)")
-                    guard count < quota else {
-                        throw CloudError(.enrolmentRefused, "enrolment refused: app \(app) has enrolled its quota of \(quota) devices")
-                    }
-                }
+                if let decided { return decided }
                 _ = try session.query("""
                     INSERT INTO devices (app, device, key, enrolled_at, enrolment_proof) VALUES ($1, $2, $3, $4, $5)
                     """, [.text(app.rawValue), .text(device.rawValue), .bytea(key), .int64(now.millisecondsSince1970),
-                          PostgresValue(proofHash)])
+                          PostgresValue(request.proofHash)])
                 return key
             }
         }

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CloudPostgres
 import Foundation
 import IndexModel
 import Simulation
@@ -46,28 +45,14 @@ struct RestoreDrillCommand: ParsableCommand {
     @Option(name: .long, help: "Keep the stores and snapshots here (a new or empty directory).")
     var out: String?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Keep the cloud's store in this empty PostgreSQL database (postgres://USER@HOST:PORT/DATABASE; password from PGPASSWORD or --password-file).",
-        valueName: "url"))
-    var cloudDB: String?
-
-    @Option(name: .long, help: ArgumentHelp("With --cloud-db: a file (mode 600) whose first line is the PostgreSQL password.",
-                                            valueName: "path"))
-    var passwordFile: String?
-
-    func validate() throws {
-        if let cloudDB, !PostgresLocation.isPostgresURL(cloudDB) {
-            throw ValidationError("--cloud-db takes a postgres:// URL, not \(cloudDB)")
-        }
-        if passwordFile != nil && cloudDB == nil { throw ValidationError("--password-file goes with --cloud-db") }
-    }
+    @OptionGroup var cloudDatabase: CloudDatabaseOption
 
     @OptionGroup var output: JSONOption
 
     func run() throws {
         Output.error("seed=\(seed) side=\(side.rawValue) devices=\(devices) events-per-device=\(eventsPerDevice) threshold=\(threshold)"
-                     + (cloudDB.map { " cloud-db=\($0)" } ?? ""))
-        let database = try cloudDB.map { try SimulateCommand.database($0, passwordFile: passwordFile) }
+                     + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? ""))
+        let database = try cloudDatabase.database()
         let report: DrillReport
         do {
             report = try DrillReport.run(side: side, devices: devices, eventsPerDevice: eventsPerDevice, seed: seed,

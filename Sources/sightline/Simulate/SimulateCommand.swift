@@ -1,6 +1,4 @@
 import ArgumentParser
-import CloudIndex
-import CloudPostgres
 import Foundation
 import IndexModel
 import Simulation
@@ -69,14 +67,7 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With --cloud: the app the server enrols devices for.", valueName: "name"))
     var app: AppID?
 
-    @Option(name: .long, help: ArgumentHelp(
-        "Keep the embedded cloud's store in this empty PostgreSQL database (postgres://USER@HOST:PORT/DATABASE; password from PGPASSWORD or --password-file); the run and its digest are the same.",
-        valueName: "url"))
-    var cloudDB: String?
-
-    @Option(name: .long, help: ArgumentHelp("With --cloud-db: a file (mode 600) whose first line is the PostgreSQL password.",
-                                            valueName: "path"))
-    var passwordFile: String?
+    @OptionGroup var cloudDatabase: CloudDatabaseOption
 
     @Flag(name: .long, help: ArgumentHelp(
         "Run every app call on the event loop's thread. By default, on a machine with two cores or more, the calls run on a second thread; the run and its digest are the same either way."))
@@ -94,18 +85,8 @@ struct SimulateCommand: ParsableCommand {
             guard seed == nil && out == nil else { throw ValidationError("--seeds runs many seeds: it takes neither --seed nor --out") }
             guard !serial else { throw ValidationError("--seeds runs one seed per core, each on one thread: it does not take --serial") }
         }
-        if let cloudDB {
-            guard PostgresLocation.isPostgresURL(cloudDB) else { throw ValidationError("--cloud-db takes a postgres:// URL, not \(cloudDB)") }
-            do {
-                _ = try PostgresLocation(parsing: cloudDB)
-            } catch {
-                throw ValidationError("--cloud-db: \(error.message)")
-            }
-            guard seeds == nil, cloud == nil else {
-                throw ValidationError("--cloud-db keeps one embedded cloud's store: it takes neither --seeds nor --cloud")
-            }
-        } else if passwordFile != nil {
-            throw ValidationError("--password-file goes with --cloud-db")
+        if cloudDatabase.cloudDB != nil, seeds != nil || cloud != nil {
+            throw ValidationError("--cloud-db keeps one embedded cloud's store: it takes neither --seeds nor --cloud")
         }
         if cloud != nil {
             guard seeds == nil else { throw ValidationError("--cloud runs one simulation against a served cloud: it does not take --seeds") }
@@ -118,17 +99,6 @@ struct SimulateCommand: ParsableCommand {
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
             throw ValidationError("--out \(out) is not empty: give a new or empty directory")
-        }
-    }
-
-    /// The PostgreSQL database of `--cloud-db`, with its password (exit 2 when either is unusable).
-    static func database(_ url: String, passwordFile: String?) throws -> SimulationDatabase {
-        let settings = PostgresSettings(passwordFile: passwordFile)
-        do throws(CloudError) {
-            return SimulationDatabase(location: try settings.location(url), password: try settings.password())
-        } catch {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.invalidInput
         }
     }
 
@@ -155,12 +125,10 @@ struct SimulateCommand: ParsableCommand {
             options.remote = HTTPRemoteCloud(url: cloud, storePath: cloudStore, enrolmentSecret: secret)
             if let app { options.app = app }
         }
-        if let cloudDB {
-            options.cloudDatabase = try SimulateCommand.database(cloudDB, passwordFile: passwordFile)
-        }
+        options.cloudDatabase = try cloudDatabase.database()
         let showProgress = isatty(STDERR_FILENO) == 1 && !output.json
         Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"
-                     + (cloudDB.map { " cloud-db=\($0)" } ?? "") + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
+                     + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? "") + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
         let simulator: Simulator
         do {

@@ -3,6 +3,7 @@ import CloudIndex
 import CloudPostgres
 import Foundation
 import IndexModel
+import Simulation
 
 /// `--db` for a cloud store: a SQLite file, or a PostgreSQL database by URL,
 /// with what a PostgreSQL store needs besides (`PostgresOptions`).
@@ -105,5 +106,43 @@ struct PostgresSettings {
 
     func options(store: CloudOptions) -> PostgresCloudOptions {
         PostgresCloudOptions(store: store, poolSize: poolSize, statementTimeout: .seconds(statementTimeout))
+    }
+}
+
+/// `--cloud-db` of `simulate` and `drill restore`: the embedded cloud's
+/// store in an empty PostgreSQL database instead of a SQLite file.
+struct CloudDatabaseOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp(
+        "Keep the embedded cloud's store in this empty PostgreSQL database (postgres://USER@HOST:PORT/DATABASE; password from PGPASSWORD or --password-file); the run and its digest are the same.",
+        valueName: "url"))
+    var cloudDB: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --cloud-db: a file (mode 600) whose first line is the PostgreSQL password.",
+                                            valueName: "path"))
+    var passwordFile: String?
+
+    func validate() throws {
+        if let cloudDB {
+            guard PostgresLocation.isPostgresURL(cloudDB) else { throw ValidationError("--cloud-db takes a postgres:// URL, not \(cloudDB)") }
+            do {
+                _ = try PostgresLocation(parsing: cloudDB)
+            } catch {
+                throw ValidationError("--cloud-db: \(error.message)")
+            }
+        } else if passwordFile != nil {
+            throw ValidationError("--password-file goes with --cloud-db")
+        }
+    }
+
+    /// The database with its password, or nil without `--cloud-db` (exit 2 when the password cannot be read).
+    func database() throws -> SimulationDatabase? {
+        guard let cloudDB else { return nil }
+        let settings = PostgresSettings(passwordFile: passwordFile)
+        do throws(CloudError) {
+            return SimulationDatabase(location: try settings.location(cloudDB), password: try settings.password())
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.invalidInput
+        }
     }
 }
