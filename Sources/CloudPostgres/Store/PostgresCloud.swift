@@ -196,14 +196,15 @@ public final class PostgresCloud: CloudStore {
     }
 
     /// Runs `body` with a session of `pool`, turning the database's failures
-    /// into `CloudError`s that name the URL (never its password).
+    /// into `CloudError`s that name the URL (never its password), once.
     static func run<T>(_ pool: PostgresPool, _ location: PostgresLocation, _ body: (PostgresSession) throws -> T) throws(CloudError) -> T {
         do {
             return try pool.withSession(body)
         } catch let error as CloudError {
             throw error
         } catch let failure as PostgresFailure {
-            throw CloudError(.database, "PostgreSQL at \(location): \(failure.message)")
+            throw CloudError(.database, failure.message.contains(location.description)
+                ? failure.message : "PostgreSQL at \(location): \(failure.message)")
         } catch {
             throw CloudError(.database, "PostgreSQL at \(location): \(error)")
         }
