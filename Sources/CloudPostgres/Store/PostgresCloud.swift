@@ -17,7 +17,9 @@ public struct PostgresCloudOptions: Sendable {
     public var poolSize: Int
     /// The longest one statement may run; past it PostgreSQL cancels it.
     public var statementTimeout: Duration
-    /// How long opening a connection keeps trying before the database is unreachable.
+    /// How long opening the store keeps trying to reach the database before
+    /// it is unreachable. Once the store has connected, a lost database
+    /// fails calls at once (`PostgresPool`), and ingest answers `unavailable`.
     public var connectTimeout: Duration
     public var logger: Logger
 
