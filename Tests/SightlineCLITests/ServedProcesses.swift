@@ -15,12 +15,9 @@ final class Child {
     let stdout: URL
     let stderr: URL
 
-    private nonisolated(unsafe) static var launched = 0
-
     /// Starts `sightline arguments` with `environment` added to ours.
     init(_ arguments: [String], environment: [String: String] = [:], in directory: URL) throws {
-        Child.launched += 1
-        let name = "child-\(Child.launched)-\(UUID().uuidString.prefix(8))"
+        let name = "child-\(UUID().uuidString)"
         stdout = directory.appendingPathComponent("\(name).out")
         stderr = directory.appendingPathComponent("\(name).err")
         _ = FileManager.default.createFile(atPath: stdout.path, contents: nil)
