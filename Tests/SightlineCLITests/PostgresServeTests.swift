@@ -55,9 +55,9 @@ import Testing
     /// Three servers, every device syncing in each round at once to another
     /// server than in the last. A device's reply is lost after the first
     /// server committed its frame (`LostReplyRelay`): sent again to a second
-    /// server, the frame is a duplicate, acknowledged and not appended. A stale copy of a device
-    /// that sends other messages under positions the cloud holds is caught
-    /// as equivocation on a third server.
+    /// server, the frame is a duplicate, acknowledged and not appended. A
+    /// stale copy of a device that sends other messages under positions the
+    /// cloud holds is caught as equivocation on a third server.
     @Test func threeServersMatchASQLiteCloudWithRetriesAndEquivocationAcrossServers() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
