@@ -330,7 +330,8 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory"]
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudPostgres",
+                           "PostgresTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,4 +1,5 @@
 import CloudPostgres
+import Logging
 import Foundation
 import PostgresTestSupport
 import Testing
@@ -180,4 +181,66 @@ private func freePort() throws -> Int {
     }
     guard bound else { throw POSIXError(.EADDRINUSE) }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A server shut down while one session's statement waits on a lock and
+/// another sits in a transaction: the waiting statement and the COMMIT
+/// that follows both fail as a lost connection, at once, instead of waiting
+/// for an answer that cannot come (postgres-nio never answers a statement
+/// that reaches a closed channel).
+@Test func sessionsCutOffByAServerShutdownFailAtOnce() throws {
+    try TestPostgres.withPrivateCluster { cluster in
+        let pool = PostgresPool(location: cluster.server.location, password: cluster.server.password, size: 2,
+                                statementTimeout: nil, connectTimeout: .seconds(1))
+        defer { pool.close() }
+        _ = try pool.withSession { try $0.executeScript("CREATE TABLE gate (id int PRIMARY KEY); INSERT INTO gate VALUES (1)") }
+        let locked = DispatchSemaphore(value: 0)
+        let holder = OnAThread {
+            try pool.withSession { session in
+                try session.transaction {
+                    try session.query("SELECT 1 FROM gate WHERE id = 1 FOR UPDATE")
+                    locked.signal()
+                    Thread.sleep(forTimeInterval: 1.5)
+                }
+            }
+        }
+        #expect(locked.wait(timeout: .now() + 10) == .success)
+        let waiter = OnAThread {
+            try pool.withSession { session in
+                try session.transaction { try session.query("SELECT 1 FROM gate WHERE id = 1 FOR UPDATE") }
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        try cluster.stop()
+        for (name, call) in [("the waiting statement", waiter), ("the COMMIT", holder)] {
+            let outcome = try call.failure(within: .seconds(10))
+            let failure = try #require(outcome, "\(name) did not fail")
+            #expect((failure as? PostgresFailure)?.code == .connectionLost, "\(name): \(failure)")
+        }
+    }
+}
+
+/// A call run on a thread of its own, whose outcome a test waits for with a deadline.
+private final class OnAThread: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var outcome: (any Error)?
+
+    init(_ body: @escaping @Sendable () throws -> Void) {
+        Thread {
+            do {
+                try body()
+            } catch {
+                self.lock.withLock { self.outcome = error }
+            }
+            self.done.signal()
+        }.start()
+    }
+
+    /// What the call threw, or nil when it returned; throws when it has not ended within `limit`.
+    func failure(within limit: Duration) throws -> (any Error)? {
+        let seconds = Double(limit.components.seconds)
+        guard done.wait(timeout: .now() + seconds) == .success else { throw POSIXError(.ETIMEDOUT) }
+        return lock.withLock { outcome }
+    }
 }

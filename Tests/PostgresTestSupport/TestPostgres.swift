@@ -107,6 +107,33 @@ public enum TestPostgres {
         public func restart() throws {
             _ = try TestPostgres.run(TestPostgres.script, ["restart", directory])
         }
+
+        /// Stops the server (fast: open sessions are terminated) and keeps
+        /// its directory, for a test of a database that stays away for a
+        /// while; ``start()`` brings it back on the same port. The cluster
+        /// is still removed when `withPrivateCluster`'s body returns.
+        public func stop() throws {
+            try pgCtl("--mode=fast --wait --silent stop")
+        }
+
+        /// Starts a server that ``stop()`` stopped, on the same port.
+        public func start() throws {
+            try pgCtl(#"--log="$1/server.log" --wait --silent --options="-p $(cat "$1/port")" start"#)
+        }
+
+        /// `pg_ctl` on this cluster, run as `tools/postgres restart` runs it
+        /// (the newest PostgreSQL installed, as the postgres user when we are
+        /// root), with its output and the server's away from our pipe: the
+        /// server it starts must not hold the pipe open.
+        private func pgCtl(_ arguments: String) throws {
+            let script = """
+                set -e
+                bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+                if [ "$(id -u)" -eq 0 ]; then owner="runuser -u postgres --"; else owner=""; fi
+                $owner "$bin/pg_ctl" --pgdata="$1/data" \(arguments) </dev/null >/dev/null 2>&1
+                """
+            _ = try TestPostgres.run("/bin/sh", ["-c", script, "sh", directory])
+        }
     }
 
     /// tools/postgres, found from this file: Tests/PostgresTestSupport/TestPostgres.swift.
@@ -141,13 +168,25 @@ public enum TestPostgres {
             password: try PostgresPassword.load(file: lines[1], environment: [:]))
     }
 
+    /// Held while `run` makes a pipe and spawns the child that writes to it.
+    private static let spawning = NSLock()
+
     /// Runs `executable` and returns its standard output; its standard error
     /// goes to the test's. Spawned and reaped directly: Foundation's `Process`
     /// on Linux can miss the exit of a child that itself starts daemons, and
     /// then waits for ever.
     static func run(_ executable: String, _ arguments: [String]) throws -> String {
         var pipe: [Int32] = [0, 0]
+        // The pipe is close-on-exec, and made and handed over under a lock,
+        // so that a server another test starts meanwhile does not inherit it
+        // and keep it open: its reader would wait for ever. The child's
+        // standard output, a dup2 of it, stays open.
+        spawning.lock()
+        var locked = true
+        defer { if locked { spawning.unlock() } }
         guard Glibc.pipe(&pipe) == 0 else { throw TestPostgresError("pipe failed (errno \(errno))") }
+        _ = fcntl(pipe[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipe[1], F_SETFD, FD_CLOEXEC)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -159,6 +198,8 @@ public enum TestPostgres {
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
         close(pipe[1])
+        spawning.unlock()
+        locked = false
         defer { close(pipe[0]) }
         guard spawned == 0 else { throw TestPostgresError("cannot run \(executable) (error \(spawned))") }
         var output: [UInt8] = []

@@ -25,10 +25,10 @@ final class EventLoopTaskExecutor: TaskExecutor {
         }
     }
 
-    /// Runs `operation` as a task on the event loop and blocks the calling
-    /// thread until it finishes, returning what it returned or throwing what
-    /// it threw. The calling thread must not be the event loop's.
-    func run<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) throws -> T {
+    /// Runs `operation` as a task on the event loop; the future completes
+    /// with what it returned or threw. A thread other than the event loop's
+    /// may block waiting for it.
+    func future<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) -> EventLoopFuture<T> {
         let promise = eventLoop.makePromise(of: T.self)
         Task(executorPreference: self) {
             do {
@@ -37,6 +37,6 @@ final class EventLoopTaskExecutor: TaskExecutor {
                 promise.fail(error)
             }
         }
-        return try promise.futureResult.wait()
+        return promise.futureResult
     }
 }

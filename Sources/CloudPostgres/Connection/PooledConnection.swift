@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import PostgresNIO
 
@@ -34,9 +35,32 @@ final class PooledConnection {
     /// built with values in it; the oldest are deallocated.
     static let statementLimit = 512
 
+    /// Fails the call that waits on this connection, if one does: set by
+    /// ``PostgresSession`` for the length of each call, run when the
+    /// connection closes.
+    let interrupt = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+
+    /// How long after the connection closed a waiting call is failed, so
+    /// that postgres-nio's own error for it (which carries the server's
+    /// reason, "terminating connection due to administrator command") comes
+    /// first when there is one.
+    static let closeGrace: TimeAmount = .milliseconds(50)
+
     init(_ connection: PostgresConnection) {
         self.connection = connection
         self.executor = EventLoopTaskExecutor(connection.eventLoop)
+        // postgres-nio hands each statement to its channel without a write
+        // promise, so a statement that reaches a channel that has just
+        // closed is never answered, and a call waiting for it would wait for
+        // ever (a database restarted or stopped under a server). The close
+        // fails whatever call is waiting instead.
+        let interrupt = self.interrupt
+        let eventLoop = connection.eventLoop
+        connection.closeFuture.whenComplete { _ in
+            eventLoop.scheduleTask(in: PooledConnection.closeGrace) {
+                interrupt.withLockedValue { $0 }?()
+            }
+        }
     }
 
     /// Whether the pool may lend this connection again.

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -42,8 +43,11 @@ extension PostgresFailure {
             }
             return closed(phase: phase, location: location, cause: "\(error)")
         }
+        if let connection = error as? NIOConnectionError, let first = connection.connectionErrors.first {
+            return closed(phase: phase, location: location, cause: describe(first.error))
+        }
         if error is IOError || error is NIOConnectionError {
-            return closed(phase: phase, location: location, cause: "\(error)")
+            return closed(phase: phase, location: location, cause: describe(error))
         }
         if error is PostgresDecodingError {
             return PostgresFailure(.decoding, "postgres-nio could not decode a value")
@@ -62,9 +66,9 @@ extension PostgresFailure {
             let cause = error.underlying.map { cause in
                 if case ChannelError.connectTimeout = cause { return "timed out" }
                 if let connection = cause as? NIOConnectionError, let first = connection.connectionErrors.first {
-                    return "\(first.error)"
+                    return describe(first.error)
                 }
-                return "\(cause)"
+                return describe(cause)
             } ?? "no cause given"
             return closed(phase: phase, location: location, cause: cause)
         case .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
@@ -88,6 +92,13 @@ extension PostgresFailure {
         default:
             return PostgresFailure(.protocolViolation, "PostgreSQL client error: \(error.code)")
         }
+    }
+
+    /// A socket error as the system names it ("Connection refused"), which
+    /// NIO's own description wraps in its internals.
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        return "\(error)"
     }
 
     private static func closed(phase: Phase, location: PostgresLocation, cause: String) -> PostgresFailure {

@@ -11,12 +11,19 @@ import PostgresNIO
 /// ``withSession(_:)`` checks out a connection, opening one when none is idle
 /// and fewer than `size` are open, or waits up to the checkout timeout for
 /// one to come back; runs the body on the calling thread; and returns the
-/// connection, or closes it when it broke. Connections open lazily. A
-/// connection that fails to open is tried again with capped exponential
-/// backoff (50 ms doubling to 2 s, shared by the whole pool) until the
-/// connect timeout, so a pool outlives a database restart: sessions fail
-/// while the server is down (`.unreachable`, `.connectionLost`) and succeed
-/// again once it is back.
+/// connection, or closes it when it broke. Connections open lazily.
+///
+/// A pool outlives its database going away: sessions fail while the server
+/// is down (`.unreachable`, `.connectionLost`) and succeed again once it is
+/// back. Failures to open a connection space the attempts with capped
+/// exponential backoff (50 ms doubling to 2 s, shared by the whole pool):
+/// - until the pool has opened its first connection, a checkout keeps
+///   trying until the connect timeout, so a server started before its
+///   database waits for it;
+/// - once it has, the database was lost: a checkout makes one attempt, and
+///   none while the backoff lasts, and fails at once, so that a server
+///   answers "unavailable" at once instead of holding each request for the
+///   connect timeout.
 ///
 /// Each connection opens with `application_name = sightline`, the statement
 /// timeout as `statement_timeout` (so that one slow statement cannot hold a
@@ -63,6 +70,9 @@ public final class PostgresPool: @unchecked Sendable {
         var closed = false
         var groupShutDown = false
         var nextConnectionID = 0
+        /// Whether a connection was ever opened: from then on a failure to
+        /// open one is a lost database, and checkouts fail at once.
+        var hasConnected = false
         /// Consecutive failures to open a connection, for the backoff.
         var connectFailures = 0
         var noConnectBefore: ContinuousClock.Instant?
@@ -82,8 +92,9 @@ public final class PostgresPool: @unchecked Sendable {
     ///     the server asks for none.
     ///   - size: the most connections open at once, at least 1.
     ///   - statementTimeout: the longest a statement may run; nil for no limit.
-    ///   - connectTimeout: how long a checkout keeps trying to open a connection
-    ///     (every attempt and the backoff between them) before `.unreachable`.
+    ///   - connectTimeout: how long a checkout keeps trying to open the pool's
+    ///     first connection (every attempt and the backoff between them) before
+    ///     `.unreachable`, and the longest one attempt may take.
     ///   - checkoutTimeout: how long a checkout waits for a busy pool before
     ///     `.poolExhausted`.
     ///   - searchPath: the schemas unqualified names are looked up in, set
@@ -239,18 +250,26 @@ public final class PostgresPool: @unchecked Sendable {
     // MARK: Opening connections
 
     /// Opens a connection, trying again after the failures that pass (refused,
-    /// timed out, server starting) with the pool's backoff, until the connect
-    /// timeout. Authentication and a missing database fail at once.
+    /// timed out, server starting) with the pool's backoff: until the connect
+    /// timeout before the pool's first connection, not at all after it (see
+    /// the type's notes). Authentication and a missing database fail at once.
     private func open(id: Int) throws(PostgresFailure) -> PooledConnection {
         let clock = ContinuousClock()
         let deadline = clock.now + connectTimeout
+        let patient = condition.withLock { !state.hasConnected }
         while true {
-            let notBefore = condition.withLock { state.noConnectBefore }
+            let (notBefore, failures) = condition.withLock { (state.noConnectBefore, state.connectFailures) }
             if let notBefore, notBefore > clock.now {
+                if !patient {
+                    let wait = notBefore - clock.now
+                    throw PostgresFailure(
+                        .unreachable,
+                        "cannot connect to PostgreSQL at \(location): the last \(failures) attempts failed; the next is in \(Self.milliseconds(wait)) ms")
+                }
                 if notBefore >= deadline {
                     throw PostgresFailure(
                         .unreachable,
-                        "cannot connect to PostgreSQL at \(location) within \(connectTimeout): it failed \(condition.withLock { state.connectFailures }) times in a row")
+                        "cannot connect to PostgreSQL at \(location) within \(connectTimeout): it failed \(failures) times in a row")
                 }
                 Thread.sleep(forTimeInterval: Self.seconds(notBefore - clock.now))
             }
@@ -258,6 +277,7 @@ public final class PostgresPool: @unchecked Sendable {
             do {
                 let connection = try attempt(id: id, timeout: max(remaining, .milliseconds(1)))
                 condition.withLock {
+                    state.hasConnected = true
                     state.connectFailures = 0
                     state.noConnectBefore = nil
                 }
@@ -271,7 +291,7 @@ public final class PostgresPool: @unchecked Sendable {
                     state.noConnectBefore = clock.now + delay
                     return delay
                 }
-                if clock.now + delay >= deadline { throw error }
+                if !patient || clock.now + delay >= deadline { throw error }
             }
         }
     }

@@ -218,15 +218,11 @@ public final class PostgresSession {
         let chunks = encoder.finish()
         let connection = pooled.connection
         let logger = settings.logger
-        do {
-            try pooled.executor.run {
-                try await connection.copyFrom(table: table, columns: columns, format: .text(.init()), logger: logger) { writer in
-                    for chunk in chunks { try await writer.write(chunk) }
-                }
+        try wait(pooled.executor.future {
+            try await connection.copyFrom(table: table, columns: columns, format: .text(.init()), logger: logger) { writer in
+                for chunk in chunks { try await writer.write(chunk) }
             }
-        } catch {
-            throw failure(from: error)
-        }
+        })
         return rowCount
     }
 
@@ -295,22 +291,35 @@ public final class PostgresSession {
         }
     }
 
-    /// Waits for `future`, closing the connection when the server has not
-    /// answered long after the statement timeout (a server that stopped
-    /// responding, a network that dropped), so that no call blocks for ever.
+    /// Waits for `future`, so that no call blocks for ever: the call fails
+    /// as `.connectionLost` when the connection closes under it (a server
+    /// that stopped or restarted), and the connection is closed when the
+    /// server has not answered long after the statement timeout (a server
+    /// that stopped responding, a network that dropped).
     private func wait<T: Sendable>(_ future: EventLoopFuture<T>) throws(PostgresFailure) -> T {
+        let connection = pooled.connection
+        let answer = future.eventLoop.makePromise(of: T.self)
+        future.cascade(to: answer)
+        let lost = PostgresFailure(.connectionLost, "lost the connection to PostgreSQL at \(settings.location): it closed")
+        pooled.interrupt.withLockedValue { $0 = { answer.fail(lost) } }
+        defer { pooled.interrupt.withLockedValue { $0 = nil } }
+        // A connection that closed before the call was registered fails it now.
+        if connection.isClosed {
+            connection.eventLoop.scheduleTask(in: PooledConnection.closeGrace) { answer.fail(lost) }
+        }
         let watchdogFired = NIOLockedValueBox(false)
         var watchdog: Scheduled<Void>?
         if let limit = settings.unansweredLimit {
-            let connection = pooled.connection
+            let location = settings.location
             watchdog = connection.eventLoop.scheduleTask(in: limit) {
                 watchdogFired.withLockedValue { $0 = true }
+                answer.fail(PostgresFailure(.timeout, "PostgreSQL at \(location) did not answer in time; the connection was closed"))
                 let _: EventLoopFuture<Void> = connection.close()
             }
         }
         defer { watchdog?.cancel() }
         do {
-            return try future.wait()
+            return try answer.futureResult.wait()
         } catch {
             if watchdogFired.withLockedValue({ $0 }) {
                 pooled.broken = true

@@ -17,7 +17,9 @@ public struct PostgresCloudOptions: Sendable {
     public var poolSize: Int
     /// The longest one statement may run; past it PostgreSQL cancels it.
     public var statementTimeout: Duration
-    /// How long opening a connection keeps trying before the database is unreachable.
+    /// How long opening the store keeps trying to reach the database before
+    /// it is unreachable. Once the store has connected, a lost database
+    /// fails calls at once (`PostgresPool`), and ingest answers `unavailable`.
     public var connectTimeout: Duration
     public var logger: Logger
 
@@ -214,14 +216,15 @@ public final class PostgresCloud: CloudStore {
     }
 
     /// Runs `body` with a session of `pool`, turning the database's failures
-    /// into `CloudError`s that name the URL (never its password).
+    /// into `CloudError`s that name the URL (never its password), once.
     static func run<T>(_ pool: PostgresPool, _ location: PostgresLocation, _ body: (PostgresSession) throws -> T) throws(CloudError) -> T {
         do {
             return try pool.withSession(body)
         } catch let error as CloudError {
             throw error
         } catch let failure as PostgresFailure {
-            throw CloudError(.database, "PostgreSQL at \(location): \(failure.message)")
+            throw CloudError(.database, failure.message.contains(location.description)
+                ? failure.message : "PostgreSQL at \(location): \(failure.message)")
         } catch {
             throw CloudError(.database, "PostgreSQL at \(location): \(error)")
         }

@@ -4,6 +4,7 @@ import Foundation
 import IndexModel
 import AsyncHTTPClient
 import NIOCore
+import Synchronization
 import SyncHTTP
 import SyncWire
 
@@ -96,8 +97,8 @@ struct SyncCommand: AsyncParsableCommand {
             throw ExitStatus.syncFailed
         }
         let report: SyncReport
+        let transport = RememberingTransport(HTTPTransport(baseURL: cloud, timeout: .seconds(Int64(timeout)), client: client))
         do {
-            let transport = HTTPTransport(baseURL: cloud, timeout: .seconds(Int64(timeout)), client: client)
             report = try await SyncClient(store: device, transport: transport, maximumAttempts: attempts).run()
         } catch {
             Output.error("error: \(error.message)")
@@ -115,6 +116,7 @@ struct SyncCommand: AsyncParsableCommand {
                 "contentRequests": .integer(Int64(report.contentRequests)),
                 "failure": report.failure.map(JSONValue.string) ?? .null,
             ]
+            if report.failure != nil, let last = transport.lastFailure { object["lastExchangeFailure"] = .string(last) }
             if let status = report.status {
                 object["acknowledged"] = .string(status.acknowledged.description)
                 object["droppableThrough"] = .string(status.durable.description)
@@ -132,7 +134,32 @@ struct SyncCommand: AsyncParsableCommand {
         }
         if let failure = report.failure {
             Output.error("error: sync stopped: \(failure)")
+            if let last = transport.lastFailure { Output.error("the last exchange that failed: \(last)") }
             throw ExitStatus.syncFailed
+        }
+    }
+}
+
+/// A transport that remembers why its last exchange failed, so that a sync
+/// that gives up can say what the cloud answered (503 `unavailable` while its
+/// database is away, say) and not only how often it tried.
+final class RememberingTransport: Transport {
+    private let transport: any Transport
+    private let last = Mutex<String?>(nil)
+
+    init(_ transport: any Transport) {
+        self.transport = transport
+    }
+
+    /// The message of the newest exchange that ended without a reply, if any did.
+    var lastFailure: String? { last.withLock { $0 } }
+
+    func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
+        do {
+            return try await transport.exchange(frame)
+        } catch {
+            last.withLock { $0 = error.message }
+            throw error
         }
     }
 }

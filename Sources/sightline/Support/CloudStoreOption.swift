@@ -49,8 +49,8 @@ struct CloudStoreOption: ParsableArguments {
 }
 
 /// What opening a PostgreSQL cloud store takes besides its URL: its
-/// password (never on the command line), the pool's size and the statement
-/// timeout.
+/// password (never on the command line), the pool's size, the statement
+/// timeout and how long to wait for the database at the start.
 struct PostgresOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(
         "With a postgres:// --db: a file (mode 600) whose first line is the password (else PGPASSWORD, else SIGHTLINE_POSTGRES_PASSWORD_FILE).",
@@ -64,15 +64,24 @@ struct PostgresOptions: ParsableArguments {
         "With a postgres:// --db: the longest one statement may run before PostgreSQL cancels it.", valueName: "seconds"))
     var statementTimeout: Int = 30
 
+    @Option(name: .long, help: ArgumentHelp(
+        "With a postgres:// --db: how long opening the store keeps trying to reach the database before giving up (exit 3).",
+        valueName: "seconds"))
+    var connectTimeout: Int = 10
+
     func validate() throws {
         guard (1...1000).contains(poolSize) else { throw ValidationError("--pool-size must be between 1 and 1000") }
         guard (1...86_400).contains(statementTimeout) else {
             throw ValidationError("--statement-timeout must be between 1 and 86400 seconds")
         }
+        guard (1...3600).contains(connectTimeout) else {
+            throw ValidationError("--connect-timeout must be between 1 and 3600 seconds")
+        }
     }
 
     var settings: PostgresSettings {
-        PostgresSettings(passwordFile: passwordFile, poolSize: poolSize, statementTimeout: statementTimeout)
+        PostgresSettings(passwordFile: passwordFile, poolSize: poolSize, statementTimeout: statementTimeout,
+                         connectTimeout: connectTimeout)
     }
 }
 
@@ -81,6 +90,7 @@ struct PostgresSettings {
     var passwordFile: String?
     var poolSize = 4
     var statementTimeout = 30
+    var connectTimeout = 10
 
     func location(_ url: String) throws(CloudError) -> PostgresLocation {
         do {
@@ -105,7 +115,8 @@ struct PostgresSettings {
     }
 
     func options(store: CloudOptions) -> PostgresCloudOptions {
-        PostgresCloudOptions(store: store, poolSize: poolSize, statementTimeout: .seconds(statementTimeout))
+        PostgresCloudOptions(store: store, poolSize: poolSize, statementTimeout: .seconds(statementTimeout),
+                             connectTimeout: .seconds(connectTimeout))
     }
 }
 
