@@ -127,15 +127,17 @@ final class PostgresIngestTransaction: IngestTransaction {
         let keys = Array(Set(entries.map(\.key)))
         let votes = entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) }
         let loaded = try session.query("""
-            SELECT 0, key, NULL::bytea, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content
-              FROM hashes WHERE app = $1 AND key = ANY($2::bytea[])
+            SELECT 0, h.key, NULL::bytea, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq, h.has_content
+              FROM unnest($2::bytea[]) AS t(key)
+              CROSS JOIN LATERAL (SELECT * FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
             UNION ALL
             SELECT 1, v.key, v.voter, v.token, v.live, v.signal_day, v.day_views, v.day_shown, v.day_engaged, NULL, NULL
-              FROM votes v JOIN unnest($3::bytea[], $4::bytea[]) AS t(key, voter) ON v.key = t.key AND v.voter = t.voter
-              WHERE v.app = $1
+              FROM unnest($3::bytea[], $4::bytea[]) AS t(key, voter)
+              CROSS JOIN LATERAL (SELECT * FROM votes WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) v
             UNION ALL
-            SELECT 2, key, voter, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-              FROM content_offers WHERE app = $1 AND key = ANY($2::bytea[])
+            SELECT 2, o.key, o.voter, o.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM unnest($2::bytea[]) AS t(key)
+              CROSS JOIN LATERAL (SELECT * FROM content_offers WHERE app = $1 AND key = t.key OFFSET 0) o
             UNION ALL
             SELECT 3, NULL, NULL, hash, seq, NULL, NULL, NULL, NULL, NULL, NULL
               FROM (SELECT seq, hash FROM cloud_log WHERE app = $1 ORDER BY seq DESC LIMIT 1) head
@@ -214,9 +216,9 @@ final class PostgresIngestTransaction: IngestTransaction {
         for row in try session.query("""
             SELECT t.key, h.wanted_seq, h.live_votes, h.has_content, v.live, o.voter IS NOT NULL
             FROM unnest($2::bytea[], $3::bytea[]) AS t(key, voter)
-            JOIN hashes h ON h.app = $1 AND h.key = t.key
-            LEFT JOIN votes v ON v.app = $1 AND v.key = t.key AND v.voter = t.voter
-            LEFT JOIN content_offers o ON o.app = $1 AND o.key = t.key AND o.voter = t.voter
+            CROSS JOIN LATERAL (SELECT wanted_seq, live_votes, has_content FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
+            LEFT JOIN LATERAL (SELECT live FROM votes WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) v ON TRUE
+            LEFT JOIN LATERAL (SELECT voter FROM content_offers WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) o ON TRUE
             """, [.text(app.rawValue), .byteaArray(wanted.map { [UInt8]($0.key) }), .byteaArray(voters)]) {
             asks[Data(try row.bytes(0, "hashes.key"))] = AskState(
                 wantedSeq: try row.optionalInteger(1, "hashes.wanted_seq"), liveVotes: try row.count(2, "hashes.live_votes"),
