@@ -140,7 +140,8 @@ final class PostgresIngestTransaction: IngestTransaction {
     /// head, wanted seq and every row of the hashes `entries` name.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
         _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
-        let keys = Array(Set(entries.map(\.key)))
+        let keySet = Set(entries.map(\.key))
+        let keys = Array(keySet)
         let votes = entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) }
         let loaded = try session.query("""
             SELECT 0, h.key, NULL::bytea, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq, h.has_content
@@ -166,6 +167,8 @@ final class PostgresIngestTransaction: IngestTransaction {
                   .byteaArray(votes.map { [UInt8]($0.voter) })])
         var hashes: [Data: WorkingSet.HashRow] = [:]
         var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
+        hashes.reserveCapacity(keys.count)
+        voteRows.reserveCapacity(votes.count)
         var offers: [Data: [Data: Data]] = [:]
         var wantedSeq: Int64 = 0
         var stored: [(name: Int64, value: Int64?)] = []
@@ -189,7 +192,7 @@ final class PostgresIngestTransaction: IngestTransaction {
             memory.asks = asks
         }
         let rows = WorkingSet(app: app, wantedSeq: wantedSeq, isComplete: false)
-        rows.loaded(keys: keys, votes: votes, hashes: hashes, votes: voteRows, offers: offers)
+        rows.loaded(keys: keySet, votes: Set(votes), hashes: hashes, votes: voteRows, offers: offers)
         self.rows = rows
         return rows
     }
