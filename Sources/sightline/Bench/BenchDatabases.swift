@@ -34,12 +34,26 @@ final class BenchDatabases {
 
     /// Drops every database this run made; a failure is reported, not thrown,
     /// so that it cannot hide the run's own error.
+    ///
+    /// The run's own connections are closed by now, but an autovacuum worker
+    /// may be in the database. Plain `DROP DATABASE` stops such a worker
+    /// itself, where `WITH (FORCE)` would need the right to signal the
+    /// superuser's processes; so plain is tried a few times first.
     func dropAll() {
         for name in made.reversed() {
-            do {
-                try administer("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
-            } catch {
-                Output.error("warning: could not drop the benchmark database \(name): \(error)")
+            var failure: (any Error)?
+            for attempt in 0..<6 {
+                do {
+                    try administer(attempt < 5 ? "DROP DATABASE IF EXISTS \(name)" : "DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+                    failure = nil
+                    break
+                } catch {
+                    failure = error
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+            }
+            if let failure {
+                Output.error("warning: could not drop the benchmark database \(name) (drop it by hand): \(failure)")
             }
         }
         made = []
