@@ -328,7 +328,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory"]
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "PostgresTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]
