@@ -32,6 +32,7 @@ struct PostgresSyncBenchmark {
     let databases: BenchDatabases
     let servers: Int
     let poolSize: Int
+    let statementTimeout: Int
 
     struct Result {
         var calls = 0
@@ -78,8 +79,8 @@ struct PostgresSyncBenchmark {
         if let password = databases.password { environment["PGPASSWORD"] = password }
         let processes = try (0..<servers).map { index in
             try ServeProcess(db: location.description, arguments: [
-                "--pool-size", String(poolSize), "--rate", "1e9", "--address-rate", "1e9", "--address-burst", "1e9",
-                "--log-level", "critical",
+                "--pool-size", String(poolSize), "--statement-timeout", String(statementTimeout),
+                "--rate", "1e9", "--address-rate", "1e9", "--address-burst", "1e9", "--log-level", "critical",
             ], environment: environment, log: directory.appendingPathComponent("serve-\(index).err"))
         }
         defer { for process in processes { process.stop() } }

@@ -129,7 +129,8 @@ extension SyncBenchCommand {
         defer { databases.dropAll() }
         let result: PostgresSyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
             try await PostgresSyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory,
-                                            databases: databases, servers: servers, poolSize: postgres.poolSize).run(progress: progress)
+                                            databases: databases, servers: servers, poolSize: postgres.poolSize,
+                                            statementTimeout: postgres.statementTimeout).run(progress: progress)
         }
         let meetsRate = result.messagesPerSecond >= PostgresSyncBenchmark.targetMessagesPerSecond
         let meetsRatio = result.ratio >= PostgresSyncBenchmark.targetRatio
