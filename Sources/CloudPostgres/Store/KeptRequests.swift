@@ -16,8 +16,12 @@ import IndexModel
 /// the app's projections since. The projections are a function of the log
 /// and the settings (a replay of the log equals them), so that holds while
 /// the app's log head is the one kept: another server's append moves the
-/// head; a rebuild leaves the rows as they were; a restore that leaves the
-/// same head holds the same log. An ingest transaction therefore takes the
+/// head, and a rebuild leaves the rows as they were (a restore makes a new
+/// database). A row changed by hand while servers run is outside that
+/// model: the fold reads it afresh, but a kept memory does not see it until
+/// another server appends or the server restarts, so an ack may ask for a
+/// hash it would not (or not for one it would) until then. An ingest
+/// transaction therefore takes the
 /// memory only after it read the head under the app's lock, and uses it only
 /// when the head and the settings match; otherwise it starts from an empty
 /// memory, which checks every wanted hash. Before it commits, it keeps the
@@ -49,9 +53,16 @@ final class KeptRequests: @unchecked Sendable {
         return found.head == head && found.settings == settings ? found.asks : nil
     }
 
+    /// The most apps whose memories are kept; past it every memory is
+    /// forgotten (each is bounded by `AskMemory`'s own limits).
+    static let keptApps = 1 << 12
+
     /// Keeps `asks` for `app`, exact for the projections once the log head is `head`.
     func keep(_ asks: AskMemory, app: AppID, head: Head, settings: FoldSettings) {
-        lock.withLock { kept[app] = Kept(head: head, settings: settings, asks: asks) }
+        lock.withLock {
+            if kept[app] == nil, kept.count >= KeptRequests.keptApps { kept.removeAll() }
+            kept[app] = Kept(head: head, settings: settings, asks: asks)
+        }
     }
 
 }
