@@ -52,8 +52,10 @@ package final class FoldMemory {
     package var count = 0
     /// The entries whose allowance `flush` must write.
     package var unwritten: [Entry] = []
-    /// What each device's acks ask for (`AskMemory`).
-    package let asks = AskMemory()
+    /// What each device's acks ask for (`AskMemory`). A backend that can
+    /// tell that none but its own transactions changed the projections since
+    /// it last used one hands it over here (`PostgresCloud`'s kept requests).
+    package var asks = AskMemory()
 
     /// The most entries held after a flush (about 250 bytes each): past it,
     /// the memory forgets everything and reads rows again as it meets them.

@@ -52,6 +52,8 @@ public final class PostgresCloud: CloudStore {
     /// Enrolled devices' keys, as authentication read them. A device is
     /// enrolled once and its key never changes.
     private let enrolled = Mutex<[DeviceStream: [UInt8]]>([:])
+    /// The content requests acks made, kept between ingest transactions while exact.
+    let keptRequests = KeptRequests()
 
     public var threshold: Int { current.withLock { $0.threshold } }
     public var agreement: Int { current.withLock { $0.agreement } }
@@ -341,12 +343,15 @@ public final class PostgresCloud: CloudStore {
             do {
                 let decision = try pool.withSession { session in
                     try session.transaction {
-                        let transaction = try PostgresIngestTransaction(session: session, app: app, device: frame.device, secrets: secrets)
+                        let memory = FoldMemory(limit: Int.max)
+                        let transaction = try PostgresIngestTransaction(session: session, app: app, device: frame.device, secrets: secrets,
+                                                                        memory: memory, kept: keptRequests, messages: messages)
                         current.withLock { $0 = transaction.settings }
                         let core = IngestCore(threshold: transaction.settings.threshold, agreement: transaction.settings.agreement,
                                               secrets: secrets, clock: clock)
-                        return try core.decide(frame, messages: messages, app: app, in: transaction,
-                                               memory: FoldMemory(limit: Int.max))
+                        let decision = try core.decide(frame, messages: messages, app: app, in: transaction, memory: memory)
+                        transaction.keepRequests()
+                        return decision
                     }
                 }
                 if case .rejected(let rejection) = decision, rejection.error.code == .equivocation {

@@ -49,11 +49,19 @@ struct DeviceNotEnrolled: Error {}
 ///   app second, by every transaction that takes both.
 /// - The fold runs in memory (`WorkingSet`); its changes, the log row and the
 ///   device's epoch are written back in one statement.
+/// - The ack's content requests come from the server's kept memory of them
+///   (`KeptRequests`) when the log head read under the app's lock says it is
+///   exact, and from every wanted hash otherwise.
 final class PostgresIngestTransaction: IngestTransaction {
     let session: PostgresSession
     let app: AppID
     let device: DeviceID
     let secrets: CloudSecrets
+    /// The fold's memory for this transaction, whose `asks` may be swapped for the kept one.
+    private let memory: FoldMemory
+    private let kept: KeptRequests
+    /// The frame's messages, for the hashes an ack rechecks.
+    private let messages: [OutboxMessage]
     /// What the fold runs with; the app lock checks it has not changed.
     let settings: FoldSettings
     private let held: [(epoch: Epoch, last: OutboxSeq)]
@@ -62,15 +70,23 @@ final class PostgresIngestTransaction: IngestTransaction {
     private var head: (seq: Int64, hash: [UInt8]) = (0, CloudLog.genesis)
     private var rows: WorkingSet?
     private var logRow: [PostgresValue]?
-    /// The wanted hashes' ask states for this device, read with the wanted list.
-    private var asks: [Data: AskState] = [:]
+    /// Ask states for this device by key, read in batches: with the wanted
+    /// list, or for the hashes an ack rechecks. Keys read and absent are in
+    /// `absentAskStates`.
+    private var askStates: [Data: AskState] = [:]
+    private var absentAskStates: Set<Data> = []
+    private var recheckedHashesRead = false
 
     /// Locks the device's row and reads what the cloud holds of it.
-    init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets) throws {
+    init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets, memory: FoldMemory, kept: KeptRequests,
+         messages: [OutboxMessage]) throws {
         self.session = session
         self.app = app
         self.device = device
         self.secrets = secrets
+        self.memory = memory
+        self.kept = kept
+        self.messages = messages
         guard let registry = try session.query(
             "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = $1 AND device = $2 FOR UPDATE",
             [.text(app.rawValue), .text(device.rawValue)]).first else {
@@ -124,18 +140,21 @@ final class PostgresIngestTransaction: IngestTransaction {
     /// head, wanted seq and every row of the hashes `entries` name.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
         _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
-        let keys = Array(Set(entries.map(\.key)))
+        let keySet = Set(entries.map(\.key))
+        let keys = Array(keySet)
         let votes = entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) }
         let loaded = try session.query("""
-            SELECT 0, key, NULL::bytea, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content
-              FROM hashes WHERE app = $1 AND key = ANY($2::bytea[])
+            SELECT 0, h.key, NULL::bytea, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq, h.has_content
+              FROM unnest($2::bytea[]) AS t(key)
+              CROSS JOIN LATERAL (SELECT * FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
             UNION ALL
             SELECT 1, v.key, v.voter, v.token, v.live, v.signal_day, v.day_views, v.day_shown, v.day_engaged, NULL, NULL
-              FROM votes v JOIN unnest($3::bytea[], $4::bytea[]) AS t(key, voter) ON v.key = t.key AND v.voter = t.voter
-              WHERE v.app = $1
+              FROM unnest($3::bytea[], $4::bytea[]) AS t(key, voter)
+              CROSS JOIN LATERAL (SELECT * FROM votes WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) v
             UNION ALL
-            SELECT 2, key, voter, digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-              FROM content_offers WHERE app = $1 AND key = ANY($2::bytea[])
+            SELECT 2, o.key, o.voter, o.digest, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM unnest($2::bytea[]) AS t(key)
+              CROSS JOIN LATERAL (SELECT * FROM content_offers WHERE app = $1 AND key = t.key OFFSET 0) o
             UNION ALL
             SELECT 3, NULL, NULL, hash, seq, NULL, NULL, NULL, NULL, NULL, NULL
               FROM (SELECT seq, hash FROM cloud_log WHERE app = $1 ORDER BY seq DESC LIMIT 1) head
@@ -148,6 +167,8 @@ final class PostgresIngestTransaction: IngestTransaction {
                   .byteaArray(votes.map { [UInt8]($0.voter) })])
         var hashes: [Data: WorkingSet.HashRow] = [:]
         var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
+        hashes.reserveCapacity(keys.count)
+        voteRows.reserveCapacity(votes.count)
         var offers: [Data: [Data: Data]] = [:]
         var wantedSeq: Int64 = 0
         var stored: [(name: Int64, value: Int64?)] = []
@@ -167,8 +188,11 @@ final class PostgresIngestTransaction: IngestTransaction {
         }
         let now = try FoldSettings(stored)
         guard now == settings else { throw SettingsChanged(settings: now) }
+        if let asks = kept.take(app: app, head: KeptRequests.Head(seq: head.seq, hash: head.hash), settings: settings) {
+            memory.asks = asks
+        }
         let rows = WorkingSet(app: app, wantedSeq: wantedSeq, isComplete: false)
-        rows.loaded(keys: keys, votes: votes, hashes: hashes, votes: voteRows, offers: offers)
+        rows.loaded(keys: keySet, votes: Set(votes), hashes: hashes, votes: voteRows, offers: offers)
         self.rows = rows
         return rows
     }
@@ -193,6 +217,15 @@ final class PostgresIngestTransaction: IngestTransaction {
         try PostgresCloud.write(rows, logRow: logRow, session: session)
     }
 
+    /// After the ack, before the commit: keeps the fold's memory of requests
+    /// for the next transaction of the app, exact once this one's append is
+    /// the log head (`KeptRequests`). A transaction that appended nothing
+    /// read no head under the app's lock and keeps nothing.
+    func keepRequests() {
+        guard logRow != nil else { return }
+        kept.keep(memory.asks, app: app, head: KeptRequests.Head(seq: head.seq, hash: head.hash), settings: settings)
+    }
+
     func backedUp(app: AppID, device: DeviceID) throws -> OutboxPosition {
         backedUpPosition
     }
@@ -210,24 +243,64 @@ final class PostgresIngestTransaction: IngestTransaction {
             wanted.append((hash, Data(try row.bytes(1, "hashes.key")), try row.integer(2, "hashes.wanted_seq")))
         }
         guard !wanted.isEmpty else { return [] }
-        let voters = wanted.map { secrets.voter(device: device, hash: $0.hash) }
+        try readAskStates(app: app, keys: wanted.map(\.key), voters: wanted.map { secrets.voter(device: device, hash: $0.hash) })
+        return wanted
+    }
+
+    /// Reads the ask states of `keys` for this device (`voters`, its
+    /// pseudonym for each) in one statement, into `askStates`.
+    private func readAskStates(app: AppID, keys: [Data], voters: [[UInt8]]) throws {
         for row in try session.query("""
             SELECT t.key, h.wanted_seq, h.live_votes, h.has_content, v.live, o.voter IS NOT NULL
             FROM unnest($2::bytea[], $3::bytea[]) AS t(key, voter)
-            JOIN hashes h ON h.app = $1 AND h.key = t.key
-            LEFT JOIN votes v ON v.app = $1 AND v.key = t.key AND v.voter = t.voter
-            LEFT JOIN content_offers o ON o.app = $1 AND o.key = t.key AND o.voter = t.voter
-            """, [.text(app.rawValue), .byteaArray(wanted.map { [UInt8]($0.key) }), .byteaArray(voters)]) {
-            asks[Data(try row.bytes(0, "hashes.key"))] = AskState(
+            CROSS JOIN LATERAL (SELECT wanted_seq, live_votes, has_content FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
+            LEFT JOIN LATERAL (SELECT live FROM votes WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) v ON TRUE
+            LEFT JOIN LATERAL (SELECT voter FROM content_offers WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) o ON TRUE
+            """, [.text(app.rawValue), .byteaArray(keys.map { [UInt8]($0) }), .byteaArray(voters)]) {
+            askStates[Data(try row.bytes(0, "hashes.key"))] = AskState(
                 wantedSeq: try row.optionalInteger(1, "hashes.wanted_seq"), liveVotes: try row.count(2, "hashes.live_votes"),
                 hasContent: try row.integer(3, "hashes.has_content") != 0,
                 isLive: try row.optionalInteger(4, "votes.live") == 1, hasOffer: try row.flag(5, "an offer's presence"))
         }
-        return wanted
+        absentAskStates.formUnion(keys.filter { askStates[$0] == nil })
+    }
+
+    /// The hashes an ack that remembers the device rechecks (`IngestCore`'s
+    /// ack): those whose wanted state changed since its last ack, and those
+    /// the frame votes for, withdraws or offers. Read in one statement before
+    /// the first is asked for, instead of one statement each; a hash asked
+    /// for that is not among them is read on its own.
+    private func readRecheckedHashes(app: AppID) throws {
+        let stream = DeviceStream(app: app, device: device)
+        var hashes = Set<PublicHash>()
+        if let known = memory.asks.device(stream), let changed = memory.asks.changes(since: known.mark) {
+            hashes.formUnion(changed)
+        }
+        for message in messages {
+            switch message {
+            case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): hashes.insert(hash)
+            case .signal: break
+            }
+        }
+        let entries = memory.devices[stream]
+        let unread = hashes.filter { hash in
+            let key = Data(secrets.key(app: app, hash: hash))
+            return askStates[key] == nil && !absentAskStates.contains(key)
+        }
+        guard !unread.isEmpty else { return }
+        try readAskStates(app: app, keys: unread.map { Data(secrets.key(app: app, hash: $0)) },
+                          voters: unread.map { entries?[$0]?.voter ?? secrets.voter(device: device, hash: $0) })
     }
 
     func askState(app: AppID, key: Data, voter: [UInt8]) throws -> AskState? {
-        if let known = asks[key] { return known }
+        if let known = askStates[key] { return known }
+        if absentAskStates.contains(key) { return nil }
+        if !recheckedHashesRead {
+            recheckedHashesRead = true
+            try readRecheckedHashes(app: app)
+            if let known = askStates[key] { return known }
+            if absentAskStates.contains(key) { return nil }
+        }
         guard let row = try session.query("""
             SELECT h.wanted_seq, h.live_votes, h.has_content,
                    (SELECT live FROM votes WHERE app = $1 AND key = $2 AND voter = $3),

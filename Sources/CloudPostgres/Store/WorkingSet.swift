@@ -73,14 +73,22 @@ final class WorkingSet: FoldRows {
     }
 
     /// Declares what was loaded for `keys` and the `voters` pairs: rows not
-    /// given are absent.
-    func loaded(keys: some Sequence<Data>, votes voters: some Sequence<VoteKey>, hashes loadedHashes: [Data: HashRow],
+    /// given are absent. Into an empty working set (every ingest
+    /// transaction's) the sets and rows are taken as they are, without
+    /// hashing each key again.
+    func loaded(keys: Set<Data>, votes voters: Set<VoteKey>, hashes loadedHashes: [Data: HashRow],
                 votes loadedVotes: [VoteKey: VoteRow], offers loadedOffers: [Data: [Data: Data]]) {
-        loadedKeys.formUnion(keys)
-        self.loadedVotes.formUnion(voters)
-        hashes.merge(loadedHashes) { _, new in new }
-        votes.merge(loadedVotes) { _, new in new }
-        offers.merge(loadedOffers) { _, new in new }
+        func union<Element>(_ held: inout Set<Element>, _ new: Set<Element>) {
+            if held.isEmpty { held = new } else { held.formUnion(new) }
+        }
+        func merge<Key, Value>(_ held: inout [Key: Value], _ new: [Key: Value]) {
+            if held.isEmpty { held = new } else { held.merge(new) { _, new in new } }
+        }
+        union(&loadedKeys, keys)
+        union(&self.loadedVotes, voters)
+        merge(&hashes, loadedHashes)
+        merge(&votes, loadedVotes)
+        merge(&offers, loadedOffers)
     }
 
     private func checkHeld(_ key: Data) throws {

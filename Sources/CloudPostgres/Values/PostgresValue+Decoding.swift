@@ -26,28 +26,29 @@ extension PostgresValue {
         func sized<T: FixedWidthInteger>(_: T.Type) -> T? {
             bytes.readableBytes == MemoryLayout<T>.size ? bytes.readInteger(as: T.self) : nil
         }
-        let wrongLength = DecodingProblem("a \(TypeOID.typeName(type)) value of \(bytes.readableBytes) bytes")
+        // Made only on failure: building its message for every column of every row costs more than the decoding.
+        func wrongLength() -> DecodingProblem { DecodingProblem("a \(TypeOID.typeName(type)) value of \(bytes.readableBytes) bytes") }
         switch type {
         case TypeOID.int8:
-            guard let value = sized(Int64.self) else { return .failure(wrongLength) }
+            guard let value = sized(Int64.self) else { return .failure(wrongLength()) }
             return .success(.int64(value))
         case TypeOID.int4:
-            guard let value = sized(Int32.self) else { return .failure(wrongLength) }
+            guard let value = sized(Int32.self) else { return .failure(wrongLength()) }
             return .success(.int64(Int64(value)))
         case TypeOID.int2:
-            guard let value = sized(Int16.self) else { return .failure(wrongLength) }
+            guard let value = sized(Int16.self) else { return .failure(wrongLength()) }
             return .success(.int64(Int64(value)))
         case TypeOID.oid:
-            guard let value = sized(UInt32.self) else { return .failure(wrongLength) }
+            guard let value = sized(UInt32.self) else { return .failure(wrongLength()) }
             return .success(.int64(Int64(value)))
         case TypeOID.bool:
-            guard let value = sized(UInt8.self) else { return .failure(wrongLength) }
+            guard let value = sized(UInt8.self) else { return .failure(wrongLength()) }
             return .success(.bool(value != 0))
         case TypeOID.float8:
-            guard let bits = sized(UInt64.self) else { return .failure(wrongLength) }
+            guard let bits = sized(UInt64.self) else { return .failure(wrongLength()) }
             return .success(.double(Double(bitPattern: bits)))
         case TypeOID.float4:
-            guard let bits = sized(UInt32.self) else { return .failure(wrongLength) }
+            guard let bits = sized(UInt32.self) else { return .failure(wrongLength()) }
             return .success(.double(Double(Float(bitPattern: bits))))
         case TypeOID.bytea:
             return .success(.bytea(Array(bytes.readableBytesView)))

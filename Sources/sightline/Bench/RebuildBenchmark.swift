@@ -1,6 +1,7 @@
 import ByteCoding
 import ArgumentParser
 import CloudIndex
+import CloudPostgres
 import DeviceStore
 import Foundation
 import IndexModel
@@ -42,24 +43,7 @@ struct RebuildBenchmark {
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3))
         try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
         progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
-        for index in 0..<devices {
-            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed &+ UInt64(index)),
-                                                                           app: SyncBenchmark.app))
-            let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
-            for start in stride(from: 0, to: calls.count, by: 1000) {
-                _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
-            }
-            try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID,
-                                                   enrolmentSecret: SyncBenchmark.secret))
-            var run = try store.beginSync()
-            var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
-            while case .send(let frame) = action {
-                action = try store.perform(run.received(cloud.ingest(frame.encoded).reply, now: clock.now()), in: &run, now: clock.now())
-            }
-            if case .finished(let report) = action, let failure = report.failure {
-                throw RawSQLiteError(message: "ingest refused: \(failure)")
-            }
-        }
+        try RebuildBenchmark.fill(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed, clock: clock)
         var result = Result()
         let stats = try cloud.stats()
         result.messages = stats.messages
@@ -85,6 +69,30 @@ struct RebuildBenchmark {
         guard inflated > 0 || result.messages == 0 else { throw RawSQLiteError(message: "the baseline inflated nothing") }
         return result
     }
+
+    /// Fills `cloud`'s log: each device's calls made in an in-memory store,
+    /// the device enrolled, and its outbox sent frame by frame straight to
+    /// `ingest` (no HTTP), each ack handed back to the device.
+    static func fill(_ cloud: any CloudStore, devices: Int, callsPerDevice: Int, seed: UInt64, clock: ManualClock) throws {
+        for index in 0..<devices {
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed &+ UInt64(index)),
+                                                                           app: SyncBenchmark.app))
+            let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
+            for start in stride(from: 0, to: calls.count, by: 1000) {
+                _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
+            }
+            try store.setDeviceKey(try cloud.enrol(app: SyncBenchmark.app, device: store.deviceID,
+                                                   enrolmentSecret: SyncBenchmark.secret))
+            var run = try store.beginSync()
+            var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+            while case .send(let frame) = action {
+                action = try store.perform(run.received(cloud.ingest(frame.encoded).reply, now: clock.now()), in: &run, now: clock.now())
+            }
+            if case .finished(let report) = action, let failure = report.failure {
+                throw RawSQLiteError(message: "ingest refused: \(failure)")
+            }
+        }
+    }
 }
 
 struct RebuildBenchCommand: AsyncParsableCommand {
@@ -96,20 +104,64 @@ struct RebuildBenchCommand: AsyncParsableCommand {
             rebuildProjections() and checks the digest is unchanged. Baseline in the same run: \
             reading every log row with the raw SQLite C API and inflating it with zlib. Target: \
             at least 500,000 messages per second.
+
+            With --db postgres://USER@HOST:PORT/DATABASE the cloud store is on PostgreSQL, in a \
+            database the run makes on that server (the role must be allowed to create databases) \
+            and drops at the end. The baseline is then reading every log row's payload from \
+            PostgreSQL in one query and inflating it.
             """
     )
 
     @OptionGroup var fleet: FleetBenchOptions
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Put the cloud store on PostgreSQL: a server as postgres://USER@HOST:PORT/DATABASE, where the run makes (and drops) a database of its own.",
+        valueName: "url"))
+    var db: String?
+
+    @OptionGroup var postgres: PostgresOptions
+
     @OptionGroup var output: JSONOption
 
+    func validate() throws {
+        if let db {
+            guard PostgresLocation.isPostgresURL(db) else {
+                throw ValidationError("--db takes a postgres:// URL (without --db the cloud is a SQLite file in --dir)")
+            }
+            do {
+                _ = try PostgresLocation(parsing: db)
+            } catch {
+                throw ValidationError("--db: \(error.message)")
+            }
+        }
+    }
+
     func run() async throws {
-        let result: RebuildBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { directory, progress in
-            try RebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory).run(progress: progress)
+        var serverVersion: String?
+        let result: RebuildBenchmark.Result
+        if let db {
+            let settings = postgres.settings
+            let databases: BenchDatabases
+            do throws(CloudError) {
+                databases = BenchDatabases(server: try settings.location(db), password: try settings.password())
+            } catch {
+                Output.error("error: \(error.message)")
+                throw ExitStatus.invalidInput
+            }
+            defer { databases.dropAll() }
+            (result, serverVersion) = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { _, progress in
+                try PostgresRebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed,
+                                             databases: databases).run(progress: progress)
+            }
+        } else {
+            result = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { directory, progress in
+                try RebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory)
+                    .run(progress: progress)
+            }
         }
         let meets = result.messagesPerSecond >= RebuildBenchmark.targetMessagesPerSecond
         if output.json {
-            Output.json(.object([
+            var object: JSONObject = [
                 "benchmark": .string("rebuild"),
                 "seed": .integer(Int64(bitPattern: fleet.seed)),
                 "messages": .integer(Int64(result.messages)),
@@ -119,14 +171,20 @@ struct RebuildBenchCommand: AsyncParsableCommand {
                 "rawMessagesPerSecond": .double(result.rawMessagesPerSecond.rounded()),
                 "digestUnchanged": .bool(result.digestUnchanged),
                 "meetsTarget": .bool(meets),
-            ]))
+            ]
+            if let serverVersion {
+                object["backend"] = .string("postgres")
+                object["postgresVersion"] = .string(serverVersion)
+            }
+            Output.json(.object(object))
         } else {
-            Output.line("bench rebuild  seed=\(fleet.seed)  devices=\(fleet.devices)  \(result.messages) messages in \(result.logRows) log rows")
+            Output.line("bench rebuild  seed=\(fleet.seed)  devices=\(fleet.devices)  \(result.messages) messages in \(result.logRows) log rows"
+                        + (serverVersion.map { "  PostgreSQL \($0)" } ?? ""))
             Output.table([
                 ["", "messages/s", "ratio", "target", ""],
                 ["rebuild", String(format: "%.0f", result.messagesPerSecond),
                  String(format: "%.2f× raw", result.messagesPerSecond / result.rawMessagesPerSecond), "≥ 500000", meets ? "met" : "MISSED"],
-                ["raw scan + inflate", String(format: "%.0f", result.rawMessagesPerSecond), "", "", ""],
+                [serverVersion == nil ? "raw scan + inflate" : "SELECT + inflate", String(format: "%.0f", result.rawMessagesPerSecond), "", "", ""],
             ])
             Output.line("digest after rebuild: " + (result.digestUnchanged ? "unchanged" : "CHANGED"))
         }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import CloudIndex
+import CloudPostgres
 import DeviceStore
 import Foundation
 import IndexModel
@@ -14,14 +16,53 @@ struct SyncBenchCommand: AsyncParsableCommand {
             request bytes beside the same messages as JSON Lines deflated at level 6, and the \
             same messages inserted as rows through the raw SQLite C API. Targets: at least \
             150,000 messages per second end to end; wire bytes at most 0.5 times JSON + deflate.
+
+            With --db postgres://USER@HOST:PORT/DATABASE the cloud is on PostgreSQL: the run \
+            makes a new database on that server (the role must be allowed to create databases) \
+            and drops it at the end, and serves it from --servers `sightline cloud serve` \
+            processes of this binary, each with a pool of --pool-size connections; the devices \
+            are spread over them. Its baseline, after the servers stop: the log rows the run \
+            accepted, written again into an empty cloud_log of the same definition in another \
+            new database, one COPY per row in a committed transaction of its own. Targets: at \
+            least 100,000 messages per second and 0.5 times the COPY baseline.
             """
     )
 
     @OptionGroup var fleet: FleetBenchOptions
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Run the cloud on PostgreSQL: a server as postgres://USER@HOST:PORT/DATABASE, where the run makes (and drops) databases of its own.",
+        valueName: "url"))
+    var db: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --db: the cloud serve processes the devices are spread over.", valueName: "count"))
+    var servers: Int = 1
+
+    @OptionGroup var postgres: PostgresOptions
+
     @OptionGroup var output: JSONOption
 
+    func validate() throws {
+        if let db {
+            guard PostgresLocation.isPostgresURL(db) else {
+                throw ValidationError("--db takes a postgres:// URL (without --db the cloud is a SQLite file in --dir)")
+            }
+            do {
+                _ = try PostgresLocation(parsing: db)
+            } catch {
+                throw ValidationError("--db: \(error.message)")
+            }
+            guard (1...16).contains(servers) else { throw ValidationError("--servers must be between 1 and 16 (got \(servers))") }
+        } else if servers != 1 {
+            throw ValidationError("--servers needs --db")
+        }
+    }
+
     func run() async throws {
+        if let db {
+            try await runPostgres(db)
+            return
+        }
         let result: SyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
             try await SyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory).run(progress: progress)
         }
@@ -68,6 +109,83 @@ struct SyncBenchCommand: AsyncParsableCommand {
             ])
         }
         if fleet.check && !(meetsRate && meetsWire) {
+            Output.error("sync missed a target")
+            throw ExitStatus.checkFailed
+        }
+    }
+}
+
+extension SyncBenchCommand {
+    /// `bench sync --db URL`: the PostgreSQL backend against `COPY`.
+    func runPostgres(_ url: String) async throws {
+        let settings = postgres.settings
+        let databases: BenchDatabases
+        do throws(CloudError) {
+            databases = BenchDatabases(server: try settings.location(url), password: try settings.password())
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.invalidInput
+        }
+        defer { databases.dropAll() }
+        let result: PostgresSyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
+            try await PostgresSyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory,
+                                            databases: databases, servers: servers, poolSize: postgres.poolSize,
+                                            statementTimeout: postgres.statementTimeout).run(progress: progress)
+        }
+        let meetsRate = result.messagesPerSecond >= PostgresSyncBenchmark.targetMessagesPerSecond
+        let meetsRatio = result.ratio >= PostgresSyncBenchmark.targetRatio
+        let meetsWire = result.wireRatio <= SyncBenchmark.targetWireRatio
+        if output.json {
+            Output.json(.object([
+                "benchmark": .string("sync"),
+                "backend": .string("postgres"),
+                "postgresVersion": .string(result.serverVersion),
+                "servers": .integer(Int64(servers)),
+                "poolSize": .integer(Int64(postgres.poolSize)),
+                "seed": .integer(Int64(bitPattern: fleet.seed)),
+                "devices": .integer(Int64(fleet.devices)),
+                "calls": .integer(Int64(result.calls)),
+                "messages": .integer(Int64(result.messages)),
+                "frames": .integer(Int64(result.frames)),
+                "logRows": .integer(Int64(result.logRows)),
+                "retries": .integer(Int64(result.retries)),
+                "publicItems": .integer(Int64(result.publicItems)),
+                "seconds": .double(result.seconds),
+                "messagesPerSecond": .double(result.messagesPerSecond.rounded()),
+                "copySeconds": .double(result.copySeconds),
+                "copyMessagesPerSecond": .double(result.copyMessagesPerSecond.rounded()),
+                "ratio": .double((result.ratio * 1000).rounded() / 1000),
+                "targetMessagesPerSecond": .double(PostgresSyncBenchmark.targetMessagesPerSecond),
+                "targetRatio": .double(PostgresSyncBenchmark.targetRatio),
+                "wireBytes": .integer(Int64(result.wireBytes)),
+                "jsonDeflateBytes": .integer(Int64(result.jsonDeflateBytes)),
+                "wireBytesPerMessage": .double(Double(result.wireBytes) / Double(result.messages)),
+                "wireRatio": .double(result.wireRatio),
+                "setupSeconds": .double(result.setupSeconds),
+                "meetsRateTarget": .bool(meetsRate),
+                "meetsRatioTarget": .bool(meetsRatio),
+                "meetsWireTarget": .bool(meetsWire),
+            ]))
+        } else {
+            Output.line("bench sync  seed=\(fleet.seed)  devices=\(fleet.devices)  calls=\(result.calls)  PostgreSQL \(result.serverVersion)  "
+                        + "servers=\(servers)  pool-size=\(postgres.poolSize)")
+            Output.line(String(format: "setup (untimed): %.1f s; %d messages in %d frames (%d retries), %d log rows, %d public items",
+                               result.setupSeconds, result.messages, result.frames, result.retries, result.logRows, result.publicItems))
+            Output.table([
+                ["", "messages/s", "ratio", "target", ""],
+                ["end to end (HTTP)", String(format: "%.0f", result.messagesPerSecond), "", "≥ 100000", meetsRate ? "met" : "MISSED"],
+                ["COPY, a transaction per row", String(format: "%.0f", result.copyMessagesPerSecond), "", "", ""],
+                ["end to end ÷ COPY", "", String(format: "%.2f", result.ratio), "≥ 0.5", meetsRatio ? "met" : "MISSED"],
+            ])
+            Output.table([
+                ["", "bytes", "bytes/message", "ratio", "target", ""],
+                ["wire (frames)", String(result.wireBytes), String(format: "%.2f", Double(result.wireBytes) / Double(result.messages)),
+                 String(format: "%.2f", result.wireRatio), "≤ 0.5", meetsWire ? "met" : "MISSED"],
+                ["JSON + deflate -6", String(result.jsonDeflateBytes),
+                 String(format: "%.2f", Double(result.jsonDeflateBytes) / Double(result.messages)), "", "", ""],
+            ])
+        }
+        if fleet.check && !(meetsRate && meetsRatio && meetsWire) {
             Output.error("sync missed a target")
             throw ExitStatus.checkFailed
         }

@@ -77,46 +77,20 @@ struct SyncBenchmark {
         var stores: [DeviceStore] = []
         var outboxes: [[OutboxRecord]] = []
         for index in 0..<devices {
-            let path = directory.appendingPathComponent("device-\(index).sqlite").path
-            StoreFiles.remove(path)
-            let store = try DeviceStore(at: .file(path), options: StoreOptions(
-                clock: ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000)),
-                random: SeededRandom(seed: seed &+ UInt64(index)), durability: .normal, app: SyncBenchmark.app))
-            let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
-            for start in stride(from: 0, to: calls.count, by: 1000) {
-                _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
-            }
-            try store.setDeviceKey(try await HTTPEnrolment.enrol(baseURL: url, app: SyncBenchmark.app,
-                                                                 device: store.deviceID, secret: SyncBenchmark.secret))
-            let records = try store.pendingOutbox(after: .start, limit: Int.max)
-            stores.append(store)
-            outboxes.append(records)
-            result.calls += calls.count
-            result.messages += records.count
+            let device = try await SyncBenchmark.fillDevice(index, directory: directory, callsPerDevice: callsPerDevice, seed: seed,
+                                                            enrolAt: url)
+            stores.append(device.store)
+            outboxes.append(device.records)
+            result.calls += device.calls
+            result.messages += device.records.count
         }
         result.setupSeconds = setupStart.duration(to: .now).seconds
 
         progress("syncing \(result.messages) messages from \(devices) devices over \(url)")
         let configuration = UploaderConfiguration()
-        let counter = RequestCounter()
-        let start = ContinuousClock.now
-        let reports = try await withThrowingTaskGroup(of: SyncReport.self) { group in
-            for store in stores {
-                let transport = CountingTransport(inner: HTTPTransport(baseURL: url), counter: counter)
-                group.addTask {
-                    try await SyncClient(store: store, transport: transport, configuration: configuration).run()
-                }
-            }
-            var reports: [SyncReport] = []
-            for try await report in group { reports.append(report) }
-            return reports
-        }
-        result.seconds = start.duration(to: .now).seconds
-        if let failure = reports.compactMap(\.failure).first {
-            throw RawSQLiteError(message: "sync failed: \(failure)")
-        }
-        (result.frames, result.wireBytes) = counter.totals
-        result.retries = reports.reduce(0) { $0 + $1.retries }
+        let sync = try await SyncBenchmark.syncAll(stores, urls: [url], configuration: configuration)
+        result.seconds = sync.seconds
+        (result.frames, result.wireBytes, result.retries) = (sync.frames, sync.wireBytes, sync.retries)
         let stats = try cloud.stats()
         // Content answers are journaled during the run, so the cloud holds at least the messages counted here.
         guard stats.messages >= result.messages else {
@@ -126,17 +100,67 @@ struct SyncBenchmark {
         result.publicItems = stats.publicItems
 
         progress("baselines: JSON + deflate, raw SQLite inserts")
-        result.jsonDeflateBytes = outboxes.reduce(0) { total, records in
-            total + stride(from: 0, to: records.count, by: configuration.maximumMessages).reduce(0) { sum, start in
-                let chunk = records[start..<min(start + configuration.maximumMessages, records.count)]
+        result.jsonDeflateBytes = SyncBenchmark.jsonDeflateBytes(outboxes, frame: configuration.maximumMessages)
+        result.rawSeconds = try rawInserts(outboxes, frame: configuration.maximumMessages)
+        return result
+    }
+
+    /// Device `index`'s store in `directory`, filled with its calls (1,000
+    /// per transaction) and enrolled over HTTP at `url`, with its outbox.
+    static func fillDevice(_ index: Int, directory: URL, callsPerDevice: Int, seed: UInt64,
+                           enrolAt url: String) async throws -> (store: DeviceStore, records: [OutboxRecord], calls: Int) {
+        let path = directory.appendingPathComponent("device-\(index).sqlite").path
+        StoreFiles.remove(path)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(
+            clock: ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000)),
+            random: SeededRandom(seed: seed &+ UInt64(index)), durability: .normal, app: SyncBenchmark.app))
+        let calls = SyncBenchmark.calls(device: index, count: callsPerDevice, seed: seed)
+        for start in stride(from: 0, to: calls.count, by: 1000) {
+            _ = try store.performAll(Array(calls[start..<min(start + 1000, calls.count)]))
+        }
+        try store.setDeviceKey(try await HTTPEnrolment.enrol(baseURL: url, app: SyncBenchmark.app,
+                                                             device: store.deviceID, secret: SyncBenchmark.secret))
+        return (store, try store.pendingOutbox(after: .start, limit: Int.max), calls.count)
+    }
+
+    /// The timed part: every device syncs its whole outbox at once, device
+    /// `i` to `urls[i % urls.count]`, one `SyncClient` each, until every
+    /// message is acknowledged. Throws the first device's failure.
+    static func syncAll(_ stores: [DeviceStore], urls: [String],
+                        configuration: UploaderConfiguration) async throws -> (seconds: Double, frames: Int, wireBytes: Int, retries: Int) {
+        let counter = RequestCounter()
+        let start = ContinuousClock.now
+        let reports = try await withThrowingTaskGroup(of: SyncReport.self) { group in
+            for (index, store) in stores.enumerated() {
+                let transport = CountingTransport(inner: HTTPTransport(baseURL: urls[index % urls.count]), counter: counter)
+                group.addTask {
+                    try await SyncClient(store: store, transport: transport, configuration: configuration).run()
+                }
+            }
+            var reports: [SyncReport] = []
+            for try await report in group { reports.append(report) }
+            return reports
+        }
+        let seconds = start.duration(to: .now).seconds
+        if let failure = reports.compactMap(\.failure).first {
+            throw RawSQLiteError(message: "sync failed: \(failure)")
+        }
+        let (frames, wireBytes) = counter.totals
+        return (seconds, frames, wireBytes, reports.reduce(0) { $0 + $1.retries })
+    }
+
+    /// The wire baseline: each device's messages cut into frames of `frame`
+    /// messages, each frame as JSON Lines deflated at level 6; total bytes.
+    static func jsonDeflateBytes(_ outboxes: [[OutboxRecord]], frame: Int) -> Int {
+        outboxes.reduce(0) { total, records in
+            total + stride(from: 0, to: records.count, by: frame).reduce(0) { sum, start in
+                let chunk = records[start..<min(start + frame, records.count)]
                 let lines = chunk.map { record -> String in
                     JSONWriter.compact(SyncBenchmark.json(record)) + "\n"
                 }.joined()
                 return sum + Deflate.compress(Array(lines.utf8), level: 6).count
             }
         }
-        result.rawSeconds = try rawInserts(outboxes, frame: configuration.maximumMessages)
-        return result
     }
 
     /// The raw baseline: the same messages as rows, one transaction per frame.

@@ -1,0 +1,5 @@
+/// A benchmark that cannot go on: its message says why.
+struct BenchError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}

@@ -1,0 +1,64 @@
+import ByteCoding
+import CloudIndex
+import CloudPostgres
+import DeviceStore
+import Foundation
+import IndexModel
+import Logging
+
+/// `bench rebuild --db postgres://…`: how fast the PostgreSQL backend
+/// replays its log into fresh projections.
+///
+/// Untimed: a new database on the server the URL names, filled as `bench
+/// rebuild` fills its file (the devices' frames straight to `ingest`).
+/// Timed: `rebuildProjections()`, then a check that the digest is
+/// unchanged. Baseline in the same run: the least any rebuild must do,
+/// reading every log row's payload from PostgreSQL in one statement and
+/// inflating it.
+struct PostgresRebuildBenchmark {
+    let devices: Int
+    let callsPerDevice: Int
+    let seed: UInt64
+    let databases: BenchDatabases
+
+    func run(progress: (String) -> Void) throws -> (result: RebuildBenchmark.Result, serverVersion: String) {
+        let location = try databases.make("rebuild")
+        var logger = Logger(label: "sightline.bench")
+        logger.logLevel = .critical
+        let clock = ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000))
+        let cloud = try PostgresCloud(at: location, password: databases.password, options: PostgresCloudOptions(
+            store: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3), poolSize: 1, logger: logger))
+        defer { cloud.close() }
+        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
+        progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
+        try RebuildBenchmark.fill(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed, clock: clock)
+        var result = RebuildBenchmark.Result()
+        let stats = try cloud.stats()
+        result.messages = stats.messages
+        result.logRows = stats.logRows
+        let before = try cloud.projectionDigest()
+
+        progress("rebuilding \(result.messages) messages from \(result.logRows) log rows")
+        let start = ContinuousClock.now
+        try cloud.rebuildProjections()
+        result.seconds = start.duration(to: .now).seconds
+        result.digestUnchanged = try cloud.projectionDigest() == before
+
+        progress("baseline: reading and inflating every log row")
+        let pool = databases.pool(location)
+        defer { pool.close() }
+        let inflated = try pool.withSession { session in
+            // Untimed: the connection is opened.
+            _ = try session.query("SELECT 1")
+            let rawStart = ContinuousClock.now
+            var inflated = 0
+            for row in try session.query("SELECT payload, uncompressed_length FROM cloud_log ORDER BY app, seq") {
+                inflated += try Deflate.decompress(try row[0].bytea, limit: Int(try row[1].int64)).count
+            }
+            result.rawSeconds = rawStart.duration(to: .now).seconds
+            return inflated
+        }
+        guard inflated > 0 || result.messages == 0 else { throw BenchError(message: "the baseline inflated nothing") }
+        return (result, try PostgresSyncBenchmark.serverVersion(databases, location))
+    }
+}

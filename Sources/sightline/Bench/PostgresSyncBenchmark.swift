@@ -1,0 +1,161 @@
+import CloudIndex
+import CloudPostgres
+import DeviceStore
+import Foundation
+import IndexModel
+import Logging
+import SyncWire
+
+/// `bench sync --db postgres://…`: `bench sync`'s workload and devices,
+/// with the cloud on PostgreSQL.
+///
+/// Untimed: a new database on the server the URL names, the cloud store
+/// made in it (`PostgresCloud`, K = 3, the app registered), `servers`
+/// `sightline cloud serve` processes started from this binary on it, each
+/// with its own pool of `poolSize` connections, and the device stores
+/// filled as `bench sync` fills them, device `i` enrolled at server
+/// `i % servers`. Timed: every device syncing its whole outbox at once to
+/// its server, until every message is acknowledged.
+///
+/// Baseline in the same run, after the servers stopped: the least the cloud
+/// must do to make each frame durable. The cloud log rows the run accepted
+/// are read back and written again, in log order, into the empty
+/// `cloud_log` of a second new database made by the same schema DDL, one
+/// `COPY` per row, each in a transaction of its own, committed before the
+/// next begins. One app's log is one hash chain, so its appends are one at
+/// a time: one connection.
+struct PostgresSyncBenchmark {
+    let devices: Int
+    let callsPerDevice: Int
+    let seed: UInt64
+    let directory: URL
+    let databases: BenchDatabases
+    let servers: Int
+    let poolSize: Int
+    let statementTimeout: Int
+
+    struct Result {
+        var calls = 0
+        var messages = 0
+        var frames = 0
+        var logRows = 0
+        var seconds = 0.0
+        var wireBytes = 0
+        var jsonDeflateBytes = 0
+        var copySeconds = 0.0
+        var setupSeconds = 0.0
+        var publicItems = 0
+        var retries = 0
+        var serverVersion = ""
+
+        var messagesPerSecond: Double { Double(messages) / seconds }
+        var copyMessagesPerSecond: Double { Double(messages) / copySeconds }
+        var ratio: Double { messagesPerSecond / copyMessagesPerSecond }
+        var wireRatio: Double { Double(wireBytes) / Double(jsonDeflateBytes) }
+    }
+
+    static let targetMessagesPerSecond = 100_000.0
+    static let targetRatio = 0.5
+
+    /// The columns of `cloud_log`, in the order the DDL declares them.
+    static let logColumns = ["app", "seq", "device", "epoch", "first_seq", "last_seq", "accepted_from", "codec",
+                             "uncompressed_length", "digest", "payload", "received_at", "prev_hash", "hash"]
+
+    func run(progress: (String) -> Void) async throws -> Result {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var result = Result()
+        let setupStart = ContinuousClock.now
+        let location = try databases.make("sync")
+        var logger = Logger(label: "sightline.bench")
+        logger.logLevel = .critical
+        let cloud = try PostgresCloud(at: location, password: databases.password, options: PostgresCloudOptions(
+            store: CloudOptions(random: SeededRandom(seed: seed), threshold: 3), poolSize: 1, logger: logger))
+        defer { cloud.close() }
+        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
+        result.serverVersion = try PostgresSyncBenchmark.serverVersion(databases, location)
+
+        progress("starting \(servers) cloud serve processes on \(location)")
+        var environment: [String: String] = [:]
+        if let password = databases.password { environment["PGPASSWORD"] = password }
+        let processes = try (0..<servers).map { index in
+            try ServeProcess(db: location.description, arguments: [
+                "--pool-size", String(poolSize), "--statement-timeout", String(statementTimeout),
+                "--rate", "1e9", "--address-rate", "1e9", "--address-burst", "1e9", "--log-level", "critical",
+            ], environment: environment, log: directory.appendingPathComponent("serve-\(index).err"))
+        }
+        defer { for process in processes { process.stop() } }
+        let urls = processes.map(\.url)
+
+        progress("filling \(devices) device stores with \(callsPerDevice) calls each")
+        var stores: [DeviceStore] = []
+        var outboxes: [[OutboxRecord]] = []
+        for index in 0..<devices {
+            let device = try await SyncBenchmark.fillDevice(index, directory: directory, callsPerDevice: callsPerDevice, seed: seed,
+                                                            enrolAt: urls[index % urls.count])
+            stores.append(device.store)
+            outboxes.append(device.records)
+            result.calls += device.calls
+            result.messages += device.records.count
+        }
+        result.setupSeconds = setupStart.duration(to: .now).seconds
+
+        progress("syncing \(result.messages) messages from \(devices) devices over \(urls.joined(separator: ", "))")
+        let configuration = UploaderConfiguration()
+        let sync = try await SyncBenchmark.syncAll(stores, urls: urls, configuration: configuration)
+        result.seconds = sync.seconds
+        (result.frames, result.wireBytes, result.retries) = (sync.frames, sync.wireBytes, sync.retries)
+        for process in processes { process.stop() }
+        let stats = try cloud.stats()
+        // Content answers are journaled during the run, so the cloud holds at least the messages counted here.
+        guard stats.messages >= result.messages else {
+            throw BenchError(message: "the cloud holds \(stats.messages) messages, the devices sent \(result.messages)")
+        }
+        result.messages = stats.messages
+        result.logRows = stats.logRows
+        result.publicItems = stats.publicItems
+
+        progress("baselines: JSON + deflate, COPY of the \(stats.logRows) log rows")
+        result.jsonDeflateBytes = SyncBenchmark.jsonDeflateBytes(outboxes, frame: configuration.maximumMessages)
+        result.copySeconds = try copyBaseline(from: location)
+        return result
+    }
+
+    /// The baseline: the run's log rows, read back in log order, each
+    /// written by a `COPY` in a transaction of its own into an empty
+    /// `cloud_log` of the same definition; the seconds the writes took.
+    private func copyBaseline(from location: PostgresLocation) throws -> Double {
+        let source = databases.pool(location)
+        defer { source.close() }
+        let rows = try source.withSession { session in
+            try session.query("SELECT \(PostgresSyncBenchmark.logColumns.joined(separator: ", ")) FROM cloud_log ORDER BY app, seq")
+        }
+        // The same DDL as the run's store: a cloud store made empty, then closed.
+        let rawLocation = try databases.make("copy")
+        try PostgresCloud(at: rawLocation, password: databases.password, options: PostgresCloudOptions(poolSize: 1)).close()
+        let target = databases.pool(rawLocation)
+        defer { target.close() }
+        return try target.withSession { session in
+            // Untimed: the connection is opened and COPY's path warmed on an empty transaction.
+            try session.transaction { _ = try session.query("SELECT count(*) FROM cloud_log") }
+            let start = ContinuousClock.now
+            for row in rows {
+                try session.transaction {
+                    try session.copyFrom(table: "cloud_log", columns: PostgresSyncBenchmark.logColumns, rows: [row.values])
+                }
+            }
+            let seconds = start.duration(to: .now).seconds
+            let copied = try session.query("SELECT count(*) FROM cloud_log")[0][0].int64
+            guard copied == Int64(rows.count) else {
+                throw BenchError(message: "the baseline copied \(copied) rows of \(rows.count)")
+            }
+            return seconds
+        }
+    }
+
+    /// The server's version, for the report.
+    static func serverVersion(_ databases: BenchDatabases, _ location: PostgresLocation) throws -> String {
+        let pool = databases.pool(location)
+        defer { pool.close() }
+        return try pool.withSession { try $0.query("SELECT current_setting('server_version')")[0][0].text }
+    }
+}
