@@ -58,7 +58,7 @@ struct RebuildBenchmark {
 
         progress("baseline: raw SQLite scan and zlib inflate of the log")
         let database = try RawSQLite(path: path)
-        let scan = try database.prepare("SELECT payload, uncompressed_length FROM cloud_log ORDER BY seq")
+        let scan = try database.prepare("SELECT payload, uncompressed_length FROM cloud_log ORDER BY app, seq")
         let rawStart = ContinuousClock.now
         var inflated = 0
         try scan.forEachRow { row in
