@@ -17,13 +17,13 @@ import SyncWire
 /// `i % servers`. Timed: every device syncing its whole outbox at once to
 /// its server, until every message is acknowledged.
 ///
-/// Baseline in the same run, after the servers stopped: the least the cloud
-/// must do to make each frame durable. The cloud log rows the run accepted
-/// are read back and written again, in log order, into the empty
-/// `cloud_log` of a second new database made by the same schema DDL, one
-/// `COPY` per row, each in a transaction of its own, committed before the
-/// next begins. One app's log is one hash chain, so its appends are one at
-/// a time: one connection.
+/// Baseline in the same run, after the servers stopped: the raw SQLite
+/// baseline of `bench sync` on PostgreSQL. The same messages as (device,
+/// epoch, seq, message) rows, cut into the same frames, each frame one
+/// `COPY` into a table keyed by (device, epoch, seq) in a transaction of its
+/// own, committed before the next begins, on one connection: what making
+/// the messages durable as rows costs, without the log, the locks, the fold
+/// and the acks.
 struct PostgresSyncBenchmark {
     let devices: Int
     let callsPerDevice: Int
@@ -56,10 +56,6 @@ struct PostgresSyncBenchmark {
 
     static let targetMessagesPerSecond = 100_000.0
     static let targetRatio = 0.5
-
-    /// The columns of `cloud_log`, in the order the DDL declares them.
-    static let logColumns = ["app", "seq", "device", "epoch", "first_seq", "last_seq", "accepted_from", "codec",
-                             "uncompressed_length", "digest", "payload", "received_at", "prev_hash", "hash"]
 
     func run(progress: (String) -> Void) async throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -114,39 +110,45 @@ struct PostgresSyncBenchmark {
         result.logRows = stats.logRows
         result.publicItems = stats.publicItems
 
-        progress("baselines: JSON + deflate, COPY of the \(stats.logRows) log rows")
+        progress("baselines: JSON + deflate, COPY of the same messages as rows")
         result.jsonDeflateBytes = SyncBenchmark.jsonDeflateBytes(outboxes, frame: configuration.maximumMessages)
-        result.copySeconds = try copyBaseline(from: location)
+        result.copySeconds = try copyBaseline(outboxes, frame: configuration.maximumMessages)
         return result
     }
 
-    /// The baseline: the run's log rows, read back in log order, each
-    /// written by a `COPY` in a transaction of its own into an empty
-    /// `cloud_log` of the same definition; the seconds the writes took.
-    private func copyBaseline(from location: PostgresLocation) throws -> Double {
-        let source = databases.pool(location)
-        defer { source.close() }
-        let rows = try source.withSession { session in
-            try session.query("SELECT \(PostgresSyncBenchmark.logColumns.joined(separator: ", ")) FROM cloud_log ORDER BY app, seq")
-        }
-        // The same DDL as the run's store: a cloud store made empty, then closed.
-        let rawLocation = try databases.make("copy")
-        try PostgresCloud(at: rawLocation, password: databases.password, options: PostgresCloudOptions(poolSize: 1)).close()
-        let target = databases.pool(rawLocation)
+    /// The baseline: the same messages as rows, one `COPY` and one committed
+    /// transaction per frame; the seconds the writes took.
+    private func copyBaseline(_ outboxes: [[OutboxRecord]], frame: Int) throws -> Double {
+        let location = try databases.make("copy")
+        let target = databases.pool(location)
         defer { target.close() }
         return try target.withSession { session in
+            // In the schema the pool's search_path names, as the cloud's tables are.
+            try session.executeScript("""
+                CREATE SCHEMA sightline;
+                CREATE TABLE sightline.messages (device bigint, epoch bigint, seq bigint, message bytea,
+                                                 PRIMARY KEY (device, epoch, seq))
+                """)
             // Untimed: the connection is opened and COPY's path warmed on an empty transaction.
-            try session.transaction { _ = try session.query("SELECT count(*) FROM cloud_log") }
+            try session.transaction { _ = try session.query("SELECT count(*) FROM messages") }
+            var written = 0
             let start = ContinuousClock.now
-            for row in rows {
-                try session.transaction {
-                    try session.copyFrom(table: "cloud_log", columns: PostgresSyncBenchmark.logColumns, rows: [row.values])
+            for (device, records) in outboxes.enumerated() {
+                for chunkStart in stride(from: 0, to: records.count, by: frame) {
+                    let chunk = records[chunkStart..<min(chunkStart + frame, records.count)]
+                    try session.transaction {
+                        try session.copyFrom(table: "messages", columns: ["device", "epoch", "seq", "message"], rows: chunk.map { record in
+                            [.int64(Int64(device)), .int64(Int64(clamping: record.position.epoch.rawValue)),
+                             .int64(Int64(clamping: record.position.seq.rawValue)), .bytea(record.encoded)]
+                        })
+                    }
+                    written += chunk.count
                 }
             }
             let seconds = start.duration(to: .now).seconds
-            let copied = try session.query("SELECT count(*) FROM cloud_log")[0][0].int64
-            guard copied == Int64(rows.count) else {
-                throw BenchError(message: "the baseline copied \(copied) rows of \(rows.count)")
+            let copied = try session.query("SELECT count(*) FROM messages")[0][0].int64
+            guard copied == Int64(written) else {
+                throw BenchError(message: "the baseline copied \(copied) rows of \(written)")
             }
             return seconds
         }

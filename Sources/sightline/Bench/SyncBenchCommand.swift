@@ -21,9 +21,9 @@ struct SyncBenchCommand: AsyncParsableCommand {
             makes a new database on that server (the role must be allowed to create databases) \
             and drops it at the end, and serves it from --servers `sightline cloud serve` \
             processes of this binary, each with a pool of --pool-size connections; the devices \
-            are spread over them. Its baseline, after the servers stop: the log rows the run \
-            accepted, written again into an empty cloud_log of the same definition in another \
-            new database, one COPY per row in a committed transaction of its own. Targets: at \
+            are spread over them. Its baseline, after the servers stop: the SQLite baseline's \
+            rows on PostgreSQL, the same messages as (device, epoch, seq, message) rows in another \
+            new database, one COPY per frame in a committed transaction of its own. Targets: at \
             least 100,000 messages per second and 0.5 times the COPY baseline.
             """
     )
@@ -174,7 +174,7 @@ extension SyncBenchCommand {
             Output.table([
                 ["", "messages/s", "ratio", "target", ""],
                 ["end to end (HTTP)", String(format: "%.0f", result.messagesPerSecond), "", "≥ 100000", meetsRate ? "met" : "MISSED"],
-                ["COPY, a transaction per row", String(format: "%.0f", result.copyMessagesPerSecond), "", "", ""],
+                ["COPY of the messages, a transaction per frame", String(format: "%.0f", result.copyMessagesPerSecond), "", "", ""],
                 ["end to end ÷ COPY", "", String(format: "%.2f", result.ratio), "≥ 0.5", meetsRatio ? "met" : "MISSED"],
             ])
             Output.table([
