@@ -52,8 +52,8 @@ public final class PostgresCloud: CloudStore {
     /// Enrolled devices' keys, as authentication read them. A device is
     /// enrolled once and its key never changes.
     private let enrolled = Mutex<[DeviceStream: [UInt8]]>([:])
-    /// The content requests acks made, kept between ingest transactions while exact.
-    let keptRequests = KeptRequests()
+    /// What each app's last fold left (its rows and its acks' requests), kept between ingest transactions while exact.
+    let keptFold = KeptFold()
 
     public var threshold: Int { current.withLock { $0.threshold } }
     public var agreement: Int { current.withLock { $0.agreement } }
@@ -345,12 +345,12 @@ public final class PostgresCloud: CloudStore {
                     try session.transaction {
                         let memory = FoldMemory(limit: Int.max)
                         let transaction = try PostgresIngestTransaction(session: session, app: app, device: frame.device, secrets: secrets,
-                                                                        memory: memory, kept: keptRequests, messages: messages)
+                                                                        memory: memory, kept: keptFold, messages: messages)
                         current.withLock { $0 = transaction.settings }
                         let core = IngestCore(threshold: transaction.settings.threshold, agreement: transaction.settings.agreement,
                                               secrets: secrets, clock: clock)
                         let decision = try core.decide(frame, messages: messages, app: app, in: transaction, memory: memory)
-                        transaction.keepRequests()
+                        transaction.keepFold()
                         return decision
                     }
                 }

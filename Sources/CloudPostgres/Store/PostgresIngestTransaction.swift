@@ -49,9 +49,10 @@ struct DeviceNotEnrolled: Error {}
 ///   app second, by every transaction that takes both.
 /// - The fold runs in memory (`WorkingSet`); its changes, the log row and the
 ///   device's epoch are written back in one statement.
-/// - The ack's content requests come from the server's kept memory of them
-///   (`KeptRequests`) when the log head read under the app's lock says it is
-///   exact, and from every wanted hash otherwise.
+/// - The rows the fold reads, and the ack's content requests, come from what
+///   the server kept of the app's last fold (`KeptFold`) when the log head
+///   read under the app's lock says it is exact; otherwise every row the
+///   frame needs is read, and the ack checks every wanted hash.
 final class PostgresIngestTransaction: IngestTransaction {
     let session: PostgresSession
     let app: AppID
@@ -59,7 +60,7 @@ final class PostgresIngestTransaction: IngestTransaction {
     let secrets: CloudSecrets
     /// The fold's memory for this transaction, whose `asks` may be swapped for the kept one.
     private let memory: FoldMemory
-    private let kept: KeptRequests
+    private let kept: KeptFold
     /// The frame's messages, for the hashes an ack rechecks.
     private let messages: [OutboxMessage]
     /// What the fold runs with; the app lock checks it has not changed.
@@ -78,7 +79,7 @@ final class PostgresIngestTransaction: IngestTransaction {
     private var recheckedHashesRead = false
 
     /// Locks the device's row and reads what the cloud holds of it.
-    init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets, memory: FoldMemory, kept: KeptRequests,
+    init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets, memory: FoldMemory, kept: KeptFold,
          messages: [OutboxMessage]) throws {
         self.session = session
         self.app = app
@@ -136,14 +137,58 @@ final class PostgresIngestTransaction: IngestTransaction {
                   .position(through)]).map { row throws(CloudError) in try PostgresCloud.logRow(row) }
     }
 
-    /// Locks the app's row, checks the settings, and loads the app's log
-    /// head, wanted seq and every row of the hashes `entries` name.
+    /// Locks the app's row, checks the settings, and reads the app's log
+    /// head, its wanted seq and every row of the hashes `entries` name: the
+    /// rows the server kept of the app's last fold when the head says they
+    /// are exact (`KeptFold`), and from the store the rest.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
         _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
         let keySet = Set(entries.map(\.key))
-        let keys = Array(keySet)
-        let votes = entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) }
-        let loaded = try session.query("""
+        let voteSet = Set(entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) })
+        let kept = self.kept.take(app: app)
+        let held = kept?.rows
+        let read = try load(app: app, keys: held.map { rows in keySet.filter { !rows.holds($0) } } ?? keySet,
+                            votes: held.map { rows in voteSet.filter { !rows.holds($0) } } ?? voteSet)
+        guard read.settings == settings else { throw SettingsChanged(settings: read.settings) }
+        head = read.head
+
+        let rows: WorkingSet
+        if let kept, kept.isExact(head: KeptFold.Head(seq: head.seq, hash: head.hash), settings: settings) {
+            memory.asks = kept.asks
+            rows = held ?? WorkingSet(app: app, wantedSeq: read.wantedSeq, isComplete: false)
+            rows.beginFrame(wantedSeq: read.wantedSeq)
+            rows.loaded(keys: read.keys, votes: read.votes, hashes: read.hashes, votes: read.voteRows, offers: read.offers)
+        } else {
+            rows = WorkingSet(app: app, wantedSeq: read.wantedSeq, isComplete: false)
+            rows.loaded(keys: read.keys, votes: read.votes, hashes: read.hashes, votes: read.voteRows, offers: read.offers)
+            if held != nil {
+                // What was taken as kept is not exact: its rows are read too.
+                let rest = try load(app: app, keys: keySet.subtracting(read.keys), votes: voteSet.subtracting(read.votes))
+                rows.loaded(keys: rest.keys, votes: rest.votes, hashes: rest.hashes, votes: rest.voteRows, offers: rest.offers)
+            }
+        }
+        self.rows = rows
+        return rows
+    }
+
+    /// What `load` read under the app's lock.
+    private struct Loaded {
+        var keys: Set<Data>
+        var votes: Set<WorkingSet.VoteKey>
+        var hashes: [Data: WorkingSet.HashRow] = [:]
+        var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
+        var offers: [Data: [Data: Data]] = [:]
+        var head: (seq: Int64, hash: [UInt8]) = (0, CloudLog.genesis)
+        var wantedSeq: Int64 = 0
+        var settings = FoldSettings(threshold: 1, agreement: 1)
+    }
+
+    /// Reads, in one statement, the rows of `keys` (the hashes' and their
+    /// offers) and of `votes`, with the app's log head, wanted seq and settings.
+    private func load(app: AppID, keys: Set<Data>, votes: Set<WorkingSet.VoteKey>) throws -> Loaded {
+        let keyList = Array(keys)
+        let voteList = Array(votes)
+        let rows = try session.query("""
             SELECT 0, h.key, NULL::bytea, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq, h.has_content
               FROM unnest($2::bytea[]) AS t(key)
               CROSS JOIN LATERAL (SELECT * FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
@@ -163,38 +208,28 @@ final class PostgresIngestTransaction: IngestTransaction {
             UNION ALL
             SELECT 5, NULL, NULL, NULL, \(PostgresCloud.settingColumns), NULL, NULL, NULL, NULL, NULL
               FROM cloud_meta WHERE key IN ('threshold', 'agreement')
-            """, [.text(app.rawValue), .byteaArray(keys.map { [UInt8]($0) }), .byteaArray(votes.map { [UInt8]($0.key) }),
-                  .byteaArray(votes.map { [UInt8]($0.voter) })])
-        var hashes: [Data: WorkingSet.HashRow] = [:]
-        var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
-        hashes.reserveCapacity(keys.count)
-        voteRows.reserveCapacity(votes.count)
-        var offers: [Data: [Data: Data]] = [:]
-        var wantedSeq: Int64 = 0
+            """, [.text(app.rawValue), .byteaArray(keyList.map { [UInt8]($0) }), .byteaArray(voteList.map { [UInt8]($0.key) }),
+                  .byteaArray(voteList.map { [UInt8]($0.voter) })])
+        var loaded = Loaded(keys: keys, votes: votes)
+        loaded.hashes.reserveCapacity(keyList.count)
+        loaded.voteRows.reserveCapacity(voteList.count)
         var stored: [(name: Int64, value: Int64?)] = []
-        for row in loaded {
+        for row in rows {
             switch try row.integer(0, "a loaded row's kind") {
-            case 0: hashes[Data(try row.bytes(1, "hashes.key"))] = try PostgresCloud.hashRow(row, from: 3)
+            case 0: loaded.hashes[Data(try row.bytes(1, "hashes.key"))] = try PostgresCloud.hashRow(row, from: 3)
             case 1:
                 let key = WorkingSet.VoteKey(key: Data(try row.bytes(1, "votes.key")), voter: Data(try row.bytes(2, "votes.voter")))
-                voteRows[key] = try PostgresCloud.voteRow(row, from: 3)
+                loaded.voteRows[key] = try PostgresCloud.voteRow(row, from: 3)
             case 2:
-                offers[Data(try row.bytes(1, "content_offers.key")), default: [:]][Data(try row.bytes(2, "content_offers.voter"))] =
+                loaded.offers[Data(try row.bytes(1, "content_offers.key")), default: [:]][Data(try row.bytes(2, "content_offers.voter"))] =
                     Data(try row.bytes(3, "content_offers.digest"))
-            case 3: head = (try row.integer(4, "cloud_log.seq of app \(app)"), try row.bytes(3, "cloud_log.hash of app \(app)"))
-            case 4: wantedSeq = try row.count(4, "app_state.wanted_seq of \(app)")
+            case 3: loaded.head = (try row.integer(4, "cloud_log.seq of app \(app)"), try row.bytes(3, "cloud_log.hash of app \(app)"))
+            case 4: loaded.wantedSeq = try row.count(4, "app_state.wanted_seq of \(app)")
             default: stored.append((try row.integer(4, "a setting's name"), try row.optionalInteger(5, "a setting")))
             }
         }
-        let now = try FoldSettings(stored)
-        guard now == settings else { throw SettingsChanged(settings: now) }
-        if let asks = kept.take(app: app, head: KeptRequests.Head(seq: head.seq, hash: head.hash), settings: settings) {
-            memory.asks = asks
-        }
-        let rows = WorkingSet(app: app, wantedSeq: wantedSeq, isComplete: false)
-        rows.loaded(keys: keySet, votes: Set(votes), hashes: hashes, votes: voteRows, offers: offers)
-        self.rows = rows
-        return rows
+        loaded.settings = try FoldSettings(stored)
+        return loaded
     }
 
     /// Chains the frame after the app's head; the row is written with the
@@ -218,12 +253,13 @@ final class PostgresIngestTransaction: IngestTransaction {
     }
 
     /// After the ack, before the commit: keeps the fold's memory of requests
-    /// for the next transaction of the app, exact once this one's append is
-    /// the log head (`KeptRequests`). A transaction that appended nothing
-    /// read no head under the app's lock and keeps nothing.
-    func keepRequests() {
+    /// and its rows, which the write made the store's, for the next
+    /// transaction of the app, exact once this one's append is the log head
+    /// (`KeptFold`). A transaction that appended nothing read no head under
+    /// the app's lock and keeps nothing.
+    func keepFold() {
         guard logRow != nil else { return }
-        kept.keep(memory.asks, app: app, head: KeptRequests.Head(seq: head.seq, hash: head.hash), settings: settings)
+        kept.keep(memory.asks, rows: rows, app: app, head: KeptFold.Head(seq: head.seq, hash: head.hash), settings: settings)
     }
 
     func backedUp(app: AppID, device: DeviceID) throws -> OutboxPosition {

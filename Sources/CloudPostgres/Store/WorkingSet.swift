@@ -91,6 +91,29 @@ final class WorkingSet: FoldRows {
         merge(&offers, loadedOffers)
     }
 
+    /// Whether the rows of `key` (the hash's, and its offers) are held.
+    func holds(_ key: Data) -> Bool { isComplete || loadedKeys.contains(key) }
+
+    /// Whether the vote row of `vote` is held.
+    func holds(_ vote: VoteKey) -> Bool { isComplete || loadedVotes.contains(vote) }
+
+    /// How many rows are held, for a bound on what a server keeps.
+    var heldRows: Int { loadedKeys.count + loadedVotes.count }
+
+    /// Starts another frame's fold on the rows held, which the last frame's
+    /// write made the store's: nothing is changed yet, and the app's wanted
+    /// seq is `wantedSeq`, as read under the app's lock.
+    func beginFrame(wantedSeq: Int64) {
+        self.wantedSeq = wantedSeq
+        contents.removeAll(keepingCapacity: true)
+        epochs.removeAll(keepingCapacity: true)
+        changedHashes.removeAll(keepingCapacity: true)
+        changedVotes.removeAll(keepingCapacity: true)
+        changedOffers.removeAll(keepingCapacity: true)
+        loadedOffers.removeAll(keepingCapacity: true)
+        wantedSeqChanged = false
+    }
+
     private func checkHeld(_ key: Data) throws {
         guard isComplete || loadedKeys.contains(key) else {
             throw CloudError(.database, "the fold asked for a hash of app \(app) that was not loaded for the frame")

@@ -7,12 +7,12 @@ import PostgresTestSupport
 import SyncWire
 import Testing
 
-/// A PostgreSQL server keeps its acks' content requests between frames
-/// while the app's log head says no other server changed the projections
-/// (`KeptRequests`); once another server has appended, the next ack must
-/// check every wanted hash again.
-@Suite struct PostgresKeptRequestsTests {
-    @Test func anAckAfterAnotherServersFoldIsWorkedOutAfresh() throws {
+/// A PostgreSQL server keeps its acks' content requests and the fold's rows
+/// between frames while the app's log head says no other server changed the
+/// projections (`KeptFold`); once another server has appended, the next
+/// frame must read its rows afresh and its ack check every wanted hash again.
+@Suite struct PostgresKeptFoldTests {
+    @Test func aFrameAfterAnotherServersFoldReadsItsRowsAndWorksItsAckOutAfresh() throws {
         let database = try TestDatabase()
         let clock = ManualClock(harnessStart)
         func server() throws -> PostgresCloud {
@@ -35,6 +35,11 @@ import Testing
         #expect(x.requests(sending: .signal(wanted, Popularity(views: 1)), at: 3, to: first) == [],
                 "the first server checks afresh once the log head is not its own")
         #expect(x.requests(sending: .signal(wanted, Popularity(views: 1)), at: 4, to: first) == [])
+        // Had the first server folded on the rows it kept, it would have
+        // written the hash back with two live votes, wanted.
+        let entry = try #require(try first.entry(app: app, hash: wanted))
+        #expect(entry.liveVotes == 1 && !entry.isWanted && entry.popularity.views == 3)
+        #expect(try first.projectionDigest() == second.rebuiltProjectionDigest())
     }
 }
 
