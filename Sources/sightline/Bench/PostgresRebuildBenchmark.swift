@@ -29,20 +29,8 @@ struct PostgresRebuildBenchmark {
         let cloud = try PostgresCloud(at: location, password: databases.password, options: PostgresCloudOptions(
             store: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3), poolSize: 1, logger: logger))
         defer { cloud.close() }
-        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
-        progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
-        try RebuildBenchmark.fill(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed, clock: clock)
-        var result = RebuildBenchmark.Result()
-        let stats = try cloud.stats()
-        result.messages = stats.messages
-        result.logRows = stats.logRows
-        let before = try cloud.projectionDigest()
-
-        progress("rebuilding \(result.messages) messages from \(result.logRows) log rows")
-        let start = ContinuousClock.now
-        try cloud.rebuildProjections()
-        result.seconds = start.duration(to: .now).seconds
-        result.digestUnchanged = try cloud.projectionDigest() == before
+        var result = try RebuildBenchmark.fillAndRebuild(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed,
+                                                         clock: clock, progress: progress)
 
         progress("baseline: reading and inflating every log row")
         let pool = databases.pool(location)

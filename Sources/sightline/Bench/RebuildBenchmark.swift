@@ -41,20 +41,8 @@ struct RebuildBenchmark {
         StoreFiles.remove(path)
         let clock = ManualClock(Timestamp(millisecondsSince1970: 1_795_000_000_000))
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: seed), threshold: 3))
-        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
-        progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
-        try RebuildBenchmark.fill(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed, clock: clock)
-        var result = Result()
-        let stats = try cloud.stats()
-        result.messages = stats.messages
-        result.logRows = stats.logRows
-        let before = try cloud.projectionDigest()
-
-        progress("rebuilding \(result.messages) messages from \(result.logRows) log rows")
-        let start = ContinuousClock.now
-        try cloud.rebuildProjections()
-        result.seconds = start.duration(to: .now).seconds
-        result.digestUnchanged = try cloud.projectionDigest() == before
+        var result = try RebuildBenchmark.fillAndRebuild(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed,
+                                                         clock: clock, progress: progress)
 
         progress("baseline: raw SQLite scan and zlib inflate of the log")
         let database = try RawSQLite(path: path)
@@ -73,6 +61,28 @@ struct RebuildBenchmark {
     /// Fills `cloud`'s log: each device's calls made in an in-memory store,
     /// the device enrolled, and its outbox sent frame by frame straight to
     /// `ingest` (no HTTP), each ack handed back to the device.
+    /// Registers the app, fills `cloud` with the workload's frames, and
+    /// times its rebuild: the result, but for the baseline, which each
+    /// backend measures its own way.
+    static func fillAndRebuild(_ cloud: any CloudStore, devices: Int, callsPerDevice: Int, seed: UInt64, clock: ManualClock,
+                               progress: (String) -> Void) throws -> Result {
+        try cloud.registerApp(SyncBenchmark.app, enrolmentSecret: SyncBenchmark.secret)
+        progress("filling the cloud log from \(devices) devices with \(callsPerDevice) calls each")
+        try fill(cloud, devices: devices, callsPerDevice: callsPerDevice, seed: seed, clock: clock)
+        var result = Result()
+        let stats = try cloud.stats()
+        result.messages = stats.messages
+        result.logRows = stats.logRows
+        let before = try cloud.projectionDigest()
+
+        progress("rebuilding \(result.messages) messages from \(result.logRows) log rows")
+        let start = ContinuousClock.now
+        try cloud.rebuildProjections()
+        result.seconds = start.duration(to: .now).seconds
+        result.digestUnchanged = try cloud.projectionDigest() == before
+        return result
+    }
+
     static func fill(_ cloud: any CloudStore, devices: Int, callsPerDevice: Int, seed: UInt64, clock: ManualClock) throws {
         for index in 0..<devices {
             let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed &+ UInt64(index)),
