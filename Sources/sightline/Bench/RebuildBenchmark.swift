@@ -135,14 +135,8 @@ struct RebuildBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let db {
-            guard PostgresLocation.isPostgresURL(db) else {
-                throw ValidationError("--db takes a postgres:// URL (without --db the cloud is a SQLite file in --dir)")
-            }
-            do {
-                _ = try PostgresLocation(parsing: db)
-            } catch {
-                throw ValidationError("--db: \(error.message)")
-            }
+            try CloudStoreOption.validatePostgresURL(db, option: "--db",
+                                                     otherwise: "without --db the cloud is a SQLite file in --dir")
         }
     }
 

@@ -44,14 +44,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let db {
-            guard PostgresLocation.isPostgresURL(db) else {
-                throw ValidationError("--db takes a postgres:// URL (without --db the cloud is a SQLite file in --dir)")
-            }
-            do {
-                _ = try PostgresLocation(parsing: db)
-            } catch {
-                throw ValidationError("--db: \(error.message)")
-            }
+            try CloudStoreOption.validatePostgresURL(db, option: "--db",
+                                                     otherwise: "without --db the cloud is a SQLite file in --dir")
             guard (1...16).contains(servers) else { throw ValidationError("--servers must be between 1 and 16 (got \(servers))") }
         } else if servers != 1 {
             throw ValidationError("--servers needs --db")

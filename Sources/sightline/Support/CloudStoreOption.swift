@@ -16,12 +16,19 @@ struct CloudStoreOption: ParsableArguments {
     @OptionGroup var postgres: PostgresOptions
 
     func validate() throws {
-        if PostgresLocation.isPostgresURL(db) {
-            do {
-                _ = try PostgresLocation(parsing: db)
-            } catch {
-                throw ValidationError("--db: \(error.message)")
-            }
+        if PostgresLocation.isPostgresURL(db) { try Self.validatePostgresURL(db, option: "--db") }
+    }
+
+    /// Checks that `url`, given to `option`, is a PostgreSQL URL a store can be
+    /// opened at; `what` says what the option takes instead when it is not one.
+    static func validatePostgresURL(_ url: String, option: String, otherwise what: String? = nil) throws {
+        guard PostgresLocation.isPostgresURL(url) else {
+            throw ValidationError("\(option) takes a postgres:// URL" + (what.map { " (\($0))" } ?? ", not \(url)"))
+        }
+        do {
+            _ = try PostgresLocation(parsing: url)
+        } catch {
+            throw ValidationError("\(option): \(error.message)")
         }
     }
 
@@ -134,12 +141,7 @@ struct CloudDatabaseOption: ParsableArguments {
 
     func validate() throws {
         if let cloudDB {
-            guard PostgresLocation.isPostgresURL(cloudDB) else { throw ValidationError("--cloud-db takes a postgres:// URL, not \(cloudDB)") }
-            do {
-                _ = try PostgresLocation(parsing: cloudDB)
-            } catch {
-                throw ValidationError("--cloud-db: \(error.message)")
-            }
+            try CloudStoreOption.validatePostgresURL(cloudDB, option: "--cloud-db")
         } else if passwordFile != nil {
             throw ValidationError("--password-file goes with --cloud-db")
         }
