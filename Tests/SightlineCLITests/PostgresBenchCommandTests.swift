@@ -13,7 +13,7 @@ import Testing
 /// shared server, which another benchmark running at the same time would
 /// have made.
 @Suite(.serialized) struct PostgresBenchCommandTests {
-    @Test func syncOnPostgresMeasuresEndToEndAgainstCopy() throws {
+    @Test func syncOnPostgresMeasuresEndToEndAgainstCopyOfTheSameRowsAndOfTheMessages() throws {
         let server = try BenchServer()
         let result = try CLIRunner.run(["bench", "sync", "--db", server.url, "--password-file", server.passwordFile,
                                         "--devices", "3", "--calls", "1000", "--json", "--dir", server.directory.path])
@@ -29,6 +29,12 @@ import Testing
         let ratio = try #require(number(report["ratio"]))
         #expect(rate > 0 && copyRate > 0)
         #expect(abs(ratio - rate / copyRate) < 0.01)
+        // The baseline copies the rows the run left in the log and the projections: at least a log row a frame.
+        #expect((report["copiedRows"]?.integer ?? 0) > logRows)
+        let messageRowsRate = try #require(number(report["messageRowsCopyMessagesPerSecond"]))
+        let messageRowsRatio = try #require(number(report["messageRowsRatio"]))
+        #expect(messageRowsRate > 0)
+        #expect(abs(messageRowsRatio - rate / messageRowsRate) < 0.01)
         #expect(report["meetsRateTarget"] == .bool(rate >= 100_000))
         #expect(report["meetsRatioTarget"] == .bool(ratio >= 0.5))
         #expect(try server.leftDatabases().isEmpty)

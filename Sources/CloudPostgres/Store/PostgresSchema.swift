@@ -9,8 +9,8 @@ import CloudIndex
 /// Every table but `cloud_meta` is keyed by app first, and no transaction
 /// of ingest or enrolment touches two apps, so a distributed PostgreSQL can
 /// place each app's rows on one node (`docs/CLOUD.md`, "PostgreSQL").
-enum PostgresSchema {
-    static let name = "sightline"
+package enum PostgresSchema {
+    package static let name = "sightline"
     static let formatVersion = CloudSchema.formatVersion
 
     /// A key for `pg_advisory_xact_lock` held while a server looks for the
@@ -18,7 +18,7 @@ enum PostgresSchema {
     /// database do not both make it.
     static let creationLock: Int64 = 0x5349_4748_544C_494E
 
-    static let ddl = """
+    package static let ddl = """
         CREATE SCHEMA IF NOT EXISTS sightline;
         CREATE TABLE sightline.cloud_meta (
             key text COLLATE "C" PRIMARY KEY,

@@ -92,7 +92,7 @@ extension PostgresRowValues {
 
 extension StoreValue {
     /// The value bound for a column of a cloud table.
-    var postgresValue: PostgresValue {
+    package var postgresValue: PostgresValue {
         switch self {
         case .null: .null
         case .integer(let integer): .int64(integer)

@@ -21,10 +21,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
             makes a new database on that server (the role must be allowed to create databases) \
             and drops it at the end, and serves it from --servers `sightline cloud serve` \
             processes of this binary, each with a pool of --pool-size connections; the devices \
-            are spread over them. Its baseline, after the servers stop: the SQLite baseline's \
-            rows on PostgreSQL, the same messages as (device, epoch, seq, message) rows in another \
-            new database, one COPY per frame in a committed transaction of its own. Targets: at \
-            least 100,000 messages per second and 0.5 times the COPY baseline.
+            are spread over them. Its baselines, after the servers stop, each in another new \
+            database: the rows the run left in the tables ingest writes (the log, the flags, the \
+            projections) COPY'd into the same tables, cut into as many committed transactions as \
+            the run had frames, one COPY per table in each, which the targets are judged against; \
+            and, for reference, the same messages as (device, epoch, seq, message) rows, one COPY \
+            per frame. Targets: at least 100,000 messages per second and 0.5 times the first.
             """
     )
 
@@ -148,7 +150,11 @@ extension SyncBenchCommand {
                 "messagesPerSecond": .double(result.messagesPerSecond.rounded()),
                 "copySeconds": .double(result.copySeconds),
                 "copyMessagesPerSecond": .double(result.copyMessagesPerSecond.rounded()),
+                "copiedRows": .integer(Int64(result.copiedRows)),
                 "ratio": .double((result.ratio * 1000).rounded() / 1000),
+                "messageRowsCopySeconds": .double(result.messageRowsCopySeconds),
+                "messageRowsCopyMessagesPerSecond": .double(result.messageRowsCopyMessagesPerSecond.rounded()),
+                "messageRowsRatio": .double((result.messageRowsRatio * 1000).rounded() / 1000),
                 "targetMessagesPerSecond": .double(PostgresSyncBenchmark.targetMessagesPerSecond),
                 "targetRatio": .double(PostgresSyncBenchmark.targetRatio),
                 "wireBytes": .integer(Int64(result.wireBytes)),
@@ -168,8 +174,11 @@ extension SyncBenchCommand {
             Output.table([
                 ["", "messages/s", "ratio", "target", ""],
                 ["end to end (HTTP)", String(format: "%.0f", result.messagesPerSecond), "", "≥ 100000", meetsRate ? "met" : "MISSED"],
-                ["COPY of the messages, a transaction per frame", String(format: "%.0f", result.copyMessagesPerSecond), "", "", ""],
-                ["end to end ÷ COPY", "", String(format: "%.2f", result.ratio), "≥ 0.5", meetsRatio ? "met" : "MISSED"],
+                ["COPY of the same \(result.copiedRows) rows into the same tables", String(format: "%.0f", result.copyMessagesPerSecond),
+                 "", "", ""],
+                ["end to end ÷ COPY of the same rows", "", String(format: "%.2f", result.ratio), "≥ 0.5", meetsRatio ? "met" : "MISSED"],
+                ["COPY of the messages as rows (reference)", String(format: "%.0f", result.messageRowsCopyMessagesPerSecond), "", "", ""],
+                ["end to end ÷ COPY of the messages", "", String(format: "%.2f", result.messageRowsRatio), "", ""],
             ])
             Output.table([
                 ["", "bytes", "bytes/message", "ratio", "target", ""],
