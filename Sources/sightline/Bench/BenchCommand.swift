@@ -79,6 +79,9 @@ struct AppendBenchCommand: ParsableCommand {
             results = try benchmark.run { message in if showProgress { Output.error(message) } }
         } catch let error as DeviceStoreError {
             throw error.exit()
+        } catch let error as BenchInputError {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.invalidInput
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.storeUnavailable
@@ -155,6 +158,9 @@ enum BenchRun {
             return try await body(directory) { message in if showProgress { Output.error(message) } }
         } catch let error as DeviceStoreError {
             throw error.exit()
+        } catch let error as BenchInputError {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.invalidInput
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.storeUnavailable

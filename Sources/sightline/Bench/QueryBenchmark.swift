@@ -4,29 +4,46 @@ import IndexModel
 import Snapshot
 import Workloads
 
-/// `bench query`: free-text search latency over an index of synthetic items,
-/// beside naive FTS5 on the same data in the same run.
+/// `bench query`: free-text search latency over an index of synthetic items
+/// or of the user's own corpus, beside naive FTS5 on the same data in the
+/// same run.
 ///
-/// The index holds `items` items from `SearchCorpus` (a 50,000-word Zipf
-/// vocabulary). Three kinds of query are typed: a prefix of a popular word (1 to
-/// 4 letters), one whole word, two whole words. Each query runs once untimed on
-/// both sides, then once timed on each side, alternating which goes first.
+/// The synthetic index holds `items` items from `SearchCorpus` (a
+/// 50,000-word Zipf vocabulary); a user's corpus is read by `QueryCorpus`.
+/// Three kinds of query are typed, drawn from the corpus: a prefix of a
+/// word (1 to 4 letters), one whole word, two whole words; or the queries
+/// of the user's file, as one kind. Each query runs once untimed on both
+/// sides, then once timed on each side, alternating which goes first.
 ///
 /// - sightline: `DeviceStore.search(text, limit: 20)` — ranking, engagement and
 ///   merging of items with activities included.
 /// - naive: `SELECT rowid, bm25(items_fts, …) FROM items_fts WHERE items_fts MATCH ?
-///   ORDER BY 2 LIMIT 20` through the raw C API, with the same MATCH expression
-///   (whole words, the last a prefix): it scores every match. The store keeps no
-///   FTS5 table (Journal/FORMAT.md), so the baseline's is a plain one in a file
-///   of its own beside the store, filled once from the store's item rows with
-///   the same tokenizer and rowids.
+///   ORDER BY 2 LIMIT 20` through the raw C API, with the same words (runs of
+///   letters and digits, each whole, the last a prefix): it scores every
+///   match. The store keeps no FTS5 table (Journal/FORMAT.md), so the
+///   baseline's is a plain one in a file of its own beside the store, filled
+///   once from the store's item rows with the same tokenizer and rowids.
 struct QueryBenchmark {
-    let items: Int
-    let queriesPerKind: Int
+    enum Source {
+        case synthetic(items: Int)
+        case corpus(QueryCorpus)
+    }
+
+    enum Queries {
+        /// Drawn from the corpus, this many of each kind.
+        case drawn(perKind: Int)
+        /// The queries of a file, in its order.
+        case given(file: String, queries: [String])
+    }
+
+    let source: Source
+    let queries: Queries
     let seed: UInt64
     let directory: URL
     /// Keep the store afterwards and reuse a kept one.
     var keep = false
+    /// Where to write the queries run, one a line.
+    var saveQueries: String?
     static let limit = 20
     static let kinds = ["prefix", "single-term", "two-term"]
 
@@ -58,6 +75,8 @@ struct QueryBenchmark {
 
     struct Result {
         var items: Int
+        /// The user's corpus, when the items came from one.
+        var corpus: (path: String, format: QueryCorpus.Format, lines: Int)?
         /// A kept store was reused, so nothing was built or timed before the queries.
         var reused: Bool
         var buildSeconds: Double
@@ -101,8 +120,12 @@ struct QueryBenchmark {
 
     func run(progress: (String) -> Void) throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let path = directory.appendingPathComponent("query-\(items)-seed\(seed).sqlite").path
-        let baselinePath = directory.appendingPathComponent("query-\(items)-seed\(seed)-fts5.sqlite").path
+        let name = switch source {
+        case .synthetic(let items): "query-\(items)-seed\(seed)"
+        case .corpus(let corpus): "query-corpus-\(try corpus.digest().prefix(16))-seed\(seed)"
+        }
+        let path = directory.appendingPathComponent("\(name).sqlite").path
+        let baselinePath = directory.appendingPathComponent("\(name)-fts5.sqlite").path
         let reuse = keep && FileManager.default.fileExists(atPath: path)
         if !reuse {
             StoreFiles.remove(path)
@@ -117,17 +140,31 @@ struct QueryBenchmark {
 
         let start = ISO8601.parse("2026-11-22T00:00:00Z")!
         let options = StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: seed), durability: .normal)
-        var corpus = SearchCorpus(seed: seed)
+        // The queries are drawn after the items, from the same corpus, even when the store is reused.
+        var synthetic: SearchCorpus?
+        var drawn: CorpusQueries?
+        var itemCount = 0
+        var corpusRead: (path: String, format: QueryCorpus.Format, lines: Int)?
         let buildStarted = ContinuousClock.now
         do {
             let store = reuse ? nil : try DeviceStore(at: .file(path), options: options)
-            let batch = 1000
-            for first in stride(from: 0, to: items, by: batch) {
-                // The items are drawn even when reused: the queries come after
-                // them from the same generator.
-                let chunk = (first..<min(first + batch, items)).map { corpus.item(identifier: "item-\($0)") }
-                _ = try store?.perform(.index(index: "bench", items: chunk))
-                if (first / batch) % 100 == 99 { progress("indexed \(first + batch) of \(items) items") }
+            switch source {
+            case .synthetic(let items):
+                var corpus = SearchCorpus(seed: seed)
+                let batch = 1000
+                for first in stride(from: 0, to: items, by: batch) {
+                    let chunk = (first..<min(first + batch, items)).map { corpus.item(identifier: "item-\($0)") }
+                    _ = try store?.perform(.index(index: "bench", items: chunk))
+                    if (first / batch) % 100 == 99 { progress("indexed \(first + batch) of \(items) items") }
+                }
+                synthetic = corpus
+                itemCount = items
+            case .corpus(let corpus):
+                progress(reuse ? "reading \(corpus.path) for its queries" : "indexing \(corpus.path)")
+                let read = try corpus.read(seed: seed, perform: store.map { store in { operation in _ = try store.perform(operation) } })
+                drawn = CorpusQueries(sample: read.sample, seed: seed)
+                itemCount = read.items
+                corpusRead = (corpus.path, read.format, read.lines)
             }
         }
         let buildSeconds = (ContinuousClock.now - buildStarted).seconds
@@ -150,24 +187,38 @@ struct QueryBenchmark {
             SELECT rowid, bm25(items_fts, 10.0, 8.0, 1.0, 4.0) FROM items_fts WHERE items_fts MATCH ? ORDER BY 2 LIMIT \(QueryBenchmark.limit)
             """)
 
-        var kinds: [KindResult] = []
-        for kind in QueryBenchmark.kinds {
-            let queries = (0..<queriesPerKind).map { _ in
-                switch kind {
-                case "prefix": corpus.prefixQuery()
-                case "single-term": corpus.singleTermQuery()
-                default: corpus.twoTermQuery()
-                }
+        func draw(_ kind: String) -> String {
+            switch kind {
+            case "prefix": synthetic?.prefixQuery() ?? drawn?.prefixQuery() ?? ""
+            case "single-term": synthetic?.singleTermQuery() ?? drawn?.singleTermQuery() ?? ""
+            default: synthetic?.twoTermQuery() ?? drawn?.twoTermQuery() ?? ""
             }
+        }
+        let runs: [(kind: String, queries: [String])] = switch queries {
+        case .drawn(let perKind): QueryBenchmark.kinds.map { kind in (kind, (0..<perKind).map { _ in draw(kind) }) }
+        case .given(let file, let queries): [("queries of \((file as NSString).lastPathComponent)", queries)]
+        }
+        if let saveQueries {
+            let lines = runs.flatMap(\.queries).map { $0 + "\n" }.joined()
+            do {
+                try lines.write(toFile: saveQueries, atomically: true, encoding: .utf8)
+            } catch {
+                throw BenchError(message: "cannot write the queries to \(saveQueries): \(error.localizedDescription)")
+            }
+        }
+
+        var kinds: [KindResult] = []
+        for (kind, queries) in runs {
             var result = KindResult(kind: kind, examples: Array(queries.prefix(3)), sightline: Latencies(milliseconds: []),
                                     naive: Latencies(milliseconds: []), fullPages: 0)
             result.queries = queries
             func runNaive(_ query: String) throws -> (Double, Int) {
+                let began = ContinuousClock.now
                 // The same words as device search: whole, the last one a prefix.
-                let words = query.split(separator: " ")
+                let words = QueryCorpus.words(of: [query])
+                guard !words.isEmpty else { return ((ContinuousClock.now - began).milliseconds, 0) }
                 let match = words.enumerated().map { "\"\($1)\"" + ($0 == words.count - 1 ? "*" : "") }
                     .joined(separator: " ")
-                let began = ContinuousClock.now
                 naive.bind(1, match)
                 let rows = try naive.rows()
                 return ((ContinuousClock.now - began).milliseconds, rows.count)
@@ -192,7 +243,7 @@ struct QueryBenchmark {
             progress("\(kind): done")
             kinds.append(result)
         }
-        return Result(items: items, reused: reuse, buildSeconds: buildSeconds, searchIndexSeconds: searchIndexSeconds, databaseBytes: bytes, kinds: kinds)
+        return Result(items: itemCount, corpus: corpusRead, reused: reuse, buildSeconds: buildSeconds, searchIndexSeconds: searchIndexSeconds, databaseBytes: bytes, kinds: kinds)
     }
 }
 
