@@ -107,7 +107,7 @@ public struct CloudServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         registry = PrometheusCollectorRegistry()
-        metrics = ServerMetrics(factory: PrometheusMetricsFactory(registry: registry))
+        metrics = ServerMetrics(registry: registry)
         devices = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst, capacity: configuration.limiterCapacity)
         addresses = RateLimiter(rate: configuration.addressRequestsPerSecond, burst: configuration.addressBurst,
                                 capacity: configuration.limiterCapacity)
@@ -153,6 +153,7 @@ public struct CloudServer: Sendable {
 
     func adminRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(routes: [
             (["healthz"], [.get]), (["metrics"], [.get]), (["v1", "stats"], [.get]),
         ]))
@@ -177,6 +178,7 @@ public struct CloudServer: Sendable {
 
     func router() -> Router<CloudRequestContext> {
         let router = Router(context: CloudRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(routes: [
             (["healthz"], [.get]), (["v1", "enrol"], [.post]), (["v1", "sync"], [.post]),
             (["v1", "apps", "*", "public"], [.get]), (["v1", "apps", "*", "items", "*"], [.get]),
@@ -185,23 +187,35 @@ public struct CloudServer: Sendable {
             CloudServer.json(.ok, ["status": .string("ok")])
         }
         router.post("v1/enrol") { request, context in
-            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            return await enrol(request)
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else {
+                metrics.enrolmentRefused("rateLimited")
+                return addressLimited(context)
+            }
+            return await enrol(request, context: context)
         }
         router.post("v1/sync") { request, context in
             await sync(request, context: context)
         }
         router.get("v1/apps/:app/public") { request, context in
-            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            guard let app = context.parameters.get("app").map(AppID.init) else { return CloudServer.error(.badRequest, "malformed", "no app") }
+            let started = ContinuousClock.now
+            guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else {
+                metrics.searchRefused("rateLimited")
+                return addressLimited(context)
+            }
+            guard let app = context.parameters.get("app").map(AppID.init) else {
+                metrics.searchRefused("malformed")
+                return CloudServer.error(.badRequest, "malformed", "no app")
+            }
             let parameters = request.uri.queryParameters
             guard ["q", "limit", "query"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
+                metrics.searchRefused("malformed")
                 return CloudServer.error(.badRequest, "malformed", "q, limit and query may each be given once")
             }
             let text = parameters.get("q").map { String($0) } ?? ""
             let limitText = parameters.get("limit").map { String($0) }
             let limit = limitText.map { Int($0) ?? 0 } ?? 20
             guard (1...1000).contains(limit), text.utf8.count <= 1024 else {
+                metrics.searchRefused("malformed")
                 return CloudServer.error(.badRequest, "malformed", "limit must be an integer from 1 to 1000 and q at most 1024 bytes")
             }
             var filter: CompiledQuery?
@@ -209,13 +223,17 @@ public struct CloudServer: Sendable {
                 do throws(QueryError) {
                     filter = CompiledQuery(try QueryParser.parse(query), now: cloud.now)
                 } catch {
+                    metrics.searchRefused("invalidQuery")
                     return CloudServer.error(.badRequest, "invalidQuery", error.rendered(query: query))
                 }
             }
             do {
                 let results = try await blocking { [filter] in try cloud.search(app: app, text: text, filter: filter, limit: limit).map(\.jsonValue) }
+                metrics.searched(in: ContinuousClock.now - started)
                 return CloudServer.json(.ok, ["results": .array(results)])
             } catch {
+                metrics.searchRefused("unavailable")
+                context.logger.error("search failed", metadata: ["app": "\(app)", "error": "\(error)"])
                 return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
             }
         }
@@ -239,18 +257,21 @@ public struct CloudServer: Sendable {
 
     // MARK: - Handlers
 
-    private func enrol(_ request: Request) async -> Response {
+    private func enrol(_ request: Request, context: CloudRequestContext) async -> Response {
         let body: [UInt8]
         do {
             body = try await collect(request, upTo: 16 * 1024)
         } catch let error as BodyTimeout {
+            metrics.enrolmentRefused("timeout")
             return error.response
         } catch {
+            metrics.enrolmentRefused("tooLarge")
             return CloudServer.error(.contentTooLarge, "tooLarge", "an enrolment request is at most 16 KiB")
         }
         guard case .object(let object)? = try? JSONReader.parse(String(decoding: body, as: UTF8.self)),
               case .string(let appName)? = object["app"], case .string(let deviceName)? = object["device"],
               case .string(let secret)? = object["secret"] else {
+            metrics.enrolmentRefused("malformed")
             return CloudServer.error(.badRequest, "malformed", "expected a JSON object with string members app, device and secret")
         }
         let app = AppID(appName)
@@ -258,6 +279,7 @@ public struct CloudServer: Sendable {
         var proof: [UInt8]?
         if let member = object["proof"] {
             guard case .string(let encoded) = member, let decoded = Data(base64Encoded: encoded), (16...64).contains(decoded.count) else {
+                metrics.enrolmentRefused("malformed")
                 return CloudServer.error(.badRequest, "malformed", "proof must be 16 to 64 bytes in base64")
             }
             proof = [UInt8](decoded)
@@ -269,10 +291,11 @@ public struct CloudServer: Sendable {
         case nil:
             return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
         case .success(let key)?:
-            logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
+            context.logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
             return CloudServer.json(.ok, ["device": .string(device.rawValue), "key": .string(Data(key).base64EncodedString())])
         case .failure(let error)?:
-            logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
+            metrics.enrolmentRefused(error.code.rawValue)
+            context.logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
             switch error.code {
             case .alreadyEnrolled: return CloudServer.error(.conflict, error.code.rawValue, error.message)
             case .enrolmentRefused: return CloudServer.error(.forbidden, error.code.rawValue, error.message)
@@ -304,6 +327,8 @@ public struct CloudServer: Sendable {
             return CloudServer.error(.contentTooLarge, "tooLarge",
                                      "a sync body is at most \(configuration.maximumBodyBytes) bytes")
         }
+        metrics.received(bytes: body.count)
+        let started = ContinuousClock.now
         let ingested: Ingested
         do {
             ingested = try await blocking { [cloud, devices, addresses] () -> Ingested in
@@ -325,24 +350,28 @@ public struct CloudServer: Sendable {
         switch ingested {
         case .deviceLimited(let device):
             metrics.rejected(.rateLimited)
-            logger.notice("rate limited", metadata: ["device": "\(device)"])
+            context.logger.notice("rate limited", metadata: ["device": "\(device)"])
             return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")
         case .result(let ingestResult):
             result = ingestResult
         }
         let device = result.device?.description ?? "-"
+        let took = ContinuousClock.now - started
         switch result.outcome {
         case .accepted(let count):
             metrics.accepted(frames: 1, messages: count, bytes: body.count)
-            logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(body.count)"])
+            metrics.ingested("accepted", in: took)
+            context.logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(body.count)"])
             return CloudServer.binary(.ok, result.reply)
         case .duplicate:
             metrics.duplicate()
-            logger.debug("frame acknowledged again", metadata: ["device": "\(device)"])
+            metrics.ingested("duplicate", in: took)
+            context.logger.debug("frame acknowledged again", metadata: ["device": "\(device)"])
             return CloudServer.binary(.ok, result.reply)
         case .rejected(let error):
             metrics.rejected(error.code)
-            logger.notice("frame refused", metadata: ["device": "\(device)", "reason": "\(error.code.name)"])
+            metrics.ingested("rejected", in: took)
+            context.logger.notice("frame refused", metadata: ["device": "\(device)", "reason": "\(error.code.name)"])
             return CloudServer.json(CloudServer.status(for: error.code), [
                 "error": .string(error.code.name),
                 "message": .string(error.message),
@@ -391,7 +420,7 @@ public struct CloudServer: Sendable {
     }
 
     private func addressLimited(_ context: CloudRequestContext) -> Response {
-        logger.notice("address rate limited", metadata: ["address": "\(context.clientAddress)"])
+        context.logger.notice("address rate limited", metadata: ["address": "\(context.clientAddress)"])
         return CloudServer.error(.tooManyRequests, "rateLimited",
                                  "this address makes requests that prove no device faster than its rate limit; retry later")
     }
@@ -433,26 +462,55 @@ public struct CloudServer: Sendable {
     }
 }
 
-/// The server's counters, through swift-metrics into a Prometheus registry.
+/// The server's metrics, through swift-metrics into a Prometheus registry,
+/// named and measured as Prometheus users expect (`docs/CLOUD.md`,
+/// "Metrics"): counters end in `_total`, durations are in seconds and sizes
+/// in bytes, and each histogram has buckets chosen for what it measures.
 struct ServerMetrics: Sendable {
     private let frames: CoreMetrics.Counter
     private let messages: CoreMetrics.Counter
     private let bytes: CoreMetrics.Counter
     private let duplicates: CoreMetrics.Counter
+    private let frameSizes: CoreMetrics.Recorder
+    private let frameMessages: CoreMetrics.Recorder
     private let factory: PrometheusMetricsFactory
 
-    init(factory: PrometheusMetricsFactory) {
+    static let ingestDuration = "sightline_ingest_duration_seconds"
+    static let searchDuration = "sightline_search_duration_seconds"
+    static let frameSize = "sightline_frame_size_bytes"
+    static let messagesPerFrame = "sightline_frame_messages"
+
+    init(registry: PrometheusCollectorRegistry) {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets = [
+            ServerMetrics.ingestDuration: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+                .map { Duration.nanoseconds(Int64($0 * 1e9)) },
+            ServerMetrics.searchDuration: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+                .map { Duration.nanoseconds(Int64($0 * 1e9)) },
+        ]
+        factory.valueHistogramBuckets = [
+            ServerMetrics.frameSize: [256, 1024, 4096, 16384, 65536, 262_144, 1_048_576, 4_194_304],
+            ServerMetrics.messagesPerFrame: [1, 10, 50, 100, 250, 500, 1000, 2000, 5000, 10000],
+        ]
         self.factory = factory
         frames = CoreMetrics.Counter(label: "sightline_frames_accepted_total", factory: factory)
         messages = CoreMetrics.Counter(label: "sightline_messages_accepted_total", factory: factory)
         bytes = CoreMetrics.Counter(label: "sightline_frame_bytes_accepted_total", factory: factory)
         duplicates = CoreMetrics.Counter(label: "sightline_frames_duplicate_total", factory: factory)
+        frameSizes = CoreMetrics.Recorder(label: ServerMetrics.frameSize, aggregate: true, factory: factory)
+        frameMessages = CoreMetrics.Recorder(label: ServerMetrics.messagesPerFrame, aggregate: true, factory: factory)
+    }
+
+    /// A sync body read whole, whatever becomes of it.
+    func received(bytes count: Int) {
+        frameSizes.record(count)
     }
 
     func accepted(frames count: Int, messages: Int, bytes: Int) {
         frames.increment(by: count)
         self.messages.increment(by: messages)
         self.bytes.increment(by: bytes)
+        frameMessages.record(messages)
     }
 
     func duplicate() {
@@ -461,5 +519,35 @@ struct ServerMetrics: Sendable {
 
     func rejected(_ code: WireError.Code) {
         CoreMetrics.Counter(label: "sightline_frames_rejected_total", dimensions: [("reason", code.name)], factory: factory).increment()
+    }
+
+    /// How long a frame took from its whole body to its reply (verifying,
+    /// inflating and ingesting it), by what became of it.
+    func ingested(_ outcome: String, in duration: Duration) {
+        CoreMetrics.Timer(label: ServerMetrics.ingestDuration, dimensions: [("outcome", outcome)], factory: factory)
+            .recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// How long a public search took, from its request to its results.
+    func searched(in duration: Duration) {
+        CoreMetrics.Timer(label: ServerMetrics.searchDuration, factory: factory).recordNanoseconds(duration.nanoseconds)
+    }
+
+    func enrolmentRefused(_ reason: String) {
+        CoreMetrics.Counter(label: "sightline_enrolments_refused_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
+    func searchRefused(_ reason: String) {
+        CoreMetrics.Counter(label: "sightline_searches_refused_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+}
+
+extension Duration {
+    /// The whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return seconds < 0 ? .min : .max }
+        return whole.addingReportingOverflow(attoseconds / 1_000_000_000).overflow ? .max : whole + attoseconds / 1_000_000_000
     }
 }

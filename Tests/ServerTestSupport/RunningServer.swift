@@ -33,14 +33,17 @@ public struct RunningServer: Sendable {
     /// (whose port is ignored: the system picks one), and returns once both
     /// listeners are bound.
     public static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0),
-                             location: CloudLocation = .memory) async throws -> RunningServer {
+                             location: CloudLocation = .memory, logger: Logger? = nil) async throws -> RunningServer {
         let cloud = try CloudIndex(at: location, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
         try cloud.registerApp(app, enrolmentSecret: secret)
         var configuration = configuration
         configuration.port = 0
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        var logger = Logger(label: "sightline.cloud.test")
-        logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
+        let logger = logger ?? {
+            var logger = Logger(label: "sightline.cloud.test")
+            logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
+            return logger
+        }()
         let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
         let application = try server.application { port in
             continuation.yield(port)
@@ -81,6 +84,18 @@ public struct RunningServer: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
         let buffer = try await response.body.collect(upTo: 1 << 22)
         return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
+    }
+
+    /// GET `path`, or POST `body` to it, on the public listener, with the
+    /// request's id as the response's `x-request-id` names it.
+    public func exchange(_ path: String, body: [UInt8]? = nil) async throws -> (status: UInt, body: String, requestID: String?) {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = body == nil ? .GET : .POST
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let buffer = try await response.body.collect(upTo: 1 << 22)
+        return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self),
+                response.headers.first(name: "x-request-id"))
     }
 
     /// A new in-memory device store drawn from `seed`, enrolled over HTTP

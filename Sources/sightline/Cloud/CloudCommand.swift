@@ -90,6 +90,11 @@ struct ServeCommand: AsyncParsableCommand {
     var logLevel: String = "info"
 
     @Option(name: .long, help: ArgumentHelp(
+        "Log lines as text, or as one JSON object each (time, level, label, message, request id, metadata).",
+        valueName: "text|json"))
+    var logFormat: String = "text"
+
+    @Option(name: .long, help: ArgumentHelp(
         "Take a backup snapshot every this many seconds into --snapshot-dir (devices drop outbox messages only once a snapshot holds them).",
         valueName: "seconds"))
     var snapshotEvery: Int?
@@ -116,6 +121,7 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--agreement must be between 1 and 1,000,000")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json (got \"\(logFormat)\")") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
         guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
         if let maxDevices {
@@ -136,6 +142,10 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if logFormat == "json" {
+            // Every logger of the process, the server's and its libraries', writes JSON lines.
+            LoggingSystem.bootstrap { label in JSONLogHandler(label: label) }
+        }
         let cloud = try store.open(readOnly: false, threshold: threshold, agreement: agreement)
         if let app {
             guard let secret = try secretOption.secret() else {
@@ -166,8 +176,14 @@ struct ServeCommand: AsyncParsableCommand {
         let host = self.host
         let threshold = cloud.threshold, agreement = cloud.agreement
         let scheme = tlsCert == nil ? "http" : "https"
+        let json = logFormat == "json"
         let application = try server.application { port in
-            Output.error("listening on \(scheme)://\(host):\(port) (threshold K = \(threshold), content agreement \(agreement))")
+            let url = "\(scheme)://\(host):\(port)"
+            if json {
+                ServeCommand.announce("listening", ["url": "\(url)", "threshold": "\(threshold)", "agreement": "\(agreement)"])
+            } else {
+                Output.error("listening on \(url) (threshold K = \(threshold), content agreement \(agreement))")
+            }
         }
         let key = try keyOption.key().map { $0.withUnsafeBytes { Array($0) } }
         let snapshots = snapshotEvery.flatMap { every in
@@ -178,12 +194,27 @@ struct ServeCommand: AsyncParsableCommand {
         let adminHost = self.adminHost
         let administering = adminPort.map { adminPort in
             let admin = server.adminApplication(host: adminHost, port: adminPort) { port in
-                Output.error("admin listening on http://\(adminHost):\(port)")
+                if json {
+                    ServeCommand.announce("admin listening", ["url": "http://\(adminHost):\(port)"])
+                } else {
+                    Output.error("admin listening on http://\(adminHost):\(port)")
+                }
             }
             return Task { try await admin.run() }
         }
         defer { administering?.cancel() }
         try await application.runService()
+    }
+}
+
+extension ServeCommand {
+    /// A line a supervisor waits for (where the server listens), written as
+    /// a JSON log line whatever `--log-level` holds back, as the text form
+    /// always prints it.
+    static func announce(_ message: Logger.Message, _ metadata: Logger.Metadata) {
+        JSONLogHandler(label: "sightline.cloud").log(event: LogEvent(level: .notice, message: message, metadata: metadata,
+                                                                    source: "sightline", file: #fileID, function: #function,
+                                                                    line: #line))
     }
 }
 

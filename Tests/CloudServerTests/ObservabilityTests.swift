@@ -1,0 +1,145 @@
+import CloudIndex
+import DeviceStore
+import Foundation
+import IndexModel
+import Logging
+import ServerTestSupport
+import SyncHTTP
+import SyncWire
+import Synchronization
+import Testing
+@testable import CloudServer
+
+/// What an operator reads of a running cloud: `/metrics` after real
+/// traffic, checked by value, and `--log-format json` lines tied to the
+/// response's `x-request-id`.
+@Suite(.serialized) struct ObservabilityTests {
+    /// `/metrics` as a map from a sample's name with its labels (as
+    /// written, e.g. `x_total{reason="malformed"}`) to its value.
+    static func samples(_ text: String) throws -> [String: Double] {
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                throw TransportError("not a Prometheus sample: \(line)")
+            }
+            samples[String(line[..<space])] = value
+        }
+        return samples
+    }
+
+    @Test func metricsCountWhatASyncAndSearchesDidAndEveryRefusalByReason() async throws {
+        let server = try await RunningServer.start(threshold: 2)
+        defer { Task { await server.stop() } }
+        var sent = SyncReport()
+        for seed: UInt64 in 41...43 {
+            let store = try await server.enrolledDevice(seed: seed)
+            try PublicRecipe.engage(store)
+            for _ in 0..<2 {
+                let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
+                #expect(report.failure == nil)
+                sent.framesSent += report.framesSent + report.probes
+                sent.messagesAcknowledged += report.messagesAcknowledged
+            }
+        }
+        // Refusals: a body that is no frame, a search with a bad limit, an enrolment with the wrong secret.
+        #expect(try await server.request("/v1/sync", body: Array("not a frame".utf8)).status == 400)
+        #expect(try await server.request("/v1/apps/\(RunningServer.app)/public?q=potato&limit=0").status == 400)
+        let refused = try await server.request("/v1/enrol", body: Array("""
+            {"app":"\(RunningServer.app)","device":"intruder","secret":"not-the-secret"}
+            """.utf8))
+        #expect(refused.status == 403)
+        for query in ["potato", "chips"] {
+            #expect(try await server.request("/v1/apps/\(RunningServer.app)/public?q=\(query)").status == 200)
+        }
+
+        let metrics = try await server.admin("/metrics")
+        #expect(metrics.status == 200)
+        let samples = try Self.samples(metrics.body)
+        let accepted = try #require(samples["sightline_frames_accepted_total"])
+        let messages = try #require(samples["sightline_messages_accepted_total"])
+        let duplicates = samples["sightline_frames_duplicate_total"] ?? 0
+        // Every frame the devices sent was accepted or acknowledged again.
+        #expect(accepted + duplicates == Double(sent.framesSent))
+        #expect(accepted >= 3 && messages >= 3)
+        // Messages per frame: one observation per accepted frame, summing to the messages.
+        #expect(samples["sightline_frame_messages_count"] == accepted)
+        #expect(samples["sightline_frame_messages_sum"] == messages)
+        #expect(samples[#"sightline_frame_messages_bucket{le="+Inf"}"#] == accepted)
+        // Frame sizes: every body read, the junk one included, summing to at least the accepted bytes.
+        #expect(samples["sightline_frame_size_bytes_count"] == Double(sent.framesSent + 1))
+        #expect((samples["sightline_frame_size_bytes_sum"] ?? 0) >= (samples["sightline_frame_bytes_accepted_total"] ?? .infinity))
+        // Ingest latency by outcome, in seconds: as many as frames, each well under the client timeout.
+        let ingested = try #require(samples[#"sightline_ingest_duration_seconds_count{outcome="accepted"}"#])
+        #expect(ingested == accepted)
+        #expect(samples[#"sightline_ingest_duration_seconds_count{outcome="rejected"}"#] == 1)
+        let ingestSeconds = try #require(samples[#"sightline_ingest_duration_seconds_sum{outcome="accepted"}"#])
+        #expect(ingestSeconds > 0 && ingestSeconds < 30 * ingested)
+        // Buckets are cumulative and end with every observation.
+        let buckets = samples.filter { $0.key.hasPrefix(#"sightline_ingest_duration_seconds_bucket{outcome="accepted""#) }
+        #expect(buckets.values.allSatisfy { $0 <= ingested })
+        #expect(buckets[#"sightline_ingest_duration_seconds_bucket{outcome="accepted",le="+Inf"}"#] == ingested)
+        // Searches: the two answered are timed; the refused one is counted by reason.
+        #expect(samples["sightline_search_duration_seconds_count"] == 2)
+        #expect(samples[#"sightline_searches_refused_total{reason="malformed"}"#] == 1)
+        // Refusals by reason.
+        #expect(samples[#"sightline_frames_rejected_total{reason="malformed"}"#] == 1)
+        #expect(samples[#"sightline_enrolments_refused_total{reason="enrolmentRefused"}"#] == 1)
+    }
+
+    /// Log lines captured from a `JSONLogHandler`.
+    final class Captured: Sendable {
+        let lines = Mutex<[String]>([])
+
+        var objects: [JSONObject] {
+            lines.withLock { $0 }.compactMap { line in
+                guard case .object(let object)? = try? JSONReader.parse(line) else { return nil }
+                return object
+            }
+        }
+    }
+
+    @Test func jsonLogLinesCarryTheRequestIDTheResponseNames() async throws {
+        let captured = Captured()
+        let clock = ManualClock(ISO8601.parse("2026-11-25T10:00:00.125Z")!)
+        var logger = Logger(label: "sightline.cloud") { label in
+            JSONLogHandler(label: label, clock: clock, sink: JSONLogHandler.Sink { line in captured.lines.withLock { $0.append(line) } })
+        }
+        logger.logLevel = .notice
+        let server = try await RunningServer.start(threshold: 2, logger: logger)
+        defer { Task { await server.stop() } }
+        let refused = try await server.exchange("/v1/enrol", body: Array("""
+            {"app":"\(RunningServer.app)","device":"intruder","secret":"not-the-secret"}
+            """.utf8))
+        #expect(refused.status == 403)
+        let requestID = try #require(refused.requestID)
+        #expect(!requestID.isEmpty)
+        // Every line is one JSON object ending the line.
+        #expect(captured.lines.withLock { $0 }.allSatisfy { $0.hasSuffix("\n") && !$0.dropLast().contains("\n") })
+        let line = try #require(captured.objects.first { $0["message"] == .string("enrolment refused") })
+        #expect(line["request"] == .string(requestID))
+        #expect(line["level"] == .string("notice"))
+        #expect(line["label"] == .string("sightline.cloud"))
+        #expect(line["time"] == .string("2026-11-25T10:00:00.125Z"))
+        #expect(line["device"] == .string("intruder"))
+        #expect(line["reason"] == .string("enrolmentRefused"))
+        // Another request has another id.
+        let other = try await server.exchange("/v1/enrol", body: Array("{}".utf8))
+        #expect(other.requestID != nil && other.requestID != requestID)
+    }
+
+    @Test func metadataNamedLikeAMemberIsKeptApart() {
+        let captured = Captured()
+        var handler = JSONLogHandler(label: "l", clock: ManualClock(Timestamp(millisecondsSince1970: 0)),
+                                     sink: JSONLogHandler.Sink { line in captured.lines.withLock { $0.append(line) } })
+        handler.metadata = ["level": "mine", "nested": .dictionary(["b": "2", "a": .array(["x", .stringConvertible(3)])])]
+        handler.log(event: LogEvent(level: .warning, message: "m", metadata: ["message": "also mine"], source: "s",
+                                    file: #fileID, function: #function, line: #line))
+        let line = captured.objects.first
+        #expect(line?["level"] == .string("warning"))
+        #expect(line?["message"] == .string("m"))
+        #expect(line?["metadata.level"] == .string("mine"))
+        #expect(line?["metadata.message"] == .string("also mine"))
+        #expect(line?["nested"] == .object(["a": .array([.string("x"), .string("3")]), "b": .string("2")]))
+        #expect(line?["time"] == .string("1970-01-01T00:00:00Z"))
+    }
+}
