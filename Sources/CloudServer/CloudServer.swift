@@ -12,7 +12,9 @@ import NIOPosix
 import NIOSSL
 import Prometheus
 import Synchronization
+import ServiceLifecycle
 import SyncWire
+import Tracing
 
 /// How the HTTP server runs.
 public struct CloudServerConfiguration: Sendable {
@@ -90,6 +92,9 @@ public struct CloudServer: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let logger: Logger
     private let metrics: ServerMetrics
+    /// Where the sync route's spans go: the process's tracer unless one is
+    /// given (a no-op one unless `cloud serve --otlp-traces` bootstrapped it).
+    private let tracer: any Tracer
     /// Keyed by app and device, charged only once a frame's signature verified.
     private let devices: RateLimiter<ProvenDevice>
     /// Keyed by client address, charged by every request that proves no device.
@@ -102,10 +107,11 @@ public struct CloudServer: Sendable {
     }
 
     public init(cloud: any CloudStore, configuration: CloudServerConfiguration = CloudServerConfiguration(),
-                logger: Logger = Logger(label: "sightline.cloud")) {
+                logger: Logger = Logger(label: "sightline.cloud"), tracer: (any Tracer)? = nil) {
         self.cloud = cloud
         self.configuration = configuration
         self.logger = logger
+        self.tracer = tracer ?? InstrumentationSystem.tracer
         registry = PrometheusCollectorRegistry()
         metrics = ServerMetrics(registry: registry)
         devices = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst, capacity: configuration.limiterCapacity)
@@ -129,13 +135,17 @@ public struct CloudServer: Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    /// The application, ready to `run()`; `onRunning` receives the bound port.
-    public func application(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
+    /// The application, ready to `run()`; `onRunning` receives the bound
+    /// port. `services` run beside it and shut down with it (a tracing
+    /// exporter, which flushes its spans then).
+    public func application(services: [any Service] = [],
+                            onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> some ApplicationProtocol {
         let http = HTTPServerBuilder.http1(configuration: .init(idleTimeout: TimeAmount(configuration.clientTimeout)))
         return Application(router: router(),
                     server: try configuration.tls.map { try .tls(http, tlsConfiguration: $0) } ?? http,
                     configuration: .init(address: .hostname(configuration.host, port: configuration.port),
                                          serverName: "sightline"),
+                    services: services,
                     onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) },
                     logger: logger)
     }
@@ -309,7 +319,19 @@ public struct CloudServer: Sendable {
     /// junk naming a victim costs the victim nothing. Frames that do not
     /// authenticate are charged to the client's address, and an address out
     /// of tokens is refused before its next frame is read.
+    /// `POST /v1/sync`, in a server span with a child for each step:
+    /// `receive` (the body), `verify` (structure, device, signature),
+    /// `inflate` (the messages), `ingest` (placement, log, fold, commit and
+    /// the signed ack) and `reply`.
     private func sync(_ request: Request, context: CloudRequestContext) async -> Response {
+        let span = tracer.startAnySpan("POST /v1/sync", context: ServiceContext.current ?? .topLevel, ofKind: .server)
+        defer { span.end() }
+        let response = await sync(request, context: context, span: span)
+        span.attributes["http.response.status_code"] = Int(response.status.code)
+        return response
+    }
+
+    private func sync(_ request: Request, context: CloudRequestContext, span: any Span) async -> Response {
         let address = context.clientAddress
         if addresses.isExhausted(address, now: ContinuousClock.now) {
             metrics.rejected(.rateLimited)
@@ -317,7 +339,10 @@ public struct CloudServer: Sendable {
         }
         let body: [UInt8]
         do {
+            let receive = tracer.startAnySpan("receive", context: span.context)
+            defer { receive.end() }
             body = try await collect(request, upTo: configuration.maximumBodyBytes)
+            receive.attributes["sightline.frame.bytes"] = body.count
         } catch let error as BodyTimeout {
             _ = addresses.allow(address, now: ContinuousClock.now)
             return error.response
@@ -331,8 +356,9 @@ public struct CloudServer: Sendable {
         let started = ContinuousClock.now
         let ingested: Ingested
         do {
-            ingested = try await blocking { [cloud, devices, addresses] () -> Ingested in
-                switch cloud.authenticate(body) {
+            ingested = try await blocking { [cloud, devices, addresses, tracer, parent = span.context] () -> Ingested in
+                let authentication = CloudServer.step(tracer, "verify", under: parent) { _ in cloud.authenticate(body) }
+                switch authentication {
                 case .refused(let refusal):
                     _ = addresses.allow(address, now: ContinuousClock.now)
                     return .result(refusal)
@@ -340,44 +366,72 @@ public struct CloudServer: Sendable {
                     guard devices.allow(ProvenDevice(app: frame.app, device: frame.device), now: ContinuousClock.now) else {
                         return .deviceLimited(frame.device)
                     }
-                    return .result(cloud.ingest(frame))
+                    let inflated = CloudServer.step(tracer, "inflate", under: parent) { step in
+                        let messages = Result<[OutboxMessage], WireError> { () throws(WireError) in try frame.frame.messages() }
+                        if case .success(let messages) = messages { step.attributes["sightline.frame.messages"] = messages.count }
+                        return messages
+                    }
+                    switch inflated {
+                    case .failure(let error):
+                        return .result(.rejecting(error, device: frame.device, frame: frame.frame, key: frame.key))
+                    case .success(let messages):
+                        return .result(CloudServer.step(tracer, "ingest", under: parent) { _ in cloud.ingest(frame, messages: messages) })
+                    }
                 }
             }
         } catch {
             return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
         }
+        return CloudServer.step(tracer, "reply", under: span.context) { step in
+            let response = reply(ingested, bytes: body.count, took: ContinuousClock.now - started, context: context)
+            span.attributes["sightline.outcome"] = response.outcome
+            return response.response
+        }
+    }
+
+    /// The answer to a frame that was read whole, counted and logged.
+    private func reply(_ ingested: Ingested, bytes: Int, took: Duration,
+                       context: CloudRequestContext) -> (response: Response, outcome: String) {
         let result: IngestResult
         switch ingested {
         case .deviceLimited(let device):
             metrics.rejected(.rateLimited)
             context.logger.notice("rate limited", metadata: ["device": "\(device)"])
-            return CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later")
+            return (CloudServer.error(.tooManyRequests, "rateLimited", "device \(device) sends faster than its rate limit; retry later"),
+                    "rateLimited")
         case .result(let ingestResult):
             result = ingestResult
         }
         let device = result.device?.description ?? "-"
-        let took = ContinuousClock.now - started
         switch result.outcome {
         case .accepted(let count):
-            metrics.accepted(frames: 1, messages: count, bytes: body.count)
+            metrics.accepted(frames: 1, messages: count, bytes: bytes)
             metrics.ingested("accepted", in: took)
-            context.logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(body.count)"])
-            return CloudServer.binary(.ok, result.reply)
+            context.logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(bytes)"])
+            return (CloudServer.binary(.ok, result.reply), "accepted")
         case .duplicate:
             metrics.duplicate()
             metrics.ingested("duplicate", in: took)
             context.logger.debug("frame acknowledged again", metadata: ["device": "\(device)"])
-            return CloudServer.binary(.ok, result.reply)
+            return (CloudServer.binary(.ok, result.reply), "duplicate")
         case .rejected(let error):
             metrics.rejected(error.code)
             metrics.ingested("rejected", in: took)
             context.logger.notice("frame refused", metadata: ["device": "\(device)", "reason": "\(error.code.name)"])
-            return CloudServer.json(CloudServer.status(for: error.code), [
+            return (CloudServer.json(CloudServer.status(for: error.code), [
                 "error": .string(error.code.name),
                 "message": .string(error.message),
                 "reply": .string(Data(result.reply).base64EncodedString()),
-            ])
+            ]), error.code.name)
         }
+    }
+
+    /// Runs `body` in a span of `tracer` named `name` under `parent`, ended when it returns.
+    static func step<Value>(_ tracer: any Tracer, _ name: String, under parent: ServiceContext,
+                            _ body: (any Span) -> Value) -> Value {
+        let span = tracer.startAnySpan(name, context: parent)
+        defer { span.end() }
+        return body(span)
     }
 
     private enum Ingested: Sendable {

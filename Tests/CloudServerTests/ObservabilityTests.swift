@@ -7,7 +7,9 @@ import ServerTestSupport
 import SyncHTTP
 import SyncWire
 import Synchronization
+import InMemoryTracing
 import Testing
+import Tracing
 @testable import CloudServer
 
 /// What an operator reads of a running cloud: `/metrics` after real
@@ -125,6 +127,42 @@ import Testing
         // Another request has another id.
         let other = try await server.exchange("/v1/enrol", body: Array("{}".utf8))
         #expect(other.requestID != nil && other.requestID != requestID)
+    }
+
+    /// Each sync request is one server span, with a child per step in
+    /// order; a frame that fails verification has no inflate or ingest.
+    @Test func aSyncIsOneSpanWithAChildForEachStep() async throws {
+        let tracer = InMemoryTracer()
+        let server = try await RunningServer.start(threshold: 2, tracer: tracer)
+        defer { Task { await server.stop() } }
+        let store = try await server.enrolledDevice(seed: 51)
+        try PublicRecipe.engage(store)
+        let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run()
+        #expect(report.failure == nil && report.framesSent >= 1)
+        #expect(try await server.request("/v1/sync", body: Array("not a frame".utf8)).status == 400)
+
+        let spans = tracer.finishedSpans
+        let roots = spans.filter { $0.operationName == "POST /v1/sync" }
+        #expect(roots.count == report.framesSent + report.probes + 1)
+        #expect(roots.allSatisfy { $0.kind == .server && $0.parentSpanID == nil })
+        for root in roots {
+            let steps = spans.filter { $0.parentSpanID == root.spanID }
+            #expect(steps.allSatisfy { $0.traceID == root.traceID && $0.kind == .internal })
+            let names = steps.sorted { $0.startInstant.nanosecondsSinceEpoch < $1.startInstant.nanosecondsSinceEpoch }.map(\.operationName)
+            switch root.attributes["sightline.outcome"]?.toSpanAttribute() {
+            case .string("accepted"), .string("duplicate"):
+                #expect(names == ["receive", "verify", "inflate", "ingest", "reply"])
+                #expect(root.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(200))
+                let inflate = steps.first { $0.operationName == "inflate" }
+                #expect((inflate?.attributes["sightline.frame.messages"]?.toSpanAttribute()).map { if case .int64(let count) = $0 { count > 0 } else { false } } == true)
+            case .string("malformed"):
+                #expect(names == ["receive", "verify", "reply"])
+                #expect(root.attributes["http.response.status_code"]?.toSpanAttribute() == .int64(400))
+            case let other:
+                Issue.record("unexpected outcome \(String(describing: other))")
+            }
+        }
+        #expect(roots.contains { $0.attributes["sightline.outcome"]?.toSpanAttribute() == .string("malformed") })
     }
 
     @Test func metadataNamedLikeAMemberIsKeptApart() {

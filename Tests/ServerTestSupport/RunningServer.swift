@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import SyncHTTP
 import SyncWire
+import Tracing
 
 /// A real cloud server on a loopback port picked by the system, with its
 /// admin listener, over an in-memory (or file) `CloudIndex` with one app
@@ -33,7 +34,8 @@ public struct RunningServer: Sendable {
     /// (whose port is ignored: the system picks one), and returns once both
     /// listeners are bound.
     public static func start(threshold: Int = 2, configuration: CloudServerConfiguration = CloudServerConfiguration(port: 0),
-                             location: CloudLocation = .memory, logger: Logger? = nil) async throws -> RunningServer {
+                             location: CloudLocation = .memory, logger: Logger? = nil,
+                             tracer: (any Tracer)? = nil) async throws -> RunningServer {
         let cloud = try CloudIndex(at: location, options: CloudOptions(random: SeededRandom(seed: 5), threshold: threshold))
         try cloud.registerApp(app, enrolmentSecret: secret)
         var configuration = configuration
@@ -44,7 +46,7 @@ public struct RunningServer: Sendable {
             logger.logLevel = .critical  // cancelling the server at the end of a test logs at error level
             return logger
         }()
-        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
+        let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger, tracer: tracer)
         let application = try server.application { port in
             continuation.yield(port)
         }

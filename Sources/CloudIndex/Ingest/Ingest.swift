@@ -97,16 +97,10 @@ extension CloudIndex {
     ///   nothing changes (a retry, a duplicate, a replay);
     /// - positions already held with other messages: `equivocation`, flagged;
     /// - a gap: `gap` with the position the cloud expects.
-    public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
+    public func ingest(_ authenticated: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult {
         let frame = authenticated.frame
         let name = authenticated.device
         let device = (app: authenticated.app, key: authenticated.key)
-        let messages: [OutboxMessage]
-        do {
-            messages = try frame.messages()
-        } catch {
-            return .rejecting(error, device: name, frame: frame, key: device.key)
-        }
         do {
             let decision = try queue.cachedWrite(connection) { db in
                 try core.decide(frame, messages: messages, app: device.app,

@@ -26,8 +26,9 @@ public protocol CloudStore: AnyObject, Sendable {
     /// Reads a frame and checks its signature, storing nothing: the device is
     /// proven, or the refusal to send comes back (`docs/CLOUD.md`, "Ingest").
     func authenticate(_ frame: [UInt8]) -> FrameAuthentication
-    /// Ingests an authenticated frame and returns the reply; never throws.
-    func ingest(_ frame: AuthenticatedFrame) -> IngestResult
+    /// Ingests an authenticated frame whose messages the caller inflated
+    /// (`frame.frame.messages()`), and returns the reply; never throws.
+    func ingest(_ frame: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult
 
     func entries(app: AppID) throws(CloudError) -> [HashEntry]
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
@@ -188,6 +189,19 @@ extension CloudStore {
     /// Enrols a device that offers no proof: its name can be enrolled once.
     public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
         try enrol(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: nil)
+    }
+
+    /// Inflates an authenticated frame's messages and ingests them; never
+    /// throws: a frame whose messages do not decode is refused, and changes
+    /// nothing.
+    public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
+        let messages: [OutboxMessage]
+        do {
+            messages = try authenticated.frame.messages()
+        } catch {
+            return .rejecting(error, device: authenticated.device, frame: authenticated.frame, key: authenticated.key)
+        }
+        return ingest(authenticated, messages: messages)
     }
 
     /// Takes one upload frame and returns the reply; never throws: a frame

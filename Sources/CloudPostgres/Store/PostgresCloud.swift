@@ -327,17 +327,11 @@ public final class PostgresCloud: CloudStore {
     /// (`PostgresIngestTransaction`). Acks are built after the commit; a
     /// database that fails or is lost is `unavailable`, and nothing of the
     /// frame was kept.
-    public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
+    public func ingest(_ authenticated: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult {
         let frame = authenticated.frame
         let name = authenticated.device
         let app = authenticated.app
         let key = authenticated.key
-        let messages: [OutboxMessage]
-        do {
-            messages = try frame.messages()
-        } catch {
-            return .rejecting(error, device: name, frame: frame, key: key)
-        }
         var problem = "the transaction was run \(PostgresCloud.attempts) times"
         for _ in 0..<PostgresCloud.attempts {
             do {

@@ -9,6 +9,8 @@ import IndexModel
 import IndexQuery
 import Logging
 import NIOPosix
+import OTel
+import ServiceLifecycle
 
 struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -95,6 +97,11 @@ struct ServeCommand: AsyncParsableCommand {
     var logFormat: String = "text"
 
     @Option(name: .long, help: ArgumentHelp(
+        "Export the sync route's spans over OTLP/HTTP to this URL (e.g. http://127.0.0.1:4318/v1/traces); off when not given.",
+        valueName: "url"))
+    var otlpTraces: String?
+
+    @Option(name: .long, help: ArgumentHelp(
         "Take a backup snapshot every this many seconds into --snapshot-dir (devices drop outbox messages only once a snapshot holds them).",
         valueName: "seconds"))
     var snapshotEvery: Int?
@@ -121,6 +128,11 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--agreement must be between 1 and 1,000,000")
         }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("--log-level: unknown level \"\(logLevel)\"") }
+        if let otlpTraces {
+            guard let url = URL(string: otlpTraces), ["http", "https"].contains(url.scheme ?? ""), url.host?.isEmpty == false else {
+                throw ValidationError("--otlp-traces must be an http:// or https:// URL (got \"\(otlpTraces)\")")
+            }
+        }
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json (got \"\(logFormat)\")") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
         guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
@@ -172,12 +184,14 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
         }
+        // Bootstrapped before the server is made, which takes the process's tracer.
+        let tracing = try otlpTraces.map { try ServeCommand.tracing(to: $0, logger: logger) }
         let server = CloudServer(cloud: cloud, configuration: configuration, logger: logger)
         let host = self.host
         let threshold = cloud.threshold, agreement = cloud.agreement
         let scheme = tlsCert == nil ? "http" : "https"
         let json = logFormat == "json"
-        let application = try server.application { port in
+        let application = try server.application(services: tracing.map { [$0] } ?? []) { port in
             let url = "\(scheme)://\(host):\(port)"
             if json {
                 ServeCommand.announce("listening", ["url": "\(url)", "threshold": "\(threshold)", "agreement": "\(agreement)"])
@@ -208,6 +222,22 @@ struct ServeCommand: AsyncParsableCommand {
 }
 
 extension ServeCommand {
+    /// Bootstraps the process's tracer with swift-otel: spans only (no logs
+    /// or metrics), sent over OTLP/HTTP to `url` in batches. The returned
+    /// service runs beside the server and sends what is left when it shuts
+    /// down. swift-otel's `OTEL_*` environment variables override these
+    /// settings (`OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json`, for one).
+    static func tracing(to url: String, logger: Logger) throws -> any Service {
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "sightline-cloud"
+        configuration.logs.enabled = false
+        configuration.metrics.enabled = false
+        configuration.traces.enabled = true
+        configuration.traces.otlpExporter.endpoint = url
+        configuration.diagnosticLogger = .custom(logger)
+        return try OTel.bootstrap(configuration: configuration)
+    }
+
     /// A line a supervisor waits for (where the server listens), written as
     /// a JSON log line whatever `--log-level` holds back, as the text form
     /// always prints it.
