@@ -113,5 +113,20 @@ import Testing
         #expect(search["results"]?.array?.count == 1)
         let napa = try CLIRunner.json(["device", "search", "--db", db, "--json", "napa"])
         #expect(napa["results"]?.array?.first?["title"] == .string("Napa vineyards"))
+        #expect(napa["results"]?.array?.first?["explanation"] == nil)
+
+        // --explain: the parts of each score, in words and in JSON, adding up to the score.
+        let explained = try CLIRunner.json(["device", "search", "--db", db, "--json", "--explain", "napa"])
+        let first = try #require(explained["results"]?.array?.first)
+        let explanation = try #require(first["explanation"])
+        let words = try #require(explanation["words"]?.array)
+        #expect(words.map { $0["matched"] } == [.string("napa")])
+        #expect(words.first?["prefix"] == .bool(true))
+        #expect(explanation["score"] == first["score"])
+        let text = try CLIRunner.run(["device", "search", "--db", db, "--explain", "napa"])
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("#1 Napa vineyards: score "))
+        #expect(text.stdout.contains("\"napa…\" matched \"napa\": relevance "))
+        #expect(text.stdout.contains("multiplier ") && text.stdout.contains("tie-break "))
     }
 }

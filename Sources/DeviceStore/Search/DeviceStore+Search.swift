@@ -19,14 +19,19 @@ extension DeviceStore {
     ///
     /// The search index is brought up to the journal first. A read-only store
     /// cannot do that, so searching it fails while its index is behind.
-    public func search(_ text: String, limit: Int = 20) throws(DeviceStoreError) -> [SearchResult] {
-        try search(text, limit: limit, strategy: .automatic)
+    ///
+    /// With `explain`, each result carries the parts of its score
+    /// (`SearchResult.explanation`): each word's relevance and weight, the
+    /// rankingHint, views and engagement factors, and the expiry.
+    public func search(_ text: String, limit: Int = 20, explain: Bool = false) throws(DeviceStoreError) -> [SearchResult] {
+        try search(text, limit: limit, strategy: .automatic, explain: explain)
     }
 
-    func search(_ text: String, limit: Int, strategy: RankedSearch.Strategy) throws(DeviceStoreError) -> [SearchResult] {
+    func search(_ text: String, limit: Int, strategy: RankedSearch.Strategy, explain: Bool = false) throws(DeviceStoreError) -> [SearchResult] {
         let words = SearchText.search(text, limit: DeviceStore.maximumSearchWords)
         guard !words.isEmpty, limit > 0 else { return [] }
-        let search = RankedSearch(words: words, limit: limit, now: clock.now().millisecondsSince1970, strategy: strategy)
+        var search = RankedSearch(words: words, limit: limit, now: clock.now().millisecondsSince1970, strategy: strategy)
+        search.explain = explain
         if isReadOnly {
             return try read { db in
                 let head = try SearchIndex.journalHead(db)

@@ -32,4 +32,18 @@ public struct SearchResult: Hashable, Sendable {
     /// Times the result was shown and engaged with, over all its identifiers.
     public var shown: Int
     public var engaged: Int
+    /// The parts of `score`, when the search was asked to explain it.
+    public var explanation: SearchExplanation?
+
+    public init(members: [Member], title: String?, contentDescription: String?, url: String?, score: Double, shown: Int,
+                engaged: Int, explanation: SearchExplanation? = nil) {
+        self.members = members
+        self.title = title
+        self.contentDescription = contentDescription
+        self.url = url
+        self.score = score
+        self.shown = shown
+        self.engaged = engaged
+        self.explanation = explanation
+    }
 }

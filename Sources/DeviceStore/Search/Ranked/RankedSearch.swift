@@ -38,11 +38,13 @@ struct RankedSearch {
     let limit: Int
     let now: Int64
     var strategy = Strategy.automatic
+    /// Each result carries the parts of its score (`SearchExplanation`).
+    var explain = false
 
     func run(_ db: Database) throws -> [SearchResult] {
         let streams = try words.map { try WordStream(db: db, word: $0) }
         let weights = try idfWeights(db, streams)
-        var assembler = ResultAssembler(db: db, limit: limit, now: now)
+        var assembler = ResultAssembler(db: db, limit: limit, now: now, explaining: explaining(weights))
         var candidates = ScoreHeap()
         var scored = Set<Int64>()
         if streams.count > 1, strategy == .automatic || strategy == .highLayer {
@@ -188,7 +190,7 @@ struct RankedSearch {
         let floor = max(unseen, dropped)
         let lookup = try DirectStatement(db, "SELECT multiplier, terms FROM search_docs WHERE doc = ?")
         var matcher = SearchDocument.Matcher(words)
-        var assembler = ResultAssembler(db: db, limit: limit, now: now)
+        var assembler = ResultAssembler(db: db, limit: limit, now: now, explaining: explaining(weights))
         var next = 0
         while true {
             let nextPartial = next < partial.count ? partial[next].upper : -.infinity
@@ -420,6 +422,10 @@ struct RankedSearch {
     private static let pointReadMicroseconds = 17.0
     private static let rangeRowMicroseconds = 0.38
     private static let entryCopyMicroseconds = 0.032
+
+    private func explaining(_ weights: [Double]) -> ResultAssembler.Explaining? {
+        explain ? ResultAssembler.Explaining(words: words, weights: weights) : nil
+    }
 
     /// One weight per typed word: 1 for a single word; otherwise BM25's idf of the
     /// documents that have a word it matches (for a prefix, the sum of the

@@ -1,4 +1,6 @@
 import GRDB
+import IndexModel
+import IndexQuery
 import SQLiteSupport
 
 /// Turns documents, taken best first, into results: checks that each can still
@@ -21,18 +23,28 @@ struct ResultAssembler {
     private struct Pending {
         var members: [Member]
         var score: Double
+        /// The document that started the result, whose score it has.
+        var doc: Int64
+    }
+
+    /// What a search that explains its results needs: its words and their weights.
+    struct Explaining {
+        var words: [SearchWord]
+        var weights: [Double]
     }
 
     private let db: Database
     private let limit: Int
     private let now: Int64
+    private let explaining: Explaining?
     private var pending: [Pending] = []
     private var owner: [String: Int] = [:]
 
-    init(db: Database, limit: Int, now: Int64) {
+    init(db: Database, limit: Int, now: Int64, explaining: Explaining? = nil) {
         self.db = db
         self.limit = limit
         self.now = now
+        self.explaining = explaining
     }
 
     /// Takes the next document in rank order; true once `limit` results exist.
@@ -44,7 +56,7 @@ struct ResultAssembler {
             return false
         }
         for token in tokens { owner[token] = pending.count }
-        pending.append(Pending(members: [member], score: score))
+        pending.append(Pending(members: [member], score: score, doc: doc))
         return pending.count >= limit
     }
 
@@ -107,11 +119,81 @@ struct ResultAssembler {
                 }
                 counts.reset()
             }
-            return SearchResult(members: members.map(\.member),
-                                title: members.lazy.compactMap(\.title).first,
-                                contentDescription: members.lazy.compactMap(\.contentDescription).first,
-                                url: members.lazy.compactMap(\.url).first,
-                                score: result.score, shown: shown, engaged: engaged)
+            var found = SearchResult(members: members.map(\.member),
+                                     title: members.lazy.compactMap(\.title).first,
+                                     contentDescription: members.lazy.compactMap(\.contentDescription).first,
+                                     url: members.lazy.compactMap(\.url).first,
+                                     score: result.score, shown: shown, engaged: engaged)
+            if let explaining, let first = result.members.first {
+                found.explanation = try explanation(of: result.doc, member: first.member, explaining)
+            }
+            return found
         }
+    }
+
+    /// The parts of `doc`'s score, read back from its `search_docs` row and
+    /// the projections it was indexed from.
+    private func explanation(of doc: Int64, member: SearchResult.Member, _ explaining: Explaining) throws -> SearchExplanation? {
+        let document = try DirectStatement(db, "SELECT kind, index_name, identifier, multiplier, terms FROM search_docs WHERE doc = ?")
+        defer { document.reset() }
+        document.bind(1, doc)
+        guard try document.step(), let kind = SearchDocument.Kind(rawValue: document.int64(0)),
+              let indexName = document.text(1), let identifier = document.text(2) else { return nil }
+        let multiplier = document.double(3)
+        let terms = try SearchDocument.decode(document.blob(4))
+        var words: [SearchExplanation.Word] = []
+        for (word, weight) in zip(explaining.words, explaining.weights) {
+            let typed = Array(word.text.utf8)
+            let best = terms.filter { term in
+                word.isPrefix ? term.text.utf8.starts(with: typed) : term.text.utf8.elementsEqual(typed)
+            }.max { $0.impact < $1.impact }
+            guard let best else { return nil }
+            words.append(SearchExplanation.Word(typed: word.text, isPrefix: word.isPrefix, matched: best.text, relevance: best.impact,
+                                                weight: weight, points: weight * (best.impact * multiplier)))
+        }
+        let tieBreak = SearchDocument.tieBreak(kind: kind, indexName: indexName, identifier: identifier)
+        var hint: Double?
+        var views: Int64?
+        var refs: [String]
+        var expires: Int64?
+        switch kind {
+        case .item:
+            let item = try DirectStatement(db, "SELECT ranking_hint, content_url, expires FROM items WHERE item_id = ? AND index_name = ?")
+            defer { item.reset() }
+            item.bind(1, identifier)
+            item.bind(2, indexName)
+            guard try item.step() else { return nil }
+            hint = item.optionalDouble(0)
+            refs = [identifier] + (item.text(1).map { [$0] } ?? [])
+            expires = item.optionalInt64(2)
+        case .activity:
+            let activity = try DirectStatement(db, """
+                SELECT view_count, related, weak_related, webpage_url, expires FROM activities WHERE activity_key = ?
+                """)
+            defer { activity.reset() }
+            activity.bind(1, identifier)
+            guard try activity.step() else { return nil }
+            views = activity.int64(0)
+            refs = [activity.text(1), activity.text(2), activity.text(3)].compactMap { $0 }
+            expires = activity.optionalInt64(4)
+        }
+        let counts = try DirectStatement(db, "SELECT shown, engaged FROM engagement WHERE ref = ?")
+        var shown = 0
+        var engaged = 0
+        for ref in refs {
+            counts.bind(1, ref)
+            if try counts.step() {
+                shown += Int(counts.int64(0))
+                engaged += Int(counts.int64(1))
+            }
+            counts.reset()
+        }
+        let parts = views.map { SearchDocument.Multiplier.activity(views: $0, shown: shown, engaged: engaged, tieBreak: tieBreak) }
+            ?? SearchDocument.Multiplier.item(hint: hint, shown: shown, engaged: engaged, tieBreak: tieBreak)
+        return SearchExplanation(member: member, words: words, rankingHint: hint, hintFactor: parts.hintFactor, views: views,
+                                 viewFactor: parts.viewFactor, shown: shown, engaged: engaged,
+                                 engagementFactor: parts.engagementFactor, tieBreak: tieBreak, multiplier: multiplier,
+                                 expires: expires.map { Timestamp(millisecondsSince1970: $0) },
+                                 score: words.reduce(0) { $0 + $1.points })
     }
 }

@@ -83,6 +83,31 @@ extension SearchDocument {
         return impacts.map { Term(text: $0.key, impact: $0.value) }.sorted { $0.text < $1.text }
     }
 
+    /// A document's multiplier and what it is made of: everything in its
+    /// score that is not text. One formula for indexing and for explaining.
+    struct Multiplier: Equatable {
+        /// An item's rankingHint, clamped to 0…1 and weighted: 1 to 1.25.
+        var hintFactor = 1.0
+        /// An activity's views: 1 + 0.1 × ln(1 + views).
+        var viewFactor = 1.0
+        /// `engagementFactor(shown:engaged:)` of the document's references.
+        var engagementFactor: Double
+        /// `tieBreak(kind:indexName:identifier:)`.
+        var tieBreak: Double
+
+        var value: Double { hintFactor * viewFactor * engagementFactor * tieBreak }
+
+        static func item(hint: Double?, shown: Int, engaged: Int, tieBreak: Double) -> Multiplier {
+            Multiplier(hintFactor: 1 + 0.25 * min(max(hint ?? 0, 0), 1),
+                       engagementFactor: SearchDocument.engagementFactor(shown: shown, engaged: engaged), tieBreak: tieBreak)
+        }
+
+        static func activity(views: Int64, shown: Int, engaged: Int, tieBreak: Double) -> Multiplier {
+            Multiplier(viewFactor: 1 + 0.1 * log(1 + Double(views)),
+                       engagementFactor: SearchDocument.engagementFactor(shown: shown, engaged: engaged), tieBreak: tieBreak)
+        }
+    }
+
     /// The Laplace-smoothed engagement ratio, 0.5 with no data, towards 1 when
     /// shown results are always tapped and towards 0 when never, as a factor
     /// between 0.5 and 1.5.

@@ -321,7 +321,7 @@ extension SearchIndex {
             return (Int(statement.int64(0)), Int(statement.int64(1)))
         }
 
-        private func engagementFactor(_ refs: [String]) throws -> Double {
+        private func engagement(_ refs: [String]) throws -> (shown: Int, engaged: Int) {
             var shown = 0
             var engaged = 0
             for ref in refs {
@@ -329,7 +329,7 @@ extension SearchIndex {
                 shown += count.shown
                 engaged += count.engaged
             }
-            return SearchDocument.engagementFactor(shown: shown, engaged: engaged)
+            return (shown, engaged)
         }
 
         /// The document as the projections hold it now, or nil when it is gone or
@@ -350,10 +350,11 @@ extension SearchIndex {
                     title: statement.text(0), displayName: statement.text(1),
                     contentDescription: statement.text(2), keywords: statement.text(3)))
                 let refs = [key.identifier] + (statement.text(4).map { [$0] } ?? [])
-                let hint = statement.optionalDouble(5) ?? 0
-                let multiplier = (1 + 0.25 * min(max(hint, 0), 1)) * (try engagementFactor(refs)) * tieBreak
+                let counts = try engagement(refs)
+                let multiplier = SearchDocument.Multiplier.item(hint: statement.optionalDouble(5), shown: counts.shown,
+                                                                engaged: counts.engaged, tieBreak: tieBreak)
                 return SearchDocument(kind: .item, indexName: key.indexName, identifier: key.identifier,
-                                      terms: terms, multiplier: multiplier, refs: refs)
+                                      terms: terms, multiplier: multiplier.value, refs: refs)
             case .activity:
                 let statement = try DirectStatement(db, """
                     SELECT title, keywords, content_description, webpage_url, related, weak_related, view_count
@@ -365,10 +366,11 @@ extension SearchIndex {
                 let terms = SearchDocument.terms(of: SearchDocument.activityFields(
                     title: statement.text(0), keywords: statement.text(1), contentDescription: statement.text(2)))
                 let refs = [statement.text(4), statement.text(5), statement.text(3)].compactMap { $0 }
-                let views = Double(statement.int64(6))
-                let multiplier = (1 + 0.1 * log(1 + views)) * (try engagementFactor(refs)) * tieBreak
+                let counts = try engagement(refs)
+                let multiplier = SearchDocument.Multiplier.activity(views: statement.int64(6), shown: counts.shown,
+                                                                    engaged: counts.engaged, tieBreak: tieBreak)
                 return SearchDocument(kind: .activity, indexName: "", identifier: key.identifier,
-                                      terms: terms, multiplier: multiplier, refs: refs)
+                                      terms: terms, multiplier: multiplier.value, refs: refs)
             }
         }
 
