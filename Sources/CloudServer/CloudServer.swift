@@ -217,9 +217,17 @@ public struct CloudServer: Sendable {
                 return CloudServer.error(.badRequest, "malformed", "no app")
             }
             let parameters = request.uri.queryParameters
-            guard ["q", "limit", "query"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
+            guard ["q", "limit", "query", "explain"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
                 metrics.searchRefused("malformed")
-                return CloudServer.error(.badRequest, "malformed", "q, limit and query may each be given once")
+                return CloudServer.error(.badRequest, "malformed", "q, limit, query and explain may each be given once")
+            }
+            let explain: Bool
+            switch parameters.get("explain").map({ String($0) }) {
+            case nil, "false": explain = false
+            case "true": explain = true
+            case let other?:
+                metrics.searchRefused("malformed")
+                return CloudServer.error(.badRequest, "malformed", "explain is true or false, not \"\(other.prefix(64))\"")
             }
             let text = parameters.get("q").map { String($0) } ?? ""
             let limitText = parameters.get("limit").map { String($0) }
@@ -238,7 +246,9 @@ public struct CloudServer: Sendable {
                 }
             }
             do {
-                let results = try await blocking { [filter] in try cloud.search(app: app, text: text, filter: filter, limit: limit).map(\.jsonValue) }
+                let results = try await blocking { [filter] in
+                    try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain).map(\.jsonValue)
+                }
                 metrics.searched(in: ContinuousClock.now - started)
                 return CloudServer.json(.ok, ["results": .array(results)])
             } catch {

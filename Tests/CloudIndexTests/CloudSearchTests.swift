@@ -43,4 +43,60 @@ import Testing
         #expect(try titles(#"keywords == "potato" || devices > 5"#) == ["Baked Potato Chips"])
         #expect(try titles(#"activityType == "com.yummly/*""#).count == 2)
     }
+
+    /// The explanation's parts multiply to the score the results are ranked by.
+    private func expectConsistent(_ results: [PublicResult], sourceLocation: SourceLocation = #_sourceLocation) {
+        for result in results {
+            guard let explanation = result.explanation else {
+                Issue.record("no explanation", sourceLocation: sourceLocation)
+                continue
+            }
+            #expect(explanation.score == result.score, sourceLocation: sourceLocation)
+            #expect(explanation.score == explanation.relevance * explanation.popularityFactor * explanation.engagementFactor,
+                    sourceLocation: sourceLocation)
+            #expect(explanation.relevance == explanation.words.reduce(0) { $0 + $1.weight } || explanation.words.isEmpty,
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func explainedRelevanceNamesTheBestFieldOfEachWord() throws {
+        let harness = try harness()
+        // "summer" is a keyword of the salad only; "potato" is in both titles.
+        let results = try harness.cloud.search(app: app, text: "summer potato ", explain: true)
+        expectConsistent(results)
+        let words = try #require(results.first?.explanation?.words)
+        #expect(words.map(\.field) == ["keywords", "title"])
+        #expect(words.map(\.weight) == [2, 3])
+        #expect(words.map(\.matched) == ["summer", "potato"])
+        #expect(words.allSatisfy { !$0.isPrefix })
+        #expect(try harness.cloud.search(app: app, text: "sal", explain: true).first?.explanation?.words.first?.matched == "salad")
+    }
+
+    @Test func explainedPopularityAndEngagementAreTheCountedFactors() throws {
+        let harness = try harness()
+        let results = try harness.cloud.search(app: app, text: "potato", explain: true)
+        expectConsistent(results)
+        // Equal relevance: the chips, engaged three times, outrank the salad, engaged once.
+        #expect(results.map { $0.entry.content?.title } == ["Baked Potato Chips", "Potato Salad"])
+        let chips = try #require(results.first?.explanation), salad = try #require(results.last?.explanation)
+        #expect(chips.relevance == salad.relevance)
+        #expect(chips.engaged == 3 && salad.engaged == 1)
+        #expect(chips.popularityFactor == 1 + log(4.0) && salad.popularityFactor == 1 + log(2.0))
+        #expect(chips.engagementFactor == 0.5 + 4.0 / (Double(chips.shown) + 2))
+    }
+
+    @Test func anExplanationSaysHowTheItemBecamePublicInCountsOnly() throws {
+        let harness = try harness()
+        let explanation = try #require(try harness.cloud.search(app: app, text: "chips", explain: true).first?.explanation)
+        #expect(explanation.threshold == 1 && explanation.liveVotes >= 1 && explanation.agreement == 1)
+        #expect(explanation.contentSource == "devices")
+        guard case .object(let object) = explanation.jsonValue else {
+            Issue.record("not an object")
+            return
+        }
+        // Counts, never a device: nothing in it names one.
+        let device = harness.devices[0].deviceID.rawValue
+        #expect(!JSONWriter.compact(.object(object)).contains(device))
+        #expect(try harness.cloud.search(app: app, text: "chips").allSatisfy { $0.explanation == nil })
+    }
 }

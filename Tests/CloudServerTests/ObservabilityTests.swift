@@ -88,6 +88,36 @@ import Tracing
         #expect(samples[#"sightline_enrolments_refused_total{reason="enrolmentRefused"}"#] == 1)
     }
 
+    @Test func thePublicSearchExplainsItsScoresWhenAsked() async throws {
+        let server = try await RunningServer.start(threshold: 2)
+        defer { Task { await server.stop() } }
+        var stores: [DeviceStore] = []
+        for seed: UInt64 in 61...62 {
+            stores.append(try await server.enrolledDevice(seed: seed))
+            try PublicRecipe.engage(stores[stores.count - 1])
+        }
+        // A round of votes that reaches K, and a round of the content K asks for.
+        for _ in 0..<2 {
+            for store in stores { _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run() }
+        }
+        let path = "/v1/apps/\(RunningServer.app)/public?q=potato"
+        let plain = try await server.request(path)
+        #expect(plain.status == 200 && !plain.body.contains("explanation"))
+        let explained = try await server.request(path + "&explain=true")
+        #expect(explained.status == 200)
+        guard case .object(let document) = try JSONReader.parse(explained.body), case .array(let results)? = document["results"],
+              case .object(let first)? = results.first, case .object(let explanation)? = first["explanation"],
+              case .array(let words)? = explanation["words"], case .object(let word)? = words.first else {
+            Issue.record("no explained result in \(explained.body)")
+            return
+        }
+        #expect(explanation["threshold"] == .integer(2) && explanation["contentSource"] == .string("devices"))
+        #expect(explanation["score"] == first["score"])
+        #expect(word["field"] == .string("title") && word["matched"] == .string("potato"))
+        let bad = try await server.request(path + "&explain=maybe")
+        #expect(bad.status == 400 && bad.body.contains("explain is true or false"))
+    }
+
     /// Log lines captured from a `JSONLogHandler`.
     final class Captured: Sendable {
         let lines = Mutex<[String]>([])

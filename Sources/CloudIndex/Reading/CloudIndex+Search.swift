@@ -7,6 +7,44 @@ import SyncWire
 public struct PublicResult: Hashable, Sendable {
     public let entry: HashEntry
     public let score: Double
+    /// The parts of `score`, when the search was asked to explain it.
+    public var explanation: PublicExplanation?
+}
+
+/// Why a public item scored what it did, and how it became public
+/// (`search(app:text:filter:limit:explain:)`). The score is `relevance ×
+/// popularityFactor × engagementFactor`. Nothing in it says which devices
+/// voted or engaged: only counts, as the public index itself shows.
+public struct PublicExplanation: Hashable, Sendable {
+    /// One typed word's part of the relevance.
+    public struct Word: Hashable, Sendable {
+        public var typed: String
+        public var isPrefix: Bool
+        /// The best field the word is in: `title` (3), `keywords` (2) or `description` (1).
+        public var field: String
+        /// The item's word in that field that it matched.
+        public var matched: String
+        public var weight: Double
+    }
+
+    public var words: [Word]
+    /// The sum of the words' weights (1 for empty text).
+    public var relevance: Double
+    /// Engagements counted across devices, and `1 + ln(1 + engaged)`.
+    public var engaged: UInt64
+    public var popularityFactor: Double
+    /// Impressions counted across devices, and `0.5 + (engaged + 1) / (shown + 2)`.
+    public var shown: UInt64
+    public var engagementFactor: Double
+    public var score: Double
+    /// How it became public: K, the live votes it has (at least K), and the
+    /// identical content offers it needed (the content agreement).
+    public var threshold: Int
+    public var liveVotes: Int
+    public var agreement: Int
+    /// Where its public content came from: `devices` (offers from that many
+    /// live voters agreed, byte for byte).
+    public var contentSource: String
 }
 
 extension CloudStore {
@@ -24,33 +62,44 @@ extension CloudStore {
     /// `filter`, a Core Spotlight query (`docs/QUERY.md`), keeps only the items it
     /// matches, over `HashEntry.queryAttributes`. The public index holds only
     /// items with K votes, so it is scanned whole.
-    public func search(app: AppID, text: String, filter: CompiledQuery? = nil, limit: Int = 20) throws(CloudError) -> [PublicResult] {
+    ///
+    /// With `explain`, each result carries the parts of its score and how it
+    /// became public (`PublicExplanation`).
+    public func search(app: AppID, text: String, filter: CompiledQuery? = nil, limit: Int = 20,
+                       explain: Bool = false) throws(CloudError) -> [PublicResult] {
         let words = SearchText.search(text, limit: 16)
         var results: [PublicResult] = []
         for entry in try publicIndex(app: app) {
             guard let content = entry.content else { continue }
             if let filter, !filter.matches(entry.queryAttributes) { continue }
-            let fields: [(words: [String], weight: Double)] = [
-                (SearchText.words(in: content.title ?? ""), 3),
-                (content.keywords.flatMap(SearchText.words(in:)), 2),
-                (SearchText.words(in: content.contentDescription ?? ""), 1),
+            let fields: [(name: String, words: [String], weight: Double)] = [
+                ("title", SearchText.words(in: content.title ?? ""), 3),
+                ("keywords", content.keywords.flatMap(SearchText.words(in:)), 2),
+                ("description", SearchText.words(in: content.contentDescription ?? ""), 1),
             ]
-            var relevance = words.isEmpty ? 1.0 : 0.0
-            var matchesAll = true
+            var matched: [PublicExplanation.Word] = []
             for word in words {
-                let best = fields.filter { field in
-                    field.words.contains { word.isPrefix ? $0.hasPrefix(word.text) : $0 == word.text }
-                }.map(\.weight).max()
-                guard let best else {
-                    matchesAll = false
-                    break
-                }
-                relevance += best
+                let best = fields.lazy.compactMap { field in
+                    field.words.first { word.isPrefix ? $0.hasPrefix(word.text) : $0 == word.text }
+                        .map { PublicExplanation.Word(typed: word.text, isPrefix: word.isPrefix, field: field.name, matched: $0,
+                                                      weight: field.weight) }
+                }.first
+                guard let best else { break }
+                matched.append(best)
             }
-            guard matchesAll else { continue }
+            guard matched.count == words.count else { continue }
+            let relevance = words.isEmpty ? 1.0 : matched.reduce(0.0) { $0 + $1.weight }
             let popularity = 1 + log(1 + Double(entry.popularity.engaged))
             let engagement = 0.5 + (Double(entry.popularity.engaged) + 1) / (Double(entry.popularity.shown) + 2)
-            results.append(PublicResult(entry: entry, score: relevance * popularity * engagement))
+            let score = relevance * popularity * engagement
+            var result = PublicResult(entry: entry, score: score)
+            if explain {
+                result.explanation = PublicExplanation(
+                    words: matched, relevance: relevance, engaged: entry.popularity.engaged, popularityFactor: popularity,
+                    shown: entry.popularity.shown, engagementFactor: engagement, score: score, threshold: threshold,
+                    liveVotes: entry.liveVotes, agreement: agreement, contentSource: "devices")
+            }
+            results.append(result)
         }
         results.sort { a, b in
             a.score != b.score ? a.score > b.score : a.entry.key.lexicographicallyPrecedes(b.entry.key)
@@ -106,7 +155,29 @@ extension PublicResult {
     public var jsonValue: JSONValue {
         guard case .object(var object) = entry.jsonValue else { return entry.jsonValue }
         object["score"] = .double(score)
+        if let explanation { object["explanation"] = explanation.jsonValue }
         return .object(object)
+    }
+}
+
+extension PublicExplanation {
+    public var jsonValue: JSONValue {
+        .object([
+            "words": .array(words.map { word in
+                .object(["typed": .string(word.typed), "prefix": .bool(word.isPrefix), "field": .string(word.field),
+                         "matched": .string(word.matched), "weight": .double(word.weight)])
+            }),
+            "relevance": .double(relevance),
+            "engaged": .integer(Int64(clamping: engaged)),
+            "popularityFactor": .double(popularityFactor),
+            "shown": .integer(Int64(clamping: shown)),
+            "engagementFactor": .double(engagementFactor),
+            "score": .double(score),
+            "threshold": .integer(Int64(threshold)),
+            "liveVotes": .integer(Int64(liveVotes)),
+            "agreement": .integer(Int64(agreement)),
+            "contentSource": .string(contentSource),
+        ])
     }
 }
 

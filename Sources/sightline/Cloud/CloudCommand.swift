@@ -346,6 +346,9 @@ struct CloudSearchCommand: ParsableCommand {
         valueName: "query"))
     var query: String?
 
+    @Flag(name: .long, help: "Explain each result's score (the words' fields, popularity, engagement) and how it became public (K, live votes, content agreement).")
+    var explain = false
+
     @Argument(help: ArgumentHelp("What to search for (empty: the whole public index).", valueName: "text"))
     var text: String = ""
 
@@ -359,7 +362,7 @@ struct CloudSearchCommand: ParsableCommand {
         let filter = expression.map { CompiledQuery($0, now: cloud.now) }
         let results: [PublicResult]
         do {
-            results = try cloud.search(app: app, text: text, filter: filter, limit: limit)
+            results = try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain)
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable
@@ -380,6 +383,23 @@ struct CloudSearchCommand: ParsableCommand {
                          entry.content?.webpageURL ?? "-"])
         }
         Output.table(rows)
+        guard explain else { return }
+        for (rank, result) in results.enumerated() {
+            guard let explanation = result.explanation else { continue }
+            let number = { (value: Double) in String(format: "%.4g", value) }
+            Output.line("")
+            Output.line("#\(rank + 1) \(result.entry.content?.title ?? "-"): score \(number(explanation.score)) = relevance "
+                        + "\(number(explanation.relevance)) × popularity \(number(explanation.popularityFactor)) × engagement "
+                        + number(explanation.engagementFactor))
+            for word in explanation.words {
+                let typed = word.isPrefix ? "\"\(word.typed)…\"" : "\"\(word.typed)\""
+                Output.line("  \(typed) matched \"\(word.matched)\" in the \(word.field): \(number(word.weight))")
+            }
+            Output.line("  popularity: engaged \(explanation.engaged) times, 1 + ln(1 + engaged); engagement: shown \(explanation.shown) "
+                        + "times, 0.5 + (engaged + 1) / (shown + 2)")
+            Output.line("  public: \(explanation.liveVotes) live votes of K = \(explanation.threshold); content from "
+                        + "\(explanation.contentSource), \(explanation.agreement) identical offers needed")
+        }
     }
 }
 
