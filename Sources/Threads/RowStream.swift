@@ -33,8 +33,9 @@ public final class RowStream<Row: Sendable>: Sendable {
     // MARK: - Producing thread
 
     /// Adds `row` to the batch being filled, and hands the batch over when it
-    /// is full (waiting while `batchesAhead` batches wait already).
-    public func append(_ row: Row) {
+    /// is full (waiting while `batchesAhead` batches wait already). The row is
+    /// taken, not copied, so its references are not retained again.
+    public func append(_ row: consuming Row) {
         filling.append(row)
         if filling.count == batchSize { handOver() }
     }

@@ -26,6 +26,21 @@ import Workloads
         }
     }
 
+    /// Journal/FORMAT.md's chain hash, against vectors computed outside
+    /// Swift (Python's hashlib over the same concatenation): SHA-256 of the
+    /// previous hash, epoch, seq, call and time as big-endian 64-bit words,
+    /// then the payload.
+    @Test func aChainHashIsTheSHA256OfThePreviousHashThePositionAndThePayload() throws {
+        let previous = try #require(ChainHash((0..<32).map { UInt8($0) }))
+        let hash = ChainHash.of(previous: previous, epoch: Epoch(3), seq: Seq(42), call: CallID(9),
+                                time: Timestamp(millisecondsSince1970: 1_795_000_000_000),
+                                payload: [1, 7] + Array("hello, journal".utf8))
+        #expect(hash.hex == "94cd446cb9573420398da3d133e9552359a8e932c86c0fb07e00376a28025da3")
+        let first = ChainHash.of(previous: .genesis, epoch: Epoch(1), seq: Seq(1), call: CallID(1),
+                                 time: Timestamp(millisecondsSince1970: -5), payload: [])
+        #expect(first.hex == "143943c0b12b3c82a0691b200614f7fd669fb9f8126d44f58a0c1807b2b058f7")
+    }
+
     @Test func verifyNamesTheFirstAlteredRow() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("d.sqlite").path

@@ -445,8 +445,10 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func invalidUTF8IsRefused() {
+    // [0xF0, 0x9F, 0x98] is a cut-off four-byte sequence, which repairs to
+    // one U+FFFD of the same length: only the bytes tell them apart.
     let invalid: [[UInt8]] = [
-        [0xFF], [0xC3], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x61, 0x80],
+        [0xFF], [0xC3], [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x61, 0x80], [0xF0, 0x9F, 0x98],
     ]
     for bytes in invalid {
         expectDecodeFails([1, EventKind.resultEngaged.rawValue, UInt8(bytes.count)] + bytes, with: .invalidUTF8, at: 2)

@@ -16,7 +16,7 @@ struct VerifiedEventRow: Sendable {
 typealias VerifiedEventStream = RowStream<VerifiedEventRow>
 
 extension RowStream where Row == VerifiedEventRow {
-    func append(_ record: JournalRecord, _ event: JournalEvent) {
+    func append(_ record: JournalRecord, _ event: consuming JournalEvent) {
         append(VerifiedEventRow(epoch: record.epoch, seq: record.seq, time: record.time, payload: record.payload, event: event))
     }
 }

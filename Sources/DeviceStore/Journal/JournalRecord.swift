@@ -62,15 +62,28 @@ public struct ChainHash: Hashable, Sendable, CustomStringConvertible {
     /// time as 8-byte big-endian integers, then the payload (`Journal/FORMAT.md`).
     public static func of(previous: ChainHash, epoch: Epoch, seq: Seq, call: CallID, time: Timestamp,
                           payload: [UInt8]) -> ChainHash {
-        var hasher = SHA256()
-        hasher.update(data: previous.bytes)
-        // epoch, seq, call and time as four big-endian 64-bit words, hashed
-        // from the stack: this runs once per journaled event.
+        // This runs once per journaled event and once per row a verification
+        // reads, so the input is laid out in one temporary buffer (on the
+        // stack when small) and hashed in one call: every `update` of
+        // swift-crypto's `SHA256` adds bookkeeping of its own, and
+        // `Array(digest)` would copy the digest byte by byte.
         let words = (epoch.rawValue.bigEndian, seq.rawValue.bigEndian, call.rawValue.bigEndian,
                      UInt64(bitPattern: time.millisecondsSince1970).bigEndian)
-        withUnsafeBytes(of: words) { hasher.update(bufferPointer: $0) }
-        hasher.update(data: payload)
-        return ChainHash(unchecked: Array(hasher.finalize()))
+        let wordBytes = MemoryLayout.size(ofValue: words)
+        let count = previous.bytes.count + wordBytes + payload.count
+        let digest = withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { input in
+            let start = input.baseAddress!
+            var offset = 0
+            func append(_ bytes: UnsafeRawBufferPointer) {
+                if let base = bytes.baseAddress { (start + offset).copyMemory(from: base, byteCount: bytes.count) }
+                offset += bytes.count
+            }
+            previous.bytes.withUnsafeBytes(append)
+            withUnsafeBytes(of: words, append)
+            payload.withUnsafeBytes(append)
+            return SHA256.hash(data: UnsafeRawBufferPointer(input))
+        }
+        return ChainHash(unchecked: digest.withUnsafeBytes { Array($0) })
     }
 
     public var hex: String {

@@ -24,7 +24,9 @@ extension DeviceStore {
 
     /// `verifyJournal()`, handing every row that passed, with its decoded
     /// event, to `verified` in seq order (a restore replays them meanwhile).
-    func verifyJournal(_ verified: (JournalRecord, JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
+    /// The event is handed over, not copied: copying one retains each of
+    /// its strings again.
+    func verifyJournal(_ verified: (JournalRecord, consuming JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
         var result = JournalVerification()
         var previousEpoch = Epoch.beforeFirst
         let scan = try scanJournal { record in
@@ -63,11 +65,11 @@ extension DeviceStore {
                 result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
                 return false
             }
-            verified(record, event)
             previousEpoch = record.epoch
             result.verifiedRows += 1
             result.head = record.seq
             result.headHash = record.hash
+            verified(record, consume event)
             return true
         }
         if result.firstProblem == nil, let stop = scan.stop {

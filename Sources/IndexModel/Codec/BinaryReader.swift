@@ -1,3 +1,5 @@
+import Foundation
+
 /// Reads the primitives written by `BinaryWriter`, refusing anything that is not
 /// the canonical encoding: truncated input, overlong varints, invalid UTF-8,
 /// lengths beyond the input.
@@ -132,12 +134,16 @@ public struct BinaryReader {
     /// differ from the input, so comparing them refuses exactly what
     /// `String(validating:as:)` refuses. (That one goes through an unspecialized
     /// generic on every call, which was the largest single cost of decoding a
-    /// journal.)
+    /// journal.) The bytes are compared with `memcmp`, not element by element:
+    /// this runs for every string of every journal row a restore decodes.
     private static func validUTF8(_ bytes: [UInt8], _ range: Range<Int>) -> String? {
         bytes.withUnsafeBufferPointer { buffer in
             let input = UnsafeBufferPointer(rebasing: buffer[range])
             var text = String(decoding: input, as: UTF8.self)
-            let unchanged = text.withUTF8 { $0.elementsEqual(input) }
+            let unchanged = text.withUTF8 { decoded in
+                decoded.count == input.count
+                    && (input.isEmpty || memcmp(decoded.baseAddress!, input.baseAddress!, input.count) == 0)
+            }
             return unchanged ? text : nil
         }
     }
