@@ -72,10 +72,9 @@ public struct ChainHash: Hashable, Sendable, CustomStringConvertible {
         let wordBytes = MemoryLayout.size(ofValue: words)
         let count = previous.bytes.count + wordBytes + payload.count
         let digest = withUnsafeTemporaryAllocation(byteCount: count, alignment: 8) { input in
-            let start = input.baseAddress!
             var offset = 0
             func append(_ bytes: UnsafeRawBufferPointer) {
-                if let base = bytes.baseAddress { (start + offset).copyMemory(from: base, byteCount: bytes.count) }
+                UnsafeMutableRawBufferPointer(rebasing: input[offset..<offset + bytes.count]).copyMemory(from: bytes)
                 offset += bytes.count
             }
             previous.bytes.withUnsafeBytes(append)

@@ -141,8 +141,10 @@ public struct BinaryReader {
             let input = UnsafeBufferPointer(rebasing: buffer[range])
             var text = String(decoding: input, as: UTF8.self)
             let unchanged = text.withUTF8 { decoded in
-                decoded.count == input.count
-                    && (input.isEmpty || memcmp(decoded.baseAddress!, input.baseAddress!, input.count) == 0)
+                guard decoded.count == input.count, let left = decoded.baseAddress, let right = input.baseAddress else {
+                    return decoded.count == input.count
+                }
+                return memcmp(left, right, input.count) == 0
             }
             return unchanged ? text : nil
         }
