@@ -45,6 +45,10 @@ let package = Package(
     ],
     targets: [
         .target(name: "IndexModel"),
+        // libxml2's HTML parser, for the web markup a crawl reads (Debian libxml2-dev).
+        .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
+        // What a web page's markup says of it: title, description, image, rating, price, deep link.
+        .target(name: "WebMarkup", dependencies: ["CLibXML2", "IndexModel"]),
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
         // Seeded synthetic workloads for benchmarks, tests and the simulator.
         .target(name: "Workloads", dependencies: ["IndexModel"]),
@@ -197,6 +201,7 @@ let package = Package(
                 "SQLiteSupport",
                 "Snapshot",
                 "Simulation",
+                "WebMarkup",
                 "CSQLiteTuning",
                 "CAllocator",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -250,6 +255,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/ServerTestSupport"
+        ),
+        .testTarget(
+            name: "WebMarkupTests",
+            dependencies: ["WebMarkup", "IndexModel"],
+            exclude: ["Pages"]
         ),
         .testTarget(
             name: "CloudServerTests",

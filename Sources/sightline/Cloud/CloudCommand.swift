@@ -17,7 +17,7 @@ struct CloudCommand: AsyncParsableCommand {
         commandName: "cloud",
         abstract: "Run the cloud aggregator and inspect its store.",
         subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self,
-                      CloudSnapshotCommand.self, CloudRestoreCommand.self]
+                      CloudSnapshotCommand.self, CloudRestoreCommand.self, CrawlCommand.self]
     )
 }
 
