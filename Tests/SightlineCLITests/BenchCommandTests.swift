@@ -107,7 +107,7 @@ import Testing
 }
 
 /// A JSON number whether it was written with a fraction or not.
-private func number(_ value: JSONValue?) -> Double? {
+func number(_ value: JSONValue?) -> Double? {
     switch value {
     case .double(let number)?: number
     case .integer(let number)?: Double(number)

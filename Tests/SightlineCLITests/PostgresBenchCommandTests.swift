@@ -103,12 +103,3 @@ private struct BenchServer {
         }
     }
 }
-
-/// A JSON number whether it was written with a fraction or not.
-private func number(_ value: JSONValue?) -> Double? {
-    switch value {
-    case .double(let number)?: number
-    case .integer(let number)?: Double(number)
-    default: nil
-    }
-}

@@ -99,16 +99,22 @@ import Testing
             + Array(#"{"op":"nope"}"#.utf8), "ops.jsonl line 2: op: unknown operation \"nope\""),
     ]
 
-    @Test(arguments: badCorpora.indices)
-    func aBadCorpusLineIsRefusedWithItsFileAndLine(_ index: Int) throws {
-        let bad = Self.badCorpora[index]
+    /// Writes `bad`'s bytes to a file of its name, runs `bench query` with
+    /// `arguments(path)`, and expects exit 2 with the message.
+    private func expectRefused(_ bad: (name: String, bytes: [UInt8], message: String), _ arguments: (String) -> [String],
+                               sourceLocation: SourceLocation = #_sourceLocation) throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent(bad.name).path
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(bad.bytes)))
-        let result = try CLIRunner.run(["bench", "query", "--corpus", path, "--queries", "10"])
-        #expect(result.status == 2, "stdout: \(result.stdout)")
-        #expect(result.stderr.contains(bad.message), "stderr: \(result.stderr)")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bad.bytes)), sourceLocation: sourceLocation)
+        let result = try CLIRunner.run(["bench", "query"] + arguments(path))
+        #expect(result.status == 2, "stdout: \(result.stdout)", sourceLocation: sourceLocation)
+        #expect(result.stderr.contains(bad.message), "stderr: \(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    @Test(arguments: badCorpora.indices)
+    func aBadCorpusLineIsRefusedWithItsFileAndLine(_ index: Int) throws {
+        try expectRefused(Self.badCorpora[index]) { ["--corpus", $0, "--queries", "10"] }
     }
 
     static let badQueries: [(name: String, bytes: [UInt8], message: String)] = [
@@ -119,14 +125,7 @@ import Testing
 
     @Test(arguments: badQueries.indices)
     func aBadQueriesFileIsRefusedWithItsFileAndLine(_ index: Int) throws {
-        let bad = Self.badQueries[index]
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let path = directory.appendingPathComponent(bad.name).path
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(bad.bytes)))
-        let result = try CLIRunner.run(["bench", "query", "--items", "1000", "--queries", path])
-        #expect(result.status == 2, "stdout: \(result.stdout)")
-        #expect(result.stderr.contains(bad.message), "stderr: \(result.stderr)")
+        try expectRefused(Self.badQueries[index]) { ["--items", "1000", "--queries", $0] }
     }
 
     @Test func itemsAndACorpusExcludeEachOther() throws {
@@ -136,13 +135,5 @@ import Testing
         let missing = try CLIRunner.run(["bench", "query", "--corpus", "/nonexistent/corpus.tsv"])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("cannot open the corpus /nonexistent/corpus.tsv"))
-    }
-}
-
-private func number(_ value: JSONValue?) -> Double? {
-    switch value {
-    case .double(let number)?: number
-    case .integer(let number)?: Double(number)
-    default: nil
     }
 }
