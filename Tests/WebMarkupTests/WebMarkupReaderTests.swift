@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 import Testing
 @testable import WebMarkup
 
@@ -136,6 +137,34 @@ import Testing
         let markup = try WebMarkupReader.read(Array(page.utf8))
         #expect(markup.things.filter { $0.source == "json-ld" }.count == WebMarkupReader.maximumThings)
         #expect(markup.things.filter { $0.source == "microdata" }.count == WebMarkupReader.maximumThings)
+    }
+
+    /// Pages cut short and with bytes changed at random (seeded) are read or
+    /// refused with a reason, never trap: every byte of a page is hostile.
+    @Test func mangledPagesAreReadOrRefusedNeverTrap() throws {
+        var random = SplitMix64(seed: 38)
+        let pages = try ["product.html", "recipe.html", "article.html", "everything.html", "broken.html", "latin1.html"].map(Self.page)
+        var read = 0
+        var refused = 0
+        for round in 0..<600 {
+            var bytes = pages[round % pages.count]
+            for _ in 0..<(1 + Int(random.next() % 8)) {
+                let position = Int(random.next() % UInt64(bytes.count))
+                switch random.next() % 3 {
+                case 0: bytes[position] = UInt8(truncatingIfNeeded: random.next())
+                case 1: bytes.removeSubrange(position...)
+                default: bytes.insert(contentsOf: Array("<\"'>&{}[]<!--".utf8).shuffled(using: &random), at: position)
+                }
+                if bytes.isEmpty { bytes = [UInt8(ascii: "<")] }
+            }
+            do {
+                _ = try WebMarkupReader.read(bytes).preview
+                read += 1
+            } catch {
+                refused += 1
+            }
+        }
+        #expect(read > 0 && refused > 0)
     }
 
     @Test func deeplyNestedMarkupIsReadWithoutExhaustingTheStack() throws {
