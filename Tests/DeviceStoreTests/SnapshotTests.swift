@@ -1,5 +1,5 @@
 import Crypto
-import DeviceStore
+@testable import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
@@ -137,6 +137,87 @@ private func bytes(_ path: String) -> Data? {
         #expect(try restored.verifyJournal().isValid)
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
         #expect(throws: DeviceStoreError.self) { try DeviceStore.restore(snapshot: snapshot, to: target + "2", toSeq: Seq(99)) }
+    }
+
+    /// A store whose calls happen a minute apart: at +0 a batch of three
+    /// items (one call, seqs 1-3), at +1 min one item, at +2 min a batch that
+    /// deletes one and indexes another.
+    private func minuteApartStore(at path: String) throws -> DeviceStore {
+        let clock = ManualClock(testStart)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock, random: SeededRandom(seed: 9)))
+        try store.perform(.batch(IndexBatch(index: "notes", operations: [
+            .index(index: "notes", items: [item("a", title: "A"), item("b", title: "B"), item("c", title: "C")]),
+        ], clientState: [1])))
+        clock.advance(byMilliseconds: 60_000)
+        try store.index(named: "notes").indexSearchableItems([item("d", title: "D")])
+        clock.advance(byMilliseconds: 60_000)
+        try store.perform(.batch(IndexBatch(index: "notes", operations: [
+            .delete(index: "notes", identifiers: ["a"]), .index(index: "notes", items: [item("e", title: "E")]),
+        ], clientState: [3])))
+        return store
+    }
+
+    @Test func toTimeRestoresTheStoreAsItWasAtAnInstantOnACallBoundary() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try minuteApartStore(at: directory.appendingPathComponent("device.sqlite").path)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try source.snapshot(to: snapshot)
+        func restored(at offset: Int64, _ name: String) throws -> (DeviceStore, RestoreReport) {
+            let target = directory.appendingPathComponent(name).path
+            let report = try DeviceStore.restore(snapshot: snapshot, to: target, toTime: testStart.adding(milliseconds: offset))
+            let store = try DeviceStore(at: .file(target), options: StoreOptions(readOnly: true))
+            #expect(try store.verifyJournal().isValid)
+            #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+            return (store, report)
+        }
+        // Exactly at the first batch's instant: the whole batch, nothing after.
+        let (atStart, startReport) = try restored(at: 0, "start.sqlite")
+        #expect(try atStart.identifiers(in: "notes") == ["a", "b", "c"])
+        #expect(try atStart.index(named: "notes").fetchLastClientState() == [1])
+        #expect(startReport.restoredThrough != nil)
+        // Between the second call and the last batch: four items, the batch not begun.
+        let (between, _) = try restored(at: 119_999, "between.sqlite")
+        #expect(try between.identifiers(in: "notes") == ["a", "b", "c", "d"])
+        #expect(try between.index(named: "notes").fetchLastClientState() == [1])
+        // At the last batch's instant: all of it, its deletion and its client state together.
+        let (end, endReport) = try restored(at: 120_000, "end.sqlite")
+        #expect(try end.identifiers(in: "notes") == ["b", "c", "d", "e"])
+        #expect(try end.index(named: "notes").fetchLastClientState() == [3])
+        #expect(endReport.restoredThrough == endReport.manifest.headSeq)
+        let startThrough = try #require(startReport.restoredThrough)
+        #expect(startThrough < endReport.manifest.headSeq)
+        // Before anything happened there is nothing to restore, and the target is not made.
+        #expect(throws: DeviceStoreError.self) {
+            try DeviceStore.restore(snapshot: snapshot, to: directory.appendingPathComponent("before.sqlite").path,
+                                    toTime: testStart.adding(milliseconds: -1))
+        }
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("before.sqlite").path))
+        #expect(throws: DeviceStoreError.self) {
+            try DeviceStore.restore(snapshot: snapshot, to: directory.appendingPathComponent("both.sqlite").path, toSeq: Seq(1),
+                                    toTime: testStart)
+        }
+    }
+
+    /// A call's events share one instant; were a journal to hold a call whose
+    /// events straddle the instant, the cut still keeps or drops it whole.
+    @Test func aCutAtAnInstantInsideACallGoesBackToTheCallsStart() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("device.sqlite").path
+        _ = try minuteApartStore(at: path)
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            // Spread the first batch's events (one call, from seq 1) a second apart.
+            let first = "call = (SELECT call FROM event_journal WHERE seq = 1)"
+            try db.execute(sql: "UPDATE event_journal SET time = time + (seq - 1) * 1000 WHERE \(first)")
+            let events = try #require(try Int.fetchOne(db, sql: "SELECT count(*) FROM event_journal WHERE \(first)"))
+            #expect(events >= 3)
+            let inside = try DeviceStore.cut(db, at: testStart.adding(milliseconds: 1_500))
+            #expect(inside == nil, "the first call straddles the instant and nothing before it is whole")
+            let afterIt = try DeviceStore.cut(db, at: testStart.adding(milliseconds: Int64(events - 1) * 1000))
+            #expect(afterIt == Seq(UInt64(events)))
+        }
     }
 
     /// Every kind of bad snapshot is refused with a clear error, and the store

@@ -40,4 +40,28 @@ import Testing
         let history = try CLIRunner.run(["journal", "grep", "--db", store, #"kind == "storeRestored""#])
         #expect(history.status == 0 && history.stdout.contains("storeRestored") && history.stdout.contains("epoch \(epoch)"))
     }
+
+    @Test func restoreToATimeKeepsTheCallsMadeByThen() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = directory.appendingPathComponent("device.sqlite").path
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([#"{"op":"index","index":"photos","items":[{"id":"1","title":"Sunrise"},{"id":"2","title":"Sunset"}]}"#,
+                   #"{"op":"advanceClock","to":"2026-11-22T10:00:00Z"}"#,
+                   #"{"op":"delete","index":"photos","ids":["2"]}"#], to: operations)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, "--clock", "2026-11-22T09:00:00Z", operations.path]).status == 0)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", store, "--out", snapshot]).status == 0)
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let restored = try CLIRunner.json(["device", "restore", "--snapshot", snapshot, "--db", target,
+                                           "--to-time", "2026-11-22T09:30:00Z", "--json"])
+        #expect(restored["restoredThrough"]?.integer == 2, "both items, not the deletion at 10:00")
+        let search = try CLIRunner.json(["device", "search", "--db", target, "--json", "sunset"])
+        #expect(search["results"]?.array?.count == 1)
+        let both = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", target + "2", "--to-seq", "1",
+                                      "--to-time", "2026-11-22T09:30:00Z"])
+        #expect(both.status == 64 && both.stderr.contains("--to-seq and --to-time exclude each other"))
+        let garbled = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", target + "3", "--to-time", "soon"])
+        #expect(garbled.status == 64 && garbled.stderr.contains("--to-time must be an ISO 8601 instant"))
+    }
 }

@@ -75,6 +75,9 @@ public struct RestoreReport: Hashable, Sendable {
     public let replacedStoreKeptAt: String?
     /// How long each step took, in the order they ran (`bench restore` prints them).
     public let phases: [RestorePhase]
+    /// The last seq of the snapshot's journal kept, when the restore was cut
+    /// short (`toSeq`, or the seq `toTime` came to).
+    public var restoredThrough: Seq? = nil
 }
 
 /// One step of a restore and how long it took. A step that ran beside others
@@ -183,12 +186,17 @@ extension DeviceStore {
     /// (epoch, seq) is ever used twice, and replaces `path` in one rename. An
     /// existing store needs `force` and is kept beside it
     /// (`path.replaced-<time>`). `toSeq` cuts the journal back to that seq
-    /// before the new epoch. Any failure leaves `path` exactly as it was.
-    public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil,
+    /// before the new epoch; `toTime` cuts it back to the state at that
+    /// instant, on a call boundary (`cut(_:at:)`). Any failure leaves `path`
+    /// exactly as it was.
+    public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil, toTime: Timestamp? = nil,
                                key: SymmetricKey? = nil, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
         let manifest = try readManifest(snapshot)
         if FileManager.default.fileExists(atPath: path) && !force {
             throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
+        }
+        guard toSeq == nil || toTime == nil else {
+            throw DeviceStoreError(.invalidOption, "--to-seq and --to-time name one point each: give one of them")
         }
         if let toSeq, toSeq > manifest.headSeq {
             throw DeviceStoreError(.snapshot, "--to-seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
@@ -210,9 +218,10 @@ extension DeviceStore {
         timer.lap("extract and checksum")
         let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now(), random: options.random)
         let head: Seq
+        let restoredThrough: Seq?
         do {
-            head = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, newEpoch: newEpoch, options: options,
-                                       timer: &timer)
+            (head, restoredThrough) = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, toTime: toTime, newEpoch: newEpoch,
+                                                          options: options, timer: &timer)
         } catch {
             StoreFiles.remove(temporary)
             throw error
@@ -226,7 +235,8 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, error.message)
         }
         timer.lap("replace the store")
-        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases)
+        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases,
+                             restoredThrough: restoredThrough)
     }
 
     /// The schema of a new device store of this build.
@@ -334,21 +344,47 @@ extension DeviceStore {
         return Epoch(now > epoch.rawValue ? now : epoch.rawValue + 1 + random.next() % (1 << 16))
     }
 
-    /// Checks the extracted store at `path`, cuts it back to `toSeq`, opens
-    /// the new epoch with a `storeRestored` event, and leaves one
-    /// self-contained file (no WAL). Returns the new journal head.
-    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, newEpoch: Epoch,
-                                        options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> Seq {
+    /// The seq a restore to `time` keeps the journal through: the longest
+    /// prefix of the journal whose events happened at or before `time`, cut
+    /// back to the start of the call it would end inside, so that a call (a
+    /// batch, an `index` of many items) is restored whole or not at all. Nil
+    /// when the prefix holds no call whole.
+    static func cut(_ db: Database, at time: Timestamp) throws -> Seq? {
+        guard let after = try Row.fetchOne(db, sql: "SELECT seq, call FROM event_journal WHERE time > ? ORDER BY seq LIMIT 1",
+                                           arguments: [time.millisecondsSince1970]) else {
+            return try Int64.fetchOne(db, sql: "SELECT max(seq) FROM event_journal").map { Seq(UInt64(max($0, 0))) }
+        }
+        let firstAfter: Int64 = after[0]
+        let call: Int64 = after[1]
+        let callStart = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM event_journal WHERE call = ? AND seq <= ?",
+                                           arguments: [call, firstAfter]) ?? firstAfter
+        return callStart > 1 ? Seq(UInt64(callStart - 1)) : nil
+    }
+
+    /// Checks the extracted store at `path`, cuts it back to `toSeq` or
+    /// `toTime`, opens the new epoch with a `storeRestored` event, and leaves
+    /// one self-contained file (no WAL). Returns the new journal head and the
+    /// seq the journal was cut back to.
+    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, toTime: Timestamp?, newEpoch: Epoch,
+                                        options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> (Seq, Seq?) {
         let store = try checkContent(path, manifest: manifest, options: options, timer: &timer)
-        try store.write { db in
+        let toSeq = try store.write { db throws -> Seq? in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
             guard epoch >= 0, Epoch(UInt64(epoch)) == manifest.epoch else {
                 throw DeviceStoreError(.snapshot, "the snapshot's store is in epoch \(epoch), its manifest says \(manifest.epoch)")
             }
-            if let toSeq {
-                try db.execute(sql: "DELETE FROM event_journal WHERE seq > ?", arguments: [Int64(toSeq.rawValue)])
+            var cutSeq = toSeq
+            if let toTime {
+                guard let found = try cut(db, at: toTime) else {
+                    throw DeviceStoreError(.snapshot, "--to-time \(toTime): the snapshot's journal holds no call at or before it")
+                }
+                cutSeq = found
+            }
+            if let cutSeq {
+                try db.execute(sql: "DELETE FROM event_journal WHERE seq > ?", arguments: [Int64(cutSeq.rawValue)])
             }
             try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [newEpoch])
+            return cutSeq
         }
         timer.lap("manifest and epoch checks")
         if toSeq != nil { try store.rebuildProjections() }
@@ -370,7 +406,7 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
         }
         timer.lap("new epoch and close")
-        return outcome
+        return (outcome, toSeq)
     }
 
     /// Everything a restore checks inside the extracted file, on both cores:

@@ -70,7 +70,8 @@ struct RestoreCommand: ParsableCommand {
             projections equal a rebuild, and only then replaces --db in one rename. The \
             restored store begins a new epoch with a storeRestored event. An existing store \
             needs --force and is kept beside it as DB.replaced-<time>. --to-seq restores an \
-            earlier point of the snapshot's journal. A bad snapshot is refused (exit 1) and \
+            earlier point of the snapshot's journal; --to-time the point at an instant, on a call \
+            boundary. A bad snapshot is refused (exit 1) and \
             --db is left exactly as it was.
             """
     )
@@ -88,11 +89,24 @@ struct RestoreCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Restore the snapshot's journal only up to this seq.", valueName: "seq"))
     var toSeq: UInt64?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Restore the store as it was at this instant (ISO 8601): every call made by then, none after; a call is never split.",
+        valueName: "instant"))
+    var toTime: String?
+
+    func validate() throws {
+        guard toSeq == nil || toTime == nil else { throw ValidationError("--to-seq and --to-time exclude each other") }
+        if let toTime, ISO8601.parse(toTime) == nil {
+            throw ValidationError("--to-time must be an ISO 8601 instant such as 2026-11-22T09:30:00Z (got \"\(toTime)\")")
+        }
+    }
+
     func run() throws {
         let key = try keyOption.key()
         let report: RestoreReport
         do {
-            report = try DeviceStore.restore(snapshot: snapshot, to: store.db, force: force, toSeq: toSeq.map(Seq.init), key: key)
+            report = try DeviceStore.restore(snapshot: snapshot, to: store.db, force: force, toSeq: toSeq.map(Seq.init),
+                                             toTime: toTime.flatMap(ISO8601.parse), key: key)
         } catch {
             Output.error("error: \(error.message)")
             throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
@@ -107,10 +121,12 @@ struct RestoreCommand: ParsableCommand {
                 }),
             ]
             object["replacedStoreKeptAt"] = report.replacedStoreKeptAt.map(JSONValue.string) ?? .null
+            object["restoredThrough"] = report.restoredThrough.map { .integer(Int64(clamping: $0.rawValue)) } ?? .null
             Output.json(.object(object))
         } else {
             Output.line("restored \(store.db) from \(snapshot): device \(report.manifest.device), snapshot head seq "
                         + "\(report.manifest.headSeq), now epoch \(report.newEpoch) at seq \(report.head)")
+            if let through = report.restoredThrough { Output.line("the snapshot's journal was restored through seq \(through)") }
             if let kept = report.replacedStoreKeptAt { Output.line("the replaced store is kept at \(kept)") }
         }
     }
