@@ -1,0 +1,37 @@
+// Fuzz target web-markup: WebMarkup's `WebMarkupReader.read`, libxml2's HTML
+// parser and the walk over what it made, as `cloud crawl` reads a page.
+//
+// Every input is read or refused with a `WebMarkupError`; a page that is read
+// has a preview whose fields are non-empty, whose URL and images are absolute,
+// and which lists as missing exactly the fields it lacks.
+import Foundation
+import WebMarkup
+
+enum Target {
+    static func run(_ bytes: [UInt8]) {
+        guard case .success(let markup) = Result(catching: { () throws(WebMarkupError) in try WebMarkupReader.read(bytes) }) else {
+            return
+        }
+        let preview = markup.preview
+        let shown: [(String, WebMarkup.Value?)] = [("title", preview.title), ("description", preview.description),
+                                                   ("image", preview.image), ("canonical URL", preview.url),
+                                                   ("deep link", preview.deepLink)]
+        for (name, value) in shown {
+            contract((value == nil) == preview.missing.contains(name), "\(name) is \(String(describing: value)) but missing says \(preview.missing)")
+            contract(value.map { !$0.text.isEmpty } ?? true, "\(name) is empty")
+        }
+        for value in [preview.image, preview.url].compactMap({ $0 }) {
+            contract(URLComponents(string: value.text)?.scheme != nil, "\(value.source) \(value.text) is not absolute")
+        }
+        contract(markup.things.count <= 2 * WebMarkupReader.maximumThings, "\(markup.things.count) things read")
+    }
+
+    /// The reader's fixture pages.
+    static func seeds() throws -> [(String, [UInt8])] {
+        let pages = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tests/WebMarkupTests/Pages")
+        return try FileManager.default.contentsOfDirectory(atPath: pages.path).sorted().map { name in
+            (name, Array(try Data(contentsOf: pages.appendingPathComponent(name))))
+        }
+    }
+}
