@@ -253,7 +253,7 @@ public struct CloudServer: Sendable {
                 return CloudServer.json(.ok, ["results": .array(results)])
             } catch {
                 metrics.searchRefused("unavailable")
-                context.logger.error("search failed", metadata: ["app": "\(app)", "error": "\(error)"])
+                context.logger.error("search failed", metadata: ["error": "\(error)"])
                 return CloudServer.error(.serviceUnavailable, "unavailable", "the cloud store cannot be read: \(error)")
             }
         }
