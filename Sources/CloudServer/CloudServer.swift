@@ -315,7 +315,9 @@ public struct CloudServer: Sendable {
             return CloudServer.json(.ok, ["device": .string(device.rawValue), "key": .string(Data(key).base64EncodedString())])
         case .failure(let error)?:
             metrics.enrolmentRefused(error.code.rawValue)
-            context.logger.notice("enrolment refused", metadata: ["device": "\(device)", "reason": "\(error.code.rawValue)"])
+            // A name refused as invalid (a line break, too long) is not logged: in text logs it could forge a line.
+            let named: Logger.Metadata = error.code == .invalidOption ? [:] : ["device": "\(device)"]
+            context.logger.notice("enrolment refused", metadata: named.merging(["reason": "\(error.code.rawValue)"]) { $1 })
             switch error.code {
             case .alreadyEnrolled: return CloudServer.error(.conflict, error.code.rawValue, error.message)
             case .enrolmentRefused: return CloudServer.error(.forbidden, error.code.rawValue, error.message)

@@ -157,6 +157,13 @@ import Tracing
         // Another request has another id.
         let other = try await server.exchange("/v1/enrol", body: Array("{}".utf8))
         #expect(other.requestID != nil && other.requestID != requestID)
+        // A name refused for a line break is not written into the log.
+        let forgedBody = #"{"app":"\#(RunningServer.app)","device":"x\nforged line","secret":"\#(RunningServer.secret)"}"#
+        let forged = try await server.exchange("/v1/enrol", body: Array(forgedBody.utf8))
+        #expect(forged.status == 400)
+        let invalid = try #require(captured.objects.first { $0["request"] == forged.requestID.map(JSONValue.string) })
+        #expect(invalid["reason"] == .string("invalidOption") && invalid["device"] == nil)
+        #expect(captured.lines.withLock { $0 }.allSatisfy { !$0.contains("forged line") })
     }
 
     /// Each sync request is one server span, with a child per step in
