@@ -114,8 +114,10 @@ public enum WebMarkupReader {
         if let charset = element.attribute("charset"), markup.declaredCharset == nil {
             markup.declaredCharset = charset.trimmingCharacters(in: .whitespaces)
         }
+        // Searched and cut in the same (lowercased) string: an index of one
+        // string is no index of another, whose lowercasing may differ in length.
         if element.attribute("http-equiv")?.lowercased() == "content-type", markup.declaredCharset == nil,
-           let content = element.attribute("content"), let range = content.lowercased().range(of: "charset=") {
+           let content = element.attribute("content")?.lowercased(), let range = content.range(of: "charset=") {
             markup.declaredCharset = String(content[range.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: " \"';"))
         }
         guard let key = (element.attribute("property") ?? element.attribute("name"))?.lowercased(),

@@ -125,6 +125,13 @@ import Testing
         #expect(throws: WebMarkupError(message: page.message), "\(page.name)") { try WebMarkupReader.read(page.bytes) }
     }
 
+    /// "İ" lowercases to two scalars: a charset found in the lowercased
+    /// content is cut from that same string, never from the original.
+    @Test func aContentTypeWhoseLowercaseIsLongerIsReadWithoutTrapping() throws {
+        let page = #"<html><head><meta http-equiv="Content-Type" content="İİİİ text/html; charset=UTF-8"><title>T</title></head></html>"#
+        #expect(try WebMarkupReader.read(Array(page.utf8)).declaredCharset == "utf-8")
+    }
+
     @Test func theLyingCharsetFixtureIsRefused() throws {
         #expect(throws: WebMarkupError.self) { try Self.read("lying-charset.html") }
     }
