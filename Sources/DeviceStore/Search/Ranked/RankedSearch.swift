@@ -212,11 +212,13 @@ struct RankedSearch {
 
     /// Each word's entries in `tables` (block layers), as stored: one range
     /// read per table over the vocabulary words it matches. Nil when a word
-    /// brings more than `cap`.
+    /// brings more than `cap`, or none: then no document has every word
+    /// there, and the other words' lists (a short prefix's may be long) are
+    /// not read.
     private func blockLists(_ db: Database, from tables: [String], atMost cap: Int) throws -> [BlockList]? {
         var lists: [BlockList] = []
         for word in words {
-            guard let list = try blockList(db, word, from: tables, atMost: cap) else { return nil }
+            guard let list = try blockList(db, word, from: tables, atMost: cap), list.count > 0 else { return nil }
             lists.append(list)
         }
         return lists
