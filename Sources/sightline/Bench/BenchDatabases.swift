@@ -1,3 +1,4 @@
+import CloudIndex
 import CloudPostgres
 import Foundation
 
@@ -20,6 +21,18 @@ final class BenchDatabases {
         self.server = server
         self.password = password
         prefix = "sightline_bench_\(ProcessInfo.processInfo.processIdentifier)_\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// The databases of a run on the server `url` names, with the password
+    /// `settings` find; a URL or password that cannot be used is reported and
+    /// exits with status 2.
+    static func on(_ url: String, _ settings: PostgresSettings) throws -> BenchDatabases {
+        do throws(CloudError) {
+            return BenchDatabases(server: try settings.location(url), password: try settings.password())
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.invalidInput
+        }
     }
 
     /// A new, empty database named after `purpose` (lower-case letters).

@@ -144,14 +144,7 @@ struct RebuildBenchCommand: AsyncParsableCommand {
         var serverVersion: String?
         let result: RebuildBenchmark.Result
         if let db {
-            let settings = postgres.settings
-            let databases: BenchDatabases
-            do throws(CloudError) {
-                databases = BenchDatabases(server: try settings.location(db), password: try settings.password())
-            } catch {
-                Output.error("error: \(error.message)")
-                throw ExitStatus.invalidInput
-            }
+            let databases = try BenchDatabases.on(db, postgres.settings)
             defer { databases.dropAll() }
             (result, serverVersion) = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { _, progress in
                 try PostgresRebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed,
