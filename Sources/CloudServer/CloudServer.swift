@@ -539,6 +539,9 @@ struct ServerMetrics: Sendable {
     private let duplicates: CoreMetrics.Counter
     private let frameSizes: CoreMetrics.Recorder
     private let frameMessages: CoreMetrics.Recorder
+    /// Made once: a metric made per frame would look itself up in the registry each time.
+    private let ingestDurations: [String: CoreMetrics.Timer]
+    private let searchDuration: CoreMetrics.Timer
     private let factory: PrometheusMetricsFactory
 
     static let ingestDuration = "sightline_ingest_duration_seconds"
@@ -565,7 +568,14 @@ struct ServerMetrics: Sendable {
         duplicates = CoreMetrics.Counter(label: "sightline_frames_duplicate_total", factory: factory)
         frameSizes = CoreMetrics.Recorder(label: ServerMetrics.frameSize, aggregate: true, factory: factory)
         frameMessages = CoreMetrics.Recorder(label: ServerMetrics.messagesPerFrame, aggregate: true, factory: factory)
+        ingestDurations = Dictionary(uniqueKeysWithValues: ServerMetrics.outcomes.map { outcome in
+            (outcome, CoreMetrics.Timer(label: ServerMetrics.ingestDuration, dimensions: [("outcome", outcome)], factory: factory))
+        })
+        searchDuration = CoreMetrics.Timer(label: ServerMetrics.searchDuration, factory: factory)
     }
+
+    /// What becomes of a frame that was read whole and verified or refused.
+    static let outcomes = ["accepted", "duplicate", "rejected"]
 
     /// A sync body read whole, whatever becomes of it.
     func received(bytes count: Int) {
@@ -590,13 +600,12 @@ struct ServerMetrics: Sendable {
     /// How long a frame took from its whole body to its reply (verifying,
     /// inflating and ingesting it), by what became of it.
     func ingested(_ outcome: String, in duration: Duration) {
-        CoreMetrics.Timer(label: ServerMetrics.ingestDuration, dimensions: [("outcome", outcome)], factory: factory)
-            .recordNanoseconds(duration.nanoseconds)
+        ingestDurations[outcome]?.recordNanoseconds(duration.nanoseconds)
     }
 
     /// How long a public search took, from its request to its results.
     func searched(in duration: Duration) {
-        CoreMetrics.Timer(label: ServerMetrics.searchDuration, factory: factory).recordNanoseconds(duration.nanoseconds)
+        searchDuration.recordNanoseconds(duration.nanoseconds)
     }
 
     func enrolmentRefused(_ reason: String) {
