@@ -94,7 +94,7 @@ struct QueryCorpus {
 
         while let line = try reader.next() {
             let number = reader.lineNumber
-            guard case .text(let bytes) = line, bytes.count <= Limits.lineBytes else {
+            guard case .text(let bytes) = line else {
                 throw fail(number, "the line is longer than \(Limits.lineBytes) bytes")
             }
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
@@ -249,7 +249,7 @@ enum QueryFile {
         var queries: [String] = []
         while let line = try reader.next() {
             let number = reader.lineNumber
-            guard case .text(let bytes) = line, bytes.count <= maximumBytes else {
+            guard case .text(let bytes) = line else {
                 throw BenchInputError(message: "\(path) line \(number): a query is at most \(maximumBytes) bytes")
             }
             let text = String(decoding: bytes, as: UTF8.self)

@@ -38,7 +38,8 @@ struct LineReader {
                 let line = Array(buffer[start..<end])
                 start = newline + 1
                 lineNumber += 1
-                if skipping { return .tooLong }
+                // A line that arrived within one read is as long as one that did not.
+                if skipping || line.count > maximumBytes { return .tooLong }
                 return .text(line)
             }
             if buffer.count - start > maximumBytes {
@@ -53,7 +54,7 @@ struct LineReader {
                 buffer.removeAll()
                 start = 0
                 lineNumber += 1
-                return skipping ? .tooLong : .text(line)
+                return skipping || line.count > maximumBytes ? .tooLong : .text(line)
             }
             if start > 0 {
                 buffer.removeFirst(start)
