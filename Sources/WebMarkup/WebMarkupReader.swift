@@ -99,9 +99,7 @@ public enum WebMarkupReader {
     static func checkCharset(_ declared: String?, _ body: ArraySlice<UInt8>) throws(WebMarkupError) {
         let name = declared?.lowercased()
         if name == nil || name == "utf-8" || name == "utf8" {
-            let text = String(decoding: body, as: UTF8.self)
-            guard text.utf8.elementsEqual(body) else {
-                let offset = zip(text.utf8, body).prefix { $0 == $1 }.count
+            if let offset = JSONReader.firstInvalidUTF8(Array(body)) {
                 throw WebMarkupError(message: declared.map { "the page declares charset \($0) but is not valid UTF-8 (byte \(offset + 1))" }
                                      ?? "the page is not valid UTF-8 (byte \(offset + 1)) and declares no charset")
             }

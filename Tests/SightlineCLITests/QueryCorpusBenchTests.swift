@@ -91,7 +91,7 @@ import Testing
     static let badCorpora: [(name: String, bytes: [UInt8], message: String)] = [
         ("fields.tsv", Array("a\tb\tc\td\n".utf8), "fields.tsv line 1: 4 tab-separated fields"),
         ("id.tsv", Array("ok\ttitle\n\tno id\n".utf8), "id.tsv line 2: the ID (the first field) is empty"),
-        ("utf8.tsv", Array("x\tt".utf8) + [0xFF, 0xFE, 0x0A], "utf8.tsv line 1: not valid UTF-8 (near byte 4)"),
+        ("utf8.tsv", Array("x\tt".utf8) + [0xFF, 0xFE, 0x0A], "utf8.tsv line 1: not valid UTF-8 (byte 4)"),
         ("empty.tsv", Array("ok\t\t\n".utf8), "empty.tsv line 1: the item has neither a title nor a description"),
         ("long-id.tsv", Array((String(repeating: "x", count: 2000) + "\tt\n").utf8), "long-id.tsv line 1: id: is 2000 bytes"),
         ("nothing.tsv", Array("\n \n".utf8), "the corpus"),

@@ -147,11 +147,8 @@ struct QueryCorpus {
         func fail(_ message: String) -> BenchInputError {
             BenchInputError(message: "\(path) line \(line): \(message)")
         }
+        if let invalid = JSONReader.firstInvalidUTF8(bytes) { throw fail("not valid UTF-8 (byte \(invalid + 1))") }
         var text = String(decoding: bytes, as: UTF8.self)
-        guard text.utf8.elementsEqual(bytes) else {
-            let offset = zip(text.utf8, bytes).prefix { $0 == $1 }.count
-            throw fail("not valid UTF-8 (near byte \(offset + 1))")
-        }
         if text.hasSuffix("\r") { text.removeLast() }
         let fields = text.split(separator: "\t", omittingEmptySubsequences: false)
         guard (2...3).contains(fields.count) else {
@@ -252,11 +249,10 @@ enum QueryFile {
             guard case .text(let bytes) = line else {
                 throw BenchInputError(message: "\(path) line \(number): a query is at most \(maximumBytes) bytes")
             }
-            let text = String(decoding: bytes, as: UTF8.self)
-            guard text.utf8.elementsEqual(bytes) else {
-                throw BenchInputError(message: "\(path) line \(number): not valid UTF-8")
+            if let invalid = JSONReader.firstInvalidUTF8(bytes) {
+                throw BenchInputError(message: "\(path) line \(number): not valid UTF-8 (byte \(invalid + 1))")
             }
-            let query = text.trimmingCharacters(in: .whitespaces)
+            let query = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)
             guard !query.isEmpty else { continue }
             guard queries.count < maximumQueries else {
                 throw BenchInputError(message: "\(path) holds more than \(maximumQueries) queries")
