@@ -1,6 +1,7 @@
 import DeviceStore
 import Foundation
 import IndexModel
+import IndexQuery
 import Snapshot
 import Workloads
 
@@ -18,8 +19,8 @@ import Workloads
 /// - sightline: `DeviceStore.search(text, limit: 20)` — ranking, engagement and
 ///   merging of items with activities included.
 /// - naive: `SELECT rowid, bm25(items_fts, …) FROM items_fts WHERE items_fts MATCH ?
-///   ORDER BY 2 LIMIT 20` through the raw C API, with the same words (runs of
-///   letters and digits, each whole, the last a prefix): it scores every
+///   ORDER BY 2 LIMIT 20` through the raw C API, with the words device search
+///   reads (`SearchText.search`, the last a prefix while typed): it scores every
 ///   match. The store keeps no FTS5 table (Journal/FORMAT.md), so the
 ///   baseline's is a plain one in a file of its own beside the store, filled
 ///   once from the store's item rows with the same tokenizer and rowids.
@@ -214,11 +215,10 @@ struct QueryBenchmark {
             result.queries = queries
             func runNaive(_ query: String) throws -> (Double, Int) {
                 let began = ContinuousClock.now
-                // The same words as device search: whole, the last one a prefix.
-                let words = QueryCorpus.words(of: [query])
+                // The words device search reads, each whole, or a prefix while it is being typed.
+                let words = SearchText.search(query, limit: DeviceStore.maximumSearchWords)
                 guard !words.isEmpty else { return ((ContinuousClock.now - began).milliseconds, 0) }
-                let match = words.enumerated().map { "\"\($1)\"" + ($0 == words.count - 1 ? "*" : "") }
-                    .joined(separator: " ")
+                let match = words.map { "\"\($0.text)\"" + ($0.isPrefix ? "*" : "") }.joined(separator: " ")
                 naive.bind(1, match)
                 let rows = try naive.rows()
                 return ((ContinuousClock.now - began).milliseconds, rows.count)

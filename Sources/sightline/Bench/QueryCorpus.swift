@@ -2,6 +2,7 @@ import Crypto
 import DeviceStore
 import Foundation
 import IndexModel
+import IndexQuery
 
 /// A user's corpus for `bench query --corpus`, read line by line: either a
 /// `device apply` operations file (JSON Lines, its first line beginning with
@@ -170,16 +171,9 @@ struct QueryCorpus {
         return item
     }
 
-    /// Words as a user types them: runs of letters and digits, lowercased.
+    /// The words search sees in `texts` (`SearchText`, as devices index them).
     static func words(of texts: [String?]) -> [String] {
-        var words: [String] = []
-        for text in texts {
-            guard let text else { continue }
-            for word in text.split(whereSeparator: { !($0.isLetter || $0.isNumber) }) {
-                words.append(word.lowercased())
-            }
-        }
-        return words
+        texts.compactMap { $0 }.flatMap(SearchText.words(in:))
     }
 }
 
