@@ -48,7 +48,7 @@ let package = Package(
         // libxml2's HTML parser, for the web markup a crawl reads (Debian libxml2-dev).
         .systemLibrary(name: "CLibXML2", pkgConfig: "libxml-2.0", providers: [.apt(["libxml2-dev"])]),
         // What a web page's markup says of it: title, description, image, rating, price, deep link.
-        .target(name: "WebMarkup", dependencies: ["CLibXML2", "IndexModel"]),
+        .target(name: "WebMarkup", dependencies: ["CLibXML2", "IndexModel", "SyncWire"]),
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
         // Seeded synthetic workloads for benchmarks, tests and the simulator.
         .target(name: "Workloads", dependencies: ["IndexModel"]),
@@ -258,7 +258,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WebMarkupTests",
-            dependencies: ["WebMarkup", "IndexModel"],
+            dependencies: ["WebMarkup", "IndexModel", "SyncWire"],
             exclude: ["Pages"]
         ),
         .testTarget(
@@ -352,7 +352,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudPostgres",
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudIndex", "CloudPostgres",
                            "PostgresTestSupport"]
         ),
     ],

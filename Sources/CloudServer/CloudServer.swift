@@ -264,7 +264,7 @@ public struct CloudServer: Sendable {
                 return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
             }
             do {
-                guard let entry = try await blocking({ try cloud.entry(app: app, hash: hash) }), entry.isPublic else {
+                guard let entry = try await blocking({ try cloud.publicEntry(app: app, hash: hash) }) else {
                     return CloudServer.error(.notFound, "notFound", "no public item with this hash")
                 }
                 return CloudServer.json(.ok, entry.jsonValue)

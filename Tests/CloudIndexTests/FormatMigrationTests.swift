@@ -29,7 +29,7 @@ import Testing
         try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
     }
 
-    /// What the fixture holds, whichever way it reached version 7.
+    /// What the fixture holds, whichever way it reached the current version.
     private func expectFixtureContent(_ cloud: CloudIndex) throws {
         let stats = try cloud.stats()
         #expect(stats.apps == 2 && stats.devices == 5 && stats.logRows == 10 && stats.messages == 15 && stats.publicItems == 2)
@@ -50,7 +50,7 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-format6")
         let path = try format6Store(in: directory)
         let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 7)
+        #expect(try version(path) == 8)
         try expectFixtureContent(cloud)
     }
 
@@ -76,7 +76,7 @@ import Testing
     }
 
     /// A store of version 1 (before the columns versions 2 to 6 added)
-    /// goes through every migration to version 7.
+    /// goes through every migration to the current version.
     @Test func aVersionOneStoreIsMigratedToTheCurrentVersion() throws {
         let directory = try ScratchDirectory.make("sightline-format1")
         let path = try format6Store(in: directory)
@@ -112,7 +112,7 @@ import Testing
         }
         let clock = ManualClock(harnessStart)
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, threshold: 2))
-        #expect(try version(path) == 7)
+        #expect(try version(path) == 8)
         #expect(try cloud.verifyLog().verifiedRows == 6)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
         // And it ingests: a new device of the app votes.
@@ -124,12 +124,12 @@ import Testing
         #expect(try cloud.logHeads().first?.rows == 7)
     }
 
-    @Test func aFormatSixSnapshotRestoresAsAVersionSevenStore() throws {
+    @Test func aFormatSixSnapshotRestoresAsACurrentStore() throws {
         let directory = try ScratchDirectory.make("sightline-format6")
         let path = directory.appendingPathComponent("restored.sqlite").path
         let manifest = try CloudIndex.restore(snapshot: Self.fixtures.appendingPathComponent("cloud-v6.slsnap").path, to: path)
         #expect(manifest.logRows == 10)
-        #expect(try version(path) == 7)
+        #expect(try version(path) == 8)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 
@@ -146,6 +146,51 @@ import Testing
         let refusal = try #require(throws: CloudError.self) { try CloudIndex.stageRestore(snapshot: altered, at: staged) }
         #expect(refusal.message == "the snapshot's cloud log (9 rows) does not match its manifest (10 rows)")
         #expect(!FileManager.default.fileExists(atPath: staged))
+    }
+}
+
+/// A store and a snapshot of format version 7, written by the build before
+/// crawled pages (`Journal/fixtures/make-cloud-v7.sh`): one app, K = 2,
+/// three devices, and "Potato Soup" public from the devices' content.
+@Suite struct FormatSevenMigrationTests {
+    private let soupURL = "https://recipes.example.com/potato-soup"
+
+    private func version(_ path: String) throws -> Int? {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
+    }
+
+    private func expectFixtureContent(_ cloud: CloudIndex) throws {
+        let stats = try cloud.stats()
+        #expect(stats.apps == 1 && stats.devices == 3 && stats.logRows == 5 && stats.messages == 11 && stats.publicItems == 1
+                && stats.pages == 0, "\(stats)")
+        #expect(try cloud.verifyLog().verifiedRows == 5)
+        #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
+        let soup = try #require(try cloud.publicIndex(app: app).first)
+        #expect(soup.content?.title == "Potato Soup" && soup.content?.webpageURL == soupURL && soup.contentSource == "devices")
+    }
+
+    @Test func aFormatSevenStoreGainsThePagesWhenOpenedForWriting() throws {
+        let directory = try ScratchDirectory.make("sightline-format7")
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        try FileManager.default.copyItem(atPath: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.sqlite").path, toPath: path)
+        let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
+        #expect(refusal.message.contains("format version 7") && refusal.message.contains("cloud rebuild"), "\(refusal)")
+        let cloud = try CloudIndex(at: .file(path))
+        #expect(try version(path) == 8)
+        try expectFixtureContent(cloud)
+        try cloud.recordPages([CrawledPage(url: soupURL, title: "Creamy Potato Soup", deepLink: "recipes://soup")], app: app)
+        let soup = try #require(try cloud.publicIndex(app: app).first)
+        #expect(soup.contentSource == "page" && soup.shownTitle == "Creamy Potato Soup" && soup.page?.deepLink == "recipes://soup")
+    }
+
+    @Test func aFormatSevenSnapshotRestoresAsAVersionEightStore() throws {
+        let directory = try ScratchDirectory.make("sightline-format7")
+        let path = directory.appendingPathComponent("restored.sqlite").path
+        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.slsnap").path,
+                                              to: path)
+        #expect(manifest.logRows == 5)
+        #expect(try version(path) == 8)
+        try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }
 

@@ -10,7 +10,7 @@ import Testing
 
 /// An enrolled device that writes its own frames: every number, message and
 /// name is the attacker's choice, signed with the device's real key.
-private struct Attacker {
+struct Attacker {
     let harness: SyncHarness
     let name: DeviceID
     let key: [UInt8]
@@ -31,6 +31,16 @@ private struct Attacker {
         return harness.deliver(UploadFrame(app: app, device: name, records: records, key: key, follows: follows).encoded).outcome
     }
 
+    /// `count` devices named `prefix-0`… that each voted for `hash`, with
+    /// tokens 1, 2….
+    static func voters(_ harness: SyncHarness, _ count: Int, _ prefix: String = "voter", for hash: PublicHash) throws -> [Attacker] {
+        try (0..<count).map { index in
+            let voter = try Attacker(harness, name: DeviceID("\(prefix)-\(index)"))
+            #expect(voter.send([.vote(hash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
+            return voter
+        }
+    }
+
     /// Sends `messages` like `send` and returns the content requests of the
     /// ack (nil when the reply is no ack).
     func requests(sending messages: [OutboxMessage], from seq: UInt64) -> [PublicHash]? {
@@ -47,7 +57,7 @@ private func hash(_ name: String) -> PublicHash {
     PublicHash.of(app: app, activityType: "com.example.read", identity: "url:https://example.com/" + name)
 }
 
-private func token(_ byte: UInt8) -> VoteToken {
+func token(_ byte: UInt8) -> VoteToken {
     VoteToken([UInt8](repeating: byte, count: VoteToken.byteCount))!
 }
 
@@ -267,13 +277,8 @@ private struct CloudState: Equatable {
         PublicContent(activityType: "com.example.read", title: title, keywords: ["recipe"], contentDescription: nil, webpageURL: url)
     }
 
-    /// `count` devices named `prefix-0`… that each voted for the hash.
     private func voters(_ harness: SyncHarness, _ count: Int, _ prefix: String = "voter") throws -> [Attacker] {
-        try (0..<count).map { index in
-            let voter = try Attacker(harness, name: DeviceID("\(prefix)-\(index)"))
-            #expect(voter.send([.vote(theHash, token(UInt8(index + 1)))]) == .accepted(messages: 1))
-            return voter
-        }
+        try Attacker.voters(harness, count, prefix, for: theHash)
     }
 
     @Test(arguments: Backend.allCases) func aPersonalisedTitleThatDiffersPerDeviceNeverBecomesPublic(backend: Backend) throws {

@@ -126,9 +126,27 @@ import Testing
     @Test func aStoreOfANewerFormatVersionIsRefusedSayingSo() throws {
         let database = try TestDatabase()
         _ = try cloud(database)
-        try edit(database, "UPDATE cloud_meta SET value = '8' WHERE key = 'format_version'")
+        try edit(database, "UPDATE cloud_meta SET value = '9' WHERE key = 'format_version'")
         let refusal = try #require(throws: CloudError.self) { try cloud(database) }
-        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 8, newer than this build's 7"), "\(refusal)")
+        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 9, newer than this build's 8"), "\(refusal)")
+    }
+
+    /// Version 8 added the crawled pages: a store of version 7 gains their
+    /// table when a server opens it, and a read-only command says to do so.
+    @Test func aStoreOfFormatVersionSevenGainsThePagesWhenOpenedForWriting() throws {
+        let database = try TestDatabase()
+        _ = try cloud(database)
+        try edit(database, "DROP TABLE pages; UPDATE cloud_meta SET value = '7' WHERE key = 'format_version'")
+        let refusal = try #require(throws: CloudError.self) {
+            try PostgresCloud(at: database.location, password: database.password,
+                              options: PostgresCloudOptions(store: CloudOptions(readOnly: true), poolSize: 1))
+        }
+        #expect(refusal.message.contains("format version 7") && refusal.message.contains("cloud rebuild"), "\(refusal)")
+        let opened = try cloud(database)
+        #expect(try opened.stats().pages == 0)
+        try opened.registerApp(app, enrolmentSecret: enrolmentSecret)
+        try opened.recordPages([CrawledPage(url: recipeURL, title: "Chips")], app: app)
+        #expect(try cloud(database).crawledPages(app: app).map(\.title) == ["Chips"])
     }
 
     /// A count or a log field someone wrote into the database out of range

@@ -62,7 +62,3 @@ private struct Sender {
         return ack.contentRequests
     }
 }
-
-private func token(_ byte: UInt8) -> VoteToken {
-    VoteToken([UInt8](repeating: byte, count: VoteToken.byteCount))!
-}

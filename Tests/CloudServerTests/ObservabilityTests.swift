@@ -91,15 +91,7 @@ import Tracing
     @Test func thePublicSearchExplainsItsScoresWhenAsked() async throws {
         let server = try await RunningServer.start(threshold: 2)
         defer { Task { await server.stop() } }
-        var stores: [DeviceStore] = []
-        for seed: UInt64 in 61...62 {
-            stores.append(try await server.enrolledDevice(seed: seed))
-            try PublicRecipe.engage(stores[stores.count - 1])
-        }
-        // A round of votes that reaches K, and a round of the content K asks for.
-        for _ in 0..<2 {
-            for store in stores { _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run() }
-        }
+        try await Self.publishRecipe(on: server, seeds: 61...62)
         let path = "/v1/apps/\(RunningServer.app)/public?q=potato"
         let plain = try await server.request(path)
         #expect(plain.status == 200 && !plain.body.contains("explanation"))
@@ -116,6 +108,40 @@ import Tracing
         #expect(word["field"] == .string("title") && word["matched"] == .string("potato"))
         let bad = try await server.request(path + "&explain=maybe")
         #expect(bad.status == 400 && bad.body.contains("explain is true or false"))
+    }
+
+    /// A public item whose web page was crawled shows the page over HTTP,
+    /// in search results and by its hash, with its deep link.
+    @Test func aPublicItemWithACrawledPageShowsThePageAndItsDeepLink() async throws {
+        let server = try await RunningServer.start(threshold: 2)
+        defer { Task { await server.stop() } }
+        try server.cloud.recordPages([CrawledPage(url: PublicRecipe.url, title: "Oven Potato Chips", deepLink: "yummly://recipe/983195",
+                                                  rating: 4.5, ratingCount: 20)], app: RunningServer.app)
+        try await Self.publishRecipe(on: server, seeds: 71...72)
+        let search = try await server.request("/v1/apps/\(RunningServer.app)/public?q=oven")
+        guard case .object(let document) = try JSONReader.parse(search.body), case .array(let results)? = document["results"],
+              case .object(let first)? = results.first, case .string(let hex)? = first["hash"] else {
+            Issue.record("no result in \(search.body)")
+            return
+        }
+        #expect(first["contentSource"] == .string("page") && first["deepLink"] == .string("yummly://recipe/983195"))
+        #expect(first["rating"] == .double(4.5) && first["ratingCount"] == .integer(20))
+        let item = try await server.request("/v1/apps/\(RunningServer.app)/items/\(hex)")
+        guard case .object(let shown) = try JSONReader.parse(item.body) else { Issue.record("not an object: \(item.body)"); return }
+        #expect(item.status == 200 && shown["title"] == .string("Oven Potato Chips") && shown["contentSource"] == .string("page"))
+    }
+
+    /// Devices of `seeds` engage with the recipe and sync over HTTP: a
+    /// round of votes that reaches K, and a round of the content K asks for.
+    static func publishRecipe(on server: RunningServer, seeds: ClosedRange<UInt64>) async throws {
+        var stores: [DeviceStore] = []
+        for seed in seeds {
+            stores.append(try await server.enrolledDevice(seed: seed))
+            try PublicRecipe.engage(stores[stores.count - 1])
+        }
+        for _ in 0..<2 {
+            for store in stores { _ = try await SyncClient(store: store, transport: HTTPTransport(baseURL: server.url)).run() }
+        }
     }
 
     /// Log lines captured from a `JSONLogHandler`.

@@ -181,3 +181,18 @@ import Testing
         #expect(try WebMarkupReader.read(Array(page.utf8)).htmlTitle == "Deep")
     }
 }
+
+/// What `cloud crawl` records of a page (`WebMarkup.crawledPage`).
+@Suite struct CrawledPageOfMarkupTests {
+    @Test func aProductPageIsRecordedWithEveryFieldItsPreviewShows() throws {
+        let page = try #require(try WebMarkupReaderTests.read("product.html").crawledPage)
+        #expect(page.url == "https://shop.example.com/p/trail-runner-2" && page.title == "Trail Runner 2")
+        #expect(page.deepLink == "outdoorshop://product/trail-runner-2" && page.appStoreID == "123456789")
+        #expect(page.rating == 4.5 && page.ratingCount == 12 && page.price == "119.99 USD")
+        #expect(page.keywords == ["shoes", "running", "trail"] && page.type == "product")
+    }
+
+    @Test func aPageWithoutACanonicalURLIsNotRecorded() throws {
+        #expect(try WebMarkupReaderTests.read("recipe.html").crawledPage == nil)
+    }
+}

@@ -275,7 +275,9 @@ extension CloudIndex {
             throw CloudError(.snapshot, "the snapshot's database is not a cloud store of a version this build reads (1 to \(CloudSchema.formatVersion))")
         }
         let isCurrent = version == Int64(CloudSchema.formatVersion)
-        switch SchemaCheck.verdict(found: found.objects, expected: isCurrent ? schemas.current : schemas.format6,
+        // Versions 7 on are the current layout less what later versions added.
+        let isPerApp = version >= Int64(CloudSchema.perAppChainVersion)
+        switch SchemaCheck.verdict(found: found.objects, expected: isPerApp ? schemas.current : schemas.format6,
                                    isCurrentVersion: isCurrent) {
         case .accepted: break
         case .acceptedDroppingDerived(let tables): throw CloudError(.snapshot, "the restored file's tables \(tables) are not this build's: refused")
@@ -397,7 +399,7 @@ extension CloudIndex {
     /// its restore is checked.
     private static func verifyRestored(_ path: String, version: Int, manifest: CloudSnapshotManifest,
                                        options: CloudOptions) throws(CloudError) {
-        if version < CloudSchema.formatVersion {
+        if version < CloudSchema.perAppChainVersion {
             // The manifest names the single chain of versions 1 to 6, which
             // opening the store rechains per app: it is compared first.
             let chain: (rows: Int64, head: [UInt8])
@@ -451,7 +453,7 @@ extension CloudIndex {
         if let problem = verification.firstProblem {
             throw CloudError(.snapshot, "the snapshot's cloud log does not verify: \(problem)")
         }
-        if version == CloudSchema.formatVersion {
+        if version >= CloudSchema.perAppChainVersion {
             guard Int64(verification.verifiedRows) == manifest.logRows, verification.headsDigest == manifest.logHeadHash else {
                 throw CloudError(.snapshot, "the snapshot's cloud log (\(verification.verifiedRows) rows) does not match its manifest (\(manifest.logRows) rows)")
             }

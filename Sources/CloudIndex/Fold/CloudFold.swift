@@ -23,7 +23,10 @@ package struct Refusal: Error {
 /// - *content* must hash to the hash it claims; a live voter's content is its
 ///   offer while the hash is wanted (other content is ignored), and
 ///   content that K live voters offered byte for byte becomes public
-///   (`ContentRule`).
+///   (`ContentRule`), or the first offer at once when its URL is a crawled
+///   page's;
+/// - a *page* is recorded under its URL, from the crawler's stream only
+///   (`CrawlerRule`).
 ///
 /// When live votes reach K without content, the hash is *wanted*: its raw hash
 /// is kept, it gets the next wanted seq, and acks ask its live voters for its
@@ -59,6 +62,16 @@ package struct CloudFold<Rows: FoldRows> {
         var known = memory.devices.removeValue(forKey: stream) ?? [:]
         defer { memory.devices[stream] = known }
         for message in messages {
+            if case .page(let hash, let page) = message {
+                guard CrawlerRule.mayRecordPages(device) else {
+                    throw Refusal(message: "a page message comes only from the cloud's crawler, not from device \(device)")
+                }
+                guard CrawledPage.hash(app: app, url: page.url) == hash else {
+                    throw Refusal(message: "a page message's hash is not the hash of its URL")
+                }
+                try rows.recordPage(page, app: app, logSeq: logSeq)
+                continue
+            }
             let hash = message.hash
             let state: FoldMemory.Entry
             if let remembered = known[hash] {
@@ -124,10 +137,16 @@ package struct CloudFold<Rows: FoldRows> {
                 case .ignore:
                     continue
                 case .offer:
-                    if try offer(content, app: app, key: key, voter: state.voter, liveVotes: open?.liveVotes ?? 0, logSeq: logSeq) {
+                    if let url = content.webpageURL, try rows.hasPage(app: app, url: url) {
+                        try rows.publish(ContentRule.fromPage(content), app: app, key: key, logSeq: logSeq)
+                        memory.asks.changed(hash)
+                    } else if try offer(content, app: app, key: key, voter: state.voter, liveVotes: open?.liveVotes ?? 0,
+                                        logSeq: logSeq) {
                         memory.asks.changed(hash)
                     }
                 }
+            case .page:
+                continue
             }
         }
         let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)

@@ -63,6 +63,11 @@ package protocol FoldRows {
     /// Makes `content` the hash's public content (completed by log row
     /// `logSeq`): it is no longer wanted, and its offers go.
     func publish(_ content: PublicContent, app: AppID, key: Data, logSeq: Int64) throws
+    /// Keeps `page` as the app's crawled page at its URL (recorded by log
+    /// row `logSeq`), replacing an earlier one.
+    func recordPage(_ page: CrawledPage, app: AppID, logSeq: Int64) throws
+    /// Whether the app has a crawled page at `url`.
+    func hasPage(app: AppID, url: String) throws -> Bool
     /// Keeps `lastSeq` as the last seq held of the device's epoch.
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws
 }

@@ -59,6 +59,12 @@ public enum FrameAuthentication: Sendable {
         } catch {
             return .refused(.rejecting(error, device: nil, frame: nil, key: nil))
         }
+        guard !CrawlerRule.isReserved(frame.device) else {
+            // The cloud's own streams are written by the cloud alone, so no
+            // key is looked up, whatever an older store enrolled.
+            return .refused(.rejecting(WireError(.unknownDevice, "device \(frame.device) is the cloud's own and sends no frames"),
+                                       device: frame.device, frame: frame, key: nil))
+        }
         let deviceKey: [UInt8]?
         do {
             deviceKey = try key(frame.app, frame.device)

@@ -121,6 +121,7 @@ package struct IngestCore {
             let stream = DeviceStream(app: app, device: frame.device)
             var known = memory.devices[stream] ?? [:]
             for message in fresh where known[message.hash] == nil {
+                if case .page = message { continue }
                 let hash = message.hash
                 known[hash] = FoldMemory.Entry(app: app, key: Data(secrets.key(app: app, hash: hash)),
                                                voter: secrets.voter(device: frame.device, hash: hash))
@@ -171,7 +172,7 @@ package struct IngestCore {
             for message in messages {
                 switch message {
                 case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
-                case .signal: break
+                case .signal, .page: break
                 }
             }
             for hash in check {

@@ -20,8 +20,24 @@ public struct HashEntry: Hashable, Sendable {
     public let content: PublicContent?
     /// K was reached and the content is being asked for.
     public let isWanted: Bool
+    /// The crawled page at the content's web page URL, which the entry
+    /// shows instead of anything devices sent (`CloudStore.publicIndex(app:)`
+    /// joins it; nil elsewhere, and for an entry without such a page).
+    public package(set) var page: CrawledPage?
 
     public var isPublic: Bool { content != nil }
+
+    /// Where what a public entry shows comes from: `page` (a crawled page)
+    /// or `devices` (agreed offers); nil when it is not public.
+    public var contentSource: String? {
+        guard content != nil else { return nil }
+        return page == nil ? "devices" : "page"
+    }
+
+    /// The title a search shows and matches: the page's when there is one.
+    public var shownTitle: String? { page.map(\.title) ?? content?.title }
+    public var shownDescription: String? { page.map(\.description) ?? content?.contentDescription }
+    public var shownKeywords: [String] { page?.keywords ?? content?.keywords ?? [] }
 
     package init(app: AppID, key: [UInt8], hash: PublicHash?, liveVotes: Int, voters: Int, popularity: Popularity,
                  content: PublicContent?, isWanted: Bool) {
@@ -50,6 +66,8 @@ public struct CloudStats: Hashable, Sendable {
     public var hashes = 0
     public var publicItems = 0
     public var wanted = 0
+    /// Web pages the crawler recorded.
+    public var pages = 0
     public var equivocations = 0
     public var threshold = 0
     /// How many live voters must offer the same content (`ContentRule`).
@@ -73,6 +91,27 @@ extension CloudIndex {
         return try read { db in
             try Row.fetchOne(db, sql: CloudIndex.entrySQL + " WHERE h.app = ? AND h.key = ?", arguments: [app, key])
                 .map { row throws(CloudError) in try CloudIndex.entry(row) }
+        }
+    }
+
+    public func isRegistered(_ app: AppID) throws(CloudError) -> Bool {
+        try read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM apps WHERE app = ?)", arguments: [app]) ?? false }
+    }
+
+    /// The pages the crawler recorded for `app`, in URL order.
+    public func crawledPages(app: AppID) throws(CloudError) -> [CrawledPage] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT url, page FROM pages WHERE app = ? ORDER BY url"), arguments: [app])
+                .map { row throws(CloudError) in
+                    try CrawledPage.stored(url: Stored.column(row, 0, "pages.url"), page: [UInt8](Stored.column(row, 1, "pages.page") as Data))
+                }
+        }
+    }
+
+    public func crawledPage(app: AppID, url: String) throws(CloudError) -> CrawledPage? {
+        try read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT page FROM pages WHERE app = ? AND url = ?"), arguments: [app, url])
+                .map { row throws(CloudError) in try CrawledPage.stored(url: url, page: [UInt8](Stored.column(row, 0, "pages.page") as Data)) }
         }
     }
 
@@ -125,6 +164,7 @@ extension CloudIndex {
             stats.hashes = try count("SELECT count(*) FROM hashes")
             stats.publicItems = try count("SELECT count(*) FROM public_content")
             stats.wanted = try count("SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL")
+            stats.pages = try count("SELECT count(*) FROM pages")
             stats.equivocations = try count("SELECT count(*) FROM flags WHERE reason = 'equivocation'")
             stats.threshold = threshold
             stats.agreement = agreement
@@ -187,6 +227,23 @@ extension HashEntry {
                          popularity: Popularity(views: UInt64(try count(views, "views")), shown: UInt64(try count(shown, "shown")),
                                                 engaged: UInt64(try count(engaged, "engaged"))),
                          content: content, isWanted: wantedSeq != nil)
+    }
+}
+
+extension CrawledPage {
+    /// A page from the values of its `pages` row: the page must decode
+    /// (`CrawledPage.decode`) and be the page at its row's URL.
+    package static func stored(url: String, page bytes: [UInt8]) throws(CloudError) -> CrawledPage {
+        let page: CrawledPage
+        do {
+            page = try CrawledPage.decode(bytes)
+        } catch {
+            throw CloudError(.corruptStore, "pages.page of \(url) does not decode: \(error)")
+        }
+        guard page.url == url else {
+            throw CloudError(.corruptStore, "pages.page of \(url) is the page of another URL")
+        }
+        return page
     }
 }
 

@@ -43,7 +43,9 @@ public struct PublicExplanation: Hashable, Sendable {
     public var liveVotes: Int
     public var agreement: Int
     /// Where its public content came from: `devices` (offers from that many
-    /// live voters agreed, byte for byte).
+    /// live voters agreed, byte for byte) or `page` (a crawled page at its
+    /// web page URL: the first live voter's offer named it, and the page
+    /// gives everything it shows).
     public var contentSource: String
 }
 
@@ -70,12 +72,12 @@ extension CloudStore {
         let words = SearchText.search(text, limit: 16)
         var results: [PublicResult] = []
         for entry in try publicIndex(app: app) {
-            guard let content = entry.content else { continue }
+            guard let source = entry.contentSource else { continue }
             if let filter, !filter.matches(entry.queryAttributes) { continue }
             let fields: [(name: String, words: [String], weight: Double)] = [
-                ("title", SearchText.words(in: content.title ?? ""), 3),
-                ("keywords", content.keywords.flatMap(SearchText.words(in:)), 2),
-                ("description", SearchText.words(in: content.contentDescription ?? ""), 1),
+                ("title", SearchText.words(in: entry.shownTitle ?? ""), 3),
+                ("keywords", entry.shownKeywords.flatMap(SearchText.words(in:)), 2),
+                ("description", SearchText.words(in: entry.shownDescription ?? ""), 1),
             ]
             var matched: [PublicExplanation.Word] = []
             for word in words {
@@ -97,7 +99,7 @@ extension CloudStore {
                 result.explanation = PublicExplanation(
                     words: matched, relevance: relevance, engaged: entry.popularity.engaged, popularityFactor: popularity,
                     shown: entry.popularity.shown, engagementFactor: engagement, score: score, threshold: threshold,
-                    liveVotes: entry.liveVotes, agreement: agreement, contentSource: "devices")
+                    liveVotes: entry.liveVotes, agreement: agreement, contentSource: source)
             }
             results.append(result)
         }
@@ -110,15 +112,16 @@ extension CloudStore {
 
 extension HashEntry {
     /// What a query sees of a public item: `title`, `keywords`,
-    /// `contentDescription`, `contentURL` (its web page), and the custom
-    /// attributes `activityType`, `views`, `shown`, `engaged`, `devices`,
-    /// `liveVotes` and `engagementRatio` (absent before any impression).
+    /// `contentDescription` (a crawled page's, when it has one),
+    /// `contentURL` (its web page), and the custom attributes
+    /// `activityType`, `views`, `shown`, `engaged`, `devices`, `liveVotes`
+    /// and `engagementRatio` (absent before any impression).
     public var queryAttributes: AttributeSet {
         var attributes = AttributeSet()
         if let content {
-            attributes.title = content.title
-            attributes.keywords = content.keywords.isEmpty ? nil : content.keywords
-            attributes.contentDescription = content.contentDescription
+            attributes.title = shownTitle
+            attributes.keywords = shownKeywords.isEmpty ? nil : shownKeywords
+            attributes.contentDescription = shownDescription
             attributes.contentURL = content.webpageURL
             attributes[.custom("activityType")] = .string(content.activityType)
         }
@@ -132,7 +135,12 @@ extension HashEntry {
     }
 
     /// The entry as the HTTP API and `cloud search --json` print it. The raw
-    /// hash appears only when the cloud holds it (K live votes).
+    /// hash appears only when the cloud holds it (K live votes). A public
+    /// entry says where its content came from (`contentSource`) and has
+    /// the crawled page's fields (`CrawledPage.addJSONFields`: its title,
+    /// description and keywords replace the devices', and the image, deep
+    /// link, App Store id, type, rating, price and page URL follow; null
+    /// without a page).
     public var jsonValue: JSONValue {
         var object: JSONObject = [
             "liveVotes": .integer(Int64(liveVotes)),
@@ -146,6 +154,14 @@ extension HashEntry {
         if let hash { object["hash"] = .string(hash.hex) }
         if let content {
             content.addJSONFields(to: &object)
+            object["contentSource"] = contentSource.map(JSONValue.string) ?? .null
+            if let page {
+                page.addJSONFields(to: &object)
+            } else {
+                for field in ["image", "deepLink", "appStoreID", "pageType", "rating", "ratingCount", "price", "pageURL"] {
+                    object[field] = .null
+                }
+            }
         }
         return .object(object)
     }
@@ -191,6 +207,7 @@ extension CloudStats {
             "hashes": .integer(Int64(hashes)),
             "publicItems": .integer(Int64(publicItems)),
             "wanted": .integer(Int64(wanted)),
+            "pages": .integer(Int64(pages)),
             "equivocations": .integer(Int64(equivocations)),
             "threshold": .integer(Int64(threshold)),
             "agreement": .integer(Int64(agreement)),

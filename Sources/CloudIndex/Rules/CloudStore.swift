@@ -20,6 +20,8 @@ public protocol CloudStore: AnyObject, Sendable {
     var displayName: String { get }
 
     func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
+    /// Whether `app` is registered.
+    func isRegistered(_ app: AppID) throws(CloudError) -> Bool
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
     /// the same key again (`CloudIndex.enrol`).
     func enrol(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> [UInt8]
@@ -31,6 +33,10 @@ public protocol CloudStore: AnyObject, Sendable {
     func ingest(_ frame: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult
 
     func entries(app: AppID) throws(CloudError) -> [HashEntry]
+    /// The pages the crawler recorded for `app`, in URL order.
+    func crawledPages(app: AppID) throws(CloudError) -> [CrawledPage]
+    /// The page the crawler recorded for `app` at `url`, if any.
+    func crawledPage(app: AppID, url: String) throws(CloudError) -> CrawledPage?
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
     /// How many entries are public: `stats().publicItems` without the counts
@@ -214,13 +220,28 @@ extension CloudStore {
     }
 
     /// The public index of `app`: the hashes with K live votes whose content
-    /// arrived, most engaged first.
+    /// arrived, most engaged first, each with the crawled page at its web
+    /// page URL, if any (`HashEntry.page`).
     public func publicIndex(app: AppID) throws(CloudError) -> [HashEntry] {
-        try entries(app: app).filter(\.isPublic).sorted { a, b in
+        var pages: [String: CrawledPage] = [:]
+        for page in try crawledPages(app: app) { pages[page.url] = page }
+        return try entries(app: app).filter(\.isPublic).map { entry in
+            var entry = entry
+            entry.page = entry.content?.webpageURL.flatMap { pages[$0] }
+            return entry
+        }.sorted { a, b in
             if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
             if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
             return a.key.lexicographicallyPrecedes(b.key)
         }
+    }
+
+    /// One public item of `app`, with the crawled page at its web page URL,
+    /// if any; nil when the hash is not public.
+    public func publicEntry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry? {
+        guard var entry = try entry(app: app, hash: hash), let content = entry.content else { return nil }
+        entry.page = try content.webpageURL.flatMap { url throws(CloudError) in try crawledPage(app: app, url: url) }
+        return entry
     }
 
     /// The last seq the cloud holds of each epoch of `device` of `app`.

@@ -1,3 +1,5 @@
+import SyncWire
+
 /// Which content of a hash becomes public, the same for every backend
 /// (`docs/CLOUD.md`, "Content agreement"). The threshold decides *whether* a
 /// hash is public; this rule decides *what* it shows.
@@ -20,6 +22,11 @@
 ///   never agrees, so it never becomes public, and one device can never
 ///   choose what a public hash shows.
 /// - Public content stays while the hash has K live votes, like the hash.
+/// - A hash whose web page the crawler recorded (`CrawlerRule`) needs no
+///   agreement: the first live voter's offer whose URL is a crawled page's
+///   makes it public. Its hash fixes the activity's type and URL, so the
+///   offer cannot lie about them, and of the offer only those two are kept
+///   (`fromPage`): everything the hash shows comes from the page.
 public enum ContentRule {
     /// What to do with content a device sent for a hash.
     public enum Verdict: Hashable, Sendable {
@@ -40,6 +47,14 @@ public enum ContentRule {
     /// becomes the hash's public content.
     public static func publishes(agreeing: Int64, agreement: Int, liveVotes: Int64, threshold: Int, hasContent: Bool) -> Bool {
         !hasContent && liveVotes >= Int64(threshold) && agreeing >= Int64(agreement)
+    }
+
+    /// The content kept for a hash that a crawled page at `content`'s URL
+    /// shows: its type and URL, which its hash fixes, and nothing a device
+    /// chose.
+    public static func fromPage(_ content: PublicContent) -> PublicContent {
+        PublicContent(activityType: content.activityType, title: nil, keywords: [], contentDescription: nil,
+                      webpageURL: content.webpageURL)
     }
 
     /// Whether the ack to a device that just sent a vote for a hash asks it

@@ -3,9 +3,10 @@ import IndexModel
 
 /// Who may register an app and enrol a device, the same for every backend
 /// (`docs/CLOUD.md`, "Apps and devices"): names of 1 to 256 bytes on one
-/// line, an enrolment secret of at least 16 bytes (only its SHA-256 is
-/// kept), a device quota of 1 to `largestDeviceQuota`, a proof of 16 to 64
-/// bytes, and the decision for a name already enrolled.
+/// line, a device's not beginning with `~` (the cloud's own, `CrawlerRule`),
+/// an enrolment secret of at least 16 bytes (only its SHA-256 is kept), a
+/// device quota of 1 to `largestDeviceQuota`, a proof of 16 to 64 bytes, and
+/// the decision for a name already enrolled.
 package enum EnrolmentRule {
     package static let largestDeviceQuota = 100_000_000
 
@@ -34,6 +35,9 @@ package enum EnrolmentRule {
     package static func request(app: AppID, device: DeviceID, enrolmentSecret: String, proof: [UInt8]?) throws(CloudError) -> Request {
         try checkName(app.rawValue, "app")
         try checkName(device.rawValue, "device")
+        guard !CrawlerRule.isReserved(device) else {
+            throw CloudError(.invalidOption, "device names beginning with ~ are the cloud's own (\(CrawlerRule.device) records crawled pages)")
+        }
         if let proof, !(16...64).contains(proof.count) {
             throw CloudError(.invalidOption, "an enrolment proof is 16 to 64 bytes, not \(proof.count)")
         }

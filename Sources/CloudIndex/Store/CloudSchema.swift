@@ -13,8 +13,11 @@ import GRDB
 package enum CloudSchema {
     /// Versions 2 to 6 added columns and tables to the layout of version 1
     /// (`Format6`); version 7 keys every table by app, chains the cloud log
-    /// per app, and gives each app its wanted seqs.
-    package static let formatVersion = 7
+    /// per app, and gives each app its wanted seqs; version 8 adds the
+    /// crawled pages (`pages`).
+    package static let formatVersion = 8
+    /// The first version with a chain per app.
+    package static let perAppChainVersion = 7
     package static let application = "sightline-cloud-store"
 
     static let metaDDL = """
@@ -85,7 +88,7 @@ package enum CloudSchema {
             wanted_seq INTEGER NOT NULL
         ) WITHOUT ROWID;
 
-        """ + countsDDL + contentOffersDDL
+        """ + countsDDL + contentOffersDDL + pagesDDL
 
     /// The projections of each hash's counts, votes and public content, the
     /// same in every version since 3.
@@ -143,7 +146,21 @@ package enum CloudSchema {
         CREATE INDEX content_offers_by_digest ON content_offers (app, key, digest);
         """
 
-    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state"]
+    /// The pages the crawler recorded, by canonical URL (`CrawlerRule`), from
+    /// version 8: the page as its message encodes it (`CrawledPage.encoded`),
+    /// and the log row that recorded it.
+    static let pagesDDL = """
+
+        CREATE TABLE pages (
+            app TEXT NOT NULL,
+            url TEXT NOT NULL,
+            page BLOB NOT NULL,
+            log_seq INTEGER NOT NULL,
+            PRIMARY KEY (app, url)
+        ) WITHOUT ROWID;
+        """
+
+    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state", "pages"]
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {
         try db.execute(sql: metaDDL + devicesDDL + logDDL + projectionDDL)
@@ -160,17 +177,28 @@ package enum CloudSchema {
     }
 
     /// Brings a store of an older version to this one, in the caller's
-    /// transaction, and leaves its projections empty: the caller folds the
-    /// log into them again in the same transaction, since which rows the
-    /// fold keeps changed with the versions (signals within allowances from
-    /// version 3, agreed content from 6, per-app wanted seqs from 7).
+    /// transaction; the caller folds the log into the projections again in
+    /// the same transaction, since which rows the fold keeps changed with the
+    /// versions (signals within allowances from version 3, agreed content
+    /// from 6, per-app wanted seqs from 7, crawled pages from 8).
+    static func migrate(_ db: Database, from version: Int) throws {
+        if version < perAppChainVersion {
+            try migrateToPerAppChains(db, from: version)
+        } else if version < 8 {
+            try db.execute(sql: pagesDDL)
+        }
+        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+    }
+
+    /// Brings a store of version 1 to 6 to the layout of this version, with
+    /// its projections empty.
     ///
     /// The migration to version 7 first checks the version-6 log chain
     /// (`CloudLog.verifyFormat6Chain`) and refuses a store whose chain is
     /// broken, since it then chains the log anew per app: a broken log is
     /// never given a valid chain. A device's stream is then kept under its
     /// name in its app, whatever id version 6 gave it.
-    static func migrate(_ db: Database, from version: Int) throws {
+    private static func migrateToPerAppChains(_ db: Database, from version: Int) throws {
         try Format6.migrate(db, from: version)
         _ = try CloudLog.verifyFormat6Chain(db)
         var names: [String: (app: String, name: String)] = [:]
@@ -205,7 +233,6 @@ package enum CloudSchema {
             DROP TABLE format6_cloud_log;
             DROP TABLE format6_flags;
             """)
-        try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
     }
 
     /// The layout of versions 1 to 6: one log chain and one wanted seq for

@@ -147,6 +147,18 @@ struct SQLiteFoldRows: FoldRows {
         try dropOffers(app: app, key: key)
     }
 
+    func recordPage(_ page: CrawledPage, app: AppID, logSeq: Int64) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO pages (app, url, page, log_seq) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, url) DO UPDATE SET page = excluded.page, log_seq = excluded.log_seq
+            """).execute(arguments: [app, page.url, Data(page.encoded), logSeq])
+    }
+
+    func hasPage(app: AppID, url: String) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM pages WHERE app = ? AND url = ?)"),
+                          arguments: [app, url]) ?? false
+    }
+
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, app)

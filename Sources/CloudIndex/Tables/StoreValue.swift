@@ -14,7 +14,7 @@ package enum StoreValue: Hashable, Sendable {
     case blob([UInt8])
 }
 
-/// The tables of a cloud store of format 7 and their columns, in the order
+/// The tables of a cloud store of format 8 and their columns, in the order
 /// both backends define them (`Journal/FORMAT.md`, "Cloud store"). A copy
 /// from one backend to the other moves them in this order.
 package enum StoreTables {
@@ -49,6 +49,7 @@ package enum StoreTables {
               key: ["app", "key"]),
         Table(name: "app_state", columns: ["app", "wanted_seq"], key: ["app"]),
         Table(name: "content_offers", columns: ["app", "key", "voter", "digest"], key: ["app", "key", "voter"]),
+        Table(name: "pages", columns: ["app", "url", "page", "log_seq"], key: ["app", "url"]),
     ]
 
     /// The query a backend reads a projection's rows for the digest with:

@@ -195,6 +195,10 @@ extension WorkingSet {
             }
         case "app_state":
             return wantedSeqChanged ? [[app, .integer(wantedSeq)]] : []
+        case "pages":
+            return pages.sorted { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }.map { url, recorded in
+                [app, .text(url), .blob(recorded.page.encoded), .integer(recorded.logSeq)]
+            }
         case "content_offers":
             return offers.sorted { bytewise($0.key, $1.key) }.flatMap { key, held in
                 held.sorted { bytewise($0.key, $1.key) }.map { voter, digest in [app, blob(key), blob(voter), blob(digest)] }

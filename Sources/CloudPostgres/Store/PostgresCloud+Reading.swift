@@ -44,6 +44,27 @@ extension PostgresCloud {
         }
     }
 
+    public func isRegistered(_ app: AppID) throws(CloudError) -> Bool {
+        try read { session in
+            try session.query("SELECT EXISTS (SELECT 1 FROM apps WHERE app = $1)", [.text(app.rawValue)])[0].flag(0, "the app's presence")
+        }
+    }
+
+    /// The pages the crawler recorded for `app`, in URL order.
+    public func crawledPages(app: AppID) throws(CloudError) -> [CrawledPage] {
+        try read { session in
+            try session.query("SELECT url, page FROM pages WHERE app = $1 ORDER BY url", [.text(app.rawValue)])
+                .map { row throws(CloudError) in try CrawledPage.stored(url: row.text(0, "pages.url"), page: row.bytes(1, "pages.page")) }
+        }
+    }
+
+    public func crawledPage(app: AppID, url: String) throws(CloudError) -> CrawledPage? {
+        try read { session in
+            try session.query("SELECT page FROM pages WHERE app = $1 AND url = $2", [.text(app.rawValue), .text(url)])
+                .first.map { row throws(CloudError) in try CrawledPage.stored(url: url, page: row.bytes(0, "pages.page")) }
+        }
+    }
+
     public func stats() throws(CloudError) -> CloudStats {
         let (threshold, agreement) = (self.threshold, self.agreement)
         return try read { session in
@@ -51,7 +72,7 @@ extension PostgresCloud {
                 SELECT (SELECT count(*) FROM apps), (SELECT count(*) FROM devices), (SELECT count(*) FROM cloud_log),
                        (SELECT coalesce(sum(last_seq - accepted_from + 1), 0)::int8 FROM cloud_log), (SELECT count(*) FROM hashes),
                        (SELECT count(*) FROM public_content), (SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL),
-                       (SELECT count(*) FROM flags WHERE reason = 'equivocation')
+                       (SELECT count(*) FROM flags WHERE reason = 'equivocation'), (SELECT count(*) FROM pages)
                 """)[0]
             var stats = CloudStats()
             func count(_ index: Int, _ what: String) throws(CloudError) -> Int { Int(try row.count(index, what)) }
@@ -63,6 +84,7 @@ extension PostgresCloud {
             stats.publicItems = try count(5, "the public item count")
             stats.wanted = try count(6, "the wanted count")
             stats.equivocations = try count(7, "the equivocation count")
+            stats.pages = try count(8, "the page count")
             stats.threshold = threshold
             stats.agreement = agreement
             return stats

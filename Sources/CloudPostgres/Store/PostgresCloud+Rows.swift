@@ -72,8 +72,8 @@ extension PostgresCloud {
 
     /// Writes what a frame's fold changed, with its log row, in one
     /// statement: the changed hashes and votes as they now are, the offers
-    /// and public content that went or came, the app's wanted seq, and the
-    /// device's epochs.
+    /// and public content that went or came, the app's wanted seq, the
+    /// device's epochs, and the pages recorded.
     static func write(_ rows: WorkingSet, logRow: [PostgresValue]?, session: PostgresSession) throws {
         let log = logRow ?? Array(repeating: .null, count: 13)
         let hashes = rows.changedHashes.compactMap { key in rows.hashes[key].map { (key, $0) } }
@@ -90,6 +90,7 @@ extension PostgresCloud {
         for (key, row) in rows.contents {
             if let row { keptContent.append((key, row)) } else { droppedContent.append(key) }
         }
+        let pages = rows.pages.sorted { $0.key < $1.key }
         var epochs: [(device: DeviceID, epoch: Epoch, last: OutboxSeq)] = []
         for (device, held) in rows.epochs {
             for (epoch, last) in held { epochs.append((device, epoch, last)) }
@@ -115,6 +116,7 @@ extension PostgresCloud {
             rows.wantedSeqChanged ? .int64(rows.wantedSeq) : .null,
             .textArray(epochs.map(\.device.rawValue)), .int64Array(epochs.map { Int64(clamping: $0.epoch.rawValue) }),
             .int64Array(epochs.map { Int64(clamping: $0.last.rawValue) }),
+            .textArray(pages.map(\.key)), .byteaArray(pages.map(\.value.page.encoded)), .int64Array(pages.map(\.value.logSeq)),
         ]
         _ = try session.query(writeStatement, binds)
     }
@@ -163,6 +165,10 @@ extension PostgresCloud {
             INSERT INTO device_epochs (app, device, epoch, last_seq)
             SELECT $1, * FROM unnest($46::text[], $47::int8[], $48::int8[])
             ON CONFLICT (app, device, epoch) DO UPDATE SET last_seq = excluded.last_seq
+        ), page_rows AS (
+            INSERT INTO pages (app, url, page, log_seq)
+            SELECT $1, * FROM unnest($49::text[], $50::bytea[], $51::int8[])
+            ON CONFLICT (app, url) DO UPDATE SET page = excluded.page, log_seq = excluded.log_seq
         )
         SELECT 1
         """

@@ -145,7 +145,7 @@ public final class PostgresCloud: CloudStore {
                     }
                     return (FoldSettings(threshold: threshold, agreement: options.agreement ?? threshold), secret, false)
                 }
-                let meta = try readMeta(session, location: location)
+                let meta = try readMeta(session, location: location, readOnly: options.readOnly)
                 var changed = false
                 if let threshold = options.threshold, threshold != meta.threshold {
                     _ = try session.query("UPDATE cloud_meta SET value = $1 WHERE key = 'threshold'", [.text(String(threshold))])
@@ -182,9 +182,10 @@ public final class PostgresCloud: CloudStore {
         try run(pool, location) { session in try session.executeScript("DROP SCHEMA IF EXISTS sightline CASCADE") }
     }
 
-    /// `cloud_meta`, checked: this application, this format version, and
-    /// values in range.
-    private static func readMeta(_ session: PostgresSession, location: PostgresLocation) throws
+    /// `cloud_meta`, checked: this application, this format version (a
+    /// store of version 7 is brought to it, unless `readOnly`), and values in
+    /// range.
+    private static func readMeta(_ session: PostgresSession, location: PostgresLocation, readOnly: Bool) throws
         -> (threshold: Int, agreement: Int?, secret: [UInt8]) {
         var meta: [String: String] = [:]
         for row in try session.query("SELECT key, value FROM cloud_meta") {
@@ -196,10 +197,23 @@ public final class PostgresCloud: CloudStore {
         guard let version = meta["format_version"].flatMap({ Int($0) }) else {
             throw CloudError(.corruptStore, "cloud_meta.format_version of \(location) is not a number")
         }
-        guard version == PostgresSchema.formatVersion else {
+        guard (CloudSchema.perAppChainVersion...PostgresSchema.formatVersion).contains(version) else {
             throw CloudError(.notACloudStore, version > PostgresSchema.formatVersion
                 ? "the cloud store in \(location) has format version \(version), newer than this build's \(PostgresSchema.formatVersion): use a newer sightline"
                 : "the cloud store in \(location) has format version \(version), which this build does not read (it reads \(PostgresSchema.formatVersion))")
+        }
+        if version < PostgresSchema.formatVersion {
+            // Version 8 only added the crawled pages, which a version-7
+            // store has none of: making the table is the whole migration.
+            guard !readOnly else {
+                throw CloudError(.notACloudStore, """
+                    the cloud store in \(location) has format version \(version); this build reads version \(PostgresSchema.formatVersion): \
+                    open it once for writing (`sightline cloud rebuild --db`) to migrate it
+                    """)
+            }
+            try session.executeScript(PostgresSchema.pagesDDL)
+            _ = try session.query("UPDATE cloud_meta SET value = $1 WHERE key = 'format_version'",
+                                  [.text(String(PostgresSchema.formatVersion))])
         }
         guard let threshold = meta["threshold"].flatMap({ Int($0) }), (1...1_000_000).contains(threshold) else {
             throw CloudError(.corruptStore, "cloud_meta.threshold of \(location) is not a number from 1 to 1,000,000")

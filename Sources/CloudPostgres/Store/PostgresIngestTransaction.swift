@@ -88,13 +88,20 @@ final class PostgresIngestTransaction: IngestTransaction {
         self.memory = memory
         self.kept = kept
         self.messages = messages
-        guard let registry = try session.query(
-            "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = $1 AND device = $2 FOR UPDATE",
-            [.text(app.rawValue), .text(device.rawValue)]).first else {
-            throw DeviceNotEnrolled()
+        if CrawlerRule.isReserved(device) {
+            // The cloud's own stream has no device row: the app's row is the
+            // lock (`foldRows` takes it too), and no backup ever drops it.
+            _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
+            backedUpPosition = .nothing
+        } else {
+            guard let registry = try session.query(
+                "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = $1 AND device = $2 FOR UPDATE",
+                [.text(app.rawValue), .text(device.rawValue)]).first else {
+                throw DeviceNotEnrolled()
+            }
+            backedUpPosition = OutboxPosition(epoch: Epoch(try registry.position(0, "devices.backed_up_epoch of \(device)")),
+                                              seq: OutboxSeq(try registry.position(1, "devices.backed_up_seq of \(device)")))
         }
-        backedUpPosition = OutboxPosition(epoch: Epoch(try registry.position(0, "devices.backed_up_epoch of \(device)")),
-                                          seq: OutboxSeq(try registry.position(1, "devices.backed_up_seq of \(device)")))
         // A statement of its own, after the lock: its snapshot sees what the
         // last holder of the lock committed.
         let rows = try session.query("""
@@ -166,6 +173,11 @@ final class PostgresIngestTransaction: IngestTransaction {
                 let rest = try load(app: app, keys: keySet.subtracting(read.keys), votes: voteSet.subtracting(read.votes))
                 rows.loaded(keys: rest.keys, votes: rest.votes, hashes: rest.hashes, votes: rest.voteRows, offers: rest.offers)
             }
+        }
+        let session = self.session
+        rows.storedPage = { url in
+            try session.query("SELECT EXISTS (SELECT 1 FROM pages WHERE app = $1 AND url = $2)",
+                              [.text(app.rawValue), .text(url)])[0].flag(0, "a page's presence")
         }
         self.rows = rows
         return rows
@@ -315,7 +327,7 @@ final class PostgresIngestTransaction: IngestTransaction {
         for message in messages {
             switch message {
             case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): hashes.insert(hash)
-            case .signal: break
+            case .signal, .page: break
             }
         }
         let entries = memory.devices[stream]

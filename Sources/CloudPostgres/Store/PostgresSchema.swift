@@ -1,6 +1,6 @@
 import CloudIndex
 
-/// The PostgreSQL schema of a cloud store: the tables of format version 7
+/// The PostgreSQL schema of a cloud store: the tables of format version 8
 /// (`Journal/FORMAT.md`, "Cloud store"), the same as the SQLite backend's,
 /// in a schema of their own (`sightline`) so that the database may hold
 /// other things. Text columns compare bytewise (`COLLATE "C"`), as SQLite's
@@ -122,6 +122,17 @@ package enum PostgresSchema {
         CREATE TABLE sightline.app_state (
             app text COLLATE "C" PRIMARY KEY,
             wanted_seq bigint NOT NULL
+        );
+        """ + pagesDDL
+
+    /// The table version 8 added, which opening a store of version 7 makes.
+    static let pagesDDL = """
+        CREATE TABLE sightline.pages (
+            app text COLLATE "C" NOT NULL,
+            url text COLLATE "C" NOT NULL,
+            page bytea NOT NULL,
+            log_seq bigint NOT NULL,
+            PRIMARY KEY (app, url)
         )
         """
 }

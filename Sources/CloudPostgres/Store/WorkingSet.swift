@@ -54,6 +54,12 @@ final class WorkingSet: FoldRows {
     /// The app's last wanted seq.
     private(set) var wantedSeq: Int64
     private(set) var epochs: [DeviceID: [Epoch: OutboxSeq]] = [:]
+    /// The pages the fold recorded, by URL, and the log row of each: in a
+    /// replay every page, in ingest those of the frame.
+    private(set) var pages: [String: (page: CrawledPage, logSeq: Int64)] = [:]
+    /// Whether the store has a page at a URL the fold did not record
+    /// (ingest's transaction reads it; a replay has no other pages).
+    var storedPage: ((String) throws -> Bool)?
 
     /// What the fold changed since the rows were loaded.
     private(set) var changedHashes: Set<Data> = []
@@ -107,6 +113,7 @@ final class WorkingSet: FoldRows {
         self.wantedSeq = wantedSeq
         contents.removeAll(keepingCapacity: true)
         epochs.removeAll(keepingCapacity: true)
+        pages.removeAll(keepingCapacity: true)
         changedHashes.removeAll(keepingCapacity: true)
         changedVotes.removeAll(keepingCapacity: true)
         changedOffers.removeAll(keepingCapacity: true)
@@ -268,6 +275,19 @@ final class WorkingSet: FoldRows {
             row.hasContent = true
         }
         try dropOffers(app: app, key: key)
+    }
+
+    func recordPage(_ page: CrawledPage, app: AppID, logSeq: Int64) throws {
+        pages[page.url] = (page, logSeq)
+    }
+
+    func hasPage(app: AppID, url: String) throws -> Bool {
+        if pages[url] != nil { return true }
+        guard !isComplete else { return false }
+        guard let storedPage else {
+            throw CloudError(.database, "the fold asked for a page of app \(app) that the frame's transaction cannot read")
+        }
+        return try storedPage(url)
     }
 
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {

@@ -56,7 +56,7 @@ struct CloudModel {
             if counts == Popularity(shown: 1) { return .shown(number) }
             if counts == Popularity(engaged: 1) { return .engaged(number) }
             return nil
-        case .content: return nil
+        case .content, .page: return nil
         }
     }
 }

@@ -1,8 +1,10 @@
 import IndexModel
 
-/// One cloud-visible message of a device's outbox. These four are everything a
-/// device ever tells the cloud; private items and private activities produce
-/// none of them. The encoding is in `Journal/FORMAT.md` ("Outbox messages").
+/// One cloud-visible message of a device's outbox. The first four are
+/// everything a device ever tells the cloud; private items and private
+/// activities produce none of them. The fifth, `page`, is the cloud's own
+/// crawler's, and the cloud refuses it from any device. The encoding is in
+/// `Journal/FORMAT.md` ("Outbox messages").
 public enum OutboxMessage: Hashable, Sendable {
     /// The user engaged with a public activity: one vote for its hash.
     case vote(PublicHash, VoteToken)
@@ -13,10 +15,13 @@ public enum OutboxMessage: Hashable, Sendable {
     case signal(PublicHash, Popularity)
     /// The public fields of a hash, sent because the cloud asked for them.
     case content(PublicHash, PublicContent)
+    /// A web page the cloud's crawler read (`CrawledPage`), under
+    /// `CrawledPage.hash(app:url:)`: only the crawler's stream carries it.
+    case page(PublicHash, CrawledPage)
 
     public var hash: PublicHash {
         switch self {
-        case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _): hash
+        case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _): hash
         }
     }
 
@@ -26,6 +31,7 @@ public enum OutboxMessage: Hashable, Sendable {
         case .withdraw: "withdraw"
         case .signal: "signal"
         case .content: "content"
+        case .page: "page"
         }
     }
 }
@@ -51,7 +57,7 @@ public struct Popularity: Hashable, Sendable {
 
 extension OutboxMessage {
     private enum Tag: UInt8 {
-        case vote = 1, withdraw, signal, content
+        case vote = 1, withdraw, signal, content, page
     }
 
     public func encode(to writer: inout BinaryWriter) {
@@ -70,6 +76,10 @@ extension OutboxMessage {
             writer.byte(Tag.content.rawValue)
             writer.raw(hash.bytes)
             content.encode(to: &writer)
+        case .page(let hash, let page):
+            writer.byte(Tag.page.rawValue)
+            writer.raw(hash.bytes)
+            page.encode(to: &writer)
         }
     }
 
@@ -121,28 +131,15 @@ extension OutboxMessage {
                                     engaged: try count(&reader, "engaged"))
             return .signal(hash, counts)
         case .content:
-            func limitedString(_ reader: inout BinaryReader) throws(CodecError) -> String {
-                let at = reader.offset
-                let text = try reader.string()
-                guard text.utf8.count <= WireLimits.maximumStringBytes else {
-                    throw CodecError(.limitExceeded, at: at,
-                                     "a string of \(text.utf8.count) bytes is longer than \(WireLimits.maximumStringBytes)")
-                }
-                return text
-            }
-            let activityType = try limitedString(&reader)
-            let title = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
-            let countAt = reader.offset
-            let count = try reader.uvarint()
-            guard count <= UInt64(WireLimits.maximumKeywords) else {
-                throw CodecError(.limitExceeded, at: countAt, "\(count) keywords is more than \(WireLimits.maximumKeywords)")
-            }
-            var keywords: [String] = []
-            for _ in 0..<count { keywords.append(try limitedString(&reader)) }
-            let description = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
-            let url = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try limitedString(&reader) }
+            let activityType = try reader.wireString()
+            let title = try reader.optionalWireString()
+            let keywords = try reader.wireKeywords()
+            let description = try reader.optionalWireString()
+            let url = try reader.optionalWireString()
             return .content(hash, PublicContent(activityType: activityType, title: title, keywords: keywords,
                                                 contentDescription: description, webpageURL: url))
+        case .page:
+            return .page(hash, try CrawledPage.decode(from: &reader))
         }
     }
 
@@ -170,6 +167,8 @@ extension OutboxMessage {
             object["engaged"] = .integer(Int64(counts.engaged))
         case .content(_, let content):
             content.addJSONFields(to: &object)
+        case .page(_, let page):
+            page.addJSONFields(to: &object)
         }
         return .object(object)
     }

@@ -321,6 +321,7 @@ struct CloudStatsCommand: ParsableCommand {
             ["hashes counted", String(stats.hashes)],
             ["public items", String(stats.publicItems)],
             ["content wanted", String(stats.wanted)],
+            ["crawled pages", String(stats.pages)],
             ["equivocations", String(stats.equivocations)],
         ])
     }
@@ -378,17 +379,28 @@ struct CloudSearchCommand: ParsableCommand {
         var rows = [["#", "score", "title", "devices", "engaged", "shown", "url"]]
         for (rank, result) in results.enumerated() {
             let entry = result.entry
-            rows.append([String(rank + 1), String(format: "%.4g", result.score), entry.content?.title ?? "-",
+            rows.append([String(rank + 1), String(format: "%.4g", result.score), entry.shownTitle ?? "-",
                          String(entry.voters), String(entry.popularity.engaged), String(entry.popularity.shown),
                          entry.content?.webpageURL ?? "-"])
         }
         Output.table(rows)
+        for (rank, result) in results.enumerated() {
+            guard let page = result.entry.page else { continue }
+            var parts = ["from its crawled page"]
+            if let deepLink = page.deepLink { parts.append("deep link \(deepLink)") }
+            if let rating = page.rating {
+                parts.append("rated \(String(format: "%g", rating))" + (page.ratingCount.map { " by \($0)" } ?? ""))
+            }
+            if let price = page.price { parts.append("price \(price)") }
+            if let image = page.image { parts.append("image \(image)") }
+            Output.line("#\(rank + 1): " + parts.joined(separator: "; "))
+        }
         guard explain else { return }
         for (rank, result) in results.enumerated() {
             guard let explanation = result.explanation else { continue }
             let number = { (value: Double) in String(format: "%.4g", value) }
             Output.line("")
-            Output.line("#\(rank + 1) \(result.entry.content?.title ?? "-"): score \(number(explanation.score)) = relevance "
+            Output.line("#\(rank + 1) \(result.entry.shownTitle ?? "-"): score \(number(explanation.score)) = relevance "
                         + "\(number(explanation.relevance)) × popularity \(number(explanation.popularityFactor)) × engagement "
                         + number(explanation.engagementFactor))
             for word in explanation.words {
@@ -397,8 +409,10 @@ struct CloudSearchCommand: ParsableCommand {
             }
             Output.line("  popularity: engaged \(explanation.engaged) times, 1 + ln(1 + engaged); engagement: shown \(explanation.shown) "
                         + "times, 0.5 + (engaged + 1) / (shown + 2)")
-            Output.line("  public: \(explanation.liveVotes) live votes of K = \(explanation.threshold); content from "
-                        + "\(explanation.contentSource), \(explanation.agreement) identical offers needed")
+            Output.line("  public: \(explanation.liveVotes) live votes of K = \(explanation.threshold); "
+                        + (explanation.contentSource == "page"
+                           ? "content from its crawled page, named by a live voter's offer"
+                           : "content from devices, \(explanation.agreement) identical offers needed"))
         }
     }
 }

@@ -1,27 +1,46 @@
 import ArgumentParser
+import CloudIndex
+import CloudPostgres
 import Foundation
 import IndexModel
+import SyncWire
 import WebMarkup
 
-/// `cloud crawl --preview PATH...`: what a crawler reads of local HTML pages
-/// and how each would show in search, without recording anything: the
-/// "web markup tool" for people checking their pages (`docs/WEBMARKUP.md`).
+/// `cloud crawl`: what a crawler reads of local HTML pages. With `--db` and
+/// `--app` it records each page in the cloud (`CloudStore.recordPages`);
+/// with `--preview` it shows how each would show in search and records
+/// nothing: the "web markup tool" for people checking their pages
+/// (`docs/WEBMARKUP.md`).
 struct CrawlCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "crawl",
-        abstract: "Read the web markup of local HTML pages and show how each would appear in search.",
+        abstract: "Read the web markup of local HTML pages and record them in the cloud, or show how each would appear in search.",
         discussion: """
             Reads each HTML file, and every .html and .htm file under each folder, with libxml2's \
-            HTML parser (no network access), and prints what its markup gives (title, description, \
-            image, rating, price, canonical URL, deep link, App Store id, each with the markup it came \
-            from), what a good result has that it lacks, and what is malformed. A page that cannot be \
-            read (too large, not HTML, not in the charset it declares) is reported and the rest go on. \
-            Exit status 1 when some page could not be read or has malformed markup.
+            HTML parser (no network access). With --db and --app, records each page in the app's \
+            cloud log under its canonical URL (a page the cloud has already, unchanged, is left out); \
+            a public activity whose web page URL is a page's then shows the page's title, \
+            description, image, rating, price and deep link. A SQLite store must not be served \
+            meanwhile; a PostgreSQL one may be. With --preview, prints what each page's markup gives \
+            (each field with the markup it came from), what a good result has that it lacks, and what \
+            is malformed, recording nothing. A page that cannot be read (too large, not HTML, not in \
+            the charset it declares, or, to be recorded, without a canonical URL) is reported and the \
+            rest go on. Exit status 1 when some page could not be read or recorded, or has malformed \
+            markup.
             """
     )
 
     @Flag(name: .long, help: "Show what each page gives, recording nothing.")
     var preview = false
+
+    @Option(name: .long, help: ArgumentHelp(
+        "The cloud store to record the pages in: a SQLite file, or postgres://USER@HOST:PORT/DATABASE.", valueName: "path-or-url"))
+    var db: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --db: the app (registered) whose pages these are.", valueName: "name"))
+    var app: AppID?
+
+    @OptionGroup var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
 
@@ -29,11 +48,22 @@ struct CrawlCommand: ParsableCommand {
     var paths: [String]
 
     func validate() throws {
-        guard preview else { throw ValidationError("give --preview: cloud crawl shows what pages give and records nothing") }
         guard !paths.isEmpty else { throw ValidationError("give at least one HTML file or folder") }
+        if preview {
+            guard db == nil, app == nil else { throw ValidationError("--preview records nothing: give it without --db and --app") }
+            return
+        }
+        guard let db, app != nil else {
+            throw ValidationError("give --db and --app to record the pages, or --preview to show what they give")
+        }
+        if PostgresLocation.isPostgresURL(db) { try CloudStoreOption.validatePostgresURL(db, option: "--db") }
     }
 
     func run() throws {
+        if let db, let app, !preview {
+            try record(db: db, app: app)
+            return
+        }
         var pages: [JSONValue] = []
         var failed = false
         for path in try CrawlCommand.files(paths) {
@@ -57,6 +87,72 @@ struct CrawlCommand: ParsableCommand {
         }
         if output.json { Output.json(.object(["pages": .array(pages)])) }
         if failed { throw ExitStatus.checkFailed }
+    }
+
+    /// Reads every page and records those that read, with a URL, in one
+    /// `recordPages`; reports each page, what became of it, and a total.
+    private func record(db: String, app: AppID) throws {
+        struct Report {
+            var path: String
+            var url: String?
+            var error: String?
+            var problems: [WebMarkup.Problem] = []
+        }
+        var reports: [Report] = []
+        var pages: [CrawledPage] = []
+        for path in try CrawlCommand.files(paths) {
+            switch CrawlCommand.read(path) {
+            case .failure(let error):
+                reports.append(Report(path: path, error: error.message))
+            case .success(let markup):
+                guard let page = markup.crawledPage else {
+                    reports.append(Report(path: path, error: "the page gives no URL (<link rel=\"canonical\"> or og:url): not recorded",
+                                          problems: markup.problems))
+                    continue
+                }
+                reports.append(Report(path: path, url: page.url, problems: markup.problems))
+                pages.append(page)
+            }
+        }
+        if !PostgresLocation.isPostgresURL(db), !FileManager.default.fileExists(atPath: db) {
+            Output.error("error: no cloud store at \(db)")
+            throw ExitStatus.storeUnavailable
+        }
+        let cloud = try CloudStoreOption.open(db, postgres: postgres.settings, options: CloudOptions())
+        let outcome: CrawlOutcome
+        do {
+            outcome = try cloud.recordPages(pages, app: app)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        let unchanged = Set(outcome.unchanged)
+        func status(_ report: Report) -> String {
+            guard report.error == nil, let url = report.url else { return "failed" }
+            return unchanged.contains(url) ? "unchanged" : "recorded"
+        }
+        let failed = reports.filter { $0.error != nil }.count
+        if output.json {
+            Output.json(.object([
+                "pages": .array(reports.map { report in
+                    .object(["path": .string(report.path), "url": report.url.map(JSONValue.string) ?? .null,
+                             "status": .string(status(report)), "error": report.error.map(JSONValue.string) ?? .null,
+                             "problems": .array(report.problems.map {
+                                 .object(["source": .string($0.source), "message": .string($0.message)])
+                             })])
+                }),
+                "recorded": .integer(Int64(outcome.recorded.count)), "unchanged": .integer(Int64(outcome.unchanged.count)),
+                "failed": .integer(Int64(failed)), "logRows": .integer(Int64(outcome.frames)),
+            ]))
+        } else {
+            for report in reports {
+                Output.line("\(report.path): \(report.error ?? "\(status(report)) as \(report.url ?? "")")")
+                for problem in report.problems { Output.line("  malformed: \(problem.source): \(problem.message)") }
+            }
+            Output.line("\(outcome.recorded.count) pages recorded in \(outcome.frames) cloud log rows of \(app), "
+                        + "\(outcome.unchanged.count) unchanged, \(failed) failed")
+        }
+        if failed > 0 || reports.contains(where: { !$0.problems.isEmpty }) { throw ExitStatus.checkFailed }
     }
 
     /// The files `paths` name: each file, and the .html and .htm files under

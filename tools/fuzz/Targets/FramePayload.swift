@@ -34,6 +34,13 @@ enum Target {
                      "a decoded signal counts past the limit")
         case .content(_, let content):
             contract(content.fitsWireLimits, "decoded content is past the wire's limits")
+        case .page(_, let page):
+            let strings = [page.url, page.title, page.description, page.image, page.deepLink, page.appStoreID, page.type,
+                           page.price].compactMap { $0 } + page.keywords
+            contract(!page.url.isEmpty && page.keywords.count <= WireLimits.maximumKeywords
+                     && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes },
+                     "a decoded page is past the wire's limits")
+            contract(page.rating.map { $0.isFinite && $0 >= 0 } ?? true, "a decoded page's rating is not a finite, non-negative number")
         case .vote, .withdraw:
             break
         }
@@ -50,12 +57,15 @@ enum Target {
                                     contentDescription: "d", webpageURL: "https://example.com/a")
         let messages: [OutboxMessage] = [.vote(hashes[0], token), .signal(hashes[0], Popularity(views: 1, shown: 2, engaged: 1)),
                                          .vote(hashes[1], token), .content(hashes[0], content), .withdraw(hashes[1], token),
-                                         .signal(hashes[1], Popularity(shown: 1000))]
+                                         .signal(hashes[1], Popularity(shown: 1000)),
+                                         .page(CrawledPage.hash(app: AppID("com.example.app"), url: "https://example.com/a"),
+                                               CrawledPage(url: "https://example.com/a", title: "A", keywords: ["k"],
+                                                           deepLink: "app://a", rating: 4.5, ratingCount: 3, price: "1 EUR"))]
         var seeds: [(String, [UInt8])] = [
-            ("payload-6", [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))),
+            ("payload-7", [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))),
             ("payload-1", [0, 1] + FramePayload.encode([messages[0].encoded])),
         ]
-        for message in messages.prefix(5) {
+        for message in messages.prefix(5) + messages.suffix(1) {
             seeds.append(("message-\(message.kindName)", [1] + message.encoded))
         }
         return seeds

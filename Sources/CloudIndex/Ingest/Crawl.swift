@@ -1,0 +1,94 @@
+import Foundation
+import IndexModel
+import SyncWire
+
+/// What `CloudStore.recordPages(_:app:)` did.
+public struct CrawlOutcome: Hashable, Sendable {
+    /// The URLs of the pages recorded: new, or changed since the page last
+    /// recorded at their URL.
+    public var recorded: [String] = []
+    /// The URLs of the pages equal to the page recorded at their URL,
+    /// which were left out.
+    public var unchanged: [String] = []
+    /// The frames, each one cloud log row, that recorded them.
+    public var frames = 0
+
+    public init() {}
+}
+
+extension CloudStore {
+    /// The most pages one crawl frame carries; a crawl of more writes
+    /// several log rows.
+    public static var pagesPerFrame: Int { 1_000 }
+
+    /// Records crawled pages of `app` (registered) in its cloud log, as
+    /// frames of the crawler's stream (`CrawlerRule`) that ingest appends
+    /// and folds like any device's: a page replaces the app's page at its
+    /// URL, rebuilds and snapshots cover it, and `journal export` shows it.
+    /// Pages equal to the recorded ones are left out, and of several pages
+    /// with one URL the last is kept. Public activities whose web page URL
+    /// is a page's show the page (`docs/CLOUD.md`, "Crawled pages").
+    ///
+    /// Runs beside servers of the same store (each frame is one ingest
+    /// transaction); two crawls of one app at once may refuse each other's
+    /// frames, and the refused one says so.
+    @discardableResult
+    public func recordPages(_ pages: [CrawledPage], app: AppID) throws(CloudError) -> CrawlOutcome {
+        guard try isRegistered(app) else {
+            throw CloudError(.invalidOption, "app \(app) is not registered in \(displayName): serve it once (`cloud serve --app`) first")
+        }
+        var latest: [String: CrawledPage] = [:]
+        var order: [String] = []
+        for page in pages {
+            if latest.updateValue(page, forKey: page.url) == nil { order.append(page.url) }
+        }
+        var known: [String: CrawledPage] = [:]
+        for page in try crawledPages(app: app) { known[page.url] = page }
+        var outcome = CrawlOutcome()
+        var fresh: [CrawledPage] = []
+        for url in order {
+            guard let page = latest[url] else { continue }
+            if known[url] == page {
+                outcome.unchanged.append(url)
+            } else {
+                fresh.append(page)
+                outcome.recorded.append(url)
+            }
+        }
+        var start = fresh.startIndex
+        while start < fresh.endIndex {
+            let end = min(start + Self.pagesPerFrame, fresh.endIndex)
+            try recordFrame(of: fresh[start..<end], app: app)
+            outcome.frames += 1
+            start = end
+        }
+        return outcome
+    }
+
+    /// Appends one frame of pages after the crawler's last seq, through ingest.
+    private func recordFrame(of pages: ArraySlice<CrawledPage>, app: AppID) throws(CloudError) {
+        let held = try heldEpochs(app: app, device: CrawlerRule.device)
+        var position = OutboxPosition(epoch: .first, seq: (held[.first] ?? .beforeFirst).next)
+        var records: [OutboxRecord] = []
+        var messages: [OutboxMessage] = []
+        for page in pages {
+            let message = OutboxMessage.page(CrawledPage.hash(app: app, url: page.url), page)
+            records.append(OutboxRecord(position: position, message: message))
+            messages.append(message)
+            position = position.nextInEpoch
+        }
+        // The frame is never sent, so its signature is with a key of zeros:
+        // ingest is handed it as authenticated, and the log keeps no signature.
+        let key = [UInt8](repeating: 0, count: 32)
+        let frame = UploadFrame(app: app, device: CrawlerRule.device, records: records, key: key)
+        let result = ingest(AuthenticatedFrame(frame: frame, app: app, key: key), messages: messages)
+        switch result.outcome {
+        case .accepted:
+            return
+        case .duplicate:
+            throw CloudError(.database, "the crawl's frame at \(frame.first) was already held: another crawl of \(app) ran at once")
+        case .rejected(let error):
+            throw CloudError(.database, "the cloud refused the crawl's frame at \(frame.first): \(error.message)")
+        }
+    }
+}
