@@ -144,12 +144,7 @@ extension OutboxMessage {
     }
 
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> OutboxMessage {
-        var reader = BinaryReader(bytes)
-        let message = try decode(from: &reader)
-        guard reader.isAtEnd else {
-            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the message")
-        }
-        return message
+        try BinaryReader.whole(bytes, "the message") { (reader: inout BinaryReader) throws(CodecError) in try decode(from: &reader) }
     }
 }
 

@@ -134,12 +134,7 @@ public struct CrawledPage: Hashable, Sendable {
 
     /// Decodes a page's encoding alone (`encoded`), with nothing after it.
     public static func decode(_ bytes: [UInt8]) throws(CodecError) -> CrawledPage {
-        var reader = BinaryReader(bytes)
-        let page = try decode(from: &reader)
-        guard reader.isAtEnd else {
-            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the page")
-        }
-        return page
+        try BinaryReader.whole(bytes, "the page") { (reader: inout BinaryReader) throws(CodecError) in try decode(from: &reader) }
     }
 
     /// Adds the page's fields to `object` under the names every JSON output

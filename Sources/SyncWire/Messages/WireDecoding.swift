@@ -1,6 +1,18 @@
 import IndexModel
 
 extension BinaryReader {
+    /// `decode` over the whole of `bytes`: bytes after what it read are
+    /// refused, saying they follow `what`.
+    static func whole<Value>(_ bytes: [UInt8], _ what: String,
+                             _ decode: (inout BinaryReader) throws(CodecError) -> Value) throws(CodecError) -> Value {
+        var reader = BinaryReader(bytes)
+        let value = try decode(&reader)
+        guard reader.isAtEnd else {
+            throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow \(what)")
+        }
+        return value
+    }
+
     /// A string field of a message: at most `WireLimits.maximumStringBytes`.
     mutating func wireString() throws(CodecError) -> String {
         let at = offset
