@@ -33,6 +33,9 @@ public struct SimulationOptions: Sendable {
     public var app: AppID
     /// Run a restore drill instead of random faults (`sightline drill restore`).
     public var drill: DrillSide?
+    /// In a cloud drill, restore the cloud as it was this many virtual
+    /// milliseconds before its backup (`cloud restore --to-time`).
+    public var drillCutBack: Int64?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
     /// Keep the embedded cloud's store in this PostgreSQL database (which
@@ -72,6 +75,7 @@ public struct SimulationOptions: Sendable {
         self.catalogueSize = catalogueSize
         self.app = app
         drill = nil
+        drillCutBack = nil
         remote = nil
         cloudDatabase = nil
         callLane = false
@@ -104,6 +108,12 @@ public struct SimulationOptions: Sendable {
         for (name, value) in [("--backup-fleet", backupFleet), ("--search-stride", searchStride), ("--searching-devices", searchingDevices)] {
             guard (1...100_000).contains(value) else {
                 throw SimulationError("\(name) must be between 1 and 100,000, not \(value)")
+            }
+        }
+        if let drillCutBack {
+            guard drill == .cloud else { throw SimulationError("a cut-back restores the cloud: it needs a cloud drill") }
+            guard (0...86_400_000).contains(drillCutBack) else {
+                throw SimulationError("the cut-back must be between 0 and 86,400 virtual seconds, not \(drillCutBack) ms")
             }
         }
         if remote != nil && drill != nil {

@@ -20,6 +20,7 @@ extension Simulator {
             drill.backup = device.backups.last
         case .cloud:
             try takeCloudSnapshot()
+            drill.backupLogRows = try cloudHost.cloud?.stats().logRows
         }
         self.drill = drill
     }
@@ -60,8 +61,12 @@ extension Simulator {
             try restore(device, from: backup)
             device.offlineUntil = 0
         case .cloud:
+            if let back = options.drillCutBack, let backupAt = drill.backupAt {
+                cloudHost.restoreThrough = Timestamp(millisecondsSince1970: backupAt - back)
+            }
             beginCloudRestore()
             try bringCloudUp(restore: true)
+            drill.restoredLogRows = try cloudHost.cloud?.stats().logRows
         }
         drill.restoredAt = world.milliseconds
         drill.restoreWall = ContinuousClock.now - wall

@@ -237,6 +237,90 @@ import Testing
         #expect(try back.projectionDigest() == digestBefore, "the restored cloud converged to exactly the state it lost")
     }
 
+    /// `cloud restore --to-time`: the newest snapshot, cut back to what the
+    /// cloud held at an instant between two syncs, holds exactly what an
+    /// older snapshot taken then would; devices resend the rest, from their
+    /// journals where they dropped it, and the cloud converges.
+    @Test func aRestoreCutBackToAnInstantHoldsWhatTheCloudHeldThenAndDevicesResendTheRest() async throws {
+        let directory = try temporaryDirectory("sightline-cloud-cut")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("latest.snap").path
+        let clock = ManualClock(harnessStart)
+        let (switchboard, stores) = try fleet(at: path, clock: clock)
+        var cloud: CloudIndex? = switchboard.cloud
+        func syncAll() async throws { try await sync(stores, through: switchboard) }
+        try vote(stores)
+        try await syncAll()
+        let heldThen = try #require(try cloud!.entry(app: app, hash: recipeHash()))
+        let digestThen = try cloud!.projectionDigest()
+        let rowsThen = try cloud!.stats().logRows
+        let then = clock.now()
+        clock.advance(byMilliseconds: 60_000)
+        for store in stores {
+            try store.recordShown(ref: recipeURL)
+            try store.recordEngaged(ref: recipeURL)
+        }
+        try await syncAll()
+        try cloud!.snapshot(to: snapshot)
+        try await syncAll()   // the acks say the snapshot holds it all: devices drop their messages
+        let digestBefore = try cloud!.projectionDigest()
+        let rowsBefore = try cloud!.stats().logRows
+        #expect(rowsBefore > rowsThen)
+
+        cloud = nil
+        let restored = try CloudIndex.restore(snapshot: snapshot, to: path, through: then, force: true,
+                                              options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
+        #expect(restored.cut.rowsKept == rowsThen && restored.cut.rowsBefore == rowsBefore && restored.manifest.logRows == Int64(rowsBefore))
+        let back = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
+        #expect(try back.entry(app: app, hash: recipeHash()) == heldThen, "the cut holds what the cloud held at the instant")
+        #expect(try back.projectionDigest() == digestThen && back.verifyLog().isValid)
+        #expect(try back.logHeads() == restored.cut.heads)
+
+        switchboard.cloud = back
+        var recovered = 0
+        for store in stores {
+            let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
+            #expect(report.failure == nil, "\(report.failure ?? "")")
+            recovered += report.messagesRecovered
+        }
+        #expect(recovered > 0, "the devices had dropped what only the cut-off rows held")
+        try await syncAll()
+        #expect(try back.projectionDigest() == digestBefore, "the restored cloud converged to the state it lost")
+    }
+
+    /// A cut falls between frames: a frame received at the instant is kept
+    /// whole, one received a millisecond later goes whole, and nothing after
+    /// a removed row is kept even when a clock that went back stamped it
+    /// earlier.
+    @Test func aCutKeepsEachAppsFramesReceivedByTheInstantAndNothingAfterALaterOne() throws {
+        let clock = ManualClock(harnessStart)
+        let cloud = try CloudIndex(at: .memory, options: CloudOptions(clock: clock, threshold: 2))
+        try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        let stores = try (0..<3).map { number in
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: UInt64(number + 1))))
+            try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
+            try store.record(publicRecipe())
+            try store.recordEngaged(ref: recipeURL)
+            return store
+        }
+        func send(_ store: DeviceStore) throws {
+            let frame = try #require(try store.pendingFrame(now: clock.now()))
+            #expect(cloud.ingest(frame.encoded).outcome == .accepted(messages: frame.count))
+        }
+        try send(stores[0])
+        let instant = clock.now()
+        try send(stores[1])            // received at the instant: kept
+        clock.advance(byMilliseconds: 1)
+        try send(stores[2])            // a millisecond later: cut
+        let cut = try cloud.cut(through: instant)
+        #expect(cut.rowsBefore == 3 && cut.rowsRemoved == 1 && cut.heads.map(\.rows) == [2])
+        #expect(try cloud.heldEpochs(app: app, device: stores[2].deviceID).isEmpty)
+        #expect(try cloud.entry(app: app, hash: recipeHash())?.liveVotes == 2)
+        #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest() && cloud.verifyLog().isValid)
+        #expect(try cloud.cut(through: harnessStart.adding(milliseconds: -1)).heads.isEmpty, "before everything: nothing kept")
+    }
+
     @Test func aBadCloudSnapshotIsRefusedAndTheStoreIsUntouched() throws {
         let directory = try temporaryDirectory("sightline-cloud-bad")
         defer { try? FileManager.default.removeItem(at: directory) }

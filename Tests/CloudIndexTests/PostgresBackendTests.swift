@@ -179,6 +179,39 @@ import Testing
         #expect(failure.message.contains(column), "\(failure)")
     }
 
+    /// `cloud restore --to-time` into PostgreSQL: the checked snapshot is
+    /// cut before its rows are copied, and the database holds what a SQLite
+    /// restore of the same cut holds.
+    @Test func aRestoreCutBackToAnInstantHoldsTheSameOnPostgreSQLAsOnSQLite() throws {
+        let database = try TestDatabase()
+        let directory = try temporaryDirectory("sightline-pg-cut")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let snapshot = directory.appendingPathComponent("cloud.slsnap").path
+        let clock = ManualClock(harnessStart)
+        let source = try CloudIndex(at: .file(directory.appendingPathComponent("cloud.sqlite").path),
+                                    options: CloudOptions(clock: clock, threshold: 2))
+        try source.registerApp(app, enrolmentSecret: enrolmentSecret)
+        for number in 0..<3 {
+            let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: UInt64(number + 1))))
+            try store.setDeviceKey(source.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
+            try vote([store])
+            if number == 2 { clock.advance(byMilliseconds: 1_000) }
+            let frame = try #require(try store.pendingFrame(now: clock.now()))
+            #expect(source.ingest(frame.encoded).outcome == .accepted(messages: frame.count))
+        }
+        try source.snapshot(to: snapshot)
+        let instant = harnessStart
+        try PostgresCloud.restore(snapshot: snapshot, to: database.location, password: database.password, through: instant)
+        let onSQLite = try CloudIndex.restore(snapshot: snapshot, to: directory.appendingPathComponent("cut.sqlite").path,
+                                              through: instant)
+        #expect(onSQLite.cut.rowsKept == 2 && onSQLite.cut.rowsRemoved == 1)
+        let restored = try cloud(database, threshold: nil)
+        #expect(try restored.logHeads() == onSQLite.cut.heads)
+        let cutStore = try CloudIndex(at: .file(directory.appendingPathComponent("cut.sqlite").path))
+        #expect(try restored.projectionDigest() == cutStore.projectionDigest())
+        #expect(try restored.entry(app: app, hash: recipeHash())?.liveVotes == 2)
+    }
+
     /// A restore goes only into a database without a cloud store.
     @Test func aRestoreIntoADatabaseThatHoldsAStoreIsRefusedAndChangesNothing() throws {
         let database = try TestDatabase()

@@ -33,6 +33,16 @@ import Testing
         #expect(drill.simulation.digest == (try DrillReport.run(side: .cloud, seed: 2)).simulation.digest)
     }
 
+    /// A restore cut back to an instant runs to the same digest on either backend.
+    @Test func aCloudDrillCutBackToAnInstantRunsAlikeOnPostgres() throws {
+        let test = try TestDatabase()
+        let drill = try DrillReport.run(side: .cloud, devices: 6, eventsPerDevice: 80, seed: 2, cloudDatabase: database(test),
+                                        cutBackMilliseconds: 30_000)
+        #expect(drill.passed && drill.logRowsCut > 0, "\(drill.simulation.failures.map(\.detail))")
+        let onSQLite = try DrillReport.run(side: .cloud, devices: 6, eventsPerDevice: 80, seed: 2, cutBackMilliseconds: 30_000)
+        #expect(drill.simulation.digest == onSQLite.simulation.digest && drill.logRowsCut == onSQLite.logRowsCut)
+    }
+
     /// The oracle accounts for everything the cloud counts, so a run refuses
     /// a database that holds a cloud store already.
     @Test func aDatabaseThatHoldsACloudStoreIsRefused() throws {

@@ -79,18 +79,23 @@ extension PostgresCloud {
     /// the schema, the log's chain against the manifest, the projections
     /// against a replay), its rows are copied in one transaction, and that
     /// transaction commits only when the database's own log verifies to the
-    /// manifest's head and its projections' digest is the snapshot's. A
-    /// database that holds a cloud store already is refused; on any failure
-    /// the database is left as it was.
+    /// manifest's head and its projections' digest is the snapshot's. With
+    /// `instant`, the checked snapshot is cut back to it first
+    /// (`CloudIndex.cut(through:)`), and the database is checked against
+    /// the cut. A database that holds a cloud store already is refused; on
+    /// any failure the database is left as it was.
     @discardableResult
     public static func restore(snapshot: String, to location: PostgresLocation, password: String?, key: SymmetricKey? = nil,
-                               staging directory: String = NSTemporaryDirectory(),
+                               through instant: Timestamp? = nil, staging directory: String = NSTemporaryDirectory(),
                                options: PostgresCloudOptions = PostgresCloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
         let staged = (directory as NSString).appendingPathComponent("sightline-restore-\(UUID().uuidString).sqlite")
         defer { StoreFiles.remove(staged) }
         let manifest = try CloudIndex.stageRestore(snapshot: snapshot, at: staged, key: key, options: options.store)
+        if let instant { try CloudIndex.cutStaged(staged, through: instant, options: options.store) }
         let stagedStore = try CloudIndex(at: .file(staged), options: CloudOptions(readOnly: true))
-        let expected = (heads: CloudLog.headsDigest(try stagedStore.logHeads()), projections: try stagedStore.projectionDigest())
+        let heads = try stagedStore.logHeads()
+        let expected = (rows: heads.reduce(0) { $0 + $1.rows }, heads: CloudLog.headsDigest(heads),
+                        projections: try stagedStore.projectionDigest())
         let meta = try CloudStoreFile.meta(at: staged)
         let pool = PostgresPool(location: location, password: password, size: 1, statementTimeout: nil,
                                 connectTimeout: options.connectTimeout, searchPath: PostgresSchema.name, logger: options.logger)
@@ -123,10 +128,10 @@ extension PostgresCloud {
     }
 
     /// The checks of a restored database, inside the transaction that loaded
-    /// it: its log verifies, to the manifest's rows and the checked
-    /// snapshot's chain heads, and its projections are the snapshot's.
+    /// it: its log verifies, to the checked (and perhaps cut) snapshot's
+    /// rows and chain heads, and its projections are the snapshot's.
     private static func verifyRestored(_ session: PostgresSession, location: PostgresLocation, manifest: CloudSnapshotManifest,
-                                       expected: (heads: String, projections: String)) throws {
+                                       expected: (rows: Int64, heads: String, projections: String)) throws {
         var check = LogChainCheck()
         try pages(session, table: "cloud_log", columns: logColumnList + ["prev_hash", "hash"], key: 2) { rows in
             for row in rows {
@@ -141,8 +146,8 @@ extension PostgresCloud {
         if let problem = verification.firstProblem {
             throw CloudError(.snapshot, "the restored cloud log does not verify in \(location): \(problem)")
         }
-        guard Int64(verification.verifiedRows) == manifest.logRows, verification.headsDigest == expected.heads else {
-            throw CloudError(.snapshot, "the restored cloud log (\(verification.verifiedRows) rows) does not match the manifest (\(manifest.logRows) rows)")
+        guard Int64(verification.verifiedRows) == expected.rows, verification.headsDigest == expected.heads else {
+            throw CloudError(.snapshot, "the restored cloud log (\(verification.verifiedRows) rows) does not match the snapshot's (\(expected.rows) rows)")
         }
         var projections = ProjectionDigest()
         for (index, table) in StoreTables.projections.enumerated() {

@@ -48,6 +48,9 @@ final class CloudHost {
     private var pendingSnapshot: PendingCloudSnapshot?
     /// The restore being staged while the cloud is down, if any (`beginRestore`).
     private(set) var pendingRestore: PendingCloudRestore?
+    /// Where the next restore cuts the backup back to, if anywhere
+    /// (`CloudIndex.cut(through:)`).
+    var restoreThrough: Timestamp?
     /// The last restore, while its checks may still be running on the
     /// restore thread (`settleRestoreChecks`).
     private var verifyingRestore: PendingCloudRestore?
@@ -216,11 +219,15 @@ final class CloudHost {
                 if let failure = pending.extractionFailure ?? (pending.verification == nil ? pending.verificationFailure : nil) {
                     throw failure
                 }
+                let through = restoreThrough
+                restoreThrough = nil
                 if let database {
                     try PostgresCloud.dropStore(at: database.location, password: database.password)
                     try PostgresCloud.restore(snapshot: pending.snapshot, to: database.location, password: database.password,
-                                              staging: directory, options: PostgresCloudOptions(store: CloudOptions(clock: world)))
+                                              through: through, staging: directory,
+                                              options: PostgresCloudOptions(store: CloudOptions(clock: world)))
                 } else {
+                    if let through { try CloudIndex.cutStaged(pending.staging, through: through, options: CloudOptions(clock: world)) }
                     try CloudIndex.finishRestore(staged: pending.staging, to: path, options: CloudOptions(clock: world))
                 }
             } catch {

@@ -15,6 +15,10 @@ struct DrillState {
     var caughtUpAt: Int64?
     /// Journal events the device wipe destroyed, by kind.
     var lostEventKinds: [String: Int] = [:]
+    /// Cloud side: the log rows the backup held, and those the restored
+    /// cloud came up with (fewer when the restore was cut back).
+    var backupLogRows: Int?
+    var restoredLogRows: Int?
 
     init(side: DrillSide) {
         self.side = side
@@ -45,6 +49,11 @@ public struct DrillReport: Sendable {
     public let behind: [String]
     /// Wall seconds the restore itself took (verification included).
     public let restoreWallSeconds: Double
+    /// Cloud side: virtual milliseconds before the backup the restore was
+    /// cut back to (`cloud restore --to-time`), if it was, and the log rows
+    /// of the backup the cut removed.
+    public let cutBackMilliseconds: Int64?
+    public let logRowsCut: Int
 
     /// The cloud acknowledged again everything the devices held at the restore.
     public var caughtUp: Bool { rtoVirtualSeconds != nil }
@@ -55,11 +64,12 @@ public struct DrillReport: Sendable {
     /// destruction at three quarters, a restore 10 virtual seconds later
     /// (with reindexing on the device side), then convergence and the checks.
     public static func run(side: DrillSide, devices: Int = 5, eventsPerDevice: Int = 60, seed: UInt64 = 1,
-                           threshold: Int = 3, directory: String? = nil,
-                           cloudDatabase: SimulationDatabase? = nil) throws(SimulationError) -> DrillReport {
+                           threshold: Int = 3, directory: String? = nil, cloudDatabase: SimulationDatabase? = nil,
+                           cutBackMilliseconds: Int64? = nil) throws(SimulationError) -> DrillReport {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: .none,
                                         threshold: threshold, directory: directory)
         options.drill = side
+        options.drillCutBack = cutBackMilliseconds
         options.cloudDatabase = cloudDatabase
         guard eventsPerDevice >= 4 else { throw SimulationError("a drill needs at least 4 calls per device") }
         let simulator = try Simulator(options: options)
@@ -91,6 +101,8 @@ public struct DrillReport: Sendable {
         rtoVirtualSeconds = drill.caughtUpAt.map { Double($0 - destroyedAt) / 1_000 }
         restoreWallSeconds = Double(drill.restoreWall.components.seconds)
             + Double(drill.restoreWall.components.attoseconds) / 1e18
+        cutBackMilliseconds = report.options.drillCutBack
+        logRowsCut = max(0, (drill.backupLogRows ?? 0) - (drill.restoredLogRows ?? drill.backupLogRows ?? 0))
     }
 
     public var jsonValue: JSONValue {
@@ -111,6 +123,9 @@ public struct DrillReport: Sendable {
                 "restoreWallSeconds": .double((restoreWallSeconds * 1_000).rounded() / 1_000),
                 "runWallSeconds": .double((simulation.wallSeconds * 1_000).rounded() / 1_000),
             ]),
+            "cut": cutBackMilliseconds.map { back in
+                .object(["virtualSecondsBeforeBackup": .double(Double(back) / 1_000), "logRowsCut": .integer(Int64(logRowsCut))])
+            } ?? .null,
             "doubleCounts": .integer(Int64(doubleCounts)),
             "caughtUp": .bool(caughtUp),
             "behind": .array(behind.map { .string($0) }),
@@ -128,15 +143,19 @@ public struct DrillReport: Sendable {
             ["RPO", side == .device
                 ? "\(lost) journal events lost\(kinds.isEmpty ? "" : " (\(kinds))"), \(messagesLost) messages the cloud never got"
                 : messagesLost == 0
-                    ? "0 messages lost (devices resent everything after the snapshot)"
+                    ? "0 messages lost (devices resent everything the restored cloud lacked)"
                     : "\(messagesLost) messages lost: implied by the devices' calls, never held by the restored cloud"],
             ["RTO", rtoVirtualSeconds.map {
                 String(format: "%.1f virtual s from the loss until the cloud held again all the devices held (10 s outage included); the restore took %.3f s", $0, restoreWallSeconds)
             } ?? "never: " + (behind.first.map { "\($0)\(behind.count > 1 ? " (and \(behind.count - 1) more)" : "") when the run ended" }
                 ?? "the run ended before the cloud was seen to catch up")],
             ["double counts", "\(doubleCounts)"],
-            ["converged", simulation.converged ? "yes" : "no"],
         ]
+        if let cutBackMilliseconds {
+            rows.insert(["cut", String(format: "restored as at %.1f virtual s before the backup: %d of its cloud log rows cut",
+                                       Double(cutBackMilliseconds) / 1_000, logRowsCut)], at: 2)
+        }
+        rows.append(["converged", simulation.converged ? "yes" : "no"])
         for invariant in simulation.invariants {
             rows.append([invariant.passed ? "pass" : "FAIL", "\(invariant.name): \(invariant.detail)"])
         }

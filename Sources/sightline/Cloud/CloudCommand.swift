@@ -522,7 +522,10 @@ struct CloudRestoreCommand: ParsableCommand {
             the rows are copied in one transaction, which commits only once the database's \
             own log and projections check out. A snapshot of either backend restores into \
             either. Devices then learn from gaps what the restored cloud lacks and send it \
-            again. A bad snapshot exits 1 and leaves --db as it was.
+            again. --to-time restores the cloud as it was at an instant: the checked snapshot's \
+            log is cut on a frame boundary (each app keeps the rows it received by then) and \
+            the projections are folded from what is kept. A bad snapshot exits 1 and leaves \
+            --db as it was.
             """
     )
 
@@ -535,15 +538,44 @@ struct CloudRestoreCommand: ParsableCommand {
     @Flag(name: .long, help: "Replace an existing store file (it is kept beside the restored one); a PostgreSQL database must be empty.")
     var force = false
 
+    @Option(name: .long, help: ArgumentHelp(
+        "Restore the cloud as it was at this ISO 8601 instant: each app's log keeps the frames received by then.", valueName: "instant"))
+    var toTime: String?
+
+    func validate() throws {
+        if let toTime, ISO8601.parse(toTime) == nil {
+            throw ValidationError("--to-time must be an ISO 8601 instant such as 2026-11-22T09:30:00Z (got \"\(toTime)\")")
+        }
+    }
+
     func run() throws {
         let key = try keyOption.key()
+        let instant = toTime.flatMap(ISO8601.parse)
         do throws(CloudError) {
             let manifest: CloudSnapshotManifest
+            var cut: CloudLogCut?
             if PostgresLocation.isPostgresURL(store.db) {
-                manifest = try PostgresCloud.restore(snapshot: snapshot, to: try store.postgres.settings.location(store.db),
-                                                     password: try store.postgres.settings.password(), key: key)
+                let location = try store.postgres.settings.location(store.db)
+                let password = try store.postgres.settings.password()
+                manifest = try PostgresCloud.restore(snapshot: snapshot, to: location, password: password, key: key, through: instant)
+                if let instant {
+                    let restored = try PostgresCloud(at: location, password: password,
+                                                     options: store.postgres.settings.options(store: CloudOptions(readOnly: true)))
+                    defer { restored.close() }
+                    let heads = try restored.logHeads()
+                    let kept = Int(heads.reduce(0) { $0 + $1.rows })
+                    cut = CloudLogCut(through: instant, heads: heads, rowsBefore: Int(manifest.logRows),
+                                      rowsRemoved: Int(manifest.logRows) - kept)
+                }
+            } else if let instant {
+                (manifest, cut) = try CloudIndex.restore(snapshot: snapshot, to: store.db, through: instant, force: force, key: key)
             } else {
                 manifest = try CloudIndex.restore(snapshot: snapshot, to: store.db, force: force, key: key)
+            }
+            if let cut {
+                Output.line("restored \(store.displayName) from \(snapshot) as at \(ISO8601.format(cut.through)): "
+                            + "\(cut.rowsKept) of \(cut.rowsBefore) cloud log rows kept, \(manifest.devices) devices")
+                return
             }
             Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
         } catch {

@@ -22,7 +22,10 @@ struct RestoreDrillCommand: ParsableCommand {
             The devices run their calls on a perfect network. Halfway through, device 0's store \
             (--side device) or the cloud store (--side cloud) is backed up; at three quarters it is \
             deleted, and 10 virtual seconds later restored from that backup (the device then \
-            reindexes). The run syncs until quiet and checks every invariant of `simulate`. \
+            reindexes). With --cut-back S the cloud comes back as it was S virtual seconds before \
+            its backup (cloud restore --to-time), so devices resend what the cut removed, from \
+            their journals where they had dropped it. The run syncs until quiet and checks every \
+            invariant of `simulate`. \
             Exit 1 when a check fails or anything was counted twice.
             """
     )
@@ -45,6 +48,20 @@ struct RestoreDrillCommand: ParsableCommand {
     @Option(name: .long, help: "Keep the stores and snapshots here (a new or empty directory).")
     var out: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "With --side cloud: restore the cloud as it was this many virtual seconds before its backup (cloud restore --to-time).",
+        valueName: "seconds"))
+    var cutBack: Double?
+
+    func validate() throws {
+        if let cutBack {
+            guard side == .cloud else { throw ValidationError("--cut-back restores the cloud: give it with --side cloud") }
+            guard cutBack.isFinite, (0...86_400).contains(cutBack) else {
+                throw ValidationError("--cut-back must be between 0 and 86400 seconds")
+            }
+        }
+    }
+
     @OptionGroup var cloudDatabase: CloudDatabaseOption
 
     @OptionGroup var output: JSONOption
@@ -56,7 +73,8 @@ struct RestoreDrillCommand: ParsableCommand {
         let report: DrillReport
         do {
             report = try DrillReport.run(side: side, devices: devices, eventsPerDevice: eventsPerDevice, seed: seed,
-                                         threshold: threshold, directory: out, cloudDatabase: database)
+                                         threshold: threshold, directory: out, cloudDatabase: database,
+                                         cutBackMilliseconds: cutBack.map { Int64(($0 * 1_000).rounded()) })
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.checkFailed
