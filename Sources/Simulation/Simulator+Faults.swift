@@ -188,6 +188,10 @@ extension Simulator {
     /// is lost with both copies: no longer owed.
     func bringCloudUp(restore: Bool) throws {
         guard let held = try cloudHost.bringUp(restore: restore) else { return }
+        // The operator crawls the app's pages again: the backup may predate
+        // the crawl, and nobody else resends it. What the restored cloud has
+        // already is left out.
+        try cloud?.recordPages(crawledPages, app: options.app)
         for device in devices {
             let holds = try reach(device, cloudHolds: held[device.name] ?? [:])
             try owe(device, atMost: holds)
@@ -308,6 +312,17 @@ extension Simulator {
     var hostileTarget: Catalogue.Entry { Simulator.hostileTarget(catalogue) }
 
     static func hostileTarget(_ catalogue: Catalogue) -> Catalogue.Entry { catalogue.entry(min(1, catalogue.entries.count - 1)) }
+
+    /// The app's web pages the operator crawls when the cloud is set up and
+    /// after each restore (`CloudStore.recordPages`): one catalogue entry in
+    /// three (1, 4, 7…, the hostile target among them) has a page, whose
+    /// markup gives a title, description and deep link of its own.
+    static func crawledPages(_ catalogue: Catalogue) -> [CrawledPage] {
+        catalogue.entries.filter { $0.number % 3 == 1 }.map { entry in
+            CrawledPage(url: entry.url, title: "\(entry.title), the page", description: "What the page of entry \(entry.number) says.",
+                        keywords: entry.keywords, deepLink: "sim://place/\(entry.number)", type: "place")
+        }
+    }
 
     /// The content the hostile device offers for `entry`: the entry's own,
     /// with a title of its choosing (same URL, so the same public hash).

@@ -58,6 +58,8 @@ public final class Simulator {
     let cloudHost: CloudHost
     /// The running cloud; nil while it is down.
     var cloud: (any CloudStore)? { cloudHost.cloud }
+    /// The pages the operator crawls into the embedded cloud (`crawledPages(_:)`).
+    var crawledPages: [CrawledPage] { options.remote == nil ? Simulator.crawledPages(catalogue) : [] }
     /// The devices and where their calls run.
     let fleet: Fleet
     var devices: [SimDevice] { fleet.devices }
@@ -140,6 +142,7 @@ public final class Simulator {
             do {
                 cloud = try cloudHost.start()
                 try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
+                try cloud.recordPages(crawledPages, app: options.app)
             } catch {
                 throw SimulationError("cannot set the simulation's cloud up: \(error)")
             }

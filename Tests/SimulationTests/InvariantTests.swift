@@ -81,6 +81,39 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
         #expect(!broken.passed, "\(name) passed a run that breaks it: \(broken.detail)")
     }
 
+    /// The operator's crawl is part of public-index: a cloud that lost a
+    /// page, recorded one from a device, or showed a page-backed entry with
+    /// a device's text fails it.
+    @Test func publicIndexCatchesACloudThatLostOrForgedACrawledPage() throws {
+        // Busier than `passingRun`, so that entries with a page become public.
+        let simulator = try Simulator(options: SimulationOptions(devices: 12, eventsPerDevice: 120, seed: 3, faults: .light, threshold: 3))
+        let report = try simulator.run()
+        let run = try #require(simulator.lastRun)
+        #expect(report.passed, "\(report.failures.map(\.detail))")
+        let invariant = try #require(Invariant.all.first { $0.name == "public-index" })
+        var lost = run.evidence
+        lost.pages = .success(Array(lost.crawled.dropFirst()))
+        #expect(!invariant.result(FinishedRun(lost, matching: run.matching)).passed)
+        var forged = run.evidence
+        forged.crawlerMessages.append(.vote(forged.catalogue.entry(0).hash, Simulator.hostileToken))
+        #expect(!invariant.result(FinishedRun(forged, matching: run.matching)).passed)
+        var devicesText = run.evidence
+        let shown = devicesText.crawled.compactMap { page -> (Int, HashEntry)? in
+            guard let number = devicesText.catalogue.entry(url: page.url), case .success(let entry?) = devicesText.counts[number],
+                  entry.isPublic else { return nil }
+            return (number, entry)
+        }
+        guard let (number, entry) = shown.first else {
+            Issue.record("the base run made no entry with a crawled page public")
+            return
+        }
+        let content = devicesText.catalogue.entry(number).content
+        devicesText.counts[number] = .success(HashEntry(app: entry.app, key: entry.key, hash: entry.hash, liveVotes: entry.liveVotes,
+                                                        voters: entry.voters, popularity: entry.popularity, content: content,
+                                                        isWanted: false))
+        #expect(!invariant.result(FinishedRun(devicesText, matching: run.matching)).passed)
+    }
+
     /// The oracle's cloud follows the semantics: a vote counts once per
     /// device while live, and signals count only from a live voter.
     @Test func theOraclesCloudCountsSignalsOnlyFromLiveVoters() {

@@ -120,6 +120,7 @@ extension CloudIndex {
 
     /// Cuts the store `stageRestore` checked at `staging` back to `instant`
     /// (`cut(through:)`) and leaves it a file of its own again.
+    @discardableResult
     public static func cutStaged(_ staging: String, through instant: Timestamp,
                                  options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudLogCut {
         var storeOptions = options

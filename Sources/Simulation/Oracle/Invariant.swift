@@ -119,6 +119,21 @@ struct Invariant: Sendable {
                 }
             }
         }
+        // The operator's crawl is in the cloud, page for page, and came from
+        // the crawler's stream alone.
+        let crawled = evidence.crawled
+        switch evidence.pages {
+        case .success(let pages) where Set(pages) != Set(crawled):
+            problems.append("the cloud holds \(pages.count) crawled pages, not the \(crawled.count) the operator crawled")
+        case .failure(let error):
+            problems.append("the crawled pages cannot be read: \(error)")
+        default:
+            break
+        }
+        if evidence.crawlerMessages.contains(where: { if case .page = $0 { false } else { true } }) {
+            problems.append("the crawler's stream holds a message that is no page")
+        }
+        let pageURLs = Set(crawled.map(\.url))
         for (number, read) in evidence.counts.enumerated() {
             guard case .success(let actual) = read else { continue }
             let expected = run.matching.model.entries[number]
@@ -128,23 +143,31 @@ struct Invariant: Sendable {
             // (`ContentRule`). A device restored from a backup may hold a
             // vote the cloud no longer counts, or the other way round.
             let agreeing = evidence.devices.filter { $0.model.holdsLiveVote(number) && expected?.live.contains($0.name) == true }.count
+            // An entry with a crawled page needs one such voter's offer,
+            // and keeps of it only the type and URL (`ContentRule.fromPage`).
+            let hasPage = pageURLs.contains(catalogue.entry(number).url)
             let isPublic = actual?.isPublic ?? false
             if live < threshold && isPublic {
                 problems.append("entry \(number) is public with \(live) live votes, below K = \(threshold)")
             }
-            if live >= threshold && agreeing >= threshold && !isPublic {
+            if live >= threshold && agreeing >= (hasPage ? 1 : threshold) && !isPublic {
                 problems.append("""
-                    entry \(number) has \(live) live votes (K = \(threshold)) and \(agreeing) live voters that can send the same content, \
-                    but is not public
+                    entry \(number) has \(live) live votes (K = \(threshold)) and \(agreeing) live voters that can send the same content\
+                    \(hasPage ? " for its crawled page" : ""), but is not public
                     """)
             }
-            if isPublic, actual?.content != catalogue.entry(number).content {
-                problems.append("entry \(number) is public with content that differs from the catalogue's")
+            let content = catalogue.entry(number).content
+            if isPublic, actual?.content != (hasPage ? ContentRule.fromPage(content) : content) {
+                problems.append("entry \(number) is public with content that differs from the catalogue's"
+                                + (hasPage ? " type and URL (it has a crawled page)" : ""))
             }
         }
         return problems
     } holds: { run in
-        "public exactly the entries with at least K = \(run.evidence.threshold) live votes and K live voters able to agree, with the catalogue's content"
+        """
+        public exactly the entries with at least K = \(run.evidence.threshold) live votes and K live voters able to agree (one, \
+        for the \(run.evidence.crawled.count) with a crawled page), with the catalogue's content
+        """
     }
 
     static let sybilNeverPublic = Invariant(name: "sybil-never-public") { run in

@@ -32,6 +32,13 @@ struct RunEvidence {
     var log: [DeviceID: [Epoch: [Held]]] = [:]
     /// The hostile device's new messages, in log order, with their day.
     var hostileMessages: [Held] = []
+    /// The pages the operator crawled (none for a served cloud, which keeps
+    /// its own store).
+    var crawled: [CrawledPage] = []
+    /// The crawler's messages (`CrawlerRule`), in log order: not a device's.
+    var crawlerMessages: [OutboxMessage] = []
+    /// The pages the cloud holds at the end (nil: unreadable).
+    var pages: Result<[CrawledPage], CloudError> = .success([])
     var logReadProblem: String?
     /// What the cloud counts for each catalogue entry, by number (the Sybil
     /// entry last): nil where it has no row.
@@ -95,6 +102,8 @@ extension Simulator {
             evidence.counts.append(Result { () throws(CloudError) in try cloud.entry(app: options.app, hash: catalogue.entry(number).hash) })
         }
         evidence.hashesCounted = try? cloud.entries(app: options.app).count
+        evidence.crawled = crawledPages
+        evidence.pages = Result { () throws(CloudError) in try cloud.crawledPages(app: options.app) }
         let matching = Matching(evidence)
 
         // This thread is done with the cloud.
@@ -114,6 +123,10 @@ extension Simulator {
                 let messages = record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom))
                 let new = zip(sequence(first: record.acceptedFrom) { $0.next }, messages).map { seq, message in
                     RunEvidence.Held(seq: seq, message: message, day: day)
+                }
+                if CrawlerRule.isReserved(record.device) {
+                    evidence.crawlerMessages += new.map(\.message)
+                    return true
                 }
                 if record.device == Simulator.hostileName { evidence.hostileMessages += new }
                 evidence.log[record.device, default: [:]][record.epoch, default: []] += new
