@@ -3,6 +3,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 import Logging
+import ScratchDirectory
 import ServerTestSupport
 import SyncHTTP
 import SyncWire
@@ -111,13 +112,17 @@ import Tracing
     }
 
     /// A public item whose web page was crawled shows the page over HTTP,
-    /// in search results and by its hash, with its deep link.
+    /// in search results and by its hash, with its deep link; the crawl ran
+    /// as `cloud crawl` does, on a connection of its own, while the server
+    /// served the same store file.
     @Test func aPublicItemWithACrawledPageShowsThePageAndItsDeepLink() async throws {
-        let server = try await RunningServer.start(threshold: 2)
+        let path = try ScratchDirectory.make("sightline-crawl-http").appendingPathComponent("cloud.sqlite").path
+        let server = try await RunningServer.start(threshold: 2, location: .file(path))
         defer { Task { await server.stop() } }
-        try server.cloud.recordPages([CrawledPage(url: PublicRecipe.url, title: "Oven Potato Chips", deepLink: "yummly://recipe/983195",
-                                                  rating: 4.5, ratingCount: 20)], app: RunningServer.app)
         try await Self.publishRecipe(on: server, seeds: 71...72)
+        try CloudIndex(at: .file(path)).recordPages([CrawledPage(url: PublicRecipe.url, title: "Oven Potato Chips",
+                                                                 deepLink: "yummly://recipe/983195", rating: 4.5, ratingCount: 20)],
+                                                    app: RunningServer.app)
         let search = try await server.request("/v1/apps/\(RunningServer.app)/public?q=oven")
         guard case .object(let document) = try JSONReader.parse(search.body), case .array(let results)? = document["results"],
               case .object(let first)? = results.first, case .string(let hex)? = first["hash"] else {
@@ -129,6 +134,9 @@ import Tracing
         let item = try await server.request("/v1/apps/\(RunningServer.app)/items/\(hex)")
         guard case .object(let shown) = try JSONReader.parse(item.body) else { Issue.record("not an object: \(item.body)"); return }
         #expect(item.status == 200 && shown["title"] == .string("Oven Potato Chips") && shown["contentSource"] == .string("page"))
+        // The server goes on folding after another connection wrote the store.
+        try await Self.publishRecipe(on: server, seeds: 73...73)
+        #expect(try server.cloud.projectionDigest() == server.cloud.rebuiltProjectionDigest())
     }
 
     /// Devices of `seeds` engage with the recipe and sync over HTTP: a

@@ -20,8 +20,8 @@ struct CrawlCommand: ParsableCommand {
             HTML parser (no network access). With --db and --app, records each page in the app's \
             cloud log under its canonical URL (a page the cloud has already, unchanged, is left out); \
             a public activity whose web page URL is a page's then shows the page's title, \
-            description, image, rating, price and deep link. A SQLite store must not be served \
-            meanwhile; a PostgreSQL one may be. With --preview, prints what each page's markup gives \
+            description, image, rating, price and deep link. Servers may serve the store meanwhile. \
+            With --preview, prints what each page's markup gives \
             (each field with the markup it came from), what a good result has that it lacks, and what \
             is malformed, recording nothing. A page that cannot be read (too large, not HTML, not in \
             the charset it declares, or, to be recorded, without a canonical URL) is reported and the \

@@ -4,9 +4,12 @@
 // input's bytes choose, step by step, what the devices send: frames of votes,
 // withdrawals, signals and content (or raw message bodies) at positions the
 // bytes choose, from the expected next seq to 2^64 − 1, signed with the
-// device's key exactly as the uploader signs them; headers with a byte changed
-// and signed again; frames signed with a wrong key or naming a foreign app;
-// replays of earlier frames; the clock moving on.
+// device's key exactly as the uploader signs them; page messages, which only
+// the cloud's crawler writes (well formed under `CrawledPage.hash(app:url:)`,
+// hand-written, or a page's bytes changed); headers with a byte changed and
+// signed again; frames signed with a wrong key, naming a foreign app, or
+// naming the crawler's stream `~crawler` (`CrawlerRule`); replays of earlier
+// frames; the clock moving on.
 //
 // Contracts, checked after every frame and at the end of the input:
 // - a frame is accepted only from its enrolled device, signed with its key,
@@ -16,9 +19,14 @@
 // - a reply to an accepted frame is signed with the device's key and names
 //   that frame; a reply to a frame whose signature failed is not signed;
 // - an accepted frame sent again is a duplicate and changes nothing;
+// - a frame carrying a page message is never taken and changes nothing; a
+//   frame naming `~crawler` (or any `~` name) is never taken, and is
+//   `unknownDevice` when it is within every limit;
 // - the cloud log verifies, the projections equal a rebuild from the log, the
 //   log holds exactly the accepted frames and messages, and the held epochs
 //   are what the accepted frames reached;
+// - nothing a device sends records a page: `crawledPages(app:)` is empty for
+//   both apps, and the log has no row of `~crawler` and no page message;
 // - no count passes `PopularityRule.maximumCount` nor what the devices could
 //   add in the days the session spanned; a public hash has K live votes, and
 //   its content is content that K devices which voted for it sent.
@@ -49,6 +57,19 @@ enum Target {
     ]
     static let hashes: [PublicHash] = contents.map { PublicHash.of(app: app, content: $0)! }
         + [PublicHash.of(app: app, activityType: type, identity: "url:https://example.com/never-sent")]
+
+    /// URLs of pages: two that public content names (a page there would show
+    /// instead of what devices agreed), one that none does, and an empty one,
+    /// which no page message may carry.
+    static let pageURLs = ["https://example.com/paris", "https://example.com/oslo", "https://example.com/page", ""]
+    /// A page's strings; the last is past `WireLimits.maximumStringBytes`
+    /// (2 bytes a character), so `CrawledPage.init` cuts it.
+    static let pageStrings = ["A", "Ünïcode ✓", "", String(repeating: "é", count: WireLimits.maximumStringBytes / 2 + 1)]
+    /// Ratings as a hand-written page message carries them: written as
+    /// `String(Double)` writes a finite, non-negative number, or not.
+    static let canonicalRatings = ["4.5", "0.0", "1000.0", "5e-324", "1.7976931348623157e+308", "1e+16"]
+    static let otherRatings = ["4.50", "-0.0", "-1.0", "nan", "inf", "1e3", "0x1p3", " 4.5", "", "1e309", "+4.5", "4.5e0",
+                               "04.5", "1e16", "0"]
 
     struct Device {
         let name: DeviceID
@@ -140,6 +161,9 @@ enum Target {
             let outcome = deliver(frame.encoded, frame: nil, signedBy: nil, legal: false, cloud: cloud, clock: clock,
                                   session: &session, index: index)
             contract(!outcome.isTaken, "a frame with a wrong key for \(device.name) was taken: \(outcome)")
+        case 11 where action & 16 != 0:
+            // A frame naming the cloud's own stream, as the crawler's would.
+            sendAsCrawler(&input, device: device, cloud: cloud)
         case 11:
             // The device names an app it is not enrolled for.
             guard let (frame, _) = buildFrame(&input, device: device, app: device.app == app ? otherApp : app) else { return }
@@ -182,7 +206,7 @@ enum Target {
     /// A frame `device` builds, with positions, messages and flags the input
     /// chooses, and whether every number in it is within what a device may send.
     static func buildFrame(_ input: inout FuzzInput, device: Device, key: [UInt8]? = nil,
-                           app frameApp: AppID? = nil) -> (UploadFrame, legal: Bool)? {
+                           app frameApp: AppID? = nil, name: DeviceID? = nil) -> (UploadFrame, legal: Bool)? {
         let limit = WireLimits.maximumPosition
         let last = UInt64.max - 64
         var epoch: UInt64
@@ -235,7 +259,7 @@ enum Target {
             records.append(OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq + UInt64(offset))), encoded: encoded))
         }
         let flags = input.byte()
-        let frame = UploadFrame(app: frameApp ?? device.app, device: device.name, records: records, key: key ?? device.key,
+        let frame = UploadFrame(app: frameApp ?? device.app, device: name ?? device.name, records: records, key: key ?? device.key,
                                 follows: follows, isProbe: flags & 7 == 0, codec: flags & 8 == 0 ? .deflate : .stored)
         return (frame, legal)
     }
@@ -248,12 +272,12 @@ enum Target {
             hash = any
         }
         let token = VoteToken([UInt8](repeating: UInt8(input.below(3)), count: VoteToken.byteCount))!
-        switch input.byte() % 8 {
-        case 0, 1:
+        switch input.byte() % 16 {
+        case 0, 1, 8, 9:
             return (OutboxMessage.vote(hash, token).encoded, true)
-        case 2:
+        case 2, 10:
             return (OutboxMessage.withdraw(hash, token).encoded, true)
-        case 3, 4:
+        case 3, 4, 11, 12:
             func count(_ input: inout FuzzInput) -> UInt64 {
                 switch input.byte() % 8 {
                 case 0: 0
@@ -269,7 +293,7 @@ enum Target {
             let counts = Popularity(views: count(&input), shown: count(&input), engaged: count(&input))
             let within = max(counts.views, counts.shown, counts.engaged) <= WireLimits.maximumSignalCount
             return (OutboxMessage.signal(hash, counts).encoded, within)
-        case 5, 6:
+        case 5, 6, 13:
             var content = contents[input.below(contents.count)]
             switch input.byte() % 8 {
             case 0: content.title = String(repeating: "t", count: WireLimits.maximumStringBytes + 1)
@@ -279,14 +303,181 @@ enum Target {
             // Mostly the content's own hash; sometimes another one.
             let target = input.byte() % 4 == 0 ? hash : (PublicHash.of(app: app, content: content) ?? hash)
             return (OutboxMessage.content(target, content).encoded, content.fitsWireLimits)
-        default:
+        case 7:
             // A tag and a hash as the outbox stores them, then fields the input writes.
             let tagChoice = input.byte()
-            let tag = tagChoice < 250 ? tagChoice % 4 + 1 : input.byte()
+            let tag = tagChoice < 250 ? tagChoice % 5 + 1 : input.byte()
             let length = input.below(48)
             let body = input.bytes(length)
             let encoded = [tag] + hash.bytes + (body.isEmpty ? [0] : body)
             return (encoded, false)
+        case 14:
+            // A page as the crawler records it: mostly under its own hash in
+            // the device's app, as `cloud crawl` writes it. A page message
+            // is within the wire's limits when its URL is not empty.
+            let crawled = page(&input)
+            let target = input.byte() % 4 == 0 ? hash : CrawledPage.hash(app: device.app, url: crawled.url)
+            return (OutboxMessage.page(target, crawled).encoded, !crawled.url.isEmpty)
+        default:
+            return rawPage(&input, hash: hash, device: device)
+        }
+    }
+
+    /// A page `CrawledPage.init` makes from the input's choices (it cuts
+    /// strings and keywords to the wire's limits and drops a rating that is
+    /// not a finite, non-negative number).
+    static func page(_ input: inout FuzzInput) -> CrawledPage {
+        func text(_ input: inout FuzzInput) -> String { pageStrings[input.below(pageStrings.count)] }
+        let url = pageURLs[input.below(pageURLs.count)]
+        let present = input.byte()
+        func field(_ bit: UInt8, _ input: inout FuzzInput) -> String? { present & bit == 0 ? nil : text(&input) }
+        let title = field(1, &input)
+        let description = field(2, &input)
+        let keywordChoice = input.byte()
+        let keywords = (0..<(keywordChoice == 255 ? WireLimits.maximumKeywords + 1 : Int(keywordChoice % 4))).map { _ in text(&input) }
+        let image = field(4, &input)
+        let deepLink = field(8, &input)
+        let appStoreID = field(16, &input)
+        let type = field(32, &input)
+        let price = field(64, &input)
+        let rating: Double?
+        switch input.byte() % 12 {
+        case 0: rating = nil
+        case 1: rating = 4.5
+        case 2: rating = 0
+        case 3: rating = -0.0
+        case 4: rating = Double.leastNonzeroMagnitude
+        case 5: rating = Double.greatestFiniteMagnitude
+        case 6: rating = 1e16
+        case 7: rating = -1
+        case 8: rating = Double.nan
+        case 9: rating = Double.infinity
+        default: rating = Double(bitPattern: input.uint64())
+        }
+        let ratingCount: Int64?
+        switch input.byte() % 8 {
+        case 0: ratingCount = nil
+        case 1: ratingCount = 0
+        case 2: ratingCount = 3
+        case 3: ratingCount = CrawledPage.maximumRatingCount
+        case 4: ratingCount = Int64.max
+        case 5: ratingCount = -1
+        default: ratingCount = Int64(bitPattern: input.uint64())
+        }
+        return CrawledPage(url: url, title: title, description: description, keywords: keywords, image: image, deepLink: deepLink,
+                           appStoreID: appStoreID, type: type, rating: rating, ratingCount: ratingCount, price: price)
+    }
+
+    /// A page message's bytes that no `CrawledPage` wrote: a page's encoding
+    /// with a byte changed, cut short or followed by a byte; fields written
+    /// by hand, with strings, keyword counts, ratings and rating counts in
+    /// and out of the limits (whether they are all within is worked out
+    /// here, not by the decoder); or the input's bytes. Mostly under the hash
+    /// of a page URL of the device's app.
+    static func rawPage(_ input: inout FuzzInput, hash: PublicHash, device: Device) -> ([UInt8], Bool) {
+        let tag: UInt8 = 5
+        let url = pageURLs[input.below(pageURLs.count)]
+        let target = input.byte() % 4 == 0 ? hash : CrawledPage.hash(app: device.app, url: url)
+        var body: [UInt8]
+        var within = false
+        switch input.byte() % 4 {
+        case 0:
+            var encoded = page(&input).encoded
+            let at = input.below(max(1, encoded.count))
+            if at < encoded.count { encoded[at] = input.byte() }
+            body = encoded
+        case 1:
+            let encoded = page(&input).encoded
+            body = input.byte() % 2 == 0 ? Array(encoded.prefix(input.below(encoded.count + 1))) : encoded + [input.byte()]
+        case 2:
+            let strings = [url, "A", "", String(repeating: "x", count: WireLimits.maximumStringBytes),
+                           String(repeating: "x", count: WireLimits.maximumStringBytes + 1)]
+            var writer = BinaryWriter()
+            let present = input.uint16()
+            within = true
+            func string(_ input: inout FuzzInput) -> String {
+                let text = strings[input.below(strings.count)]
+                within = within && text.utf8.count <= WireLimits.maximumStringBytes
+                return text
+            }
+            func optional(_ bit: UInt16, _ input: inout FuzzInput) {
+                writer.optional(present & bit == 0 ? nil : string(&input)) { $0.string($1) }
+            }
+            let first = input.byte() % 4 == 0 ? string(&input) : url
+            within = within && !first.isEmpty
+            writer.string(first)
+            optional(1, &input)  // title
+            optional(2, &input)  // description
+            let keywords = [0, 1, 2, WireLimits.maximumKeywords, WireLimits.maximumKeywords + 1][input.below(5)]
+            within = within && keywords <= WireLimits.maximumKeywords
+            writer.uvarint(UInt64(keywords))
+            for _ in 0..<keywords { writer.string("k") }
+            optional(4, &input)  // image
+            optional(8, &input)  // deep link
+            optional(16, &input)  // App Store id
+            optional(32, &input)  // type
+            if present & 64 != 0 {
+                let choice = input.byte()
+                let rating: String
+                if choice % 2 == 0 {
+                    rating = canonicalRatings[Int(choice / 2) % canonicalRatings.count]
+                } else {
+                    rating = otherRatings[Int(choice / 2) % otherRatings.count]
+                    within = false
+                }
+                writer.optional(rating) { $0.string($1) }
+            } else {
+                writer.optional(String?.none) { $0.string($1) }
+            }
+            if present & 128 != 0 {
+                let count: UInt64 = [0, 3, UInt64(CrawledPage.maximumRatingCount), UInt64(CrawledPage.maximumRatingCount) + 1,
+                                     UInt64.max][input.below(5)]
+                within = within && count <= UInt64(CrawledPage.maximumRatingCount)
+                writer.optional(count) { $0.uvarint($1) }
+            } else {
+                writer.optional(UInt64?.none) { $0.uvarint($1) }
+            }
+            optional(256, &input)  // price
+            body = writer.bytes
+        default:
+            body = input.bytes(input.below(64))
+            if body.isEmpty { body = [0] }
+        }
+        return ([tag] + target.bytes + body, within)
+    }
+
+    /// A frame naming the crawler's stream (or another name beginning with
+    /// `~`), for the device's app, signed with the device's key, with the
+    /// zero key `CloudStore.recordPages` signs its own frames with, or with
+    /// the input's: the cloud writes those streams itself, so it refuses the
+    /// frame before looking up a key and signs no reply.
+    static func sendAsCrawler(_ input: inout FuzzInput, device: Device, cloud: CloudIndex) {
+        let choice = input.byte()
+        let name = choice % 8 == 7 ? DeviceID("~") : choice % 8 == 6 ? DeviceID("~" + device.name.rawValue) : CrawlerRule.device
+        let key: [UInt8]
+        switch input.byte() % 4 {
+        case 0: key = [UInt8](repeating: 0, count: 32)
+        case 1: key = input.bytes(32)
+        default: key = device.key
+        }
+        guard let (frame, legal) = buildFrame(&input, device: device, key: key, name: name) else { return }
+        let result = cloud.ingest(frame.encoded)
+        let outcome = result.outcome
+        if trace { note("ingest: \(device.name) as \(name) \(frame.first)...\(frame.last): \(outcome)") }
+        contract(!outcome.isUnavailable, "the in-memory cloud failed on a frame of \(name): \(outcome)")
+        contract(!outcome.isTaken, "a frame of \(device.name) naming \(name) was taken: \(outcome)")
+        if case .rejected(let error) = outcome {
+            contract(error.code == .unknownDevice || (!legal && (error.code == .malformed || error.code == .tooLarge)),
+                     "a frame naming \(name) (\(legal ? "" : "not ")within every limit) was refused as \(error.code.name), not unknownDevice")
+        }
+        for signer in [key, device.key] {
+            contract(isAuthentic(result.reply, device: name, key: signer) != true, "the cloud signed its reply to a frame naming \(name)")
+        }
+        do {
+            let held = try cloud.heldEpochs(app: device.app, device: name)
+            contract(held.isEmpty, "the cloud holds \(held) of \(name)")
+        } catch {
+            contract(false, "the in-memory cloud cannot be read: \(error)")
         }
     }
 
@@ -296,14 +487,25 @@ enum Target {
     @discardableResult
     static func deliver(_ bytes: [UInt8], frame: UploadFrame?, signedBy signer: Device?, legal: Bool, cloud: CloudIndex,
                         clock: Clock, session: inout Session, index: Int) -> IngestResult.Outcome {
+        let read = try? UploadFrame.parse(bytes).messages()
+        let carriesPage = read?.contains { if case .page = $0 { true } else { false } } ?? false
+        let before = carriesPage ? (try? cloud.projectionDigest()) : nil
         let result = cloud.ingest(bytes)
         let outcome = result.outcome
         let device = session.devices[index]
         if trace {
-            let messages = ((try? UploadFrame.parse(bytes).messages()) ?? []).map { JSONWriter.compact($0.jsonValue) }
+            let messages = (read ?? []).map { JSONWriter.compact($0.jsonValue) }
             note("ingest: \(device.name) \(frame.map { "\($0.first)...\($0.last) follows \($0.follows)" } ?? "changed"): \(outcome) \(messages)")
         }
         contract(!outcome.isUnavailable, "the in-memory cloud failed: \(outcome)")
+        if carriesPage {
+            // Only the cloud's crawler records pages: the fold refuses a page
+            // message from a device, and a frame's positions held already
+            // carry no page, so a resend of them with one is an equivocation.
+            contract(!outcome.isTaken, "a frame of \(device.name) carrying a page message was taken: \(outcome)")
+            contract((try? cloud.projectionDigest()) == before, "a frame of \(device.name) carrying a page message changed the projections")
+            contract(((try? cloud.crawledPages(app: device.app)) ?? []).isEmpty, "a frame of \(device.name) recorded a page")
+        }
         if legal, case .rejected(let error) = outcome {
             contract(error.code != .malformed && error.code != .tooLarge, "a frame within every limit was refused: \(error)")
         }
@@ -328,7 +530,7 @@ enum Target {
                 switch message {
                 case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
                 case .vote(let hash, _): session.voters[hash, default: []].insert(device.name)
-                case .withdraw, .signal: break
+                case .withdraw, .signal, .page: break
                 }
             }
         }
@@ -365,9 +567,26 @@ enum Target {
             contract(stats.logRows == session.acceptedFrames && stats.messages == session.acceptedMessages,
                      "the log holds \(stats.logRows) frames and \(stats.messages) messages; \(session.acceptedFrames) and \(session.acceptedMessages) were accepted")
             for device in session.devices {
-                let held = try cloud.heldEpochs(device: device.name)
+                let held = try cloud.heldEpochs(app: device.app, device: device.name)
                 contract(held == device.held, "the cloud holds \(held) of \(device.name); its accepted frames reached \(device.held)")
             }
+            // Nothing a device sends records a page or writes the crawler's stream.
+            contract(stats.pages == 0, "devices' frames recorded \(stats.pages) pages")
+            for app in [app, otherApp] {
+                let pages = try cloud.crawledPages(app: app)
+                contract(pages.isEmpty, "devices' frames recorded pages of \(app): \(pages.map(\.url))")
+                let held = try cloud.heldEpochs(app: app, device: CrawlerRule.device)
+                contract(held.isEmpty, "the cloud holds \(held) of \(CrawlerRule.device) in \(app)")
+            }
+            var reservedRows = 0
+            var pageMessages = 0
+            try cloud.scanLog { record in
+                if CrawlerRule.isReserved(record.device) { reservedRows += 1 }
+                pageMessages += record.messages.filter { if case .page = $0 { true } else { false } }.count
+                return true
+            }
+            contract(reservedRows == 0 && pageMessages == 0,
+                     "the log has \(reservedRows) rows of the cloud's own streams and \(pageMessages) page messages")
             let devices = UInt64(session.devices.count)
             let days = UInt64(max(1, session.days.count))
             for entry in try cloud.entries(app: app) + cloud.entries(app: otherApp) {
@@ -389,7 +608,8 @@ enum Target {
     }
 
     /// A session of each kind of step: honest frames from three devices that
-    /// make a hash public, a wrong key, a replay, a day passing, junk.
+    /// make a hash public, a wrong key, a replay, a day passing, junk, a page
+    /// from a device (well formed, and written by hand), a frame as `~crawler`.
     static func seeds() throws -> [(String, [UInt8])] {
         // A step is an action byte and a device byte, then buildFrame's
         // choices (epoch, seq, count and its length, follows), each message's
@@ -400,7 +620,17 @@ enum Target {
         let vote: [UInt8] = [0, 0, 0]
         let content: [UInt8] = [0, 0, 5, /* which */ 0, /* as is */ 2, /* own hash */ 1]
         let signal: [UInt8] = [0, 0, 3, /* 7 each */ 2, 2, 2]
+        // A page at the Paris URL with a title, a keyword, a deep link, a
+        // price, rating 4.5 of 3, under its own hash.
+        let page: [UInt8] = [0, 0, 14, /* url */ 0, /* title, deep link, price */ 73, /* title */ 0, /* one keyword */ 1, 0,
+                             /* deep link */ 0, /* price */ 0, /* rating 4.5 */ 1, /* count 3 */ 2, /* own hash */ 1]
+        // The same by hand, with the rating written "4.5", then "4.50".
+        func handWritten(rating: UInt8) -> [UInt8] {
+            [0, 0, 15, /* url */ 0, /* own hash */ 1, /* by hand */ 2, /* title, rating, count */ 193, 0, /* the url */ 1,
+             /* title */ 1, /* one keyword */ 1, rating, /* count 3 */ 1]
+        }
         let wrongKey = [10, 1] + [UInt8](repeating: 0x11, count: 32) + Array(frame(1, vote).dropFirst(2))
+        let asCrawler = [/* as ~crawler */ 27, 0, /* name */ 0, /* zero key */ 0] + Array(frame(0, page).dropFirst(2))
         return [
             ("votes-and-content", frame(0, vote) + frame(1, vote) + frame(2, vote) + frame(0, content) + frame(1, content)),
             ("signals", frame(0, vote) + frame(0, signal) + [14, 0, /* one day */ 1, 0, 2] + frame(0, signal)),
@@ -409,6 +639,9 @@ enum Target {
             ("foreign-app", [11] + frame(3, vote).dropFirst()),
             ("header-changed", [8] + frame(0, vote).dropFirst() + [/* at */ 20, /* to */ 7]),
             ("junk", [15, 0, 1, 20, 0x53, 0x4c]),
+            ("page-from-device", frame(0, vote) + frame(0, page) + frame(1, vote)),
+            ("page-by-hand", frame(0, handWritten(rating: 0)) + frame(0, handWritten(rating: 1)) + frame(0, vote)),
+            ("as-crawler", asCrawler + frame(0, vote)),
         ]
     }
 }
