@@ -114,6 +114,21 @@ import Testing
         #expect(try harness.cloud.stats().pages == 2)
     }
 
+    /// Pages at the wire's limits (64 keywords of 4 KiB each) are cut into
+    /// frames of at most `pageBytesPerFrame`, so every log row stays
+    /// readable (`StoredLogRow` refuses a payload past 16 MiB).
+    @Test(arguments: Backend.allCases) func aCrawlOfLargePagesIsCutIntoFramesALogRowCanHold(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
+        let keyword = String(repeating: "k", count: WireLimits.maximumStringBytes)
+        let pages = (0..<80).map { CrawledPage(url: "https://example.com/big/\($0)", title: "Big \($0)",
+                                               keywords: Array(repeating: keyword, count: WireLimits.maximumKeywords)) }
+        let outcome = try harness.cloud.recordPages(pages, app: app)
+        #expect(outcome.recorded.count == 80 && outcome.frames > 1, "\(outcome.frames) frames")
+        #expect(try harness.cloud.verifyLog().isValid)
+        #expect(try harness.cloud.crawledPages(app: app).count == 80)
+        #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
+    }
+
     @Test(arguments: Backend.allCases) func aPageForAnAppNotRegisteredIsRefused(backend: Backend) throws {
         let harness = try SyncHarness(threshold: 2, backend: backend)
         let refusal = try #require(throws: CloudError.self) { try harness.cloud.recordPages([page], app: AppID("com.example.nobody")) }

@@ -17,9 +17,12 @@ public struct CrawlOutcome: Hashable, Sendable {
 }
 
 extension CloudStore {
-    /// The most pages one crawl frame carries; a crawl of more writes
-    /// several log rows.
+    /// The most pages one crawl frame carries, and the most bytes of them
+    /// (their messages' encoding, before deflate), well within what a log
+    /// row may hold (`WireLimits.maximumPayloadBytes`); a crawl of more
+    /// writes several log rows.
     public static var pagesPerFrame: Int { 1_000 }
+    public static var pageBytesPerFrame: Int { 4 << 20 }
 
     /// Records crawled pages of `app` (registered) in its cloud log, as
     /// frames of the crawler's stream (`CrawlerRule`) that ingest appends
@@ -55,26 +58,34 @@ extension CloudStore {
                 outcome.recorded.append(url)
             }
         }
-        var start = fresh.startIndex
-        while start < fresh.endIndex {
-            let end = min(start + Self.pagesPerFrame, fresh.endIndex)
-            try recordFrame(of: fresh[start..<end], app: app)
+        var frame: [OutboxMessage] = []
+        var bytes = 0
+        for page in fresh {
+            let message = OutboxMessage.page(CrawledPage.hash(app: app, url: page.url), page)
+            let size = message.encoded.count
+            if !frame.isEmpty, frame.count == Self.pagesPerFrame || bytes + size > Self.pageBytesPerFrame {
+                try recordFrame(of: frame, app: app)
+                outcome.frames += 1
+                frame.removeAll(keepingCapacity: true)
+                bytes = 0
+            }
+            frame.append(message)
+            bytes += size
+        }
+        if !frame.isEmpty {
+            try recordFrame(of: frame, app: app)
             outcome.frames += 1
-            start = end
         }
         return outcome
     }
 
-    /// Appends one frame of pages after the crawler's last seq, through ingest.
-    private func recordFrame(of pages: ArraySlice<CrawledPage>, app: AppID) throws(CloudError) {
+    /// Appends one frame of page messages after the crawler's last seq, through ingest.
+    private func recordFrame(of messages: [OutboxMessage], app: AppID) throws(CloudError) {
         let held = try heldEpochs(app: app, device: CrawlerRule.device)
         var position = OutboxPosition(epoch: .first, seq: (held[.first] ?? .beforeFirst).next)
         var records: [OutboxRecord] = []
-        var messages: [OutboxMessage] = []
-        for page in pages {
-            let message = OutboxMessage.page(CrawledPage.hash(app: app, url: page.url), page)
+        for message in messages {
             records.append(OutboxRecord(position: position, message: message))
-            messages.append(message)
             position = position.nextInEpoch
         }
         // The frame is never sent, so its signature is with a key of zeros:
