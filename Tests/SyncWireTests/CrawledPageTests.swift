@@ -31,6 +31,10 @@ import Testing
         let fitted = CrawledPage(url: "u", title: long, keywords: Array(repeating: "k", count: 100), rating: .nan, ratingCount: -3)
         #expect(fitted.title?.utf8.count == WireLimits.maximumStringBytes && fitted.title?.last == "é", "cut at a character")
         #expect(fitted.keywords.count == WireLimits.maximumKeywords && fitted.rating == nil && fitted.ratingCount == 0)
+        // Characters of 601 bytes each (a base and 300 marks), a page's worth of them.
+        let heavy = "e" + String(repeating: "\u{301}", count: 300)
+        let marks = CrawledPage(url: "u", title: String(repeating: heavy, count: 3_000))
+        #expect(marks.title?.utf8.count == 6 * heavy.utf8.count && marks.title?.count == 6, "whole characters within 4,096 bytes")
     }
 
     /// The fields after the URL, title and description, written by hand.

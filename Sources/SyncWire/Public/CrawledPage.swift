@@ -37,11 +37,19 @@ public struct CrawledPage: Hashable, Sendable {
     public init(url: String, title: String? = nil, description: String? = nil, keywords: [String] = [], image: String? = nil,
                 deepLink: String? = nil, appStoreID: String? = nil, type: String? = nil, rating: Double? = nil,
                 ratingCount: Int64? = nil, price: String? = nil) {
+        // The longest run of whole characters within the limit, found in
+        // one pass (a character may be many bytes: a base and its marks).
         func fit(_ text: String) -> String {
             guard text.utf8.count > WireLimits.maximumStringBytes else { return text }
-            var cut = Substring(text)
-            while cut.utf8.count > WireLimits.maximumStringBytes { cut = cut.dropLast() }
-            return String(cut)
+            var end = text.startIndex
+            var bytes = 0
+            while end < text.endIndex {
+                let next = text.index(after: end)
+                bytes += text.utf8.distance(from: end, to: next)
+                guard bytes <= WireLimits.maximumStringBytes else { break }
+                end = next
+            }
+            return String(text[..<end])
         }
         self.url = fit(url)
         self.title = title.map(fit)
