@@ -33,8 +33,8 @@ extension CloudStore {
     /// is a page's show the page (`docs/CLOUD.md`, "Crawled pages").
     ///
     /// Runs beside servers of the same store (each frame is one ingest
-    /// transaction); two crawls of one app at once may refuse each other's
-    /// frames, and the refused one says so.
+    /// transaction). Two crawls of one app at once may refuse each other's
+    /// frames; the refused one says so, and what it recorded before stays.
     @discardableResult
     public func recordPages(_ pages: [CrawledPage], app: AppID) throws(CloudError) -> CrawlOutcome {
         guard try isRegistered(app) else {
@@ -94,12 +94,14 @@ extension CloudStore {
         let frame = UploadFrame(app: app, device: CrawlerRule.device, records: records, key: key)
         let result = ingest(AuthenticatedFrame(frame: frame, app: app, key: key), messages: messages)
         switch result.outcome {
-        case .accepted:
+        case .accepted, .duplicate:
+            // A duplicate: another crawl of the same pages got there first.
             return
-        case .duplicate:
-            throw CloudError(.database, "the crawl's frame at \(frame.first) was already held: another crawl of \(app) ran at once")
         case .rejected(let error):
-            throw CloudError(.database, "the cloud refused the crawl's frame at \(frame.first): \(error.message)")
+            throw CloudError(.database, """
+                the cloud refused the crawl's frame at \(frame.first) (another crawl of \(app) at once?): \(error.message); \
+                the frames before it are recorded, and crawling again records the rest
+                """)
         }
     }
 }
