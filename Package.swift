@@ -52,6 +52,8 @@ let package = Package(
         .target(name: "IndexQuery", dependencies: ["IndexModel"]),
         // Seeded synthetic workloads for benchmarks, tests and the simulator.
         .target(name: "Workloads", dependencies: ["IndexModel"]),
+        // Local differential privacy: Apple's count-mean sketch, device and server halves.
+        .target(name: "LocalPrivacy", dependencies: ["IndexModel", .product(name: "Crypto", package: "swift-crypto")]),
         // The system zlib, for deflate in sync frames (tools/install-deps installs zlib1g-dev).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
         // Process-wide SQLite settings that need sqlite3_config (variadic, so not callable from Swift).
@@ -189,6 +191,7 @@ let package = Package(
             name: "sightline",
             dependencies: [
                 "Workloads",
+                "LocalPrivacy",
                 "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
@@ -239,6 +242,7 @@ let package = Package(
         // Temporary directories that the test process removes when it exits.
         .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
         .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
+        .testTarget(name: "LocalPrivacyTests", dependencies: ["LocalPrivacy", "IndexModel"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(
             name: "SyncWireTests",

@@ -144,4 +144,27 @@ func number(_ value: JSONValue?) -> Double? {
         #expect(report["digestUnchanged"] == .bool(true))
         #expect((report["messages"]?.integer ?? 0) > 1000)
     }
+    /// A small local-DP run: its estimates are near the truth (the figures
+    /// are the estimator's, not a timing), the assignments it saves are the
+    /// devices', and a sketch that cannot be is refused.
+    @Test func ldpReportsTheSketchsErrorsAndSavesTheDevicesItems() throws {
+        let directory = try temporaryDirectory()
+        let assignments = directory.appendingPathComponent("items.txt").path
+        let result = try CLIRunner.run(["bench", "ldp", "--devices", "5000", "--items", "100", "--k", "32", "--m", "128",
+                                        "--save-assignments", assignments, "--json"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        guard case .object(let fields) = report, case .double(let error)? = fields["meanAbsoluteError"],
+              case .double(let cost)? = fields["reportMicroseconds"] else {
+            Issue.record("no figures in \(result.stdout)")
+            return
+        }
+        // One report's standard deviation is about 0.66 here, so 5,000
+        // reports spread an estimate by about 47.
+        #expect(error > 0 && error < 150 && cost > 0, "\(result.stdout)")
+        let saved = try String(contentsOfFile: assignments, encoding: .utf8).split(separator: "\n")
+        #expect(saved.count == 5000 && saved.allSatisfy { Int($0).map { (0..<100).contains($0) } == true })
+        let bad = try CLIRunner.run(["bench", "ldp", "--m", "100"])
+        #expect(bad.status == 64 && bad.stderr.contains("power of two"), "\(bad.stderr)")
+    }
 }
