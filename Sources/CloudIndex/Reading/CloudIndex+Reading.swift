@@ -115,6 +115,19 @@ extension CloudIndex {
         }
     }
 
+    public func crawledPages(app: AppID, urls: Set<String>) throws(CloudError) -> [String: CrawledPage] {
+        guard !urls.isEmpty else { return [:] }
+        return try read { db in
+            var pages: [String: CrawledPage] = [:]
+            let select = try db.cachedStatement(sql: "SELECT page FROM pages WHERE app = ? AND url = ?")
+            for url in urls.sorted() {
+                guard let row = try Row.fetchOne(select, arguments: [app, url]) else { continue }
+                pages[url] = try CrawledPage.stored(url: url, page: [UInt8](Stored.column(row, 0, "pages.page") as Data))
+            }
+            return pages
+        }
+    }
+
     /// `heldEpochs(app:device:)` of every device of `app` that sent anything,
     /// read in one pass (after a cloud restore the simulator asks for all
     /// 10,000), or of the one `device`.

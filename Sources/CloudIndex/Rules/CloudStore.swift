@@ -37,6 +37,8 @@ public protocol CloudStore: AnyObject, Sendable {
     func crawledPages(app: AppID) throws(CloudError) -> [CrawledPage]
     /// The page the crawler recorded for `app` at `url`, if any.
     func crawledPage(app: AppID, url: String) throws(CloudError) -> CrawledPage?
+    /// The pages the crawler recorded for `app` at any of `urls`, by URL.
+    func crawledPages(app: AppID, urls: Set<String>) throws(CloudError) -> [String: CrawledPage]
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
     /// How many entries are public: `stats().publicItems` without the counts
@@ -223,9 +225,10 @@ extension CloudStore {
     /// arrived, most engaged first, each with the crawled page at its web
     /// page URL, if any (`HashEntry.page`).
     public func publicIndex(app: AppID) throws(CloudError) -> [HashEntry] {
-        var pages: [String: CrawledPage] = [:]
-        for page in try crawledPages(app: app) { pages[page.url] = page }
-        return try entries(app: app).filter(\.isPublic).map { entry in
+        let shown = try entries(app: app).filter(\.isPublic)
+        // Only the pages public items name: a site may have many more.
+        let pages = try crawledPages(app: app, urls: Set(shown.compactMap { $0.content?.webpageURL }))
+        return shown.map { entry in
             var entry = entry
             entry.page = entry.content?.webpageURL.flatMap { pages[$0] }
             return entry

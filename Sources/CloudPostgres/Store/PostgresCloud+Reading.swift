@@ -65,6 +65,19 @@ extension PostgresCloud {
         }
     }
 
+    public func crawledPages(app: AppID, urls: Set<String>) throws(CloudError) -> [String: CrawledPage] {
+        guard !urls.isEmpty else { return [:] }
+        return try read { session in
+            var pages: [String: CrawledPage] = [:]
+            for row in try session.query("SELECT url, page FROM pages WHERE app = $1 AND url = ANY($2::text[])",
+                                         [.text(app.rawValue), .textArray(urls.sorted())]) {
+                let url = try row.text(0, "pages.url")
+                pages[url] = try CrawledPage.stored(url: url, page: row.bytes(1, "pages.page"))
+            }
+            return pages
+        }
+    }
+
     public func stats() throws(CloudError) -> CloudStats {
         let (threshold, agreement) = (self.threshold, self.agreement)
         return try read { session in
