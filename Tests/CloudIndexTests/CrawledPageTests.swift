@@ -61,6 +61,25 @@ import Testing
         #expect(entry.content?.title == "Chips", "the agreed content stays, and the page is shown over it")
     }
 
+    /// Every live voter offered, and the offers disagree, before the page
+    /// is crawled: the crawl drops the offers, the next ack asks each voter
+    /// again, and the first answer meets the page.
+    @Test(arguments: Backend.allCases) func aPageCrawledWhileItsHashWaitsOnDisagreeingOffersMakesItPublic(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
+        let devices = try voters(harness, 2)
+        #expect(devices[0].send([.content(theHash, content("Alice's"))], from: 2) == .accepted(messages: 1))
+        #expect(devices[1].send([.content(theHash, content("Bob's"))], from: 2) == .accepted(messages: 1))
+        #expect(try harness.cloud.entry(app: app, hash: theHash)?.isWanted == true, "two offers, no agreement")
+        #expect(devices[0].requests(sending: [.signal(theHash, Popularity(views: 1))], from: 3) == [], "an offer stops the asking")
+        try harness.cloud.recordPages([page], app: app)
+        let asked = try #require(devices[1].requests(sending: [.signal(theHash, Popularity(views: 1))], from: 3))
+        #expect(asked == [theHash], "the crawl asks the voters again")
+        #expect(devices[1].send([.content(theHash, content("Bob's"))], from: 4) == .accepted(messages: 1))
+        let entry = try #require(try harness.cloud.publicIndex(app: app).first)
+        #expect(entry.hash == theHash && entry.contentSource == "page" && entry.content?.title == nil)
+        #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
+    }
+
     @Test(arguments: Backend.allCases) func aPageBelowTheThresholdMakesNothingPublic(backend: Backend) throws {
         let harness = try SyncHarness(threshold: 3, backend: backend)
         try harness.cloud.recordPages([page], app: app)

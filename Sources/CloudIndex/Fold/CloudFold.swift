@@ -26,7 +26,8 @@ package struct Refusal: Error {
 ///   (`ContentRule`), or the first offer at once when its URL is a crawled
 ///   page's;
 /// - a *page* is recorded under its URL, from the crawler's stream only
-///   (`CrawlerRule`).
+///   (`CrawlerRule`); a frame that records pages drops the offers of the
+///   app's wanted hashes, so their voters are asked again.
 ///
 /// When live votes reach K without content, the hash is *wanted*: its raw hash
 /// is kept, it gets the next wanted seq, and acks ask its live voters for its
@@ -61,6 +62,7 @@ package struct CloudFold<Rows: FoldRows> {
         let stream = DeviceStream(app: app, device: device)
         var known = memory.devices.removeValue(forKey: stream) ?? [:]
         defer { memory.devices[stream] = known }
+        var recordedPages = false
         for message in messages {
             if case .page(let hash, let page) = message {
                 guard CrawlerRule.mayRecordPages(device) else {
@@ -70,6 +72,7 @@ package struct CloudFold<Rows: FoldRows> {
                     throw Refusal(message: "a page message's hash is not the hash of its URL")
                 }
                 try rows.recordPage(page, app: app, logSeq: logSeq)
+                recordedPages = true
                 continue
             }
             let hash = message.hash
@@ -148,6 +151,12 @@ package struct CloudFold<Rows: FoldRows> {
             case .page:
                 continue
             }
+        }
+        if recordedPages {
+            // A wanted hash whose voters all offered before its page came
+            // would wait for another voter: their offers go, so that every
+            // live voter is asked again and its next offer meets the page.
+            for hash in try rows.dropOffersOfWanted(app: app) { memory.asks.changed(hash) }
         }
         let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)
         for (hash, offered) in signals.sorted(by: { $0.key < $1.key }) {

@@ -68,6 +68,9 @@ package protocol FoldRows {
     func recordPage(_ page: CrawledPage, app: AppID, logSeq: Int64) throws
     /// Whether the app has a crawled page at `url`.
     func hasPage(app: AppID, url: String) throws -> Bool
+    /// Deletes every offer of the app's wanted hashes (offers exist only
+    /// for those) and returns the hashes that had any.
+    func dropOffersOfWanted(app: AppID) throws -> [PublicHash]
     /// Keeps `lastSeq` as the last seq held of the device's epoch.
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws
 }

@@ -159,6 +159,21 @@ struct SQLiteFoldRows: FoldRows {
                           arguments: [app, url]) ?? false
     }
 
+    func dropOffersOfWanted(app: AppID) throws -> [PublicHash] {
+        let rows = try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT h.hash FROM hashes h WHERE h.app = ? AND h.wanted_seq IS NOT NULL
+            AND EXISTS (SELECT 1 FROM content_offers o WHERE o.app = h.app AND o.key = h.key)
+            """), arguments: [app])
+        try db.cachedStatement(sql: "DELETE FROM content_offers WHERE app = ?").execute(arguments: [app])
+        return try rows.map { row in
+            let bytes = [UInt8](try Stored.column(row, 0, "hashes.hash of a wanted hash") as Data)
+            guard let hash = PublicHash(bytes) else {
+                throw CloudError(.corruptStore, "hashes.hash of a wanted hash is \(bytes.count) bytes, not \(PublicHash.byteCount)")
+            }
+            return hash
+        }
+    }
+
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, app)

@@ -150,7 +150,14 @@ final class PostgresIngestTransaction: IngestTransaction {
     /// are exact (`KeptFold`), and from the store the rest.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
         _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
-        let keySet = Set(entries.map(\.key))
+        var keySet = Set(entries.map(\.key))
+        if messages.contains(where: { if case .page = $0 { true } else { false } }) {
+            // A frame that records pages drops the offers of every wanted
+            // hash (`CloudFold`): their rows and offers are loaded too.
+            for row in try session.query("SELECT key FROM hashes WHERE app = $1 AND wanted_seq IS NOT NULL", [.text(app.rawValue)]) {
+                keySet.insert(Data(try row.bytes(0, "hashes.key")))
+            }
+        }
         let voteSet = Set(entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) })
         let kept = self.kept.take(app: app)
         let held = kept?.rows

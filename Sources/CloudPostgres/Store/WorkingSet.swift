@@ -290,6 +290,18 @@ final class WorkingSet: FoldRows {
         return try storedPage(url)
     }
 
+    /// In ingest the transaction loaded every wanted hash of the app, with
+    /// its offers, for a frame that records pages (`PostgresIngestTransaction`).
+    func dropOffersOfWanted(app: AppID) throws -> [PublicHash] {
+        var dropped: [PublicHash] = []
+        for key in offers.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            guard let row = hashes[key], row.wantedSeq != nil, offers[key]?.isEmpty == false else { continue }
+            changeOffers(key) { $0.removeAll() }
+            if let bytes = row.hash, let hash = PublicHash(bytes) { dropped.append(hash) }
+        }
+        return dropped
+    }
+
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
         epochs[device, default: [:]][epoch] = lastSeq
     }
