@@ -39,6 +39,18 @@ import Testing
         }
     }
 
+    /// One sync run of every store, each without a failure; returns how many
+    /// messages the stores made again from their journals.
+    private func syncOnce(_ stores: [DeviceStore], through switchboard: Switchboard) async throws -> Int {
+        var recovered = 0
+        for store in stores {
+            let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
+            #expect(report.failure == nil, "\(report.failure ?? "")")
+            recovered += report.messagesRecovered
+        }
+        return recovered
+    }
+
     /// Devices sync, the cloud is snapshotted, devices go on and sync, the cloud
     /// is lost and restored from the snapshot: the devices, which kept every
     /// message the snapshot lacked, send it again and every count converges to
@@ -223,12 +235,7 @@ import Testing
         switchboard.cloud = back
         // The devices dropped what B held and A lacks: they make those
         // messages again from their journals.
-        var recovered = 0
-        for store in stores {
-            let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
-            #expect(report.failure == nil, "\(report.failure ?? "")")
-            recovered += report.messagesRecovered
-        }
+        let recovered = try await syncOnce(stores, through: switchboard)
         #expect(recovered > 0, "the devices had dropped messages that only B held")
         try await syncAll()
         let after = try #require(try back.entry(app: app, hash: recipeHash()))
@@ -271,19 +278,15 @@ import Testing
         cloud = nil
         let restored = try CloudIndex.restore(snapshot: snapshot, to: path, through: then, force: true,
                                               options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
-        #expect(restored.cut.rowsKept == rowsThen && restored.cut.rowsBefore == rowsBefore && restored.manifest.logRows == Int64(rowsBefore))
+        let cut = try #require(restored.cut)
+        #expect(cut.rowsKept == rowsThen && cut.rowsBefore == rowsBefore && restored.manifest.logRows == Int64(rowsBefore))
         let back = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, random: SeededRandom(seed: 3)))
         #expect(try back.entry(app: app, hash: recipeHash()) == heldThen, "the cut holds what the cloud held at the instant")
         #expect(try back.projectionDigest() == digestThen && back.verifyLog().isValid)
-        #expect(try back.logHeads() == restored.cut.heads)
+        #expect(try back.logHeads() == cut.heads)
 
         switchboard.cloud = back
-        var recovered = 0
-        for store in stores {
-            let report = try await SyncClient(store: store, transport: switchboard, sleep: { _ in }).run()
-            #expect(report.failure == nil, "\(report.failure ?? "")")
-            recovered += report.messagesRecovered
-        }
+        let recovered = try await syncOnce(stores, through: switchboard)
         #expect(recovered > 0, "the devices had dropped what only the cut-off rows held")
         try await syncAll()
         #expect(try back.projectionDigest() == digestBefore, "the restored cloud converged to the state it lost")

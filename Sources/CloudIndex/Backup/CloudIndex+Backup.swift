@@ -180,15 +180,7 @@ extension CloudIndex {
     @discardableResult
     public static func restore(snapshot: String, to path: String, force: Bool = false, key: SymmetricKey? = nil,
                                options: CloudOptions = CloudOptions()) throws(CloudError) -> CloudSnapshotManifest {
-        if FileManager.default.fileExists(atPath: path) && !force {
-            // A file that is not a snapshot is said first; staging reads the manifest otherwise.
-            _ = try readManifest(snapshot)
-            throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
-        }
-        let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
-        let manifest = try stageRestore(snapshot: snapshot, at: temporary, key: key, options: options)
-        try finishRestore(staged: temporary, to: path, options: options)
-        return manifest
+        try restore(snapshot: snapshot, to: path, through: nil, force: force, key: key, options: options).manifest
     }
 
     /// The first half of `restore`: extracts `snapshot` into a new store at

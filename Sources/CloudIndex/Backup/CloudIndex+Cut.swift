@@ -96,20 +96,21 @@ extension CloudIndex {
     }
 
     /// Restores `snapshot` as `restore(snapshot:to:force:key:options:)`
-    /// does, checking all of it first, then cuts the staged store back to
-    /// `instant` (`cut(through:)`) before it replaces `path`.
-    public static func restore(snapshot: String, to path: String, through instant: Timestamp, force: Bool = false,
+    /// does, checking all of it first, then, given an `instant`, cuts the
+    /// staged store back to it (`cut(through:)`) before it replaces `path`.
+    public static func restore(snapshot: String, to path: String, through instant: Timestamp?, force: Bool = false,
                                key: SymmetricKey? = nil,
-                               options: CloudOptions = CloudOptions()) throws(CloudError) -> (manifest: CloudSnapshotManifest, cut: CloudLogCut) {
+                               options: CloudOptions = CloudOptions()) throws(CloudError) -> (manifest: CloudSnapshotManifest, cut: CloudLogCut?) {
         if FileManager.default.fileExists(atPath: path) && !force {
+            // A file that is not a snapshot is said first; staging reads the manifest otherwise.
             _ = try readManifest(snapshot)
             throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
         let manifest = try stageRestore(snapshot: snapshot, at: temporary, key: key, options: options)
-        let cut: CloudLogCut
+        var cut: CloudLogCut?
         do {
-            cut = try cutStaged(temporary, through: instant, options: options)
+            if let instant { cut = try cutStaged(temporary, through: instant, options: options) }
         } catch {
             StoreFiles.remove(temporary)
             throw error

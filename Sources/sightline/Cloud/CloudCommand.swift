@@ -567,10 +567,8 @@ struct CloudRestoreCommand: ParsableCommand {
                     cut = CloudLogCut(through: instant, heads: heads, rowsBefore: Int(manifest.logRows),
                                       rowsRemoved: Int(manifest.logRows) - kept)
                 }
-            } else if let instant {
-                (manifest, cut) = try CloudIndex.restore(snapshot: snapshot, to: store.db, through: instant, force: force, key: key)
             } else {
-                manifest = try CloudIndex.restore(snapshot: snapshot, to: store.db, force: force, key: key)
+                (manifest, cut) = try CloudIndex.restore(snapshot: snapshot, to: store.db, through: instant, force: force, key: key)
             }
             if let cut {
                 Output.line("restored \(store.displayName) from \(snapshot) as at \(ISO8601.format(cut.through)): "
