@@ -137,9 +137,7 @@ struct CrawlCommand: ParsableCommand {
                 "pages": .array(reports.map { report in
                     .object(["path": .string(report.path), "url": report.url.map(JSONValue.string) ?? .null,
                              "status": .string(status(report)), "error": report.error.map(JSONValue.string) ?? .null,
-                             "problems": .array(report.problems.map {
-                                 .object(["source": .string($0.source), "message": .string($0.message)])
-                             })])
+                             "problems": CrawlCommand.json(report.problems)])
                 }),
                 "recorded": .integer(Int64(outcome.recorded.count)), "unchanged": .integer(Int64(outcome.unchanged.count)),
                 "failed": .integer(Int64(failed)), "logRows": .integer(Int64(outcome.frames)),
@@ -211,6 +209,11 @@ struct CrawlCommand: ParsableCommand {
         for problem in markup.problems { Output.line("  malformed: \(problem.source): \(problem.message)") }
     }
 
+    /// Malformed markup as `--json` prints it: each with its source and message.
+    static func json(_ problems: [WebMarkup.Problem]) -> JSONValue {
+        .array(problems.map { .object(["source": .string($0.source), "message": .string($0.message)]) })
+    }
+
     static func json(_ path: String, _ markup: WebMarkup) -> JSONValue {
         let preview = markup.preview
         func value(_ value: WebMarkup.Value?) -> JSONValue {
@@ -229,7 +232,7 @@ struct CrawlCommand: ParsableCommand {
             "path": .string(path),
             "preview": .object(shown),
             "missing": .array(preview.missing.map(JSONValue.string)),
-            "problems": .array(markup.problems.map { .object(["source": .string($0.source), "message": .string($0.message)]) }),
+            "problems": json(markup.problems),
             "charset": markup.declaredCharset.map(JSONValue.string) ?? .null,
         ])
     }
