@@ -70,6 +70,7 @@ let package = Package(
             dependencies: [
                 "ByteCoding",
                 "IndexModel",
+                "LocalPrivacy",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -101,6 +102,7 @@ let package = Package(
                 "ByteCoding",
                 "IndexModel",
                 "IndexQuery",
+                "LocalPrivacy",
                 "SyncWire",
                 "SQLiteSupport",
                 "Snapshot",

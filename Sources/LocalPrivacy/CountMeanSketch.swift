@@ -99,6 +99,30 @@ public struct CountMeanSketch: Sendable {
         sketch = Array(repeating: 0, count: parameters.k * parameters.m)
     }
 
+    /// The HCMS sketch of `reports` reports whose signs summed to `total`
+    /// in each cell (hash function × m + row), as a store keeps it: the same
+    /// sketch `add` makes of them, in any order. A cell out of range, or
+    /// more signs than reports, is refused.
+    public init(_ parameters: Parameters, cells: [(cell: Int, total: Int64)], reports: Int) throws(CountMeanSketchError) {
+        guard parameters.mode == .hadamard else { throw CountMeanSketchError("stored cells are an HCMS sketch's") }
+        guard reports >= 0 else { throw CountMeanSketchError("a sketch of \(reports) reports") }
+        self.init(parameters)
+        let weight = Double(parameters.k) * parameters.scale
+        var signs: Int64 = 0
+        for (cell, total) in cells {
+            guard sketch.indices.contains(cell) else {
+                throw CountMeanSketchError("cell \(cell) is outside a \(parameters.k) × \(parameters.m) sketch")
+            }
+            let size = total == .min ? Int64.max : abs(total)
+            guard size <= Int64(reports) - signs else {
+                throw CountMeanSketchError("the cells' signs add up to more than their \(reports) reports")
+            }
+            signs += size
+            sketch[cell] += Double(total) * weight
+        }
+        self.reports = reports
+    }
+
     // MARK: The device
 
     /// A device's report of `item`, randomised with `random`.

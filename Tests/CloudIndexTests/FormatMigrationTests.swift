@@ -50,7 +50,7 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-format6")
         let path = try format6Store(in: directory)
         let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 8)
+        #expect(try version(path) == 9)
         try expectFixtureContent(cloud)
     }
 
@@ -112,7 +112,7 @@ import Testing
         }
         let clock = ManualClock(harnessStart)
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, threshold: 2))
-        #expect(try version(path) == 8)
+        #expect(try version(path) == 9)
         #expect(try cloud.verifyLog().verifiedRows == 6)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
         // And it ingests: a new device of the app votes.
@@ -129,7 +129,7 @@ import Testing
         let path = directory.appendingPathComponent("restored.sqlite").path
         let manifest = try CloudIndex.restore(snapshot: Self.fixtures.appendingPathComponent("cloud-v6.slsnap").path, to: path)
         #expect(manifest.logRows == 10)
-        #expect(try version(path) == 8)
+        #expect(try version(path) == 9)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 
@@ -150,7 +150,7 @@ import Testing
 }
 
 /// A store and a snapshot of format version 7, written by the build before
-/// crawled pages (`Journal/fixtures/make-cloud-v7.sh`): one app, K = 2,
+/// crawled pages (`Journal/fixtures/make-cloud.sh 7`): one app, K = 2,
 /// three devices, and "Potato Soup" public from the devices' content.
 @Suite struct FormatSevenMigrationTests {
     private let soupURL = "https://recipes.example.com/potato-soup"
@@ -176,20 +176,65 @@ import Testing
         let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
         #expect(refusal.message.contains("format version 7") && refusal.message.contains("cloud rebuild"), "\(refusal)")
         let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 8)
+        #expect(try version(path) == 9)
         try expectFixtureContent(cloud)
         try cloud.recordPages([CrawledPage(url: soupURL, title: "Creamy Potato Soup", deepLink: "recipes://soup")], app: app)
         let soup = try #require(try cloud.publicIndex(app: app).first)
         #expect(soup.contentSource == "page" && soup.shownTitle == "Creamy Potato Soup" && soup.page?.deepLink == "recipes://soup")
     }
 
-    @Test func aFormatSevenSnapshotRestoresAsAVersionEightStore() throws {
+    @Test func aFormatSevenSnapshotRestoresAsACurrentStore() throws {
         let directory = try ScratchDirectory.make("sightline-format7")
         let path = directory.appendingPathComponent("restored.sqlite").path
         let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 5)
-        #expect(try version(path) == 8)
+        #expect(try version(path) == 9)
+        try expectFixtureContent(try CloudIndex(at: .file(path)))
+    }
+}
+
+/// A store and a snapshot of format version 8, written by the build before
+/// private popularity (`Journal/fixtures/make-cloud.sh 8`): the content of
+/// the version-7 fixture, and the crawler's page for "Potato Soup".
+@Suite struct FormatEightMigrationTests {
+    private func version(_ path: String) throws -> Int? {
+        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
+    }
+
+    private func expectFixtureContent(_ cloud: CloudIndex) throws {
+        let stats = try cloud.stats()
+        #expect(stats.apps == 1 && stats.devices == 3 && stats.logRows == 6 && stats.messages == 12 && stats.publicItems == 1
+                && stats.pages == 1 && stats.reports == 0, "\(stats)")
+        #expect(try cloud.verifyLog().verifiedRows == 6)
+        #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
+        #expect(try cloud.popularity(app: app) == .exact, "an app of an older store counts exactly")
+        let soup = try #require(try cloud.publicIndex(app: app).first)
+        #expect(soup.contentSource == "page" && soup.page?.deepLink == "recipes://potato-soup" && soup.estimatedEngaged == nil)
+    }
+
+    @Test func aFormatEightStoreGainsPrivatePopularityWhenOpenedForWriting() throws {
+        let directory = try ScratchDirectory.make("sightline-format8")
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        try FileManager.default.copyItem(atPath: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.sqlite").path, toPath: path)
+        let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
+        #expect(refusal.message.contains("format version 8") && refusal.message.contains("cloud rebuild"), "\(refusal)")
+        let cloud = try CloudIndex(at: .file(path))
+        #expect(try version(path) == 9)
+        try expectFixtureContent(cloud)
+        let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 16, buckets: 256)
+        try cloud.setPopularity(.ldp(settings), app: app)
+        let soup = try #require(try cloud.publicIndex(app: app).first)
+        #expect(soup.estimatedEngaged == 0, "no report yet: an empty sketch estimates 0")
+    }
+
+    @Test func aFormatEightSnapshotRestoresAsACurrentStore() throws {
+        let directory = try ScratchDirectory.make("sightline-format8")
+        let path = directory.appendingPathComponent("restored.sqlite").path
+        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.slsnap").path,
+                                              to: path)
+        #expect(manifest.logRows == 6)
+        #expect(try version(path) == 9)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }

@@ -126,27 +126,49 @@ import Testing
     @Test func aStoreOfANewerFormatVersionIsRefusedSayingSo() throws {
         let database = try TestDatabase()
         _ = try cloud(database)
-        try edit(database, "UPDATE cloud_meta SET value = '9' WHERE key = 'format_version'")
+        try edit(database, "UPDATE cloud_meta SET value = '10' WHERE key = 'format_version'")
         let refusal = try #require(throws: CloudError.self) { try cloud(database) }
-        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 9, newer than this build's 8"), "\(refusal)")
+        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 10, newer than this build's 9"), "\(refusal)")
     }
 
-    /// Version 8 added the crawled pages: a store of version 7 gains their
-    /// table when a server opens it, and a read-only command says to do so.
-    @Test func aStoreOfFormatVersionSevenGainsThePagesWhenOpenedForWriting() throws {
+    /// Version 8 added the crawled pages and version 9 private popularity:
+    /// a store of version 7 gains their tables and column when a server
+    /// opens it, and a read-only command says to do so.
+    @Test func aStoreOfFormatVersionSevenGainsThePagesAndTheSketchWhenOpenedForWriting() throws {
         let database = try TestDatabase()
         _ = try cloud(database)
-        try edit(database, "DROP TABLE pages; UPDATE cloud_meta SET value = '7' WHERE key = 'format_version'")
+        try edit(database, """
+            DROP TABLE pages; DROP TABLE sketch_cells; DROP TABLE report_allowances; ALTER TABLE apps DROP COLUMN popularity;
+            UPDATE cloud_meta SET value = '7' WHERE key = 'format_version'
+            """)
         let refusal = try #require(throws: CloudError.self) {
             try PostgresCloud(at: database.location, password: database.password,
                               options: PostgresCloudOptions(store: CloudOptions(readOnly: true), poolSize: 1))
         }
         #expect(refusal.message.contains("format version 7") && refusal.message.contains("cloud rebuild"), "\(refusal)")
         let opened = try cloud(database)
-        #expect(try opened.stats().pages == 0)
+        #expect(try opened.stats().pages == 0 && opened.stats().reports == 0)
         try opened.registerApp(app, enrolmentSecret: enrolmentSecret)
         try opened.recordPages([CrawledPage(url: recipeURL, title: "Chips")], app: app)
         #expect(try cloud(database).crawledPages(app: app).map(\.title) == ["Chips"])
+        #expect(try opened.popularity(app: app) == .exact)
+    }
+
+    /// A store of version 8 gains the popularity column and the sketch's
+    /// tables, and its apps count exactly.
+    @Test func aStoreOfFormatVersionEightGainsPrivatePopularityWhenOpenedForWriting() throws {
+        let database = try TestDatabase()
+        let first = try cloud(database)
+        try first.registerApp(app, enrolmentSecret: enrolmentSecret)
+        try edit(database, """
+            DROP TABLE sketch_cells; DROP TABLE report_allowances; ALTER TABLE apps DROP COLUMN popularity;
+            UPDATE cloud_meta SET value = '8' WHERE key = 'format_version'
+            """)
+        let opened = try cloud(database)
+        #expect(try opened.popularity(app: app) == .exact && opened.stats().reports == 0)
+        let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 16, buckets: 256)
+        try opened.setPopularity(.ldp(settings), app: app)
+        #expect(try cloud(database).popularity(app: app) == .ldp(settings))
     }
 
     /// A count or a log field someone wrote into the database out of range

@@ -72,4 +72,37 @@ import Testing
         #expect(throws: CountMeanSketchError.self) { try hadamard.add(.hadamard(hash: -1, row: 0, positive: true)) }
         #expect(full.reports == 0 && hadamard.reports == 0)
     }
+
+    /// A store keeps an HCMS sketch as each cell's sum of signs: the sketch
+    /// made from those sums estimates exactly what the sketch that added
+    /// the reports one by one does.
+    @Test func aSketchFromStoredCellsEstimatesAsTheOneThatAddedTheReports() throws {
+        let parameters = try CountMeanSketch.Parameters(epsilon: 4, k: 16, m: 128, mode: .hadamard)
+        var added = CountMeanSketch(parameters)
+        var totals: [Int: Int64] = [:]
+        let random = SeededRandom(seed: 11)
+        for number in 0..<500 {
+            let report = CountMeanSketch.report(item(number % 7), parameters: parameters, random: random)
+            try added.add(report)
+            guard case .hadamard(let function, let row, let positive) = report else { return }
+            totals[function * 128 + row, default: 0] += positive ? 1 : -1
+        }
+        var stored = try CountMeanSketch(parameters, cells: totals.map { ($0.key, $0.value) }, reports: 500)
+        for number in 0..<8 {
+            #expect(abs(stored.estimate(item(number)) - added.estimate(item(number))) < 1e-6)
+        }
+    }
+
+    @Test func storedCellsOutOfRangeAreRefused() throws {
+        let parameters = try CountMeanSketch.Parameters(epsilon: 4, k: 2, m: 4, mode: .hadamard)
+        let outside = #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(parameters, cells: [(8, 1)], reports: 1) }
+        #expect(outside?.message.contains("outside a 2 × 4 sketch") == true)
+        #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(parameters, cells: [(-1, 1)], reports: 1) }
+        let signs = #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(parameters, cells: [(0, 2), (1, -2)], reports: 3) }
+        #expect(signs?.message.contains("more than their 3 reports") == true)
+        #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(parameters, cells: [(0, Int64.min)], reports: 5) }
+        #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(parameters, cells: [], reports: -1) }
+        let full = try CountMeanSketch.Parameters(epsilon: 4, k: 2, m: 4, mode: .full)
+        #expect(throws: CountMeanSketchError.self) { try CountMeanSketch(full, cells: [], reports: 0) }
+    }
 }

@@ -320,11 +320,18 @@ extension CloudIndex {
             }
         }
         let quota = version >= 4 ? "maximum_devices" : "NULL"
-        for row in try Row.fetchAll(db, sql: "SELECT app, secret_hash, \(quota) FROM apps") {
+        let popularity = version >= 9 ? "popularity" : "NULL"
+        for row in try Row.fetchAll(db, sql: "SELECT app, secret_hash, \(quota), \(popularity) FROM apps") {
             let app = try text(row[0], "an app name")
             try blob(row[1], "apps.secret_hash of \(app)")
             if !(row[2] as DatabaseValue).isNull {
                 try integer(row[2], 1...Int64(EnrolmentRule.largestDeviceQuota), "apps.maximum_devices of \(app)")
+            }
+            let mode: DatabaseValue = row[3]
+            switch mode.storage {
+            case .null: break
+            case .blob(let bytes): _ = try Stored.popularity([UInt8](bytes), app: AppID(app))
+            default: throw CloudError(.corruptStore, "apps.popularity of \(app) is \(mode), not a popularity mode")
             }
         }
         guard version >= 7 else { return try checkFormat6Devices(db, version: version) }

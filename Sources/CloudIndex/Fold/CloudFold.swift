@@ -20,6 +20,8 @@ package struct Refusal: Error {
 ///   which must stay the same;
 /// - a *withdraw* makes that vote not live;
 /// - *signals* add to views, shown and engaged;
+/// - *reports* add to the app's sketch when its popularity is private and
+///   they fit its sketch, within the device's daily allowance (`ReportRule`);
 /// - *content* must hash to the hash it claims; a live voter's content is its
 ///   offer while the hash is wanted (other content is ignored), and
 ///   content that K live voters offered byte for byte becomes public
@@ -39,12 +41,15 @@ package struct CloudFold<Rows: FoldRows> {
     /// How many live voters must offer the same content (`ContentRule`).
     package let agreement: Int
     package let secrets: CloudSecrets
+    /// The settings of each app whose popularity is private (`PopularityMode.ldp`).
+    package let popularity: [AppID: PrivatePopularity]
 
-    package init(rows: Rows, threshold: Int, agreement: Int, secrets: CloudSecrets) {
+    package init(rows: Rows, threshold: Int, agreement: Int, secrets: CloudSecrets, popularity: [AppID: PrivatePopularity] = [:]) {
         self.rows = rows
         self.threshold = threshold
         self.agreement = agreement
         self.secrets = secrets
+        self.popularity = popularity
     }
 
     /// Folds one frame's messages, accepted at `receivedAt`, with `memory`
@@ -63,6 +68,7 @@ package struct CloudFold<Rows: FoldRows> {
         var known = memory.devices.removeValue(forKey: stream) ?? [:]
         defer { memory.devices[stream] = known }
         var recordedPages = false
+        var reports: [PrivateReport] = []
         for message in messages {
             if case .page(let hash, let page) = message {
                 guard CrawlerRule.mayRecordPages(device) else {
@@ -75,7 +81,10 @@ package struct CloudFold<Rows: FoldRows> {
                 recordedPages = true
                 continue
             }
-            let hash = message.hash
+            guard let hash = message.hash else {
+                if case .report(let report) = message { reports.append(report) }
+                continue
+            }
             let state: FoldMemory.Entry
             if let remembered = known[hash] {
                 state = remembered
@@ -148,7 +157,7 @@ package struct CloudFold<Rows: FoldRows> {
                         memory.asks.changed(hash)
                     }
                 }
-            case .page:
+            case .page, .report:
                 continue
             }
         }
@@ -159,6 +168,7 @@ package struct CloudFold<Rows: FoldRows> {
             for hash in try rows.dropOffersOfWanted(app: app) { memory.asks.changed(hash) }
         }
         let day = PopularityRule.day(milliseconds: receivedAt.millisecondsSince1970)
+        if !reports.isEmpty { try count(reports, device: device, app: app, day: day) }
         for (hash, offered) in signals.sorted(by: { $0.key < $1.key }) {
             guard let state = known[hash], var vote = state.vote else { continue }
             let (counted, allowance) = PopularityRule.admit(offered, on: day, after: vote.allowance)
@@ -171,6 +181,25 @@ package struct CloudFold<Rows: FoldRows> {
             }
             try rows.addSignals(counted, app: app, key: state.key)
         }
+    }
+
+    /// Adds the frame's reports that fit the app's sketch to it, as many as
+    /// the device's allowance for `day` has room for, in the frame's order
+    /// (`ReportRule`).
+    private func count(_ reports: [PrivateReport], device: DeviceID, app: AppID, day: Int64) throws {
+        guard let settings = popularity[app] else { return }
+        let fitting = reports.filter(settings.fits)
+        guard !fitting.isEmpty else { return }
+        let before = try rows.reportAllowance(app: app, device: device)
+        let (counted, allowance) = ReportRule.admit(fitting.count, on: day, after: before, perDay: settings.reportsPerDay)
+        guard counted > 0 else { return }
+        var cells: [Int64: SketchCell] = [:]
+        for report in fitting.prefix(counted) {
+            cells[Int64(report.cell), default: SketchCell()].reports += 1
+            cells[Int64(report.cell), default: SketchCell()].total += report.positive ? 1 : -1
+        }
+        try rows.addReports(cells, app: app)
+        try rows.writeReportAllowance(allowance, app: app, device: device)
     }
 
     /// Writes the allowances `memory` changed to their vote rows. With

@@ -71,6 +71,12 @@ package protocol FoldRows {
     /// Deletes every offer of the app's wanted hashes (offers exist only
     /// for those) and returns the hashes that had any.
     func dropOffersOfWanted(app: AppID) throws -> [PublicHash]
+    /// What the device reported on its last day of private reports, if it
+    /// ever reported.
+    func reportAllowance(app: AppID, device: DeviceID) throws -> ReportRule.Allowance?
+    func writeReportAllowance(_ allowance: ReportRule.Allowance, app: AppID, device: DeviceID) throws
+    /// Adds counted private reports to the app's sketch, by cell.
+    func addReports(_ cells: [Int64: SketchCell], app: AppID) throws
     /// Keeps `lastSeq` as the last seq held of the device's epoch.
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws
 }

@@ -37,6 +37,8 @@ package protocol IngestTransaction {
     func wantedHashes(app: AppID) throws -> [(hash: PublicHash, key: Data, wantedSeq: Int64)]
     /// What decides whether an ack asks the voter for the hash's content.
     func askState(app: AppID, key: Data, voter: [UInt8]) throws -> AskState?
+    /// How the app's devices report popularity (`apps.popularity`).
+    func popularity(app: AppID) throws -> PopularityMode
 }
 
 /// A wanted hash's state and one voter's part in it, for `ContentRule.asksVoter`.
@@ -106,8 +108,8 @@ package struct IngestCore {
             if let conflict = try firstConflict(frame, messages: messages, app: app, through: overlap.upperBound, in: transaction) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
             }
-            return .duplicate(try ack(device: frame.device, app: app, through: head, messages: messages, memory: memory,
-                                      in: transaction))
+            return .duplicate(try ack(device: frame.device, app: app, through: head, messages: messages,
+                                      popularity: try transaction.popularity(app: app), memory: memory, in: transaction))
         case .append(let from, let overlap):
             if let overlap, let conflict = try firstConflict(frame, messages: messages, app: app, through: overlap.upperBound,
                                                              in: transaction) {
@@ -120,9 +122,9 @@ package struct IngestCore {
         if transaction.wantsEntries {
             let stream = DeviceStream(app: app, device: frame.device)
             var known = memory.devices[stream] ?? [:]
-            for message in fresh where known[message.hash] == nil {
+            for message in fresh {
                 if case .page = message { continue }
-                let hash = message.hash
+                guard let hash = message.hash, known[hash] == nil else { continue }
                 known[hash] = FoldMemory.Entry(app: app, key: Data(secrets.key(app: app, hash: hash)),
                                                voter: secrets.voter(device: frame.device, hash: hash))
                 memory.count += 1
@@ -131,16 +133,19 @@ package struct IngestCore {
             entries = Array(known.values)
         }
         let rows = try transaction.foldRows(app: app, entries: entries)
+        // After `foldRows`, which in a shared database reads it under the app's lock.
+        let popularity = try transaction.popularity(app: app)
         let receivedAt = clock.now()
         let logSeq = try transaction.appendLog(app: app, frame, acceptedFrom: acceptedFrom, receivedAt: receivedAt)
         // A `Refusal` from the fold rolls the whole transaction back.
-        let fold = CloudFold(rows: rows, threshold: threshold, agreement: agreement, secrets: secrets)
+        let fold = CloudFold(rows: rows, threshold: threshold, agreement: agreement, secrets: secrets,
+                             popularity: popularity.privateSettings.map { [app: $0] } ?? [:])
         try fold.apply(fresh, device: frame.device, app: app, logSeq: logSeq, receivedAt: receivedAt, memory: memory)
         try fold.flush(memory, forgetting: false)
         try rows.recordEpoch(app: app, device: frame.device, epoch: frame.epoch, lastSeq: frame.lastSeq)
         try transaction.finishFold(rows)
-        let ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, memory: memory,
-                               in: transaction)
+        let ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, popularity: popularity,
+                               memory: memory, in: transaction)
         return .accepted(ackValue, messages: fresh.count)
     }
 
@@ -158,9 +163,10 @@ package struct IngestCore {
     /// a device, so each hash checked costs an HMAC and a lookup; `memory`'s
     /// `asks` (`AskMemory`) keep each device's requests between frames, so an
     /// ack checks only the hashes that changed since the device's last ack
-    /// and those `messages` voted for, withdrew or offered.
+    /// and those `messages` voted for, withdrew or offered. Every ack says
+    /// the app's popularity mode, so devices learn it as they sync.
     private func ack<Transaction: IngestTransaction>(device: DeviceID, app: AppID, through head: OutboxPosition,
-                                                     messages: [OutboxMessage], memory: FoldMemory,
+                                                     messages: [OutboxMessage], popularity: PopularityMode, memory: FoldMemory,
                                                      in transaction: Transaction) throws -> Ack {
         let backedUp = try transaction.backedUp(app: app, device: device)
         let asks = memory.asks
@@ -172,7 +178,7 @@ package struct IngestCore {
             for message in messages {
                 switch message {
                 case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
-                case .signal, .page: break
+                case .signal, .page, .report: break
                 }
             }
             for hash in check {
@@ -190,7 +196,8 @@ package struct IngestCore {
         let hashes = requests.sorted { a, b in
             a.value.wantedSeq != b.value.wantedSeq ? a.value.wantedSeq < b.value.wantedSeq : a.key < b.key
         }.prefix(IngestCore.requestsPerAck).map(\.key)
-        return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes)
+        return Ack(acceptedThrough: head, durableThrough: head, backedUpThrough: min(backedUp, head), contentRequests: hashes,
+                   popularity: popularity)
     }
 
     /// `hash` as a request to `device`, or nil when the device is not asked

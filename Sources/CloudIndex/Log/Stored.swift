@@ -28,4 +28,25 @@ package enum Stored {
         }
         return value
     }
+
+    /// `apps.popularity` of `app`: NULL for exact, else the encoding of an
+    /// `ldp` mode (`PopularityMode.encoded`); anything else is refused.
+    package static func popularity(_ bytes: [UInt8]?, app: AppID) throws(CloudError) -> PopularityMode {
+        guard let bytes else { return .exact }
+        let mode: PopularityMode
+        do {
+            mode = try PopularityMode.decode(bytes)
+        } catch {
+            throw CloudError(.corruptStore, "apps.popularity of \(app) is not a popularity mode: \(error)")
+        }
+        guard mode != .exact else {
+            throw CloudError(.corruptStore, "apps.popularity of \(app) holds the exact mode, which is stored as NULL")
+        }
+        return mode
+    }
+
+    /// `mode` as `apps.popularity` holds it: nil for exact.
+    package static func popularityValue(_ mode: PopularityMode) -> [UInt8]? {
+        mode == .exact ? nil : mode.encoded
+    }
 }

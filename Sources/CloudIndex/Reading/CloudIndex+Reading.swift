@@ -24,8 +24,19 @@ public struct HashEntry: Hashable, Sendable {
     /// shows instead of anything devices sent (`CloudStore.publicIndex(app:)`
     /// joins it; nil elsewhere, and for an entry without such a page).
     public package(set) var page: CrawledPage?
+    /// The engagements the app's sketch of private reports estimates for
+    /// the hash, when the app's popularity is private and the entry is
+    /// public (`CloudStore.publicIndex(app:)` sets it; nil elsewhere). An
+    /// estimate, unbiased and noisy: it may be negative or fractional.
+    public package(set) var estimatedEngaged: Double?
 
     public var isPublic: Bool { content != nil }
+
+    /// The engagements ranking counts: the estimate when there is one (below
+    /// zero counts as zero), else the exact count.
+    public var rankedEngagements: Double {
+        estimatedEngaged.map { max(0, $0) } ?? Double(popularity.engaged)
+    }
 
     /// Where what a public entry shows comes from: `page` (a crawled page)
     /// or `devices` (agreed offers); nil when it is not public.
@@ -68,6 +79,8 @@ public struct CloudStats: Hashable, Sendable {
     public var wanted = 0
     /// Web pages the crawler recorded.
     public var pages = 0
+    /// Private reports counted into the apps' sketches.
+    public var reports = 0
     public var equivocations = 0
     public var threshold = 0
     /// How many live voters must offer the same content (`ContentRule`).
@@ -178,10 +191,49 @@ extension CloudIndex {
             stats.publicItems = try count("SELECT count(*) FROM public_content")
             stats.wanted = try count("SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL")
             stats.pages = try count("SELECT count(*) FROM pages")
+            stats.reports = try count("SELECT coalesce(sum(reports), 0) FROM sketch_cells")
             stats.equivocations = try count("SELECT count(*) FROM flags WHERE reason = 'equivocation'")
             stats.threshold = threshold
             stats.agreement = agreement
             return stats
+        }
+    }
+
+    public func popularity(app: AppID) throws(CloudError) -> PopularityMode {
+        try read { db in try CloudIndex.popularity(app: app, db) ?? .exact }
+    }
+
+    /// `app`'s popularity as `db` holds it; nil when it is not registered.
+    static func popularity(app: AppID, _ db: Database) throws -> PopularityMode? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT popularity FROM apps WHERE app = ?"), arguments: [app]) else {
+            return nil
+        }
+        let bytes = try (Stored.column(row, 0, "apps.popularity of \(app)") as Data?).map { [UInt8]($0) }
+        return try Stored.popularity(bytes, app: app)
+    }
+
+    public func setPopularity(_ mode: PopularityMode, app: AppID) throws(CloudError) {
+        let changed = try write { db in
+            guard let current = try CloudIndex.popularity(app: app, db) else {
+                throw CloudError(.invalidOption, "app \(app) is not registered: register it before choosing its popularity")
+            }
+            guard current != mode else { return false }
+            try db.execute(sql: "UPDATE apps SET popularity = ? WHERE app = ?",
+                           arguments: [Stored.popularityValue(mode).map { Data($0) }, app])
+            try CloudIndex.refold(db, threshold: threshold, agreement: agreement, secrets: secrets)
+            return true
+        }
+        if changed { ingestMemory.forget() }
+    }
+
+    public func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: "SELECT cell, reports, total FROM sketch_cells WHERE app = ? ORDER BY cell"),
+                             arguments: [app]).map { row throws(CloudError) in
+                (try Stored.column(row, 0, "sketch_cells.cell of \(app)"),
+                 SketchCell(reports: try Stored.column(row, 1, "sketch_cells.reports of \(app)"),
+                            total: try Stored.column(row, 2, "sketch_cells.total of \(app)")))
+            }
         }
     }
 

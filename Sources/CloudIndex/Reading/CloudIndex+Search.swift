@@ -30,8 +30,12 @@ public struct PublicExplanation: Hashable, Sendable {
     public var words: [Word]
     /// The sum of the words' weights (1 for empty text).
     public var relevance: Double
-    /// Engagements counted across devices, and `1 + ln(1 + engaged)`.
+    /// Engagements counted across devices, and `1 + ln(1 + engaged)`, where
+    /// engaged is the estimate when there is one (below zero as zero).
     public var engaged: UInt64
+    /// The engagements the app's sketch of private reports estimates, when
+    /// its popularity is private (`HashEntry.estimatedEngaged`).
+    public var estimatedEngaged: Double?
     public var popularityFactor: Double
     /// Impressions counted across devices, and `0.5 + (engaged + 1) / (shown + 2)`.
     public var shown: UInt64
@@ -56,7 +60,8 @@ extension CloudStore {
     /// relevance × popularity × engagement:
     /// - relevance: per word, the best field it is in (title 3, keywords 2,
     ///   description 1), summed;
-    /// - popularity: 1 + ln(1 + engagements);
+    /// - popularity: 1 + ln(1 + engagements), the estimated engagements when
+    ///   the app's popularity is private (`HashEntry.rankedEngagements`);
     /// - engagement: 0.5 + (engaged + 1) / (shown + 2), so an item shown often and
     ///   rarely chosen sinks.
     ///
@@ -91,13 +96,14 @@ extension CloudStore {
             }
             guard matched.count == words.count else { continue }
             let relevance = words.isEmpty ? 1.0 : matched.reduce(0.0) { $0 + $1.weight }
-            let popularity = 1 + log(1 + Double(entry.popularity.engaged))
+            let popularity = 1 + log(1 + entry.rankedEngagements)
             let engagement = 0.5 + (Double(entry.popularity.engaged) + 1) / (Double(entry.popularity.shown) + 2)
             let score = relevance * popularity * engagement
             var result = PublicResult(entry: entry, score: score)
             if explain {
                 result.explanation = PublicExplanation(
-                    words: matched, relevance: relevance, engaged: entry.popularity.engaged, popularityFactor: popularity,
+                    words: matched, relevance: relevance, engaged: entry.popularity.engaged,
+                    estimatedEngaged: entry.estimatedEngaged, popularityFactor: popularity,
                     shown: entry.popularity.shown, engagementFactor: engagement, score: score, threshold: threshold,
                     liveVotes: entry.liveVotes, agreement: agreement, contentSource: source)
             }
@@ -114,8 +120,9 @@ extension HashEntry {
     /// What a query sees of a public item: `title`, `keywords`,
     /// `contentDescription` (a crawled page's, when it has one),
     /// `contentURL` (its web page), and the custom attributes
-    /// `activityType`, `views`, `shown`, `engaged`, `devices`, `liveVotes`
-    /// and `engagementRatio` (absent before any impression).
+    /// `activityType`, `views`, `shown`, `engaged`, `devices`, `liveVotes`,
+    /// `engagementRatio` (absent before any impression) and
+    /// `estimatedEngaged` (when the app's popularity is private).
     public var queryAttributes: AttributeSet {
         var attributes = AttributeSet()
         if let content {
@@ -128,6 +135,7 @@ extension HashEntry {
         attributes[.custom("views")] = .number(Double(popularity.views))
         attributes[.custom("shown")] = .number(Double(popularity.shown))
         attributes[.custom("engaged")] = .number(Double(popularity.engaged))
+        if let estimatedEngaged { attributes[.custom("estimatedEngaged")] = .number(estimatedEngaged) }
         attributes[.custom("devices")] = .number(Double(voters))
         attributes[.custom("liveVotes")] = .number(Double(liveVotes))
         if let engagementRatio { attributes[.custom("engagementRatio")] = .number(engagementRatio) }
@@ -136,7 +144,8 @@ extension HashEntry {
 
     /// The entry as the HTTP API and `cloud search --json` print it. The raw
     /// hash appears only when the cloud holds it (K live votes). A public
-    /// entry says where its content came from (`contentSource`) and has
+    /// entry of an app whose popularity is private has `estimatedEngaged`.
+    /// A public entry says where its content came from (`contentSource`) and has
     /// the crawled page's fields (`CrawledPage.addJSONFields`: its title,
     /// description and keywords replace the devices', and the image, deep
     /// link, App Store id, type, rating, price and page URL follow; null
@@ -151,6 +160,7 @@ extension HashEntry {
             "engagementRatio": engagementRatio.map(JSONValue.double) ?? .null,
             "public": .bool(isPublic),
         ]
+        if let estimatedEngaged { object["estimatedEngaged"] = .double(estimatedEngaged) }
         if let hash { object["hash"] = .string(hash.hex) }
         if let content {
             content.addJSONFields(to: &object)
@@ -185,6 +195,7 @@ extension PublicExplanation {
             }),
             "relevance": .double(relevance),
             "engaged": .integer(Int64(clamping: engaged)),
+            "estimatedEngaged": estimatedEngaged.map(JSONValue.double) ?? .null,
             "popularityFactor": .double(popularityFactor),
             "shown": .integer(Int64(clamping: shown)),
             "engagementFactor": .double(engagementFactor),
@@ -208,6 +219,7 @@ extension CloudStats {
             "publicItems": .integer(Int64(publicItems)),
             "wanted": .integer(Int64(wanted)),
             "pages": .integer(Int64(pages)),
+            "reports": .integer(Int64(reports)),
             "equivocations": .integer(Int64(equivocations)),
             "threshold": .integer(Int64(threshold)),
             "agreement": .integer(Int64(agreement)),

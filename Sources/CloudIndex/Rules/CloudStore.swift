@@ -1,6 +1,7 @@
 import Crypto
 import IndexModel
 import IndexQuery
+import LocalPrivacy
 import SyncWire
 
 /// The cloud aggregator's operations, whatever keeps its data. `CloudIndex`
@@ -20,6 +21,15 @@ public protocol CloudStore: AnyObject, Sendable {
     var displayName: String { get }
 
     func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
+    /// How `app`'s devices report popularity; exact for an app not registered.
+    func popularity(app: AppID) throws(CloudError) -> PopularityMode
+    /// Chooses how `app` (registered) counts popularity. Devices learn it in
+    /// their next ack. A change folds the log again in the same
+    /// transaction, since which reports count depends on it.
+    func setPopularity(_ mode: PopularityMode, app: AppID) throws(CloudError)
+    /// The cells of `app`'s sketch of private reports that any report fell
+    /// in, in cell order (`ReportRule`).
+    func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)]
     /// Whether `app` is registered.
     func isRegistered(_ app: AppID) throws(CloudError) -> Bool
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
@@ -223,28 +233,55 @@ extension CloudStore {
 
     /// The public index of `app`: the hashes with K live votes whose content
     /// arrived, most engaged first, each with the crawled page at its web
-    /// page URL, if any (`HashEntry.page`).
+    /// page URL, if any (`HashEntry.page`), and, when the app's popularity
+    /// is private, its estimated engagements (`HashEntry.estimatedEngaged`).
     public func publicIndex(app: AppID) throws(CloudError) -> [HashEntry] {
         let shown = try entries(app: app).filter(\.isPublic)
         // Only the pages public items name: a site may have many more.
         let pages = try crawledPages(app: app, urls: Set(shown.compactMap { $0.content?.webpageURL }))
+        var sketch = try privateSketch(app: app)
         return shown.map { entry in
             var entry = entry
             entry.page = entry.content?.webpageURL.flatMap { pages[$0] }
+            if let hash = entry.hash { entry.estimatedEngaged = sketch?.estimate(hash.bytes) }
             return entry
         }.sorted { a, b in
-            if a.popularity.engaged != b.popularity.engaged { return a.popularity.engaged > b.popularity.engaged }
+            if a.rankedEngagements != b.rankedEngagements { return a.rankedEngagements > b.rankedEngagements }
             if a.popularity.views != b.popularity.views { return a.popularity.views > b.popularity.views }
             return a.key.lexicographicallyPrecedes(b.key)
         }
     }
 
     /// One public item of `app`, with the crawled page at its web page URL,
-    /// if any; nil when the hash is not public.
+    /// if any, and its estimated engagements when the app's popularity is
+    /// private; nil when the hash is not public.
     public func publicEntry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry? {
         guard var entry = try entry(app: app, hash: hash), let content = entry.content else { return nil }
         entry.page = try content.webpageURL.flatMap { url throws(CloudError) in try crawledPage(app: app, url: url) }
+        var sketch = try privateSketch(app: app)
+        entry.estimatedEngaged = sketch?.estimate(hash.bytes)
         return entry
+    }
+
+    /// `app`'s count-mean sketch of the private reports counted, when its
+    /// popularity is private; nil when it is exact. A stored cell out of
+    /// range is a `corruptStore` error.
+    public func privateSketch(app: AppID) throws(CloudError) -> CountMeanSketch? {
+        guard let settings = try popularity(app: app).privateSettings else { return nil }
+        let cells = try sketchCells(app: app)
+        var reports: Int64 = 0
+        for (cell, counted) in cells {
+            guard counted.reports >= 0, counted.reports <= Stored.maximumCount - reports else {
+                throw CloudError(.corruptStore, "sketch_cells.reports of app \(app) cell \(cell) is \(counted.reports), not a count")
+            }
+            reports += counted.reports
+        }
+        do {
+            return try CountMeanSketch(settings.sketch, cells: cells.map { (Int(clamping: $0.cell), $0.counted.total) },
+                                       reports: Int(reports))
+        } catch {
+            throw CloudError(.corruptStore, "the sketch of app \(app) is not one ingest makes: \(error)")
+        }
     }
 
     /// The last seq the cloud holds of each epoch of `device` of `app`.

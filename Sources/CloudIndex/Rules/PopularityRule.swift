@@ -53,3 +53,49 @@ public enum PopularityRule {
         return (counted, Allowance(day: day, used: after))
     }
 }
+
+/// How many of a device's private reports count, the same for every backend
+/// (`docs/CLOUD.md`, "Popularity under local differential privacy").
+///
+/// - A report counts only when it was made for the app's current sketch
+///   (`PrivatePopularity.fits`): the same ε, k and m. Others are dropped,
+///   and the frame is still accepted (an honest device may hold reports
+///   made before the cloud changed the settings).
+/// - One device adds at most `PrivatePopularity.reportsPerDay` reports per
+///   day of cloud time (the frame's receive time, as for signals): the
+///   budget the cloud gave devices, so a device that ignores it gains
+///   nothing by sending more. The rest are dropped.
+public enum ReportRule {
+    /// What a device has reported on its last day of reports.
+    public struct Allowance: Hashable, Sendable {
+        /// Days since 1970 of cloud time.
+        public var day: Int64
+        public var used: Int64
+
+        public init(day: Int64, used: Int64) {
+            self.day = day
+            self.used = used
+        }
+    }
+
+    /// Of `offered` fitting reports on `day`, how many count, and the
+    /// device's allowance afterwards; `allowance` is what it used before, on
+    /// whatever day it last reported (nil: never).
+    public static func admit(_ offered: Int, on day: Int64, after allowance: Allowance?, perDay: Int) -> (counted: Int, allowance: Allowance) {
+        let used = allowance.flatMap { $0.day == day ? $0.used : nil } ?? 0
+        let counted = max(0, min(Int64(offered), Int64(perDay) - used))
+        return (Int(counted), Allowance(day: day, used: used + counted))
+    }
+}
+
+/// One cell of an app's sketch: the reports that fell in it, and the sum of
+/// their signs (+1 or −1 each).
+public struct SketchCell: Hashable, Sendable {
+    public var reports: Int64
+    public var total: Int64
+
+    public init(reports: Int64 = 0, total: Int64 = 0) {
+        self.reports = reports
+        self.total = total
+    }
+}

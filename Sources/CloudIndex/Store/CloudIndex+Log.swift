@@ -114,20 +114,37 @@ extension CloudIndex {
         }
     }
 
-    /// The fold into `db`'s projections, with statements kept for this fold only.
-    static func fold(_ db: Database, threshold: Int, agreement: Int, secrets: CloudSecrets) -> CloudFold<SQLiteFoldRows> {
+    /// The fold into `db`'s projections, with statements kept for this fold
+    /// only, and each app's popularity as `registry` (`db` unless given) holds it.
+    static func fold(_ db: Database, threshold: Int, agreement: Int, secrets: CloudSecrets,
+                     registry: Database? = nil) throws -> CloudFold<SQLiteFoldRows> {
         CloudFold(rows: SQLiteFoldRows(db: db, statements: StatementSlots(count: CloudStatement.allCases.count)),
-                  threshold: threshold, agreement: agreement, secrets: secrets)
+                  threshold: threshold, agreement: agreement, secrets: secrets,
+                  popularity: try privatePopularity(registry ?? db))
+    }
+
+    /// The settings of every app of `db` whose popularity is private.
+    static func privatePopularity(_ db: Database) throws -> [AppID: PrivatePopularity] {
+        var settings: [AppID: PrivatePopularity] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT app, popularity FROM apps WHERE popularity IS NOT NULL") {
+            let app: AppID = try Stored.column(row, 0, "apps.app")
+            let bytes = [UInt8](try Stored.column(row, 1, "apps.popularity of \(app)") as Data)
+            settings[app] = try Stored.popularity(bytes, app: app).privateSettings
+        }
+        return settings
     }
 
     /// Makes fresh projections in a private in-memory database, lets `body`
     /// fold the log into them, and returns their digest.
     private func inScratchProjections(_ body: (inout LogReplay<SQLiteFoldRows>) throws -> Void) throws(CloudError) -> String {
+        let popularity = try read { db in try CloudIndex.privatePopularity(db) }
         do {
             let scratch = try DatabaseQueue()
             return try scratch.write { scratchDB in
                 try CloudSchema.create(scratchDB, threshold: threshold, voterSecret: secrets.secret, createdAt: 0)
-                var replay = LogReplay(fold: CloudIndex.fold(scratchDB, threshold: threshold, agreement: agreement, secrets: secrets))
+                let fold = CloudFold(rows: SQLiteFoldRows(db: scratchDB, statements: StatementSlots(count: CloudStatement.allCases.count)),
+                                     threshold: threshold, agreement: agreement, secrets: secrets, popularity: popularity)
+                var replay = LogReplay(fold: fold)
                 try body(&replay)
                 try replay.finish()
                 return try CloudIndex.digest(scratchDB)
@@ -150,7 +167,7 @@ extension CloudIndex {
     /// caller's transaction.
     static func refold(_ db: Database, threshold: Int, agreement: Int, secrets: CloudSecrets) throws {
         for table in CloudSchema.projectionTables { try db.execute(sql: "DELETE FROM \(table)") }
-        var replay = LogReplay(fold: fold(db, threshold: threshold, agreement: agreement, secrets: secrets))
+        var replay = LogReplay(fold: try fold(db, threshold: threshold, agreement: agreement, secrets: secrets))
         try readLog(from: db, into: &replay)
         try replay.finish()
     }

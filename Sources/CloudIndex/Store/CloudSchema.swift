@@ -14,8 +14,10 @@ package enum CloudSchema {
     /// Versions 2 to 6 added columns and tables to the layout of version 1
     /// (`Format6`); version 7 keys every table by app, chains the cloud log
     /// per app, and gives each app its wanted seqs; version 8 adds the
-    /// crawled pages (`pages`).
-    package static let formatVersion = 8
+    /// crawled pages (`pages`); version 9 each app's popularity mode
+    /// (`apps.popularity`) and its private sketch (`sketch_cells`,
+    /// `report_allowances`).
+    package static let formatVersion = 9
     /// The first version with a chain per app.
     package static let perAppChainVersion = 7
     package static let application = "sightline-cloud-store"
@@ -25,7 +27,8 @@ package enum CloudSchema {
         CREATE TABLE apps (
             app TEXT PRIMARY KEY,
             secret_hash BLOB NOT NULL,
-            maximum_devices INTEGER
+            maximum_devices INTEGER,
+            popularity BLOB
         );
         """
 
@@ -88,7 +91,7 @@ package enum CloudSchema {
             wanted_seq INTEGER NOT NULL
         ) WITHOUT ROWID;
 
-        """ + countsDDL + contentOffersDDL + pagesDDL
+        """ + countsDDL + contentOffersDDL + pagesDDL + sketchDDL
 
     /// The projections of each hash's counts, votes and public content, the
     /// same in every version since 3.
@@ -160,7 +163,30 @@ package enum CloudSchema {
         ) WITHOUT ROWID;
         """
 
-    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state", "pages"]
+    /// Each app's count-mean sketch of private reports (`ReportRule`), from
+    /// version 9: per cell (hash function × m + Hadamard row) the reports
+    /// counted and the sum of their signs; and what each device reported on
+    /// its last day of reports.
+    static let sketchDDL = """
+
+        CREATE TABLE sketch_cells (
+            app TEXT NOT NULL,
+            cell INTEGER NOT NULL,
+            reports INTEGER NOT NULL,
+            total INTEGER NOT NULL,
+            PRIMARY KEY (app, cell)
+        ) WITHOUT ROWID;
+        CREATE TABLE report_allowances (
+            app TEXT NOT NULL,
+            device TEXT NOT NULL,
+            day INTEGER NOT NULL,
+            reports INTEGER NOT NULL,
+            PRIMARY KEY (app, device)
+        ) WITHOUT ROWID;
+        """
+
+    static let projectionTables = ["device_epochs", "hashes", "votes", "public_content", "content_offers", "app_state", "pages",
+                                   "sketch_cells", "report_allowances"]
 
     static func create(_ db: Database, threshold: Int, voterSecret: [UInt8], createdAt: Int64) throws {
         try db.execute(sql: metaDDL + devicesDDL + logDDL + projectionDDL)
@@ -180,12 +206,18 @@ package enum CloudSchema {
     /// transaction; the caller folds the log into the projections again in
     /// the same transaction, since which rows the fold keeps changed with the
     /// versions (signals within allowances from version 3, agreed content
-    /// from 6, per-app wanted seqs from 7, crawled pages from 8).
+    /// from 6, per-app wanted seqs from 7, crawled pages from 8, private
+    /// reports from 9).
     static func migrate(_ db: Database, from version: Int) throws {
         if version < perAppChainVersion {
             try migrateToPerAppChains(db, from: version)
-        } else if version < 8 {
-            try db.execute(sql: pagesDDL)
+        } else {
+            if version < 8 { try db.execute(sql: pagesDDL) }
+            if version < 9 { try db.execute(sql: sketchDDL) }
+        }
+        if version < 9 {
+            // Every app of an older store counts popularity exactly.
+            try db.execute(sql: "ALTER TABLE apps ADD COLUMN popularity BLOB")
         }
         try db.execute(sql: "UPDATE cloud_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
     }

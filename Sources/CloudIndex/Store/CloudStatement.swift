@@ -9,6 +9,7 @@ enum CloudStatement: Int, CaseIterable {
     case epochs, recordEpoch, registry, wanted, sameFrame
     case logHead, logAppend
     case insertVote, readVote, setVoteLive, spendSignals, addSignals, changeVotes, voteState, dropOffer, voterAsk
+    case popularity, reportAllowance, spendReports, addReport
 
     var sql: String {
         switch self {
@@ -57,6 +58,16 @@ enum CloudStatement: Int, CaseIterable {
                    (SELECT live FROM votes WHERE app = ?1 AND key = ?2 AND voter = ?3),
                    EXISTS (SELECT 1 FROM content_offers WHERE app = ?1 AND key = ?2 AND voter = ?3)
             FROM hashes WHERE app = ?1 AND key = ?2
+            """
+        case .popularity: "SELECT popularity FROM apps WHERE app = ?"
+        case .reportAllowance: "SELECT day, reports FROM report_allowances WHERE app = ? AND device = ?"
+        case .spendReports: """
+            INSERT INTO report_allowances (app, device, day, reports) VALUES (?, ?, ?, ?)
+            ON CONFLICT (app, device) DO UPDATE SET day = excluded.day, reports = excluded.reports
+            """
+        case .addReport: """
+            INSERT INTO sketch_cells (app, cell, reports, total) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (app, cell) DO UPDATE SET reports = reports + ?3, total = total + ?4
             """
         }
     }

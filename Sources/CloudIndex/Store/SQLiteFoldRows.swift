@@ -174,6 +174,35 @@ struct SQLiteFoldRows: FoldRows {
         }
     }
 
+    func reportAllowance(app: AppID, device: DeviceID) throws -> ReportRule.Allowance? {
+        let read = try statements.statement(.reportAllowance, db)
+        defer { read.reset() }
+        read.bind(1, app)
+        read.bind(2, device)
+        guard try read.step() else { return nil }
+        return ReportRule.Allowance(day: read.int64(0), used: try Stored.count(read.int64(1), "report_allowances.reports of \(device)"))
+    }
+
+    func writeReportAllowance(_ allowance: ReportRule.Allowance, app: AppID, device: DeviceID) throws {
+        let spend = try statements.statement(.spendReports, db)
+        spend.bind(1, app)
+        spend.bind(2, device)
+        spend.bind(3, allowance.day)
+        spend.bind(4, allowance.used)
+        try spend.execute()
+    }
+
+    func addReports(_ cells: [Int64: SketchCell], app: AppID) throws {
+        let add = try statements.statement(.addReport, db)
+        for (cell, counted) in cells.sorted(by: { $0.key < $1.key }) {
+            add.bind(1, app)
+            add.bind(2, cell)
+            add.bind(3, counted.reports)
+            add.bind(4, counted.total)
+            try add.execute()
+        }
+    }
+
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {
         let record = try statements.statement(.recordEpoch, db)
         record.bind(1, app)

@@ -90,4 +90,12 @@ struct SQLiteIngestTransaction: IngestTransaction {
         return AskState(wantedSeq: ask.optionalInt64(0), liveVotes: try Stored.count(ask.int64(1), "hashes.live_votes"),
                         hasContent: ask.int64(2) != 0, isLive: ask.optionalInt64(3) == 1, hasOffer: ask.int64(4) != 0)
     }
+
+    func popularity(app: AppID) throws -> PopularityMode {
+        let read = try statements.statement(.popularity, db)
+        defer { read.reset() }
+        read.bind(1, app)
+        guard try read.step(), !read.isNull(0) else { return .exact }
+        return try Stored.popularity(read.blob(0), app: app)
+    }
 }

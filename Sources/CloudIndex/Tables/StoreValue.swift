@@ -14,7 +14,7 @@ package enum StoreValue: Hashable, Sendable {
     case blob([UInt8])
 }
 
-/// The tables of a cloud store of format 8 and their columns, in the order
+/// The tables of a cloud store of format 9 and their columns, in the order
 /// both backends define them (`Journal/FORMAT.md`, "Cloud store"). A copy
 /// from one backend to the other moves them in this order.
 package enum StoreTables {
@@ -28,7 +28,7 @@ package enum StoreTables {
     /// Every table but `cloud_meta`, whose values each backend keeps in its
     /// own types.
     package static let all: [Table] = [
-        Table(name: "apps", columns: ["app", "secret_hash", "maximum_devices"], key: ["app"]),
+        Table(name: "apps", columns: ["app", "secret_hash", "maximum_devices", "popularity"], key: ["app"]),
         Table(name: "devices", columns: ["app", "device", "key", "enrolled_at", "backed_up_epoch", "backed_up_seq", "enrolment_proof"],
               key: ["app", "device"]),
         Table(name: "cloud_log", columns: ["app", "seq", "device", "epoch", "first_seq", "last_seq", "accepted_from", "codec",
@@ -50,6 +50,8 @@ package enum StoreTables {
         Table(name: "app_state", columns: ["app", "wanted_seq"], key: ["app"]),
         Table(name: "content_offers", columns: ["app", "key", "voter", "digest"], key: ["app", "key", "voter"]),
         Table(name: "pages", columns: ["app", "url", "page", "log_seq"], key: ["app", "url"]),
+        Table(name: "sketch_cells", columns: ["app", "cell", "reports", "total"], key: ["app", "cell"]),
+        Table(name: "report_allowances", columns: ["app", "device", "day", "reports"], key: ["app", "device"]),
     ]
 
     /// The query a backend reads a projection's rows for the digest with:

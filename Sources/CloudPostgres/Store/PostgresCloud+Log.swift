@@ -115,17 +115,31 @@ extension PostgresCloud {
             try run { session in
                 try session.transaction {
                     _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
-                    for table in StoreTables.projections {
-                        _ = try session.execute("DELETE FROM \(table.name) WHERE app = $1", [.text(app.rawValue)])
-                    }
-                    let rows = try replay(app, session: session)
-                    for table in StoreTables.projections {
-                        try session.copyFrom(table: table.name, columns: table.columns,
-                                             rows: rows.storeRows(table).map { $0.map(\.postgresValue) })
-                    }
+                    try refold(app, session: session)
                 }
             }
         }
+    }
+
+    /// Empties `app`'s projections and folds its log into them again, in the
+    /// caller's transaction, which holds the app's row locked.
+    func refold(_ app: AppID, session: PostgresSession) throws {
+        for table in StoreTables.projections {
+            _ = try session.execute("DELETE FROM \(table.name) WHERE app = $1", [.text(app.rawValue)])
+        }
+        let rows = try replay(app, session: session)
+        for table in StoreTables.projections {
+            try session.copyFrom(table: table.name, columns: table.columns, rows: rows.storeRows(table).map { $0.map(\.postgresValue) })
+        }
+    }
+
+    /// How `app`'s devices report popularity (`apps.popularity`); exact for
+    /// an app not registered.
+    static func popularity(_ app: AppID, session: PostgresSession) throws -> PopularityMode {
+        guard let row = try session.query("SELECT popularity FROM apps WHERE app = $1", [.text(app.rawValue)]).first else {
+            return .exact
+        }
+        return try Stored.popularity(try row.optionalBytes(0, "apps.popularity of \(app)"), app: app)
     }
 
     /// Every registered app, in byte order of its name.
@@ -134,7 +148,8 @@ extension PostgresCloud {
     }
 
     /// Folds `app`'s whole log, in order, into a working set made from
-    /// nothing, with the store's K and agreement as `session` reads them.
+    /// nothing, with the store's K and agreement and the app's popularity
+    /// as `session` reads them.
     func replay(_ app: AppID, session: PostgresSession) throws -> WorkingSet {
         var stored: [(name: Int64, value: Int64?)] = []
         for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
@@ -142,8 +157,9 @@ extension PostgresCloud {
         }
         let settings = try FoldSettings(stored)
         let rows = WorkingSet(app: app, wantedSeq: 0, isComplete: true)
+        let popularity = try PostgresCloud.popularity(app, session: session)
         var replay = LogReplay(fold: CloudFold(rows: rows, threshold: settings.threshold, agreement: settings.agreement,
-                                               secrets: secrets))
+                                               secrets: secrets, popularity: popularity.privateSettings.map { [app: $0] } ?? [:]))
         try PostgresCloud.pages(session, table: "cloud_log", columns: PostgresCloud.logColumnList, key: 2, condition: "app = $1",
                                 binds: [.text(app.rawValue)]) { page in
             for row in page {
@@ -203,6 +219,14 @@ extension WorkingSet {
             return offers.sorted { bytewise($0.key, $1.key) }.flatMap { key, held in
                 held.sorted { bytewise($0.key, $1.key) }.map { voter, digest in [app, blob(key), blob(voter), blob(digest)] }
             }
+        case "sketch_cells":
+            return sketch.sorted { $0.key < $1.key }.map { cell, counted in
+                [app, .integer(cell), .integer(counted.reports), .integer(counted.total)]
+            }
+        case "report_allowances":
+            return allowances.compactMap { device, allowance in allowance.map { (device, $0) } }
+                .sorted { Array($0.0.rawValue.utf8).lexicographicallyPrecedes(Array($1.0.rawValue.utf8)) }
+                .map { device, allowance in [app, .text(device.rawValue), .integer(allowance.day), .integer(allowance.used)] }
         default:
             return []
         }

@@ -78,6 +78,35 @@ extension PostgresCloud {
         }
     }
 
+    public func popularity(app: AppID) throws(CloudError) -> PopularityMode {
+        try read { session in try PostgresCloud.popularity(app, session: session) }
+    }
+
+    public func setPopularity(_ mode: PopularityMode, app: AppID) throws(CloudError) {
+        try run { session in
+            try session.transaction {
+                guard let row = try session.query("SELECT popularity FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)]).first else {
+                    throw CloudError(.invalidOption, "app \(app) is not registered: register it before choosing its popularity")
+                }
+                guard try Stored.popularity(try row.optionalBytes(0, "apps.popularity of \(app)"), app: app) != mode else { return }
+                _ = try session.query("UPDATE apps SET popularity = $1::bytea WHERE app = $2",
+                                      [Stored.popularityValue(mode).map(PostgresValue.bytea) ?? .null, .text(app.rawValue)])
+                try refold(app, session: session)
+            }
+        }
+    }
+
+    public func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)] {
+        try read { session in
+            try session.query("SELECT cell, reports, total FROM sketch_cells WHERE app = $1 ORDER BY cell", [.text(app.rawValue)])
+                .map { row throws(CloudError) in
+                    (try row.integer(0, "sketch_cells.cell of \(app)"),
+                     SketchCell(reports: try row.integer(1, "sketch_cells.reports of \(app)"),
+                                total: try row.integer(2, "sketch_cells.total of \(app)")))
+                }
+        }
+    }
+
     public func stats() throws(CloudError) -> CloudStats {
         let (threshold, agreement) = (self.threshold, self.agreement)
         return try read { session in
@@ -85,7 +114,8 @@ extension PostgresCloud {
                 SELECT (SELECT count(*) FROM apps), (SELECT count(*) FROM devices), (SELECT count(*) FROM cloud_log),
                        (SELECT coalesce(sum(last_seq - accepted_from + 1), 0)::int8 FROM cloud_log), (SELECT count(*) FROM hashes),
                        (SELECT count(*) FROM public_content), (SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL),
-                       (SELECT count(*) FROM flags WHERE reason = 'equivocation'), (SELECT count(*) FROM pages)
+                       (SELECT count(*) FROM flags WHERE reason = 'equivocation'), (SELECT count(*) FROM pages),
+                       (SELECT coalesce(sum(reports), 0)::int8 FROM sketch_cells)
                 """)[0]
             var stats = CloudStats()
             func count(_ index: Int, _ what: String) throws(CloudError) -> Int { Int(try row.count(index, what)) }
@@ -98,6 +128,7 @@ extension PostgresCloud {
             stats.wanted = try count(6, "the wanted count")
             stats.equivocations = try count(7, "the equivocation count")
             stats.pages = try count(8, "the page count")
+            stats.reports = try count(9, "the report count")
             stats.threshold = threshold
             stats.agreement = agreement
             return stats

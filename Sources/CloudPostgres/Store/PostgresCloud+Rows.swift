@@ -73,7 +73,8 @@ extension PostgresCloud {
     /// Writes what a frame's fold changed, with its log row, in one
     /// statement: the changed hashes and votes as they now are, the offers
     /// and public content that went or came, the app's wanted seq, the
-    /// device's epochs, and the pages recorded.
+    /// device's epochs, the pages recorded, and the reports added to the
+    /// sketch with the allowances they spent.
     static func write(_ rows: WorkingSet, logRow: [PostgresValue]?, session: PostgresSession) throws {
         let log = logRow ?? Array(repeating: .null, count: 13)
         let hashes = rows.changedHashes.compactMap { key in rows.hashes[key].map { (key, $0) } }
@@ -95,6 +96,8 @@ extension PostgresCloud {
         for (device, held) in rows.epochs {
             for (epoch, last) in held { epochs.append((device, epoch, last)) }
         }
+        let cells = rows.sketch.sorted { $0.key < $1.key }
+        let allowances = rows.changedAllowances.compactMap { device in rows.allowances[device].flatMap { $0 }.map { (device, $0) } }
         func bytes(_ values: some Sequence<Data>) -> PostgresValue { .byteaArray(values.map { [UInt8]($0) }) }
         let binds: [PostgresValue] = [.text(rows.app.rawValue)] + log + [
             bytes(hashes.map(\.0)), .optionalByteaArray(hashes.map(\.1.hash)), .int64Array(hashes.map(\.1.liveVotes)),
@@ -117,6 +120,8 @@ extension PostgresCloud {
             .textArray(epochs.map(\.device.rawValue)), .int64Array(epochs.map { Int64(clamping: $0.epoch.rawValue) }),
             .int64Array(epochs.map { Int64(clamping: $0.last.rawValue) }),
             .textArray(pages.map(\.key)), .byteaArray(pages.map(\.value.page.encoded)), .int64Array(pages.map(\.value.logSeq)),
+            .int64Array(cells.map(\.key)), .int64Array(cells.map(\.value.reports)), .int64Array(cells.map(\.value.total)),
+            .textArray(allowances.map(\.0.rawValue)), .int64Array(allowances.map(\.1.day)), .int64Array(allowances.map(\.1.used)),
         ]
         _ = try session.query(writeStatement, binds)
     }
@@ -169,6 +174,15 @@ extension PostgresCloud {
             INSERT INTO pages (app, url, page, log_seq)
             SELECT $1, * FROM unnest($49::text[], $50::bytea[], $51::int8[])
             ON CONFLICT (app, url) DO UPDATE SET page = excluded.page, log_seq = excluded.log_seq
+        ), sketch_rows AS (
+            INSERT INTO sketch_cells (app, cell, reports, total)
+            SELECT $1, * FROM unnest($52::int8[], $53::int8[], $54::int8[])
+            ON CONFLICT (app, cell) DO UPDATE SET reports = sketch_cells.reports + excluded.reports,
+                total = sketch_cells.total + excluded.total
+        ), allowance_rows AS (
+            INSERT INTO report_allowances (app, device, day, reports)
+            SELECT $1, * FROM unnest($55::text[], $56::int8[], $57::int8[])
+            ON CONFLICT (app, device) DO UPDATE SET day = excluded.day, reports = excluded.reports
         )
         SELECT 1
         """

@@ -203,15 +203,20 @@ public final class PostgresCloud: CloudStore {
                 : "the cloud store in \(location) has format version \(version), which this build does not read (it reads \(PostgresSchema.formatVersion))")
         }
         if version < PostgresSchema.formatVersion {
-            // Version 8 only added the crawled pages, which a version-7
-            // store has none of: making the table is the whole migration.
+            // Version 8 added the crawled pages, and version 9 each app's
+            // popularity mode and its sketch, which an older store has none
+            // of: making them is the whole migration.
             guard !readOnly else {
                 throw CloudError(.notACloudStore, """
                     the cloud store in \(location) has format version \(version); this build reads version \(PostgresSchema.formatVersion): \
                     open it once for writing (`sightline cloud rebuild --db`) to migrate it
                     """)
             }
-            try session.executeScript(PostgresSchema.pagesDDL)
+            if version < 8 { try session.executeScript(PostgresSchema.pagesDDL) }
+            if version < 9 {
+                try session.executeScript(PostgresSchema.sketchDDL)
+                try session.executeScript(PostgresSchema.popularityColumnDDL)
+            }
             _ = try session.query("UPDATE cloud_meta SET value = $1 WHERE key = 'format_version'",
                                   [.text(String(PostgresSchema.formatVersion))])
         }

@@ -67,6 +67,9 @@ final class PostgresIngestTransaction: IngestTransaction {
     let settings: FoldSettings
     private let held: [(epoch: Epoch, last: OutboxSeq)]
     private let backedUpPosition: OutboxPosition
+    /// The app's popularity: read with the device's row, then again under
+    /// the app's lock (`foldRows`), which is what a fold and its ack use.
+    private var appPopularity: PopularityMode
     /// Set by `foldRows`: the app's log head and the rows loaded.
     private var head: (seq: Int64, hash: [UInt8]) = (0, CloudLog.genesis)
     private var rows: WorkingSet?
@@ -91,16 +94,19 @@ final class PostgresIngestTransaction: IngestTransaction {
         if CrawlerRule.isReserved(device) {
             // The cloud's own stream has no device row: the app's row is the
             // lock (`foldRows` takes it too), and no backup ever drops it.
-            _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
+            let registry = try session.query("SELECT popularity FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)]).first
+            appPopularity = try Stored.popularity(try registry?.optionalBytes(0, "apps.popularity of \(app)"), app: app)
             backedUpPosition = .nothing
         } else {
-            guard let registry = try session.query(
-                "SELECT backed_up_epoch, backed_up_seq FROM devices WHERE app = $1 AND device = $2 FOR UPDATE",
-                [.text(app.rawValue), .text(device.rawValue)]).first else {
+            guard let registry = try session.query("""
+                SELECT d.backed_up_epoch, d.backed_up_seq, a.popularity FROM devices d LEFT JOIN apps a ON a.app = d.app
+                WHERE d.app = $1 AND d.device = $2 FOR UPDATE OF d
+                """, [.text(app.rawValue), .text(device.rawValue)]).first else {
                 throw DeviceNotEnrolled()
             }
             backedUpPosition = OutboxPosition(epoch: Epoch(try registry.position(0, "devices.backed_up_epoch of \(device)")),
                                               seq: OutboxSeq(try registry.position(1, "devices.backed_up_seq of \(device)")))
+            appPopularity = try Stored.popularity(try registry.optionalBytes(2, "apps.popularity of \(app)"), app: app)
         }
         // A statement of its own, after the lock: its snapshot sees what the
         // last holder of the lock committed.
@@ -149,7 +155,8 @@ final class PostgresIngestTransaction: IngestTransaction {
     /// rows the server kept of the app's last fold when the head says they
     /// are exact (`KeptFold`), and from the store the rest.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
-        _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
+        let registry = try session.query("SELECT popularity FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)]).first
+        appPopularity = try Stored.popularity(try registry?.optionalBytes(0, "apps.popularity of \(app)"), app: app)
         var keySet = Set(entries.map(\.key))
         if messages.contains(where: { if case .page = $0 { true } else { false } }) {
             // A frame that records pages drops the offers of every wanted
@@ -185,6 +192,13 @@ final class PostgresIngestTransaction: IngestTransaction {
         rows.storedPage = { url in
             try session.query("SELECT EXISTS (SELECT 1 FROM pages WHERE app = $1 AND url = $2)",
                               [.text(app.rawValue), .text(url)])[0].flag(0, "a page's presence")
+        }
+        rows.storedAllowance = { device in
+            try session.query("SELECT day, reports FROM report_allowances WHERE app = $1 AND device = $2",
+                              [.text(app.rawValue), .text(device.rawValue)]).first.map { row throws(CloudError) in
+                ReportRule.Allowance(day: try row.integer(0, "report_allowances.day of \(device)"),
+                                     used: try row.count(1, "report_allowances.reports of \(device)"))
+            }
         }
         self.rows = rows
         return rows
@@ -285,6 +299,10 @@ final class PostgresIngestTransaction: IngestTransaction {
         backedUpPosition
     }
 
+    func popularity(app: AppID) throws -> PopularityMode {
+        appPopularity
+    }
+
     /// The app's wanted hashes, and (in the same breath) what each says of
     /// this device's vote and offer.
     func wantedHashes(app: AppID) throws -> [(hash: PublicHash, key: Data, wantedSeq: Int64)] {
@@ -334,7 +352,7 @@ final class PostgresIngestTransaction: IngestTransaction {
         for message in messages {
             switch message {
             case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): hashes.insert(hash)
-            case .signal, .page: break
+            case .signal, .page, .report: break
             }
         }
         let entries = memory.devices[stream]

@@ -1,6 +1,6 @@
 import CloudIndex
 
-/// The PostgreSQL schema of a cloud store: the tables of format version 8
+/// The PostgreSQL schema of a cloud store: the tables of format version 9
 /// (`Journal/FORMAT.md`, "Cloud store"), the same as the SQLite backend's,
 /// in a schema of their own (`sightline`) so that the database may hold
 /// other things. Text columns compare bytewise (`COLLATE "C"`), as SQLite's
@@ -27,7 +27,8 @@ package enum PostgresSchema {
         CREATE TABLE sightline.apps (
             app text COLLATE "C" PRIMARY KEY,
             secret_hash bytea NOT NULL,
-            maximum_devices bigint
+            maximum_devices bigint,
+            popularity bytea
         );
         CREATE TABLE sightline.devices (
             app text COLLATE "C" NOT NULL,
@@ -123,7 +124,7 @@ package enum PostgresSchema {
             app text COLLATE "C" PRIMARY KEY,
             wanted_seq bigint NOT NULL
         );
-        """ + pagesDDL
+        """ + pagesDDL + ";\n" + sketchDDL
 
     /// The table version 8 added, which opening a store of version 7 makes.
     static let pagesDDL = """
@@ -135,4 +136,26 @@ package enum PostgresSchema {
             PRIMARY KEY (app, url)
         )
         """
+
+    /// What version 9 added, which opening a store of version 8 makes: each
+    /// app's popularity mode and its private sketch.
+    static let sketchDDL = """
+        CREATE TABLE sightline.sketch_cells (
+            app text COLLATE "C" NOT NULL,
+            cell bigint NOT NULL,
+            reports bigint NOT NULL,
+            total bigint NOT NULL,
+            PRIMARY KEY (app, cell)
+        );
+        CREATE TABLE sightline.report_allowances (
+            app text COLLATE "C" NOT NULL,
+            device text COLLATE "C" NOT NULL,
+            day bigint NOT NULL,
+            reports bigint NOT NULL,
+            PRIMARY KEY (app, device)
+        )
+        """
+
+    /// The column version 9 added to `apps`.
+    static let popularityColumnDDL = "ALTER TABLE sightline.apps ADD COLUMN popularity bytea"
 }

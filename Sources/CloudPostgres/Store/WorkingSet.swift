@@ -60,6 +60,14 @@ final class WorkingSet: FoldRows {
     /// Whether the store has a page at a URL the fold did not record
     /// (ingest's transaction reads it; a replay has no other pages).
     var storedPage: ((String) throws -> Bool)?
+    /// The frame's additions to the app's sketch by cell (in a replay, the
+    /// whole sketch).
+    private(set) var sketch: [Int64: SketchCell] = [:]
+    /// Report allowances the fold read or wrote, by device; nil: read and absent.
+    private(set) var allowances: [DeviceID: ReportRule.Allowance?] = [:]
+    private(set) var changedAllowances: Set<DeviceID> = []
+    /// Reads a device's report allowance from the store (ingest only).
+    var storedAllowance: ((DeviceID) throws -> ReportRule.Allowance?)?
 
     /// What the fold changed since the rows were loaded.
     private(set) var changedHashes: Set<Data> = []
@@ -114,6 +122,9 @@ final class WorkingSet: FoldRows {
         contents.removeAll(keepingCapacity: true)
         epochs.removeAll(keepingCapacity: true)
         pages.removeAll(keepingCapacity: true)
+        sketch.removeAll(keepingCapacity: true)
+        allowances.removeAll(keepingCapacity: true)
+        changedAllowances.removeAll(keepingCapacity: true)
         changedHashes.removeAll(keepingCapacity: true)
         changedVotes.removeAll(keepingCapacity: true)
         changedOffers.removeAll(keepingCapacity: true)
@@ -300,6 +311,29 @@ final class WorkingSet: FoldRows {
             if let bytes = row.hash, let hash = PublicHash(bytes) { dropped.append(hash) }
         }
         return dropped
+    }
+
+    func reportAllowance(app: AppID, device: DeviceID) throws -> ReportRule.Allowance? {
+        if let known = allowances[device] { return known }
+        guard !isComplete else { return nil }
+        guard let storedAllowance else {
+            throw CloudError(.database, "the fold asked for a report allowance of app \(app) that the frame's transaction cannot read")
+        }
+        let read = try storedAllowance(device)
+        allowances[device] = .some(read)
+        return read
+    }
+
+    func writeReportAllowance(_ allowance: ReportRule.Allowance, app: AppID, device: DeviceID) throws {
+        allowances[device] = .some(allowance)
+        changedAllowances.insert(device)
+    }
+
+    func addReports(_ cells: [Int64: SketchCell], app: AppID) throws {
+        for (cell, counted) in cells {
+            sketch[cell, default: SketchCell()].reports += counted.reports
+            sketch[cell, default: SketchCell()].total += counted.total
+        }
     }
 
     func recordEpoch(app: AppID, device: DeviceID, epoch: Epoch, lastSeq: OutboxSeq) throws {

@@ -45,9 +45,9 @@ struct CloudModel {
     }
 
     /// The message a call implied that `message` is, or nil for content and
-    /// for hashes no catalogue entry has.
+    /// for reports and for hashes no catalogue entry has.
     static func expected(_ message: OutboxMessage, _ catalogue: Catalogue) -> ExpectedMessage? {
-        guard let number = catalogue.number(of: message.hash) else { return nil }
+        guard let hash = message.hash, let number = catalogue.number(of: hash) else { return nil }
         switch message {
         case .vote: return .vote(number)
         case .withdraw: return .withdraw(number)
@@ -56,7 +56,7 @@ struct CloudModel {
             if counts == Popularity(shown: 1) { return .shown(number) }
             if counts == Popularity(engaged: 1) { return .engaged(number) }
             return nil
-        case .content, .page: return nil
+        case .content, .page, .report: return nil
         }
     }
 }

@@ -66,13 +66,17 @@ public struct Ack: Hashable, Sendable {
     public var backedUpThrough: OutboxPosition
     /// Public hashes whose content the cloud asks this device for.
     public var contentRequests: [PublicHash]
+    /// How the device's app reports popularity, as the cloud has it now.
+    public var popularity: PopularityMode
 
     public init(acceptedThrough: OutboxPosition, durableThrough: OutboxPosition,
-                backedUpThrough: OutboxPosition = .nothing, contentRequests: [PublicHash] = []) {
+                backedUpThrough: OutboxPosition = .nothing, contentRequests: [PublicHash] = [],
+                popularity: PopularityMode = .exact) {
         self.acceptedThrough = acceptedThrough
         self.durableThrough = durableThrough
         self.backedUpThrough = backedUpThrough
         self.contentRequests = contentRequests
+        self.popularity = popularity
     }
 
     /// Through where the device may drop its messages: durable and backed up.
@@ -138,6 +142,7 @@ public enum CloudReply: Hashable, Sendable {
             writer.position(ack.backedUpThrough)
             writer.uvarint(UInt64(ack.contentRequests.count))
             for hash in ack.contentRequests { writer.raw(hash.bytes) }
+            ack.popularity.encode(to: &writer)
         case .rejection(let rejection):
             writer.byte(UploadFrame.FrameType.rejection.rawValue)
             writer.string(addressee)
@@ -191,8 +196,9 @@ public enum CloudReply: Hashable, Sendable {
                 for _ in 0..<count {
                     requests.append(PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "requested hash")))
                 }
+                let popularity = try PopularityMode.decode(from: &reader)
                 reply = .ack(Ack(acceptedThrough: accepted, durableThrough: durable, backedUpThrough: backedUp,
-                                 contentRequests: requests))
+                                 contentRequests: requests, popularity: popularity))
             case .rejection:
                 let codeAt = reader.offset
                 guard let code = WireError.Code(rawValue: try reader.byte()) else {

@@ -1,8 +1,8 @@
 import IndexModel
 
 /// A frame's payload: the frame's distinct public hashes once, then each
-/// message with its hash given as an index into them (`Journal/FORMAT.md`,
-/// "Frame payload"). Most messages of a busy device are signals for a few
+/// message with its hash given as an index into them, except a report, which
+/// has none (`Journal/FORMAT.md`, "Frame payload"). Most messages of a busy device are signals for a few
 /// popular hashes, so this carries each 32-byte hash once per frame instead of
 /// once per message, and decoding shares one copy of each hash.
 public enum FramePayload {
@@ -13,6 +13,10 @@ public enum FramePayload {
         var hashes: [ArraySlice<UInt8>] = []
         var body = BinaryWriter(capacity: standalone.count * 8)
         for message in standalone {
+            if message.first == OutboxMessage.reportTag {
+                body.raw(message)
+                continue
+            }
             precondition(message.count > PublicHash.byteCount, "an outbox message is a tag, a hash and fields")
             let hash = message[1...PublicHash.byteCount]
             let index: Int
@@ -63,6 +67,10 @@ public enum FramePayload {
                 throw CodecError(.trailingBytes, at: reader.offset, "the payload holds more than \(count) messages")
             }
             let tag = try reader.byte()
+            if tag == OutboxMessage.reportTag {
+                messages.append(.report(try PrivateReport.decode(from: &reader)))
+                continue
+            }
             let indexAt = reader.offset
             let index = try reader.uvarint()
             guard index < UInt64(hashes.count), index <= UInt64(used) else {

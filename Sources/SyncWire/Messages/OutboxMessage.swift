@@ -1,10 +1,10 @@
 import IndexModel
 
-/// One cloud-visible message of a device's outbox. The first four are
-/// everything a device ever tells the cloud; private items and private
-/// activities produce none of them. The fifth, `page`, is the cloud's own
-/// crawler's, and the cloud refuses it from any device. The encoding is in
-/// `Journal/FORMAT.md` ("Outbox messages").
+/// One cloud-visible message of a device's outbox. Vote, withdraw, signal,
+/// content and report are everything a device ever tells the cloud; private
+/// items and private activities produce none of them. `page` is the cloud's
+/// own crawler's, and the cloud refuses it from any device. The encoding is
+/// in `Journal/FORMAT.md` ("Outbox messages").
 public enum OutboxMessage: Hashable, Sendable {
     /// The user engaged with a public activity: one vote for its hash.
     case vote(PublicHash, VoteToken)
@@ -18,10 +18,15 @@ public enum OutboxMessage: Hashable, Sendable {
     /// A web page the cloud's crawler read (`CrawledPage`), under
     /// `CrawledPage.hash(app:url:)`: only the crawler's stream carries it.
     case page(PublicHash, CrawledPage)
+    /// A randomised report of one engagement, in place of a signal when the
+    /// app's popularity is private (`PopularityMode.ldp`). It names no hash.
+    case report(PrivateReport)
 
-    public var hash: PublicHash {
+    /// The public hash the message is about; nil for a report, which names none.
+    public var hash: PublicHash? {
         switch self {
         case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _): hash
+        case .report: nil
         }
     }
 
@@ -32,6 +37,7 @@ public enum OutboxMessage: Hashable, Sendable {
         case .signal: "signal"
         case .content: "content"
         case .page: "page"
+        case .report: "report"
         }
     }
 }
@@ -57,8 +63,11 @@ public struct Popularity: Hashable, Sendable {
 
 extension OutboxMessage {
     private enum Tag: UInt8 {
-        case vote = 1, withdraw, signal, content, page
+        case vote = 1, withdraw, signal, content, page, report
     }
+
+    /// The tag of a report, the one message with no hash after its tag.
+    static let reportTag = Tag.report.rawValue
 
     public func encode(to writer: inout BinaryWriter) {
         switch self {
@@ -80,6 +89,9 @@ extension OutboxMessage {
             writer.byte(Tag.page.rawValue)
             writer.raw(hash.bytes)
             page.encode(to: &writer)
+        case .report(let report):
+            writer.byte(Tag.report.rawValue)
+            report.encode(to: &writer)
         }
     }
 
@@ -95,20 +107,22 @@ extension OutboxMessage {
     }
 
     /// Decodes one message at the reader's position. Every string is at most
-    /// `WireLimits.maximumStringBytes` and a content message has at most
-    /// `WireLimits.maximumKeywords` keywords.
+    /// `WireLimits.maximumStringBytes`, a content message has at most
+    /// `WireLimits.maximumKeywords` keywords, and every number of a report
+    /// is within its sketch.
     public static func decode(from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
         let start = reader.offset
         let tag = try reader.byte()
         guard Tag(rawValue: tag) != nil else {
             throw CodecError(.unknownKind, at: start, "unknown outbox message kind \(tag)")
         }
+        if tag == reportTag { return .report(try PrivateReport.decode(from: &reader)) }
         let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
         return try decodeBody(tag: tag, hash: hash, from: &reader)
     }
 
     /// The fields after the tag and the hash, which a frame payload stores
-    /// apart (`FramePayload`).
+    /// apart (`FramePayload`); not for a report, which has no hash.
     static func decodeBody(tag tagByte: UInt8, hash: PublicHash, from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
         guard let tag = Tag(rawValue: tagByte) else {
             throw CodecError(.unknownKind, at: reader.offset, "unknown outbox message kind \(tagByte)")
@@ -140,6 +154,8 @@ extension OutboxMessage {
                                                 contentDescription: description, webpageURL: url))
         case .page:
             return .page(hash, try CrawledPage.decode(from: &reader))
+        case .report:
+            throw CodecError(.nonCanonical, at: reader.offset, "a report carries no public hash")
         }
     }
 
@@ -152,7 +168,8 @@ extension OutboxMessage {
     /// The message as `journal export` and the tools print it: kind, hex hash,
     /// and its fields.
     public var jsonValue: JSONValue {
-        var object: JSONObject = ["kind": .string(kindName), "hash": .string(hash.hex)]
+        var object: JSONObject = ["kind": .string(kindName)]
+        if let hash { object["hash"] = .string(hash.hex) }
         switch self {
         case .vote(_, let token), .withdraw(_, let token):
             object["token"] = .string(token.description)
@@ -164,6 +181,13 @@ extension OutboxMessage {
             content.addJSONFields(to: &object)
         case .page(_, let page):
             page.addJSONFields(to: &object)
+        case .report(let report):
+            object["epsilon"] = .string(PrivatePopularity.decimal(report.epsilonThousandths))
+            object["hashes"] = .integer(Int64(report.hashes))
+            object["buckets"] = .integer(Int64(report.buckets))
+            object["function"] = .integer(Int64(report.function))
+            object["row"] = .integer(Int64(report.row))
+            object["positive"] = .bool(report.positive)
         }
         return .object(object)
     }

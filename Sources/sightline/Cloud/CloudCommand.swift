@@ -11,6 +11,7 @@ import Logging
 import NIOPosix
 import OTel
 import ServiceLifecycle
+import SyncWire
 
 struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,6 +23,16 @@ struct CloudCommand: AsyncParsableCommand {
 }
 
 struct ServeCommand: AsyncParsableCommand {
+    /// A popularity mode in words, as `cloud serve` announces it.
+    static func describe(_ mode: PopularityMode) -> String {
+        guard let settings = mode.privateSettings else { return "exact" }
+        return """
+            ldp (ε \(PrivatePopularity.decimal(settings.epsilonThousandths)) a report, \
+            \(PrivatePopularity.decimal(settings.dailyBudgetThousandths)) a day: \(settings.reportsPerDay) reports; \
+            sketch \(settings.sketch.k) × \(settings.sketch.m))
+            """
+    }
+
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Serve the cloud's HTTP API (docs/openapi.yaml) until SIGINT or SIGTERM.",
@@ -72,6 +83,25 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("With --app: the most devices that may enrol for it (default: no limit).", valueName: "count"))
     var maxDevices: Int?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With --app: how its devices report popularity: exact (signals) or ldp (randomised reports under local differential privacy); changing it rebuilds the projections.",
+        valueName: "exact|ldp"))
+    var popularity: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: ε per report (default 4; at most 3 decimals).", valueName: "ε"))
+    var epsilon: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With --popularity ldp: the ε a device may spend in a day of its own clock (default twice --epsilon).", valueName: "ε"))
+    var dailyBudget: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: the sketch's hash functions, k (default 64).", valueName: "k"))
+    var sketchHashes: Int = 64
+
+    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: the sketch's buckets, m, a power of two (default 1024).",
+                                            valueName: "m"))
+    var sketchBuckets: Int = 1024
 
     @Option(name: .long, help: "Frames per second each device may send, counted once its signature verified (burst: twice this).")
     var rate: Double = 200
@@ -151,6 +181,40 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         guard snapshotsKept >= 1 else { throw ValidationError("--snapshots-kept must be at least 1") }
+        _ = try popularityMode()
+    }
+
+    /// The mode `--popularity` and its options choose for `--app`, checked;
+    /// nil when not given.
+    func popularityMode() throws -> PopularityMode? {
+        let ldpOptions = epsilon != nil || dailyBudget != nil || sketchHashes != 64 || sketchBuckets != 1024
+        guard let popularity else {
+            if ldpOptions { throw ValidationError("--epsilon, --daily-budget and --sketch-* need --popularity ldp") }
+            return nil
+        }
+        guard app != nil else { throw ValidationError("--popularity sets the mode of the app given with --app") }
+        switch popularity {
+        case "exact":
+            if ldpOptions { throw ValidationError("--epsilon, --daily-budget and --sketch-* need --popularity ldp") }
+            return .exact
+        case "ldp":
+            func thousandths(_ text: String, _ option: String) throws -> Int {
+                guard let value = PrivatePopularity.thousandths(text) else {
+                    throw ValidationError("\(option) must be a positive number with at most 3 decimals (got \"\(text)\")")
+                }
+                return value
+            }
+            let perReport = try thousandths(epsilon ?? "4", "--epsilon")
+            let budget = try dailyBudget.map { try thousandths($0, "--daily-budget") } ?? 2 * perReport
+            do {
+                return .ldp(try PrivatePopularity(epsilonThousandths: perReport, dailyBudgetThousandths: budget, hashes: sketchHashes,
+                                                  buckets: sketchBuckets))
+            } catch {
+                throw ValidationError("--popularity ldp: \(error.message)")
+            }
+        default:
+            throw ValidationError("--popularity must be exact or ldp (got \"\(popularity)\")")
+        }
     }
 
     func run() async throws {
@@ -169,6 +233,10 @@ struct ServeCommand: AsyncParsableCommand {
             } catch {
                 Output.error("error: \(error.message)")
                 throw ExitStatus.invalidInput
+            }
+            if let mode = try popularityMode() {
+                try cloud.setPopularity(mode, app: app)
+                Output.error("app \(app): popularity \(ServeCommand.describe(mode))")
             }
         }
         var logger = Logger(label: "sightline.cloud")
@@ -322,6 +390,7 @@ struct CloudStatsCommand: ParsableCommand {
             ["public items", String(stats.publicItems)],
             ["content wanted", String(stats.wanted)],
             ["crawled pages", String(stats.pages)],
+            ["private reports", String(stats.reports)],
             ["equivocations", String(stats.equivocations)],
         ])
     }
@@ -380,7 +449,9 @@ struct CloudSearchCommand: ParsableCommand {
         for (rank, result) in results.enumerated() {
             let entry = result.entry
             rows.append([String(rank + 1), String(format: "%.4g", result.score), entry.shownTitle ?? "-",
-                         String(entry.voters), String(entry.popularity.engaged), String(entry.popularity.shown),
+                         String(entry.voters),
+                         entry.estimatedEngaged.map { "≈" + String(format: "%.0f", $0) } ?? String(entry.popularity.engaged),
+                         String(entry.popularity.shown),
                          entry.content?.webpageURL ?? "-"])
         }
         Output.table(rows)
@@ -407,7 +478,10 @@ struct CloudSearchCommand: ParsableCommand {
                 let typed = word.isPrefix ? "\"\(word.typed)…\"" : "\"\(word.typed)\""
                 Output.line("  \(typed) matched \"\(word.matched)\" in the \(word.field): \(number(word.weight))")
             }
-            Output.line("  popularity: engaged \(explanation.engaged) times, 1 + ln(1 + engaged); engagement: shown \(explanation.shown) "
+            let engaged = explanation.estimatedEngaged.map {
+                "engaged an estimated \(number($0)) times (private reports; below 0 counts as 0)"
+            } ?? "engaged \(explanation.engaged) times"
+            Output.line("  popularity: \(engaged), 1 + ln(1 + engaged); engagement: shown \(explanation.shown) "
                         + "times, 0.5 + (engaged + 1) / (shown + 2)")
             Output.line("  public: \(explanation.liveVotes) live votes of K = \(explanation.threshold); "
                         + (explanation.contentSource == "page"

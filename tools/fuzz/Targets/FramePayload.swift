@@ -41,6 +41,10 @@ enum Target {
                      && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes },
                      "a decoded page is past the wire's limits")
             contract(page.rating.map { $0.isFinite && $0 >= 0 } ?? true, "a decoded page's rating is not a finite, non-negative number")
+        case .report(let report):
+            contract((0..<report.hashes).contains(report.function) && (0..<report.buckets).contains(report.row)
+                     && report.buckets & (report.buckets - 1) == 0 && (1...20_000).contains(report.epsilonThousandths),
+                     "a decoded report is outside its sketch")
         case .vote, .withdraw:
             break
         }

@@ -530,7 +530,7 @@ enum Target {
                 switch message {
                 case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
                 case .vote(let hash, _): session.voters[hash, default: []].insert(device.name)
-                case .withdraw, .signal, .page: break
+                case .withdraw, .signal, .page, .report: break
                 }
             }
         }

@@ -1,0 +1,56 @@
+import Foundation
+import IndexModel
+import Testing
+
+/// `cloud serve --popularity`: an operator chooses how an app counts
+/// popularity, and every option out of range is a usage error that says
+/// which and why.
+@Suite struct PopularityCommandTests {
+    @Test(arguments: [
+        (["--popularity", "ldp"], "--popularity sets the mode of the app given with --app"),
+        (["--epsilon", "2"], "--epsilon, --daily-budget and --sketch-* need --popularity ldp"),
+        (["--app", "com.example.app", "--popularity", "exact", "--sketch-buckets", "512"],
+         "--epsilon, --daily-budget and --sketch-* need --popularity ldp"),
+        (["--app", "com.example.app", "--popularity", "fuzzy"], "--popularity must be exact or ldp (got \"fuzzy\")"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--epsilon", "1.2345"],
+         "--epsilon must be a positive number with at most 3 decimals (got \"1.2345\")"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--epsilon", "30"], "ε must be from 0.001 to 20, not 30"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--epsilon", "4", "--daily-budget", "2"],
+         "the daily budget must hold at least one report (ε 4)"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--sketch-buckets", "1000"], "m must be a power of two"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--sketch-hashes", "0"], "k must be 1 to 65,536"),
+    ]) func aPopularityOptionOutOfRangeIsAUsageError(options: [String], says: String) throws {
+        let result = try CLIRunner.run(["cloud", "serve", "--db", "cloud.sqlite"] + options)
+        #expect(result.status == 64, "\(options): \(result.stderr)")
+        #expect(result.stderr.contains(says), "\(options): \(result.stderr)")
+    }
+
+    /// The server says the mode it serves, and a device syncs with it: its
+    /// acks carry the mode, which this build's devices read.
+    @Test func aServerCountsAnAppsPopularityPrivatelyAndSaysSo() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try servedCloud(directory, threshold: 2,
+                                     extra: ["--popularity", "ldp", "--epsilon", "2", "--daily-budget", "10.5"])
+        let announced = String(decoding: FileManager.default.contents(atPath: server.stderr.path) ?? Data(), as: UTF8.self)
+        #expect(announced.contains("app com.example.app: popularity ldp (ε 2 a report, 10.5 a day: 5 reports; sketch 64 × 1024)"),
+                "\(announced)")
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        let url = "https://recipes.example.com/potato-soup"
+        try Data("""
+            {"op":"activity","type":"com.example.recipes/browseRecipe","title":"Potato Soup","url":"\(url)","searchable":true,"public":true}
+            {"op":"engage","ref":"\(url)"}
+
+            """.utf8).write(to: operations)
+        let store = directory.appendingPathComponent("device.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+        let sync = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file",
+                                      directory.appendingPathComponent("secret").path])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        server.process.terminate()
+        server.process.waitUntilExit()
+        let cloud = directory.appendingPathComponent("cloud.sqlite").path
+        let stats = try CLIRunner.json(["cloud", "stats", "--db", cloud, "--json"])
+        #expect(stats["devices"] == .integer(1) && stats["reports"] == .integer(0), "\(stats)")
+    }
+}
