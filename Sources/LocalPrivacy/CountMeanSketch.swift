@@ -52,6 +52,14 @@ public struct CountMeanSketch: Sendable {
             self.mode = mode
         }
 
+        /// Parameters whose ranges were checked already.
+        init(checkedEpsilon epsilon: Double, k: Int, m: Int, mode: Mode) {
+            self.epsilon = epsilon
+            self.k = k
+            self.m = m
+            self.mode = mode
+        }
+
         /// The probability a report's bit is flipped.
         public var flipProbability: Double {
             mode == .full ? 1 / (1 + exp(epsilon / 2)) : 1 / (1 + exp(epsilon))
@@ -226,4 +234,12 @@ public struct CountMeanSketchError: Error, Hashable, Sendable, CustomStringConve
     public let message: String
     public init(_ message: String) { self.message = message }
     public var description: String { message }
+}
+
+extension PrivatePopularity {
+    /// The Hadamard sketch these settings describe (their ranges are the
+    /// sketch's own).
+    public var sketch: CountMeanSketch.Parameters {
+        CountMeanSketch.Parameters(checkedEpsilon: Double(epsilonThousandths) / 1000, k: hashes, m: buckets, mode: .hadamard)
+    }
 }

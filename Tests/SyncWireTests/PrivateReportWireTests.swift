@@ -89,14 +89,14 @@ private func hash(_ name: String) -> PublicHash {
         }
         #expect(PrivatePopularity.decimal(4_000) == "4" && PrivatePopularity.decimal(1_250) == "1.25" && PrivatePopularity.decimal(1) == "0.001")
         #expect(settings.reportsPerDay == 2)
-        let budget = #expect(throws: CountMeanSketchError.self) {
+        let budget = #expect(throws: PopularityError.self) {
             try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 3_999, hashes: 64, buckets: 1024)
         }
         #expect(budget?.message.contains("at least one report") == true)
-        #expect(throws: CountMeanSketchError.self) {
+        #expect(throws: PopularityError.self) {
             try PrivatePopularity(epsilonThousandths: 0, dailyBudgetThousandths: 3_999, hashes: 64, buckets: 1024)
         }
-        #expect(throws: CountMeanSketchError.self) {
+        #expect(throws: PopularityError.self) {
             try PrivateReport(epsilonThousandths: 4_000, hashes: 64, buckets: 1024, function: -1, row: 0, positive: true)
         }
     }

@@ -29,7 +29,7 @@ struct ServeCommand: AsyncParsableCommand {
         return """
             ldp (ε \(PrivatePopularity.decimal(settings.epsilonThousandths)) a report, \
             \(PrivatePopularity.decimal(settings.dailyBudgetThousandths)) a day: \(settings.reportsPerDay) reports; \
-            sketch \(settings.sketch.k) × \(settings.sketch.m))
+            sketch \(settings.hashes) × \(settings.buckets))
             """
     }
 
