@@ -167,6 +167,7 @@ let package = Package(
                 "Threads",
                 "IndexModel",
                 "IndexQuery",
+                "LocalPrivacy",
                 "SyncWire",
                 "SQLiteSupport",
                 "Snapshot",

@@ -186,4 +186,49 @@ import Testing
         #expect(restore.code == .snapshot && restore.message.contains("apps.popularity"), "\(label): \(restore.message)")
         #expect(!FileManager.default.fileExists(atPath: restored))
     }
+
+    /// Devices learn the mode from their acks and report privately from then
+    /// on: the cloud learns which item is engaged most without any exact
+    /// count, and both sides' projections equal their rebuilds.
+    @Test(arguments: Backend.allCases) func devicesLearnTheModeInAcksAndTheirReportsRankThePublicIndex(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
+        let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 16_000, hashes: 16, buckets: 256)
+        try harness.cloud.setPopularity(.ldp(settings), app: app)
+        let stores = try (0..<6).map { _ in try harness.addDevice() }
+        let soupURL = "https://recipes.example.com/soup", chipsURL = "https://recipes.example.com/chips"
+        for (index, store) in stores.enumerated() {
+            try store.record(publicRecipe(url: soupURL, id: "soup"))
+            try store.record(publicRecipe(url: chipsURL, id: "chips"))
+            try store.recordEngaged(ref: soupURL)
+            if index < 2 { try store.recordEngaged(ref: chipsURL) }
+        }
+        #expect(try stores.allSatisfy { try $0.popularityMode() == .exact }, "nothing heard yet")
+        var learned: [PopularityMode?] = []
+        for store in stores {
+            var run = try store.beginSync()
+            var action = try store.perform(run.next(now: harness.clock.now()), in: &run, now: harness.clock.now())
+            while case .send(let frame) = action {
+                let reply = harness.deliver(frame.encoded).reply
+                action = try store.perform(run.received(reply, now: harness.clock.now()), in: &run, now: harness.clock.now())
+            }
+            guard case .finished(let report) = action else { throw HarnessError("the sync did not finish") }
+            learned.append(report.popularityLearned)
+        }
+        #expect(learned == Array(repeating: .ldp(settings), count: 6), "every first ack announces the mode")
+        #expect(try stores.allSatisfy { try $0.popularityMode() == .ldp(settings) })
+        // From now on engagements leave as reports: soup four more times on
+        // every device (the day's budget holds four), chips on none.
+        for store in stores { for _ in 0..<4 { try store.recordEngaged(ref: soupURL) } }
+        try harness.syncAll()
+        #expect(try harness.cloud.stats().reports == 24)
+        let index = try harness.cloud.publicIndex(app: app)
+        #expect(index.count == 2)
+        #expect(index.first?.content?.webpageURL == soupURL, "\(index.map { ($0.content?.webpageURL, $0.estimatedEngaged) })")
+        let soupEstimate = try #require(index.first?.estimatedEngaged)
+        #expect(abs(soupEstimate - 24) < 12, "24 reports of soup estimate to \(soupEstimate)")
+        let soupEntry = try #require(index.first)
+        #expect(soupEntry.popularity.engaged == 6, "only the engagements before the mode was learned were exact signals")
+        #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
+        for store in stores { #expect(try store.projectionDigest() == store.rebuiltProjectionDigest()) }
+    }
 }

@@ -136,6 +136,8 @@ import Testing
                     title, keywords, content_description,
                     content = 'activities', content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2');
                 INSERT INTO items_fts (items_fts) VALUES ('rebuild');
+                DROP TABLE popularity_mode;
+                DROP TABLE privacy_budget;
                 UPDATE store_meta SET value = 2 WHERE key = 'format_version';
                 """)
         }
@@ -154,7 +156,7 @@ import Testing
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 8)))
         let after = try tablesAndVersion(path)
         #expect(after.fullText.isEmpty)
-        #expect(after.version == 3)
+        #expect(after.version == 4)
         #expect(try store.journalHead().hash == head)
         #expect(try store.resultTitles("lunch") == ["private lunch plans"])
         try store.index(named: "notes").indexSearchableItems([item("3", title: "lunch again")])
@@ -186,7 +188,7 @@ import Testing
             } throws: { error in
                 guard let error = error as? DeviceStoreError else { return false }
                 return error.code == .notADeviceStore && error.message.contains("format version 9")
-                    && error.message.contains("versions 2 to 3")
+                    && error.message.contains("versions 2 to 4")
             }
         }
     }

@@ -176,6 +176,8 @@ private let sampleEvents: [JournalEvent] = {
         .reindexAcknowledged(index: "photos", request: 12),
         .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001)),
         .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001), kept: OutboxSeq(300)),
+        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64,
+                                                           buckets: 1024))),
     ]
 }()
 
@@ -210,7 +212,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 5, 255] {
+    for version: UInt8 in [0, 6, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -218,7 +220,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 16, 255] {
+    for kind: UInt8 in [0, 17, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }
@@ -583,8 +585,8 @@ private let sampleEvents: [JournalEvent] = {
         #expect(throws: CodecError(.nonCanonical, at: 0, "a publicContentRequested event is written with format version 2, not 3")) {
             try EventCodec.decode(newer)
         }
-        newer[0] = 5
-        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 5 is not supported (this build reads versions 1 to 4)")) {
+        newer[0] = 6
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 6 is not supported (this build reads versions 1 to 5)")) {
             try EventCodec.decode(newer)
         }
     }

@@ -76,6 +76,14 @@ enum RandomEvents {
         case .epochAdvanced:
             let from = UInt64.random(in: 1...UInt64(Int64.max - 1), using: &rng)
             return .epochAdvanced(from: Epoch(from), to: Epoch(UInt64.random(in: (from + 1)...UInt64(Int64.max), using: &rng)))
+        case .popularityModeLearned:
+            guard Bool.random(using: &rng) else { return .popularityModeLearned(.exact) }
+            let epsilon = Int.random(in: 1...20_000, using: &rng)
+            let settings = try? PrivatePopularity(
+                epsilonThousandths: epsilon,
+                dailyBudgetThousandths: Int.random(in: epsilon...PrivatePopularity.maximumDailyBudgetThousandths, using: &rng),
+                hashes: Int.random(in: 1...65_536, using: &rng), buckets: 1 << Int.random(in: 1...16, using: &rng))
+            return .popularityModeLearned(settings.map(PopularityMode.ldp) ?? .exact)
         }
     }
 

@@ -17,11 +17,22 @@ enum EventFixtures {
         var jsonLinesName: String { "events-v\(number).jsonl" }
     }
 
-    /// Version 1's file holds the kinds it introduced; versions 2 and 3 the
-    /// kinds each added, version 4 the field it added. Every version is read
-    /// by this build.
+    /// Version 1's file holds the kinds it introduced; versions 2, 3 and 5
+    /// the kinds each added, version 4 the field it added. Every version is
+    /// read by this build.
     static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents),
-                           Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents)]
+                           Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents),
+                           Version(number: 5, events: versionFiveEvents)]
+
+    static let versionFiveEvents: [JournalEvent] = [
+        .popularityModeLearned(.exact),
+        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64,
+                                                           buckets: 1024))),
+        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 1, dailyBudgetThousandths: 100_000, hashes: 65_536,
+                                                           buckets: 65_536))),
+        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 1_250, dailyBudgetThousandths: 2_500, hashes: 1,
+                                                           buckets: 2))),
+    ]
 
     static let versionFourEvents: [JournalEvent] = [
         .epochAdvanced(from: Epoch(1), to: Epoch(65_538), kept: OutboxSeq(1)),

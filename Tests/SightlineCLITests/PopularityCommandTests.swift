@@ -25,8 +25,9 @@ import Testing
         #expect(result.stderr.contains(says), "\(options): \(result.stderr)")
     }
 
-    /// The server says the mode it serves, and a device syncs with it: its
-    /// acks carry the mode, which this build's devices read.
+    /// The server says the mode it serves; a device hears it in its first
+    /// ack, journals it, and reports its later engagements privately within
+    /// the day's budget.
     @Test func aServerCountsAnAppsPopularityPrivatelyAndSaysSo() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -44,13 +45,24 @@ import Testing
             """.utf8).write(to: operations)
         let store = directory.appendingPathComponent("device.sqlite").path
         #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
-        let sync = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file",
-                                      directory.appendingPathComponent("secret").path])
+        let secret = directory.appendingPathComponent("secret").path
+        let sync = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file", secret])
         #expect(sync.status == 0, "\(sync.stderr)")
+        #expect(sync.stdout.contains("the app now counts popularity privately: a randomised report per engagement, ε 2 each, "
+                                     + "at most ε 10.5 a day"), "\(sync.stdout)")
+        // The engagement before the mode was heard went as a signal; the next
+        // ones go as reports, five a day.
+        try Data(String(repeating: #"{"op":"engage","ref":"\#(url)"}"# + "\n", count: 7).utf8).write(to: operations)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+        let again = try CLIRunner.json(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file", secret, "--json"])
+        #expect(again["messagesAcknowledged"] == .integer(5) && again["popularityLearned"] == nil, "\(again)")
         server.process.terminate()
         server.process.waitUntilExit()
         let cloud = directory.appendingPathComponent("cloud.sqlite").path
         let stats = try CLIRunner.json(["cloud", "stats", "--db", cloud, "--json"])
-        #expect(stats["devices"] == .integer(1) && stats["reports"] == .integer(0), "\(stats)")
+        #expect(stats["devices"] == .integer(1) && stats["reports"] == .integer(5), "\(stats)")
+        let export = try CLIRunner.run(["journal", "export", "--db", store])
+        #expect(export.stdout.contains(#""kind":"popularityModeLearned","mode":"ldp","epsilon":"2","dailyBudget":"10.5""#),
+                "\(export.stdout)")
     }
 }

@@ -21,10 +21,11 @@ private func answer(_ reply: CloudReply, _ uploader: Uploader, key signingKey: [
 }
 
 private func ack(for uploader: Uploader, _ seq: UInt64, durable: UInt64? = nil, requests: [PublicHash] = [],
-                 key signingKey: [UInt8]? = key) -> [UInt8] {
+                 popularity: PopularityMode = .exact, key signingKey: [UInt8]? = key) -> [UInt8] {
     answer(CloudReply.ack(Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(seq)),
                               durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(durable ?? seq)),
-                              backedUpThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(durable ?? seq)), contentRequests: requests)),
+                              backedUpThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(durable ?? seq)), contentRequests: requests,
+                              popularity: popularity)),
            uploader, key: signingKey)
 }
 
@@ -49,6 +50,24 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
         var huge = makeUploader(UploaderConfiguration(maximumPayloadBytes: 100))
         #expect(huge.nextFrame(now: t0, pending: records)?.count == 1, "one message always fits")
+    }
+
+    /// The device hears the app's popularity mode in every ack, and the
+    /// uploader hands it over only when it is not the one the device holds.
+    @Test func anAckThatChangesThePopularityModeHandsItOver() throws {
+        let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64, buckets: 1024)
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 2))
+        func changed(_ effects: [UploadEffect]) -> [PopularityMode] {
+            effects.compactMap { if case .popularityChanged(let mode) = $0 { mode } else { nil } }
+        }
+        #expect(uploader.nextFrame(now: t0, pending: outbox(6)) != nil)
+        #expect(changed(uploader.receive(ack(for: uploader, 2), now: t0)) == [])
+        #expect(uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(2))) != nil)
+        #expect(changed(uploader.receive(ack(for: uploader, 4, popularity: .ldp(settings)), now: t0)) == [.ldp(settings)])
+        #expect(uploader.popularity == .ldp(settings))
+        #expect(uploader.nextFrame(now: t0, pending: Array(outbox(6).dropFirst(4))) != nil)
+        #expect(changed(uploader.receive(ack(for: uploader, 6, popularity: .ldp(settings)), now: t0)) == [],
+                "a mode heard already is not handed over again")
     }
 
     @Test func anAckAdvancesTheCursorAndHandsOverContentRequests() throws {

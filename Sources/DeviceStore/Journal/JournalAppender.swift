@@ -93,7 +93,7 @@ final class JournalAppender {
         try insert.execute()
         let prior = try privacy.before(event)
         try projector.apply(event, payload: payload, seq: seq, time: time)
-        try privacy.after(event, prior: prior, epoch: epoch, seq: seq)
+        try privacy.after(event, prior: prior, epoch: epoch, seq: seq, time: time)
         head = seq
         headHash = hash
         path.head = Head(epoch: epoch, seq: seq, hash: hash, call: call)

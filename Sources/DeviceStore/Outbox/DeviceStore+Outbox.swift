@@ -123,12 +123,7 @@ extension DeviceStore {
             }
         }
         guard !requested.isEmpty else { return nil }
-        let now = clock.now()
-        let keys = privacyKeys
-        return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
-            var executor = CallExecutor(appender: appender)
-            try executor.expire(now: now)
+        return try journalOwnWrite { db, appender in
             // The ack being taken may be ahead of what the store has recorded.
             let acknowledged = max(try OutboxState.read(db, writePath.outbox).acknowledged, ack ?? .nothing)
             let inFlight = answersInFlight.withLock { answers in
@@ -148,6 +143,44 @@ extension DeviceStore {
                 for hash in voted { answers[hash] = head }
             }
             return appender.appendedRange
+        }
+    }
+
+    /// How the store's app counts popularity, as the store last learned it
+    /// from an ack (exact until then, and for a store of version 3 opened
+    /// read-only, which cannot have learned one).
+    public func popularityMode() throws(DeviceStoreError) -> PopularityMode {
+        try read { db in
+            guard try db.tableExists("popularity_mode"),
+                  let bytes = try Data.fetchOne(db, sql: "SELECT mode FROM popularity_mode WHERE id = 1") else { return .exact }
+            do {
+                return try PopularityMode.decode([UInt8](bytes))
+            } catch {
+                throw DeviceStoreError(.corruptStore, "popularity_mode.mode is not a popularity mode: \(error)")
+            }
+        }
+    }
+
+    /// Journals that the app now counts popularity as `mode`, unless the
+    /// store holds that mode already; from then on the fold sends signals
+    /// (`exact`) or private reports (`ldp`). Returns the journal seq, or nil.
+    @discardableResult
+    public func recordPopularityMode(_ mode: PopularityMode) throws(DeviceStoreError) -> Seq? {
+        guard try popularityMode() != mode else { return nil }
+        return try journalOwnWrite { _, appender in try appender.append(.popularityModeLearned(mode)) }
+    }
+
+    /// A write the store makes on its own, not for an app's call, at its
+    /// clock's now: it appends through `appender` after the expiry sweep
+    /// every call starts with.
+    private func journalOwnWrite<T>(_ body: (Database, JournalAppender) throws -> T) throws(DeviceStoreError) -> T {
+        let now = clock.now()
+        let keys = privacyKeys
+        return try write { db in
+            let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
+            var executor = CallExecutor(appender: appender)
+            try executor.expire(now: now)
+            return try body(db, appender)
         }
     }
 

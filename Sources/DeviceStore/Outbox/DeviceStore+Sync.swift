@@ -57,7 +57,7 @@ extension DeviceStore {
             throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
         }
         let uploader = Uploader(app: app, device: deviceID, key: key, acknowledged: status.acknowledged,
-                                durable: status.durable, configuration: configuration)
+                                durable: status.durable, popularity: try popularityMode(), configuration: configuration)
         let probe = status.pending == 0 ? try retainedRecord(at: status.acknowledged) : nil
         return SyncRun(uploader: uploader, probe: probe, maximumAttempts: maximumAttempts)
     }
@@ -112,6 +112,9 @@ extension DeviceStore {
 
     private func apply(_ effects: [UploadEffect], acknowledged: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError)
         -> (advance: (from: Epoch, to: Epoch)?, recovered: Int) {
+        for case .popularityChanged(let mode) in effects {
+            try recordPopularityMode(mode)
+        }
         for case .contentRequested(let hashes) in effects {
             try recordContentRequests(hashes, acknowledged: acknowledged)
         }

@@ -1,6 +1,8 @@
+import Crypto
 import Foundation
 import GRDB
 import IndexModel
+import LocalPrivacy
 import SQLiteSupport
 import SyncWire
 
@@ -21,6 +23,11 @@ import SyncWire
 ///   distinct devices does not grow.
 /// - A journaled content request is answered with the public fields of the
 ///   hash's most recently recorded activity, if the device holds a live vote.
+/// - When the app's popularity is private (a journaled
+///   `popularityModeLearned` said `ldp`), no signal leaves: each engagement
+///   of a voted hash sends a randomised *report* instead, while the day's
+///   privacy budget has room (`PrivacyBudget`), and views and impressions
+///   send nothing.
 ///
 /// Like the other projections it reads only events and projections, never the
 /// clock, so `rebuildProjections()` makes the same outbox with the same
@@ -69,6 +76,8 @@ final class PrivacyProjection {
     /// given, or the fold has written or moved one.
     var outboxHead: OutboxPosition? { head }
     private let statements: StatementSlots
+    /// The popularity mode, once this fold has read or changed it.
+    private var mode: PopularityMode?
 
     /// `statements` must be slots of `db`'s connection (see `Projector.init`).
     /// `head`, when known, is the outbox's last message in `db` now.
@@ -99,8 +108,8 @@ final class PrivacyProjection {
         }
     }
 
-    /// After `event` (journal position `epoch`/`seq`) is folded: the messages it implies.
-    func after(_ event: JournalEvent, prior: Prior, epoch: Epoch, seq: Seq) throws {
+    /// After `event` (journal position `epoch`/`seq`, at `time`) is folded: the messages it implies.
+    func after(_ event: JournalEvent, prior: Prior, epoch: Epoch, seq: Seq, time: Timestamp) throws {
         var emptied: [PublicHash] = []
         switch (event, prior) {
         case (.activityRecorded(let activity), .activity(let key, let old)):
@@ -112,7 +121,7 @@ final class PrivacyProjection {
                            related: activity.relatedUniqueIdentifier)
                 emptied.removeAll { $0 == hash }
                 if try hasVote(hash) {
-                    try send(.signal(hash, Popularity(views: 1)), epoch: epoch, seq: seq)
+                    try signal(hash, Popularity(views: 1), epoch: epoch, seq: seq)
                 }
             }
         case (.activityDeleted, .activity(let key, let old?)), (.activityExpired, .activity(let key, let old?)):
@@ -129,7 +138,7 @@ final class PrivacyProjection {
             }
         case (.resultShown(let ref), _):
             for hash in try liveHashes(ref: ref) where try hasVote(hash) {
-                try send(.signal(hash, Popularity(shown: 1)), epoch: epoch, seq: seq)
+                try signal(hash, Popularity(shown: 1), epoch: epoch, seq: seq)
             }
         case (.resultEngaged(let ref), _):
             for hash in try liveHashes(ref: ref) {
@@ -139,7 +148,11 @@ final class PrivacyProjection {
                     try statement.execute()
                     try send(.vote(hash, VoteToken(secret: keys.voteSecret, hash: hash)), epoch: epoch, seq: seq)
                 }
-                try send(.signal(hash, Popularity(engaged: 1)), epoch: epoch, seq: seq)
+                if let settings = try popularityMode().privateSettings {
+                    try report(hash, settings, epoch: epoch, seq: seq, time: time)
+                } else {
+                    try send(.signal(hash, Popularity(engaged: 1)), epoch: epoch, seq: seq)
+                }
             }
         case (.publicContentRequested(let requested), _):
             for hash in requested.compactMap(PublicHash.init) where try hasVote(hash) {
@@ -148,6 +161,15 @@ final class PrivacyProjection {
             }
         case (.epochAdvanced(let from, let to, let kept), _):
             try moveEpoch(from: from, to: to, kept: kept)
+        case (.popularityModeLearned(let learned), _):
+            if learned != .exact {
+                let write = try prepared(.writeMode)
+                write.bind(1, learned.encoded)
+                try write.execute()
+            } else {
+                try prepared(.clearMode).execute()
+            }
+            mode = learned
         default:
             break
         }
@@ -264,13 +286,70 @@ final class PrivacyProjection {
         return PublicContent(try EventCodec.decodeActivity(statement.blob(0)))
     }
 
+    // MARK: - Popularity
+
+    /// The popularity mode the store learned last (exact until one was).
+    private func popularityMode() throws -> PopularityMode {
+        if let mode { return mode }
+        let read = try prepared(.readMode)
+        defer { read.reset() }
+        let learned: PopularityMode
+        if try read.step() {
+            do {
+                learned = try PopularityMode.decode(read.blob(0))
+            } catch {
+                throw DeviceStoreError(.corruptStore, "popularity_mode.mode is not a popularity mode: \(error)")
+            }
+        } else {
+            learned = .exact
+        }
+        mode = learned
+        return learned
+    }
+
+    /// Sends `counts` for a voted hash, when the app's popularity is exact.
+    private func signal(_ hash: PublicHash, _ counts: Popularity, epoch: Epoch, seq: Seq) throws {
+        guard try popularityMode() == .exact else { return }
+        try send(.signal(hash, counts), epoch: epoch, seq: seq)
+    }
+
+    /// Sends a randomised report of an engagement of `hash` at `time`, when
+    /// the day's budget has room for its ε (`PrivacyBudget`), and spends it.
+    /// Its coins come from the vote secret and the report's outbox position
+    /// (`PrivacyBudget.coins`), so a rebuild makes the same report, and no
+    /// two reports share coins.
+    private func report(_ hash: PublicHash, _ settings: PrivatePopularity, epoch: Epoch, seq: Seq, time: Timestamp) throws {
+        let day = PrivacyBudget.day(time)
+        let read = try prepared(.readBudget)
+        read.bind(1, day)
+        let spent = try read.step() ? read.int64(0) : 0
+        read.reset()
+        guard spent + Int64(settings.epsilonThousandths) <= Int64(PrivacyBudget.dailyThousandths(settings)) else { return }
+        let position = try nextPosition(epoch: epoch)
+        let random = SeededRandom(seed: PrivacyBudget.coins(secret: keys.voteSecret, at: position))
+        guard case .hadamard(let function, let row, let positive) = CountMeanSketch.report(hash.bytes, parameters: settings.sketch,
+                                                                                           random: random) else {
+            throw DeviceStoreError(.database, "the Hadamard sketch made a report of another kind")
+        }
+        try send(.report(PrivateReport(settings: settings, function: function, row: row, positive: positive)), epoch: epoch, seq: seq)
+        let spend = try prepared(.spendBudget)
+        spend.bind(1, day)
+        spend.bind(2, Int64(settings.epsilonThousandths))
+        try spend.execute()
+    }
+
     // MARK: - The outbox
+
+    /// Where `send` puts the next message of `epoch`.
+    private func nextPosition(epoch: Epoch) throws -> OutboxPosition {
+        let current = try head ?? OutboxStore.head(prepared(.head))
+        return current.epoch == epoch ? current.nextInEpoch : OutboxPosition(epoch: epoch, seq: .first)
+    }
 
     /// Appends `message` at the next outbox position of `epoch`: seqs are dense
     /// from 1 in each epoch and say nothing about how many private events passed.
     private func send(_ message: OutboxMessage, epoch: Epoch, seq: Seq) throws {
-        let current = try head ?? OutboxStore.head(prepared(.head))
-        let position = current.epoch == epoch ? current.nextInEpoch : OutboxPosition(epoch: epoch, seq: .first)
+        let position = try nextPosition(epoch: epoch)
         let insert = try prepared(.insertMessage)
         insert.bind(1, position.epoch)
         insert.bind(2, position.seq)
@@ -307,6 +386,7 @@ final class PrivacyProjection {
         case loadActivity, insertActivity, deleteActivity, liveRelated, relatedDeleted, markNotLive
         case countRef, uncountRef, dropEmptyRef, changeLive, readLive, dropHash, liveHashesForRef
         case hasVote, insertVote, deleteVote, latestPayload, insertMessage, moveEpoch, head
+        case readMode, writeMode, clearMode, readBudget, spendBudget
 
         var text: String {
             switch self {
@@ -362,6 +442,19 @@ final class PrivacyProjection {
                 "UPDATE outbox SET epoch = ?1, seq = seq - ?2 WHERE epoch = ?3 AND seq > ?2"
             case .head:
                 OutboxStore.headSQL
+            case .readMode:
+                "SELECT mode FROM popularity_mode WHERE id = 1"
+            case .writeMode:
+                "INSERT INTO popularity_mode (id, mode) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET mode = excluded.mode"
+            case .clearMode:
+                "DELETE FROM popularity_mode"
+            case .readBudget:
+                "SELECT spent FROM privacy_budget WHERE day = ?"
+            case .spendBudget:
+                """
+                INSERT INTO privacy_budget (day, spent) VALUES (?1, ?2)
+                ON CONFLICT (day) DO UPDATE SET spent = spent + ?2
+                """
             }
         }
     }

@@ -171,7 +171,7 @@ struct JournalFold {
     func apply(_ event: JournalEvent, payload: [UInt8], epoch: Epoch, seq: Seq, time: Timestamp) throws {
         let prior = try privacy.before(event)
         try projector.apply(event, payload: payload, seq: seq, time: time)
-        try privacy.after(event, prior: prior, epoch: epoch, seq: seq)
+        try privacy.after(event, prior: prior, epoch: epoch, seq: seq, time: time)
     }
 }
 
@@ -198,10 +198,21 @@ enum ProjectionDigest {
         "SELECT epoch, seq, journal_seq, message FROM outbox WHERE (epoch, seq) > (?, ?) ORDER BY epoch, seq",
     ]
 
+    /// The tables version 4 added, and their queries: a store of version 3
+    /// opened read-only has none of them, which digests as both empty.
+    static let versionFourQueries = [
+        ("popularity_mode", "SELECT id, mode FROM popularity_mode ORDER BY id"),
+        ("privacy_budget", "SELECT day, spent FROM privacy_budget ORDER BY day"),
+    ]
+
     /// The digest, with the outbox counted from after `durable`.
     static func compute(_ db: Database, after durable: OutboxPosition) throws -> String {
         let position: StatementArguments = [durable.epoch, durable.seq]
-        let digest = try RowDigest.compute(db, queries.map { ($0, $0.contains("?") ? position : []) })
+        var all = queries.map { ($0, $0.contains("?") ? position : StatementArguments()) }
+        for (table, query) in versionFourQueries {
+            all.append((try db.tableExists(table) ? query : "SELECT NULL WHERE 0", []))
+        }
+        let digest = try RowDigest.compute(db, all)
         return ChainHash(unchecked: digest).hex
     }
 }

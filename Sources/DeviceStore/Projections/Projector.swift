@@ -89,7 +89,7 @@ final class Projector {
         case .publicContentRequested:
             // Only the privacy projection (the outbox) answers it.
             break
-        case .storeRestored, .epochAdvanced:
+        case .storeRestored, .epochAdvanced, .popularityModeLearned:
             // Markers: the epoch each opens is in the journal row itself (the
             // privacy projection moves the outbox on an advance).
             break

@@ -2,15 +2,17 @@ import Foundation
 import GRDB
 import IndexModel
 
-/// The SQLite schema of a device store, version 3. `Journal/FORMAT.md` documents
+/// The SQLite schema of a device store, version 4. `Journal/FORMAT.md` documents
 /// every table; the event journal is the source of truth and every other table is
 /// a projection that `rebuildProjections()` can make again from it.
 enum StoreSchema {
     /// Version 2 added the outbox (the privacy projection) and the sync state.
     /// Version 3 dropped the FTS5 tables `items_fts` and `activities_fts`: the
     /// ranked search index (`search_*`) answers every text search, and the FTS5
-    /// tables were written on every call and never read.
-    static let formatVersion = 3
+    /// tables were written on every call and never read. Version 4 added the
+    /// popularity mode the store learned from acks and its privacy budget
+    /// ledger (`privacyDDL`).
+    static let formatVersion = 4
     /// The versions this build opens. A writable open brings an older one to
     /// `formatVersion` (`migrate`); a read-only open reads it as it is.
     static let readableVersions = 2...formatVersion
@@ -115,6 +117,16 @@ enum StoreSchema {
             message BLOB NOT NULL,
             PRIMARY KEY (epoch, seq)
         ) WITHOUT ROWID;
+
+        """ + privacyDDL
+
+    /// The popularity mode the store learned (no row: exact), and the ledger
+    /// of the ε its private reports spent, in thousandths, per day of its own
+    /// clock (days since 1970): projections of `popularityModeLearned` and
+    /// `resultEngaged` events, from version 4.
+    static let privacyDDL = """
+        CREATE TABLE popularity_mode (id INTEGER PRIMARY KEY CHECK (id = 1), mode BLOB NOT NULL);
+        CREATE TABLE privacy_budget (day INTEGER PRIMARY KEY, spent INTEGER NOT NULL);
         """
 
     /// Where this device stands with the cloud. Not a projection: acks write it,
@@ -133,7 +145,7 @@ enum StoreSchema {
     /// The projection tables, in the order `rebuildProjections()` empties them.
     static let projectionTables = ["items", "activities", "client_states", "engagement",
                                    "public_activities", "public_hashes", "public_refs", "public_votes", "outbox",
-                                   "reindex_requests"]
+                                   "reindex_requests", "popularity_mode", "privacy_budget"]
 
     /// The FTS5 tables of a version 2 store and their shadow tables, which
     /// `migrate` drops.
@@ -148,6 +160,10 @@ enum StoreSchema {
             // Dropped with secure_delete on (Debian's default), so their copies
             // of the private text are zeroed, not left in free pages.
             try db.execute(sql: "DROP TABLE IF EXISTS items_fts; DROP TABLE IF EXISTS activities_fts")
+        }
+        if version < 4 {
+            // A store of an older version never learned a mode: it counts exactly and spent nothing.
+            try db.execute(sql: privacyDDL)
         }
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
     }

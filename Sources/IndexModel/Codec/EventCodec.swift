@@ -66,6 +66,8 @@ public enum EventCodec {
             writer.uvarint(to.rawValue)
             // Version 4 only: advances that kept nothing keep their bytes.
             if kept > .beforeFirst { writer.uvarint(kept.rawValue) }
+        case .popularityModeLearned(let mode):
+            mode.encode(to: &writer)
         }
         return writer.bytes
     }
@@ -181,6 +183,8 @@ public enum EventCodec {
                 }
             }
             event = .epochAdvanced(from: from, to: to, kept: kept)
+        case .popularityModeLearned:
+            event = .popularityModeLearned(try PopularityMode.decode(from: &reader))
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

@@ -69,6 +69,8 @@ extension JournalEvent {
             object["from"] = .integer(Int64(clamping: from.rawValue))
             object["to"] = .integer(Int64(clamping: to.rawValue))
             if kept > .beforeFirst { object["kept"] = .integer(Int64(clamping: kept.rawValue)) }
+        case .popularityModeLearned(let mode):
+            mode.addJSONFields(to: &object)
         }
         return .object(object)
     }
@@ -115,5 +117,19 @@ extension [UInt8] {
     /// Lowercase hexadecimal, two digits a byte.
     var hexString: String {
         map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+    }
+}
+
+extension PopularityMode {
+    /// The mode's members in JSON (`journal export`, `cloud` output): `mode`
+    /// (`exact` or `ldp`), and for `ldp` `epsilon` and `dailyBudget` (decimal
+    /// strings, exact), `hashes` (k) and `buckets` (m).
+    public func addJSONFields(to object: inout JSONObject) {
+        object["mode"] = .string(name)
+        guard let settings = privateSettings else { return }
+        object["epsilon"] = .string(PrivatePopularity.decimal(settings.epsilonThousandths))
+        object["dailyBudget"] = .string(PrivatePopularity.decimal(settings.dailyBudgetThousandths))
+        object["hashes"] = .integer(Int64(settings.hashes))
+        object["buckets"] = .integer(Int64(settings.buckets))
     }
 }

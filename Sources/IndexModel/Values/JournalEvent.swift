@@ -45,13 +45,17 @@ public enum JournalEvent: Hashable, Sendable {
     /// `kept` (0: none of it): those messages stay, and the outbox messages
     /// after them move to `to`, numbered from 1.
     case epochAdvanced(from: Epoch, to: Epoch, kept: OutboxSeq = .beforeFirst)
+    /// An ack said the app now counts popularity this way (it differed from
+    /// the mode the store held). Journaled so that the outbox, which sends
+    /// signals or private reports by it, stays a fold of the journal.
+    case popularityModeLearned(PopularityMode)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
     /// so events of older kinds keep their bytes and their hashes; the one
     /// exception is an `epochAdvanced` that kept messages in its old epoch,
     /// whose count version 4 added (`formatVersionWritten`).
-    public static let formatVersion: UInt8 = 4
+    public static let formatVersion: UInt8 = 5
 
     /// The version this event is written with.
     public var formatVersionWritten: UInt8 {
@@ -76,6 +80,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .reindexRequested: .reindexRequested
         case .reindexAcknowledged: .reindexAcknowledged
         case .epochAdvanced: .epochAdvanced
+        case .popularityModeLearned: .popularityModeLearned
         }
     }
 
@@ -100,7 +105,8 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
-        case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced: nil
+        case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
+             .popularityModeLearned: nil
         }
     }
 }
@@ -123,10 +129,12 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case reindexRequested = 13
     case reindexAcknowledged = 14
     case epochAdvanced = 15
+    case popularityModeLearned = 16
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
     public var version: UInt8 {
+        if rawValue >= EventKind.popularityModeLearned.rawValue { return 5 }
         if rawValue >= EventKind.epochAdvanced.rawValue { return 3 }
         return rawValue >= EventKind.publicContentRequested.rawValue ? 2 : 1
     }
@@ -148,6 +156,7 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .reindexRequested: "reindexRequested"
         case .reindexAcknowledged: "reindexAcknowledged"
         case .epochAdvanced: "epochAdvanced"
+        case .popularityModeLearned: "popularityModeLearned"
         }
     }
 

@@ -120,6 +120,8 @@ public struct SyncRun: Sendable {
                 report.epochAdvances += 1
             case .recoveredFromJournal(let count):
                 report.messagesRecovered += count
+            case .popularityChanged(let mode):
+                report.popularityLearned = mode
             case .stopped(let error):
                 report.failure = error.description
             case .durable, .retryScheduled:
@@ -147,6 +149,9 @@ public struct SyncReport: Hashable, Sendable {
     public var contentRequests = 0
     /// Times the store moved its epoch above one the cloud holds.
     public var epochAdvances = 0
+    /// The popularity mode an ack announced that the device did not hold
+    /// (the last, when several did); nil when none did.
+    public var popularityLearned: PopularityMode?
     /// Dropped messages made again from the journal for a cloud restored
     /// from an older backup.
     public var messagesRecovered = 0

@@ -61,15 +61,19 @@ public struct Uploader: Sendable {
     public private(set) var state: State = .ready
     /// Attempts of the current frame so far.
     public private(set) var attempts = 0
+    /// How the app counts popularity, as the device holds it and then as the
+    /// last ack said: an ack that says otherwise is an effect.
+    public private(set) var popularity: PopularityMode
     private var random: SplitMix64
 
     public init(app: AppID, device: DeviceID, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
-                configuration: UploaderConfiguration = UploaderConfiguration()) {
+                popularity: PopularityMode = .exact, configuration: UploaderConfiguration = UploaderConfiguration()) {
         self.app = app
         self.device = device
         self.key = key
         self.acknowledged = acknowledged
         self.durable = durable
+        self.popularity = popularity
         self.configuration = configuration
         random = SplitMix64(seed: configuration.jitterSeed)
     }
@@ -180,6 +184,10 @@ public struct Uploader: Sendable {
             if !ack.contentRequests.isEmpty {
                 effects.append(.contentRequested(ack.contentRequests))
             }
+            if ack.popularity != popularity {
+                popularity = ack.popularity
+                effects.append(.popularityChanged(ack.popularity))
+            }
             state = .ready
             attempts = 0
             return effects
@@ -246,6 +254,9 @@ public enum UploadEffect: Hashable, Sendable {
     case durable(through: OutboxPosition)
     /// The cloud asks for the public content of these hashes.
     case contentRequested([PublicHash])
+    /// The app counts popularity another way than the device held: the
+    /// device journals it (`JournalEvent.popularityModeLearned`).
+    case popularityChanged(PopularityMode)
     /// The cloud expects an earlier (or later) position; sending resumes after `to`.
     case rewound(to: OutboxPosition, reason: String)
     /// The outbox had dropped messages after a rewind's position (the cloud

@@ -117,6 +117,11 @@ struct SyncCommand: AsyncParsableCommand {
                 "failure": report.failure.map(JSONValue.string) ?? .null,
             ]
             if report.failure != nil, let last = transport.lastFailure { object["lastExchangeFailure"] = .string(last) }
+            if let learned = report.popularityLearned {
+                var popularity = JSONObject()
+                learned.addJSONFields(to: &popularity)
+                object["popularityLearned"] = .object(popularity)
+            }
             if let status = report.status {
                 object["acknowledged"] = .string(status.acknowledged.description)
                 object["droppableThrough"] = .string(status.durable.description)
@@ -130,6 +135,12 @@ struct SyncCommand: AsyncParsableCommand {
                         + "\(report.retries) retries, \(report.contentRequests) content requests answered")
             if let status = report.status {
                 Output.line("outbox head \(status.head), acknowledged through \(status.acknowledged), \(status.pending) pending")
+            }
+            if let learned = report.popularityLearned {
+                Output.line("the app now counts popularity " + (learned.privateSettings.map { settings in
+                    "privately: a randomised report per engagement, ε \(PrivatePopularity.decimal(settings.epsilonThousandths)) each, "
+                        + "at most ε \(PrivatePopularity.decimal(PrivacyBudget.dailyThousandths(settings))) a day"
+                } ?? "exactly"))
             }
         }
         if let failure = report.failure {

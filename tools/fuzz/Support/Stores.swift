@@ -32,20 +32,25 @@ enum Stores {
     }
 
     /// A cloud store file at `path` with two enrolled devices and a few frames
-    /// of votes, a signal and content.
+    /// of votes, a signal, content and a private report, its app's popularity
+    /// ldp (so `apps.popularity`, `sketch_cells` and `report_allowances` have
+    /// rows).
     static func cloudStore(at path: String) throws {
         removeStoreFiles(path)
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: ManualClock(start), random: SeededRandom(seed: 3),
                                                                           threshold: 2, durability: .normal))
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+        let settings = try PrivatePopularity(epsilonThousandths: 2_000, dailyBudgetThousandths: 8_000, hashes: 4, buckets: 8)
+        try cloud.setPopularity(.ldp(settings), app: app)
         let content = PublicContent(activityType: "com.example.read", title: "A page", keywords: ["page"],
                                     contentDescription: nil, webpageURL: "https://example.com/a")
         let hash = PublicHash.of(app: app, content: content)!
         for device in [DeviceID("phone-1"), DeviceID("phone-2")] {
             let key = try cloud.enrol(app: app, device: device, enrolmentSecret: enrolmentSecret)
             let token = VoteToken([UInt8](repeating: UInt8(device.rawValue.utf8.last!), count: VoteToken.byteCount))!
+            let report = PrivateReport(settings: settings, function: 1, row: device == DeviceID("phone-1") ? 3 : 5, positive: true)
             let messages: [OutboxMessage] = [.vote(hash, token), .signal(hash, Popularity(views: 2, shown: 3, engaged: 1)),
-                                             .content(hash, content)]
+                                             .content(hash, content), .report(report)]
             let records = zip(sequence(first: OutboxSeq.first) { $0.next }, messages).map {
                 OutboxRecord(position: OutboxPosition(epoch: .first, seq: $0), message: $1)
             }

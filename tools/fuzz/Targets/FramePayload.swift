@@ -5,7 +5,9 @@
 // The first byte chooses: even, `FramePayload.decode` of the rest with the
 // second byte as the message count; odd, `OutboxMessage.decode` of the rest.
 // Both decoders accept only canonical encodings, so whatever decodes encodes
-// back to the same bytes, and every decoded message is within `WireLimits`.
+// back to the same bytes, and every decoded message is within `WireLimits`;
+// a report (tag 6, no hash: in a payload, its fields follow its tag with no
+// hash index) is within its sketch.
 import IndexModel
 import SyncWire
 
@@ -42,16 +44,20 @@ enum Target {
                      "a decoded page is past the wire's limits")
             contract(page.rating.map { $0.isFinite && $0 >= 0 } ?? true, "a decoded page's rating is not a finite, non-negative number")
         case .report(let report):
-            contract((0..<report.hashes).contains(report.function) && (0..<report.buckets).contains(report.row)
+            contract((1...65_536).contains(report.hashes) && (2...65_536).contains(report.buckets)
+                     && (0..<report.hashes).contains(report.function) && (0..<report.buckets).contains(report.row)
                      && report.buckets & (report.buckets - 1) == 0 && (1...20_000).contains(report.epsilonThousandths),
                      "a decoded report is outside its sketch")
+            contract(message.hash == nil && report.cell == report.function * report.buckets + report.row,
+                     "a decoded report names a hash or a cell outside its sketch")
         case .vote, .withdraw:
             break
         }
         _ = JSONWriter.compact(message.jsonValue)
     }
 
-    /// Payloads of frames the device builds, and each kind of message alone.
+    /// Payloads of frames the device builds (reports alone, and among hashed
+    /// messages), and each kind of message alone.
     static func seeds() throws -> [(String, [UInt8])] {
         let hashes = ["a", "b"].map {
             PublicHash.of(app: AppID("com.example.app"), activityType: "com.example.read", identity: "url:https://example.com/" + $0)
@@ -65,11 +71,26 @@ enum Target {
                                          .page(CrawledPage.hash(app: AppID("com.example.app"), url: "https://example.com/a"),
                                                CrawledPage(url: "https://example.com/a", title: "A", keywords: ["k"],
                                                            deepLink: "app://a", rating: 4.5, ratingCount: 3, price: "1 EUR"))]
-        var seeds: [(String, [UInt8])] = [
-            ("payload-7", [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))),
-            ("payload-1", [0, 1] + FramePayload.encode([messages[0].encoded])),
+        // Reports of the smallest sketch, of the default one, and of the
+        // largest at its last cell (numbers of three bytes).
+        let reports: [OutboxMessage] = [
+            .report(try PrivateReport(epsilonThousandths: 1, hashes: 1, buckets: 2, function: 0, row: 1, positive: false)),
+            .report(try PrivateReport(epsilonThousandths: 2_000, hashes: 64, buckets: 1_024, function: 17, row: 700, positive: true)),
+            .report(try PrivateReport(epsilonThousandths: 20_000, hashes: 65_536, buckets: 65_536, function: 65_535, row: 65_535,
+                                      positive: true)),
         ]
-        for message in messages.prefix(5) + messages.suffix(1) {
+        let mixed = [messages[0], reports[1], messages[1], reports[0], reports[2], messages[2], reports[1]]
+        func payload(_ messages: [OutboxMessage]) -> [UInt8] {
+            [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))
+        }
+        var seeds: [(String, [UInt8])] = [
+            ("payload-7", payload(messages)),
+            ("payload-1", payload([messages[0]])),
+            ("payload-reports", payload(reports)),
+            ("payload-report-1", payload([reports[1]])),
+            ("payload-mixed", payload(mixed)),
+        ]
+        for message in messages.prefix(5) + messages.suffix(1) + reports.suffix(1) {
             seeds.append(("message-\(message.kindName)", [1] + message.encoded))
         }
         return seeds

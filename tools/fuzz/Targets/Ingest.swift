@@ -1,23 +1,28 @@
 // Fuzz target ingest: structure-aware. Each input is a short session against a
 // fresh in-memory `CloudIndex` (K = 2) with three devices enrolled for one app
 // and one for another, each holding the real key the cloud issued it. The
-// input's bytes choose, step by step, what the devices send: frames of votes,
-// withdrawals, signals and content (or raw message bodies) at positions the
-// bytes choose, from the expected next seq to 2^64 − 1, signed with the
-// device's key exactly as the uploader signs them; page messages, which only
-// the cloud's crawler writes (well formed under `CrawledPage.hash(app:url:)`,
-// hand-written, or a page's bytes changed); headers with a byte changed and
-// signed again; frames signed with a wrong key, naming a foreign app, or
-// naming the crawler's stream `~crawler` (`CrawlerRule`); replays of earlier
-// frames; the clock moving on.
+// input's first byte chooses each app's popularity mode (`setPopularity`:
+// exact, or ldp with one of `privateSettings`). Its other bytes choose, step
+// by step, what the devices send: frames of votes, withdrawals, signals and
+// content (or raw message bodies) at positions the bytes choose, from the
+// expected next seq to 2^64 − 1, signed with the device's key exactly as the
+// uploader signs them; private reports (for the sketch the device's last ack
+// announced, for another sketch, or fields written by hand in and out of
+// their ranges); page messages, which only the cloud's crawler writes (well
+// formed under `CrawledPage.hash(app:url:)`, hand-written, or a page's bytes
+// changed); headers with a byte changed and signed again; frames signed with
+// a wrong key, naming a foreign app, or naming the crawler's stream
+// `~crawler` (`CrawlerRule`); replays of earlier frames; the clock moving on;
+// the cloud changing an app's popularity mode.
 //
 // Contracts, checked after every frame and at the end of the input:
 // - a frame is accepted only from its enrolled device, signed with its key,
 //   for its app; the in-memory store never fails (`unavailable`);
 // - a frame a device could have built (positions and counts within the
 //   limits) is never `malformed` or `tooLarge`;
-// - a reply to an accepted frame is signed with the device's key and names
-//   that frame; a reply to a frame whose signature failed is not signed;
+// - a reply to an accepted frame is signed with the device's key, names
+//   that frame, and carries the app's popularity mode as the cloud has it;
+//   a reply to a frame whose signature failed is not signed;
 // - an accepted frame sent again is a duplicate and changes nothing;
 // - a frame carrying a page message is never taken and changes nothing; a
 //   frame naming `~crawler` (or any `~` name) is never taken, and is
@@ -29,7 +34,14 @@
 //   both apps, and the log has no row of `~crawler` and no page message;
 // - no count passes `PopularityRule.maximumCount` nor what the devices could
 //   add in the days the session spanned; a public hash has K live votes, and
-//   its content is content that K devices which voted for it sent.
+//   its content is content that K devices which voted for it sent;
+// - each app's sketch holds exactly the reports a model of `ReportRule`
+//   counts: with the app's mode at the end (a change folds the log again),
+//   none for an exact app, and for an ldp app only those that fit its sketch,
+//   at most `reportsPerDay` per device per day of cloud time, in the order
+//   the frames were accepted; so `stats().reports` never passes devices ×
+//   reportsPerDay × days used, and is 0 when both apps are exact; the
+//   sketch reads back (`privateSketch`, `publicIndex`) with that many reports.
 import CloudIndex
 import Crypto
 import DeviceStore
@@ -71,12 +83,34 @@ enum Target {
     static let otherRatings = ["4.50", "-0.0", "-1.0", "nan", "inf", "1e3", "0x1p3", " 4.5", "", "1e309", "+4.5", "4.5e0",
                                "04.5", "1e16", "0"]
 
+    /// Settings of private popularity a session chooses from: 3 reports a
+    /// day; the same sketch with 5 a day (its reports fit the first's); ε
+    /// 1.001, 2 a day; another m; the smallest sketch, 1 a day; the largest
+    /// sketch, 5 a day. `popularityMode(_:)` maps a byte to a mode.
+    static let privateSettings: [PrivatePopularity] = [
+        (1_000, 3_000, 4, 8), (1_000, 5_000, 4, 8), (1_001, 3_000, 4, 8), (1_000, 3_000, 4, 16), (500, 500, 1, 2),
+        (20_000, 100_000, 65_536, 65_536),
+    ].map { try! PrivatePopularity(epsilonThousandths: $0.0, dailyBudgetThousandths: $0.1, hashes: $0.2, buckets: $0.3) }
+
+    /// Bits 0–2 of `choice`: exact (0 and 1), or ldp with `privateSettings[choice - 2]`.
+    static func popularityMode(_ choice: UInt8) -> PopularityMode {
+        let index = Int(choice & 7)
+        return index < 2 ? .exact : .ldp(privateSettings[index - 2])
+    }
+
+    /// The largest sketch whose reading this target checks: `CountMeanSketch`
+    /// holds k × m doubles, 32 GiB for the largest settings.
+    static let largestSketchRead = 1 << 16
+
     struct Device {
         let name: DeviceID
         let app: AppID
         let key: [UInt8]
         /// What the cloud accepted from the device: epoch → last seq.
         var held: [Epoch: OutboxSeq] = [:]
+        /// The popularity mode the device's last ack announced (at first, the
+        /// app's mode at the session's start): a device reports for its sketch.
+        var popularity: PopularityMode = .exact
 
         /// The device's epoch and next seq, as the numbers the input's choices start from.
         var epoch: UInt64 { held.keys.max()?.rawValue ?? 1 }
@@ -96,6 +130,11 @@ enum Target {
         /// hash → the devices that voted for it in a frame the cloud took.
         var voters: [PublicHash: Set<DeviceID>] = [:]
         var days: Set<Int64> = []
+        /// Each app's popularity mode, as the session set it.
+        var modes: [AppID: PopularityMode] = [:]
+        /// The fresh reports of each accepted frame that carried any, in the
+        /// order the cloud accepted them.
+        var reports: [(app: AppID, device: DeviceID, day: Int64, reports: [PrivateReport])] = []
     }
 
     final class Clock: StoreClock, @unchecked Sendable {
@@ -122,6 +161,12 @@ enum Target {
             session = Session(devices: try enrolled.map { name, app throws(CloudError) in
                 Device(name: name, app: app, key: try cloud.enrol(app: app, device: name, enrolmentSecret: Stores.enrolmentSecret))
             })
+            // The first byte: the app's mode (bits 0–2), and with bit 3 the
+            // other app's, ldp with the first settings.
+            let choice = input.byte()
+            session.modes = [app: popularityMode(choice), otherApp: choice & 8 == 0 ? .exact : .ldp(privateSettings[0])]
+            for app in [app, otherApp] { try cloud.setPopularity(session.modes[app] ?? .exact, app: app) }
+            for index in session.devices.indices { session.devices[index].popularity = session.modes[session.devices[index].app] ?? .exact }
         } catch {
             fatalError("fuzz: cannot set up the cloud: \(error)")
         }
@@ -183,6 +228,19 @@ enum Target {
             if outcome == .duplicate {
                 contract((try? cloud.projectionDigest()) == before, "a duplicate frame changed the projections")
             }
+        case 14 where action & 16 != 0:
+            // The cloud changes the device's app's popularity mode; devices
+            // learn it from their next ack.
+            let mode = popularityMode(input.byte())
+            do {
+                try cloud.setPopularity(mode, app: device.app)
+                session.modes[device.app] = mode
+                let kept = try cloud.popularity(app: device.app)
+                contract(kept == mode, "the cloud keeps \(device.app)'s popularity as \(kept), not the \(mode) it was given")
+            } catch {
+                contract(false, "the in-memory cloud cannot set \(device.app)'s popularity to \(mode.name): \(error)")
+            }
+            if trace { note("popularity: \(device.app) \(mode)") }
         case 14:
             // Time passes: minutes, hours or days.
             let amount = Int64(input.uint16())
@@ -272,7 +330,7 @@ enum Target {
             hash = any
         }
         let token = VoteToken([UInt8](repeating: UInt8(input.below(3)), count: VoteToken.byteCount))!
-        switch input.byte() % 16 {
+        switch input.byte() % 20 {
         case 0, 1, 8, 9:
             return (OutboxMessage.vote(hash, token).encoded, true)
         case 2, 10:
@@ -311,6 +369,23 @@ enum Target {
             let body = input.bytes(length)
             let encoded = [tag] + hash.bytes + (body.isEmpty ? [0] : body)
             return (encoded, false)
+        case 16, 17:
+            // A report as a device makes it: mostly for the sketch its last
+            // ack announced, sometimes (and in an exact app) for one of the
+            // other settings, at a cell the input chooses.
+            let choice = input.byte()
+            let settings = choice % 4 != 0 ? device.popularity.privateSettings ?? privateSettings[Int(choice / 4) % privateSettings.count]
+                : privateSettings[Int(choice / 4) % privateSettings.count]
+            let function = Int(input.uint16()) % settings.hashes
+            let row = Int(input.uint16()) % settings.buckets
+            let report = PrivateReport(settings: settings, function: function, row: row, positive: choice & 128 != 0)
+            return (OutboxMessage.report(report).encoded, true)
+        case 18:
+            return rawReport(&input)
+        case 19:
+            // A report's tag, then the input's bytes.
+            return ([OutboxMessage.report(PrivateReport(settings: privateSettings[0], function: 0, row: 0, positive: true)).encoded[0]]
+                    + input.bytes(input.below(24)), false)
         case 14:
             // A page as the crawler records it: mostly under its own hash in
             // the device's app, as `cloud crawl` writes it. A page message
@@ -321,6 +396,40 @@ enum Target {
         default:
             return rawPage(&input, hash: hash, device: device)
         }
+    }
+
+    /// A report's fields written by hand (`Journal/FORMAT.md`, "Outbox
+    /// messages"): ε, k, m, the function, the row and the sign, each in or
+    /// out of its range, sometimes with a byte after them. Whether they are
+    /// all within is worked out here, not by the decoder.
+    static func rawReport(_ input: inout FuzzInput) -> ([UInt8], Bool) {
+        let epsilon: UInt64 = [1, 1_000, 1_001, 20_000, 20_001, 0][input.below(6)]
+        let k: UInt64 = [1, 4, 65_536, 65_537, 0][input.below(5)]
+        let m: UInt64 = [8, 2, 65_536, 16, 1, 3, 12, 131_072, 0][input.below(9)]
+        func index(_ size: UInt64, _ input: inout FuzzInput) -> UInt64 {
+            switch input.byte() % 6 {
+            case 0: 0
+            case 1: size &- 1
+            case 2: size
+            case 3: 65_535
+            case 4: UInt64.max
+            default: UInt64(input.uint16())
+            }
+        }
+        let function = index(k, &input)
+        let row = index(m, &input)
+        let sign: UInt8 = [0, 1, 2, 255][input.below(4)]
+        var writer = BinaryWriter()
+        writer.byte(OutboxMessage.report(PrivateReport(settings: privateSettings[0], function: 0, row: 0, positive: true)).encoded[0])
+        for value in [epsilon, k, m, function, row] { writer.uvarint(value) }
+        writer.byte(sign)
+        var within = (1...20_000).contains(epsilon) && (1...65_536).contains(k) && (2...65_536).contains(m) && m & (m - 1) == 0
+            && function < k && row < m && sign <= 1
+        if input.byte() % 8 == 0 {
+            writer.byte(input.byte())
+            within = false
+        }
+        return (writer.bytes, within)
     }
 
     /// A page `CrawledPage.init` makes from the input's choices (it cuts
@@ -517,6 +626,14 @@ enum Target {
         contract(signer?.name == device.name, "a frame not signed by \(device.name)'s key was taken")
         contract(isAuthentic(result.reply, device: device.name, key: device.key) == true,
                  "the reply to a taken frame is not signed with the device's key")
+        // Every ack says the app's mode as the cloud has it; the device learns it.
+        if case .ack(let ack)? = (try? CloudReply.decode(result.reply, device: device.name, key: device.key))?.reply {
+            let mode = session.modes[device.app] ?? .exact
+            contract(ack.popularity == mode, "the ack to \(device.name) says popularity \(ack.popularity), not \(mode)")
+            session.devices[index].popularity = ack.popularity
+        } else {
+            contract(false, "the reply to a taken frame of \(device.name) is not an ack")
+        }
         if let taken = try? UploadFrame.parse(bytes) {
             contract(answersFrame(result.reply, device: device.name, key: device.key, frame: taken),
                      "the reply to a taken frame does not name that frame")
@@ -538,6 +655,12 @@ enum Target {
             session.acceptedFrames += 1
             session.acceptedMessages += count
             session.devices[index].held[parsed.epoch] = parsed.lastSeq
+            // The fresh messages are the frame's last `count`.
+            let reports = ((try? parsed.messages()) ?? []).suffix(count).compactMap { if case .report(let report) = $0 { report } else { nil } }
+            if !reports.isEmpty {
+                session.reports.append((app: parsed.app, device: parsed.device,
+                                        day: PopularityRule.day(milliseconds: clock.current.millisecondsSince1970), reports: reports))
+            }
             // The same bytes again are a duplicate and change nothing.
             let before = try? cloud.projectionDigest()
             let again = cloud.ingest(bytes).outcome
@@ -602,21 +725,103 @@ enum Target {
                 contract(senders.intersection(voters).count >= agreeingSenders,
                          "public content \(content) was sent by \(senders.sorted()), of whom \(senders.intersection(voters).count) voted for it")
             }
+            var reports = 0
+            for app in [app, otherApp] {
+                let counted = try checkSketch(cloud, app: app, session: session, days: days)
+                reports += counted
+            }
+            contract(stats.reports == reports, "stats() counts \(stats.reports) reports; the apps' sketches hold \(reports)")
+            if session.modes.values.allSatisfy({ $0 == .exact }) {
+                contract(stats.reports == 0, "\(stats.reports) reports were counted while both apps are exact")
+            }
         } catch {
             contract(false, "the in-memory cloud cannot be read: \(error)")
         }
     }
 
+    /// Checks `app`'s sketch against a model of `ReportRule` over the
+    /// session's accepted reports, with the app's mode at the end; returns
+    /// the reports it holds.
+    static func checkSketch(_ cloud: CloudIndex, app: AppID, session: Session, days: UInt64) throws -> Int {
+        let mode = session.modes[app] ?? .exact
+        let kept = try cloud.popularity(app: app)
+        contract(kept == mode, "the cloud says \(app)'s popularity is \(kept), not \(mode)")
+        var expected: [Int64: SketchCell] = [:]
+        if let settings = mode.privateSettings {
+            // Per device: the day of its last counted report, and how many that day.
+            var used: [DeviceID: (day: Int64, reports: Int)] = [:]
+            for frame in session.reports where frame.app == app {
+                var spent: (day: Int64, reports: Int) = used[frame.device].flatMap { $0.day == frame.day ? $0 : nil } ?? (frame.day, 0)
+                for report in frame.reports where spent.reports < settings.reportsPerDay
+                    && report.epsilonThousandths == settings.epsilonThousandths && report.hashes == settings.hashes
+                    && report.buckets == settings.buckets {
+                    let cell = Int64(report.function) * Int64(report.buckets) + Int64(report.row)
+                    expected[cell, default: SketchCell()].reports += 1
+                    expected[cell, default: SketchCell()].total += report.positive ? 1 : -1
+                    spent.reports += 1
+                }
+                if spent.reports > 0 { used[frame.device] = spent }
+            }
+        }
+        let cells = try cloud.sketchCells(app: app)
+        let held = Dictionary(cells.map { ($0.cell, $0.counted) }, uniquingKeysWith: { first, _ in first })
+        contract(held.count == cells.count && held == expected,
+                 "the sketch of \(app) (\(mode.name)) holds \(cells.map { "\($0.cell): \($0.counted.reports)/\($0.counted.total)" }); the reports accepted make \(expected.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value.reports)/\($0.value.total)" })")
+        let counted = cells.reduce(0) { $0 + Int($1.counted.reports) }
+        if trace { note("sketch: \(app) \(mode.name): \(counted) reports in \(cells.count) cells") }
+        let devices = UInt64(session.devices.filter { $0.app == app }.count)
+        let perDay = UInt64(mode.privateSettings?.reportsPerDay ?? 0)
+        contract(UInt64(counted) <= devices * perDay * days,
+                 "\(app) counts \(counted) reports from \(devices) devices at \(perDay) a day in \(days) days")
+        // The sketch reads back with its reports: a reading path, and
+        // ranking's estimates, present exactly for an ldp app.
+        if let settings = mode.privateSettings, settings.hashes * settings.buckets > largestSketchRead { return counted }
+        let sketch = try cloud.privateSketch(app: app)
+        contract((sketch == nil) == (mode == .exact) && (sketch?.reports ?? 0) == counted,
+                 "\(app)'s sketch reads back with \(sketch.map { "\($0.reports)" } ?? "no") reports; it holds \(counted)")
+        for entry in try cloud.publicIndex(app: app) {
+            contract((entry.estimatedEngaged == nil) == (mode == .exact) && entry.estimatedEngaged.map(\.isFinite) != false,
+                     "a public item of \(app) (\(mode.name)) is estimated at \(entry.estimatedEngaged.map { "\($0)" } ?? "nothing")")
+        }
+        return counted
+    }
+
     /// A session of each kind of step: honest frames from three devices that
     /// make a hash public, a wrong key, a replay, a day passing, junk, a page
-    /// from a device (well formed, and written by hand), a frame as `~crawler`.
+    /// from a device (well formed, and written by hand), a frame as `~crawler`;
+    /// and, with an app in ldp mode, reports past the daily allowance, that do
+    /// not fit, out of range, of the largest sketch, of the other app, across
+    /// a change of mode or of the daily budget, and reports to an exact app.
     static func seeds() throws -> [(String, [UInt8])] {
-        // A step is an action byte and a device byte, then buildFrame's
-        // choices (epoch, seq, count and its length, follows), each message's
-        // (hash, token, kind, fields) and the flags.
+        // An input is the popularity byte, then steps. A step is an action
+        // byte and a device byte, then buildFrame's choices (epoch, seq,
+        // count and its length, follows), each message's (hash, token, kind,
+        // fields) and the flags.
         func frame(_ device: UInt8, _ message: [UInt8]) -> [UInt8] {
             [0, device, /* epoch, seq */ 0, 0, /* count */ 1, 0, /* follows */ 2] + message + [/* flags */ 1]
         }
+        /// A frame of up to 40 messages (more than 5: a long one).
+        func frame(_ device: UInt8, _ messages: [[UInt8]]) -> [UInt8] {
+            let count: [UInt8] = messages.count > 5 ? [0, UInt8(messages.count - 1)] : [1, UInt8(messages.count - 1)]
+            return [0, device, /* epoch, seq */ 0, 0] + count + [/* follows */ 2] + messages.joined() + [/* flags */ 1]
+        }
+        // The popularity byte: both apps exact; the app ldp with 3 reports a
+        // day (4 × 8), and the other app too; the smallest sketch; the largest.
+        let exact: UInt8 = 0, ldp: UInt8 = 2, bothLDP: UInt8 = 10, smallest: UInt8 = 6, largest: UInt8 = 7
+        // A report for the sketch the device's last ack announced (in an
+        // exact app, the first settings'), negative or positive, at the cell
+        // the function and row choose (16-bit, modulo k and m).
+        func report(positive: Bool = true, function: UInt16 = 1, row: UInt16 = 5) -> [UInt8] {
+            [0, 0, 16, positive ? 129 : 1, UInt8(function & 0xff), UInt8(function >> 8), UInt8(row & 0xff), UInt8(row >> 8)]
+        }
+        // A report for another m (4 × 16): it fits no sketch of the seeds.
+        let otherSketch: [UInt8] = [0, 0, 16, /* settings 3 */ 12, 1, 0, 9, 0]
+        // Written by hand: ε 1, k 4, m 8, function 3, row 0, sign 1 (it fits);
+        // then ε 20.001, out of range.
+        let byHand: [UInt8] = [0, 0, 18, 1, 1, 0, /* k − 1 */ 1, /* 0 */ 0, /* sign 1 */ 1, /* no byte after */ 1]
+        let outOfRange: [UInt8] = [0, 0, 18, 4, 1, 0, 1, 0, 1, 1]
+        let changeMode: UInt8 = 30
+        let oneDay: [UInt8] = [14, 0, /* one day */ 1, 0, 2]
         let vote: [UInt8] = [0, 0, 0]
         let content: [UInt8] = [0, 0, 5, /* which */ 0, /* as is */ 2, /* own hash */ 1]
         let signal: [UInt8] = [0, 0, 3, /* 7 each */ 2, 2, 2]
@@ -631,17 +836,30 @@ enum Target {
         }
         let wrongKey = [10, 1] + [UInt8](repeating: 0x11, count: 32) + Array(frame(1, vote).dropFirst(2))
         let asCrawler = [/* as ~crawler */ 27, 0, /* name */ 0, /* zero key */ 0] + Array(frame(0, page).dropFirst(2))
+        let reports = [report(), report(positive: false, row: 6), report(function: 3), report(), report(row: 7), report(row: 7)]
         return [
-            ("votes-and-content", frame(0, vote) + frame(1, vote) + frame(2, vote) + frame(0, content) + frame(1, content)),
-            ("signals", frame(0, vote) + frame(0, signal) + [14, 0, /* one day */ 1, 0, 2] + frame(0, signal)),
-            ("wrong-key", wrongKey + frame(1, vote)),
-            ("replay", frame(0, vote) + [12, 0, 0] + frame(0, vote) + [13, 1, 0]),
-            ("foreign-app", [11] + frame(3, vote).dropFirst()),
-            ("header-changed", [8] + frame(0, vote).dropFirst() + [/* at */ 20, /* to */ 7]),
-            ("junk", [15, 0, 1, 20, 0x53, 0x4c]),
-            ("page-from-device", frame(0, vote) + frame(0, page) + frame(1, vote)),
-            ("page-by-hand", frame(0, handWritten(rating: 0)) + frame(0, handWritten(rating: 1)) + frame(0, vote)),
-            ("as-crawler", asCrawler + frame(0, vote)),
+            ("votes-and-content", [exact] + frame(0, vote) + frame(1, vote) + frame(2, vote) + frame(0, content) + frame(1, content)),
+            ("signals", [exact] + frame(0, vote) + frame(0, signal) + oneDay + frame(0, signal)),
+            ("wrong-key", [exact] + wrongKey + frame(1, vote)),
+            ("replay", [exact] + frame(0, vote) + [12, 0, 0] + frame(0, vote) + [13, 1, 0]),
+            ("foreign-app", [exact, 11] + frame(3, vote).dropFirst()),
+            ("header-changed", [exact, 8] + frame(0, vote).dropFirst() + [/* at */ 20, /* to */ 7]),
+            ("junk", [exact, 15, 0, 1, 20, 0x53, 0x4c]),
+            ("page-from-device", [exact] + frame(0, vote) + frame(0, page) + frame(1, vote)),
+            ("page-by-hand", [exact] + frame(0, handWritten(rating: 0)) + frame(0, handWritten(rating: 1)) + frame(0, vote)),
+            ("as-crawler", [exact] + asCrawler + frame(0, vote)),
+            ("ldp-reports", [ldp] + frame(0, [vote, report()]) + frame(0, reports) + frame(1, [report(), otherSketch, byHand])
+                + oneDay + frame(0, [report(), report(positive: false)]) + [12, 0, 0]),
+            ("ldp-out-of-range", [ldp] + frame(0, [report(), outOfRange]) + frame(0, [byHand, report()])
+                + frame(1, [0, 0, 19, /* 3 bytes */ 3, 1, 0xff, 0xff])),
+            ("ldp-mode-change", [ldp] + frame(0, [report(), report()]) + [changeMode, 0, /* 4 × 16 */ 5] + frame(0, report())
+                + frame(0, [report(), report(row: 15)]) + frame(1, report()) + [changeMode, 1, /* exact */ 0] + frame(2, report())),
+            ("ldp-budget-change", [ldp] + frame(0, [report(), report(), report()]) + [changeMode, 0, /* 5 a day */ 3]
+                + frame(0, [report(), report(), report()]) + frame(1, reports)),
+            ("exact-reports", [exact] + frame(0, [vote, report(), byHand]) + frame(3, report())),
+            ("ldp-both-apps", [bothLDP] + frame(3, [report(), report(), report(), report()]) + frame(0, [report(), otherSketch])),
+            ("ldp-largest", [largest] + frame(0, [report(function: 0xffff, row: 0xffff), report(positive: false, function: 0, row: 0)])),
+            ("ldp-smallest", [smallest] + frame(0, [report(), report()]) + oneDay + frame(0, report(positive: false))),
         ]
     }
 }

@@ -31,7 +31,8 @@ enum Target {
     }
 
     /// Frames the device's code builds: stored and deflated, a probe, a frame
-    /// that opens a later epoch, and one of each message kind.
+    /// that opens a later epoch, one of each message kind a device sends
+    /// (a report too), and one of reports alone.
     static func seeds() throws -> [(String, [UInt8])] {
         let hash = PublicHash.of(app: AppID("com.example.app"), activityType: "com.example.read", identity: "url:https://example.com/a")
         let token = VoteToken([UInt8](repeating: 3, count: VoteToken.byteCount))!
@@ -42,8 +43,10 @@ enum Target {
                 OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(seq + UInt64($0.offset))), message: $0.element)
             }
         }
+        let report = OutboxMessage.report(try PrivateReport(epsilonThousandths: 2_000, hashes: 64, buckets: 1_024, function: 17,
+                                                            row: 700, positive: true))
         let all: [OutboxMessage] = [.vote(hash, token), .signal(hash, Popularity(views: 1, shown: 2, engaged: 1)),
-                                    .content(hash, content), .withdraw(hash, token)]
+                                    .content(hash, content), .withdraw(hash, token), report]
         func frame(_ records: [OutboxRecord], follows: OutboxPosition? = nil, probe: Bool = false,
                    codec: UploadFrame.Codec = .deflate) -> [UInt8] {
             UploadFrame(app: AppID("com.example.app"), device: DeviceID("phone-1"), records: records, key: key, follows: follows,
@@ -53,6 +56,7 @@ enum Target {
             ("deflate-all-kinds", frame(records(all))),
             ("stored-all-kinds", frame(records(all), codec: .stored)),
             ("stored-one-vote", frame(records([all[0]]), codec: .stored)),
+            ("stored-reports", frame(records([report, report]), codec: .stored)),
             ("probe", frame(records([all[0]], from: 5), probe: true)),
             ("new-epoch", frame(records([all[1]], epoch: 3), follows: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)))),
         ]

@@ -274,7 +274,8 @@ extension SearchIndex {
                     dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: key))
                 case .resultShown(let ref), .resultEngaged(let ref):
                     refs.insert(ref)
-                case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced:
+                case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
+                     .popularityModeLearned:
                     break
                 }
                 return true
