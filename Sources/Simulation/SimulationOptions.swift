@@ -36,6 +36,9 @@ public struct SimulationOptions: Sendable {
     /// In a cloud drill, restore the cloud as it was this many virtual
     /// milliseconds before its backup (`cloud restore --to-time`).
     public var drillCutBack: Int64?
+    /// The app's private popularity (`simulate --popularity ldp`): the cloud
+    /// counts it so, and devices learn it in their acks. Nil: exact.
+    public var popularity: PrivatePopularity?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
     /// Keep the embedded cloud's store in this PostgreSQL database (which
@@ -76,6 +79,7 @@ public struct SimulationOptions: Sendable {
         self.app = app
         drill = nil
         drillCutBack = nil
+        popularity = nil
         remote = nil
         cloudDatabase = nil
         callLane = false
@@ -85,6 +89,10 @@ public struct SimulationOptions: Sendable {
     public var replayCommand: String {
         var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
         if threshold != CloudOptions.defaultThreshold { command += " --threshold \(threshold)" }
+        if let popularity {
+            command += " --popularity ldp --epsilon \(PrivatePopularity.decimal(popularity.epsilonThousandths))"
+                + " --daily-budget \(PrivatePopularity.decimal(popularity.dailyBudgetThousandths))"
+        }
         let defaults = SimulationOptions()
         if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
@@ -118,6 +126,9 @@ public struct SimulationOptions: Sendable {
         }
         if remote != nil && drill != nil {
             throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")
+        }
+        if remote != nil && popularity != nil {
+            throw SimulationError("a served cloud (--cloud) counts popularity as its own `cloud serve --popularity` says")
         }
         if remote != nil && cloudDatabase != nil {
             throw SimulationError("--cloud-db keeps the embedded cloud's store; a served cloud (--cloud) keeps its own")

@@ -142,6 +142,7 @@ public final class Simulator {
             do {
                 cloud = try cloudHost.start()
                 try cloud.registerApp(options.app, enrolmentSecret: Simulator.enrolmentSecret)
+                if let popularity = options.popularity { try cloud.setPopularity(.ldp(popularity), app: options.app) }
                 try cloud.recordPages(crawledPages, app: options.app)
             } catch {
                 throw SimulationError("cannot set the simulation's cloud up: \(error)")

@@ -58,6 +58,7 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     ("search-matches-calls", { $0.findings.append("device 3's search for 'a' returned a deleted item") }),
     ("projections-equal-rebuild", { $0.cloudRebuildProblems = ["the cloud's projections differ from a rebuild of its log"] }),
     ("epochs-never-reused", { $0.findings.append("device 0 moved its epoch 1 to 2, which it had already used") }),
+    ("privacy-budget", { $0.deviceChecks[0].budgetProblems = ["device 0 spent ε 12 on day 20414, above its 8"] }),
 ] }
 
 @Suite struct InvariantTests {
@@ -128,5 +129,34 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
         let entry = model.entries[0]
         #expect(entry?.live.isEmpty == true && entry?.everVoted == [a])
         #expect(entry?.popularity == Popularity(views: 1))
+    }
+
+    /// Under private popularity the devices' reports are checked too: the
+    /// cloud counts exactly what the oracle's cloud counts of them, each
+    /// device's ledger is what its calls imply, and the report says how far
+    /// the estimates are from the reports counted.
+    @Test func aPrivatePopularityRunChecksTheReportsAndTheBudgets() throws {
+        var options = SimulationOptions(devices: 6, eventsPerDevice: 60, seed: 4, faults: .light, threshold: 3)
+        options.popularity = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64, buckets: 1024)
+        let simulator = try Simulator(options: options)
+        let report = try simulator.run()
+        #expect(report.passed, "\(report.failures.map { "\($0.name): \($0.detail)" })")
+        let run = try #require(simulator.lastRun)
+        #expect(run.matching.model.reportsCounted > 0 && run.evidence.cloudReports == run.matching.model.reportsCounted)
+        let accuracy = try #require(report.popularity)
+        #expect(accuracy.reports == run.matching.model.reportsCounted && accuracy.items == options.catalogueSize + 1)
+        #expect(accuracy.meanAbsoluteError > 0 && accuracy.topMaxError >= accuracy.meanAbsoluteError, "fewer than 100 entries: the largest error is at least the mean")
+        #expect(run.evidence.devices.contains { !$0.model.spent.isEmpty }, "some device reported")
+        var counted = run.evidence
+        counted.cloudReports = (counted.cloudReports ?? 0) + 1
+        #expect(!Invariant.countsExact.result(FinishedRun(counted)).passed, "a report counted once too often")
+        guard case .object(let json) = report.jsonValue, case .object(let popularity)? = json["popularity"] else {
+            Issue.record("no popularity in the report's JSON")
+            return
+        }
+        #expect(popularity["mode"] == .string("ldp") && popularity["meanAbsoluteError"] == .double(accuracy.meanAbsoluteError)
+                && popularity["topMaxError"] == .double(accuracy.topMaxError))
+        let again = try Simulator(options: options).run()
+        #expect(again.digest == report.digest && again.popularity == report.popularity, "the same seed, the same run")
     }
 }

@@ -1,5 +1,6 @@
 import CloudIndex
 import CloudPostgres
+import IndexModel
 import PostgresTestSupport
 import Simulation
 import Testing
@@ -11,19 +12,35 @@ import Testing
         SimulationDatabase(location: test.location, password: test.password)
     }
 
-    /// Seeds whose heavy faults crash the cloud and restore it from a backup
-    /// (seeds 67 and 99 from one older than a device's first frame).
-    @Test(arguments: [UInt64(67), 99, 94])
-    func aSeedSimulatedOnPostgresGivesTheDigestItGivesOnSQLite(seed: UInt64) throws {
-        let options = SimulationOptions(devices: 8, eventsPerDevice: 80, seed: seed, faults: .heavy, threshold: 3)
+    /// The run of `options` on SQLite, then on a new PostgreSQL database.
+    private func onBothBackends(_ options: SimulationOptions) throws -> (sqlite: SimulationReport, postgres: SimulationReport) {
         let onSQLite = try Simulator(options: options).run()
         let test = try TestDatabase()
         var onPostgres = options
         onPostgres.cloudDatabase = database(test)
-        let report = try Simulator(options: onPostgres).run()
+        return (onSQLite, try Simulator(options: onPostgres).run())
+    }
+
+    /// Seeds whose heavy faults crash the cloud and restore it from a backup
+    /// (seeds 67 and 99 from one older than a device's first frame).
+    @Test(arguments: [UInt64(67), 99, 94])
+    func aSeedSimulatedOnPostgresGivesTheDigestItGivesOnSQLite(seed: UInt64) throws {
+        let (onSQLite, report) = try onBothBackends(SimulationOptions(devices: 8, eventsPerDevice: 80, seed: seed, faults: .heavy,
+                                                                      threshold: 3))
         #expect(report.passed, "seed \(seed) on PostgreSQL: \(report.failures.map(\.detail))")
         #expect(report.digest == onSQLite.digest, "seed \(seed) ran to another digest on PostgreSQL")
         #expect(report.faults[.cloudCrash, default: 0] > 0, "seed \(seed) never crashed the cloud")
+    }
+
+    /// Private popularity folds reports into the sketch on either backend
+    /// alike: the same cells, estimates and digest.
+    @Test func aPrivatePopularityRunOnPostgresGivesTheDigestAndTheErrorsItGivesOnSQLite() throws {
+        var options = SimulationOptions(devices: 8, eventsPerDevice: 80, seed: 67, faults: .heavy, threshold: 3)
+        options.popularity = try PrivatePopularity(epsilonThousandths: 2_000, dailyBudgetThousandths: 8_000, hashes: 64, buckets: 1024)
+        let (onSQLite, report) = try onBothBackends(options)
+        #expect(report.passed, "on PostgreSQL: \(report.failures.map(\.detail))")
+        #expect(report.digest == onSQLite.digest && report.popularity == onSQLite.popularity)
+        #expect((report.popularity?.reports ?? 0) > 0, "the run counted no report")
     }
 
     @Test func aCloudRestoreDrillOnPostgresLosesNothingAndCountsNothingTwice() throws {

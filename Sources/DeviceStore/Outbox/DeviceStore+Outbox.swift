@@ -161,6 +161,20 @@ extension DeviceStore {
         }
     }
 
+    /// The ε the store's private reports spent, in thousandths, by day of
+    /// its clock (days since 1970; `PrivacyBudget.day`). Empty for a store
+    /// that never reported, or of version 3 opened read-only.
+    public func privacyLedger() throws(DeviceStoreError) -> [Int64: Int64] {
+        try read { db in
+            guard try db.tableExists("privacy_budget") else { return [:] }
+            var ledger: [Int64: Int64] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT day, spent FROM privacy_budget") {
+                ledger[try StoredValue.column(row, 0, "privacy_budget.day")] = try StoredValue.column(row, 1, "privacy_budget.spent")
+            }
+            return ledger
+        }
+    }
+
     /// Journals that the app now counts popularity as `mode`, unless the
     /// store holds that mode already; from then on the fold sends signals
     /// (`exact`) or private reports (`ldp`). Returns the journal seq, or nil.

@@ -18,8 +18,9 @@ public enum PrivacyBudget {
         min(settings.dailyBudgetThousandths, ceilingThousandths)
     }
 
-    /// Days since 1970 of `time`, rounded down (before 1970 too).
-    static func day(_ time: Timestamp) -> Int64 {
+    /// Days since 1970 of `time`, rounded down (before 1970 too): the day
+    /// a report spends from.
+    public static func day(_ time: Timestamp) -> Int64 {
         let milliseconds = time.millisecondsSince1970, length: Int64 = 86_400_000
         return milliseconds >= 0 ? milliseconds / length : -1 - (-1 - milliseconds) / length
     }
@@ -29,7 +30,7 @@ public enum PrivacyBudget {
     /// `"sightline private report v1"` and the position's epoch and seq.
     /// Unpredictable to the cloud, the same in every rebuild, and different
     /// for every report: a restored device begins a new epoch.
-    static func coins(secret: [UInt8], at position: OutboxPosition) -> UInt64 {
+    public static func coins(secret: [UInt8], at position: OutboxPosition) -> UInt64 {
         var writer = BinaryWriter(capacity: 48)
         writer.string("sightline private report v1")
         writer.uvarint(position.epoch.rawValue)

@@ -28,12 +28,18 @@ extension SimDevice {
         let requestsBefore = session.report.contentRequests
         let advancesBefore = session.report.epochAdvances
         let recoveredBefore = session.report.messagesRecovered
+        let popularityBefore = session.uploader.popularity
         let now = clock.now()
         let next = try store.perform(session.received(bytes, now: now), in: &session, now: now)
         var marks: [RecoveryPath] = []
         var findings: [String] = []
         var epochReuses = 0
         if session.report.messagesRecovered > recoveredBefore { marks.append(.recoveryFromJournal) }
+        if session.uploader.popularity != popularityBefore {
+            // The store journaled the mode first, a write of its own with its expiry sweep.
+            expected[epoch, default: []].append(model.sweep(now: now))
+            model.learn(session.uploader.popularity)
+        }
         if session.report.contentRequests > requestsBefore {
             // Journaling the requests was a write of its own, with its expiry sweep.
             expected[epoch, default: []].append(model.sweep(now: now))

@@ -4,7 +4,8 @@ import SyncWire
 
 /// The oracle's cloud: the fold of the messages the cloud holds, written from
 /// the semantics (a vote counts once per device while live; a device's signals
-/// add while its vote is live, up to its daily allowance per hash).
+/// add while its vote is live, up to its daily allowance per hash; under
+/// private popularity a device's reports count up to its daily allowance).
 struct CloudModel {
     struct Entry {
         var live: Set<DeviceID> = []
@@ -12,9 +13,17 @@ struct CloudModel {
         var popularity = Popularity()
         /// What each device added on the day it last signalled.
         var allowances: [DeviceID: PopularityRule.Allowance] = [:]
+        /// Reports of the entry the cloud counted: the truth its sketch estimates.
+        var reports = 0
     }
 
     var entries: [Int: Entry] = [:]
+    /// The app's private popularity (nil: exact, and no report counts).
+    var privately: PrivatePopularity?
+    /// Every report the cloud counted, whatever its entry.
+    private(set) var reportsCounted = 0
+    /// What each device reported on its last day of reports.
+    private var reportAllowances: [DeviceID: ReportRule.Allowance] = [:]
 
     mutating func apply(_ message: ExpectedMessage, device: DeviceID, day: Int64) {
         switch message {
@@ -31,6 +40,13 @@ struct CloudModel {
             signal(number, Popularity(shown: 1), device: device, day: day)
         case .engaged(let number):
             signal(number, Popularity(engaged: 1), device: device, day: day)
+        case .report(let number):
+            guard let privately else { return }
+            let admitted = ReportRule.admit(1, on: day, after: reportAllowances[device], perDay: privately.reportsPerDay)
+            reportAllowances[device] = admitted.allowance
+            guard admitted.counted == 1 else { return }
+            reportsCounted += 1
+            if number != ExpectedMessage.unnamed { entries[number, default: Entry()].reports += 1 }
         }
     }
 
@@ -45,8 +61,9 @@ struct CloudModel {
     }
 
     /// The message a call implied that `message` is, or nil for content and
-    /// for reports and for hashes no catalogue entry has.
+    /// for hashes no catalogue entry has; a report names no entry.
     static func expected(_ message: OutboxMessage, _ catalogue: Catalogue) -> ExpectedMessage? {
+        if case .report = message { return .report(ExpectedMessage.unnamed) }
         guard let hash = message.hash, let number = catalogue.number(of: hash) else { return nil }
         switch message {
         case .vote: return .vote(number)

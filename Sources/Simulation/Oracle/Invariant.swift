@@ -1,4 +1,5 @@
 import CloudIndex
+import DeviceStore
 import IndexModel
 import SyncWire
 
@@ -28,7 +29,7 @@ struct Invariant: Sendable {
     static let all: [Invariant] = [
         converged, cloudLogDense, acknowledgedNotLost, messagesMatchCalls, countsExact, publicIndex, sybilNeverPublic,
         hostileContained, noPrivateLeak, journalsVerify, deviceIndexMatchesCalls, noDeletedItemReturned, searchMatchesCalls,
-        projectionsEqualRebuild, epochsNeverReused,
+        projectionsEqualRebuild, epochsNeverReused, privacyBudget,
     ]
 
     static let converged = Invariant(name: "converged") { run in
@@ -72,6 +73,12 @@ struct Invariant: Sendable {
 
     static let countsExact = Invariant(name: "counts-exact") { run in
         var problems: [String] = []
+        if run.evidence.privately != nil, run.evidence.cloudReports != run.matching.model.reportsCounted {
+            problems.append("""
+                the cloud counted \(run.evidence.cloudReports.map(String.init) ?? "an unreadable number of") private reports; \
+                the oracle \(run.matching.model.reportsCounted)
+                """)
+        }
         var counted = 0
         for (number, read) in run.evidence.counts.enumerated() {
             let actual: HashEntry?
@@ -100,7 +107,8 @@ struct Invariant: Sendable {
         return problems
     } holds: { run in
         let counted = run.evidence.counts.filter { (try? $0.get()) != nil }.count
-        return "views, impressions, engagements, live votes and voters equal the oracle's for all \(counted) counted entries"
+        let reports = run.evidence.privately == nil ? "" : ", and the \(run.matching.model.reportsCounted) private reports it counted"
+        return "views, impressions, engagements, live votes and voters equal the oracle's for all \(counted) counted entries\(reports)"
     }
 
     static let publicIndex = Invariant(name: "public-index") { run in
@@ -232,6 +240,17 @@ struct Invariant: Sendable {
         run.evidence.findings.filter { ["already used", "clock ran back", "not above"].contains(where: $0.contains) }
     } holds: { run in
         "\(run.evidence.restores) restore(s), each in a new epoch"
+    }
+
+    static let privacyBudget = Invariant(name: "privacy-budget") { run in
+        run.evidence.deviceChecks.flatMap(\.budgetProblems)
+    } holds: { run in
+        guard let privately = run.evidence.privately else { return "popularity is exact: no device reported privately" }
+        let days = run.evidence.devices.reduce(0) { $0 + $1.model.spent.count }
+        return """
+            no device spent more than ε \(PrivatePopularity.decimal(PrivacyBudget.dailyThousandths(privately))) a day \
+            (\(days) device-days with reports), and each device's ledger is what its calls imply
+            """
     }
 
     static func describe(_ popularity: Popularity) -> String {

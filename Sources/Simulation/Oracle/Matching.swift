@@ -25,6 +25,7 @@ struct Matching {
 
     init(_ evidence: RunEvidence) {
         let catalogue = evidence.catalogue
+        model.privately = evidence.privately
         let names = Set(evidence.devices.map(\.name))
         for device in evidence.devices {
             match(device, head: evidence.heads[device.number], held: evidence.log[device.name] ?? [:], catalogue)
@@ -71,7 +72,12 @@ struct Matching {
                         remaining.remove(at: index)
                     }
                 }
-                for (message, source) in zip(actual, take) { model.apply(message, device: device.name, day: source.day) }
+                // A held report names no entry: the call's reports, in order, say which it was.
+                var named = group.filter { if case .report = $0 { true } else { false } }.map(\.entry)[...]
+                for (message, source) in zip(actual, take) {
+                    let applied = if case .report = message, let entry = named.popFirst() { ExpectedMessage.report(entry) } else { message }
+                    model.apply(applied, device: device.name, day: source.day)
+                }
                 position += take.count
             }
             let implied = groups.reduce(0) { $0 + $1.count }

@@ -22,6 +22,8 @@ struct RunEvidence {
     var threshold: Int
     var plan: FaultPlan
     var catalogue: Catalogue
+    /// The app's private popularity (nil: exact).
+    var privately: PrivatePopularity?
     var devices: [SimDevice]
     /// Each device's outbox head, by device number (nil: unreadable).
     var heads: [OutboxPosition?]
@@ -45,6 +47,10 @@ struct RunEvidence {
     var counts: [Result<HashEntry?, CloudError>] = []
     /// Hashes the cloud counts in all, or nil when it cannot say.
     var hashesCounted: Int?
+    /// Under private popularity: the reports the cloud counted, and its
+    /// sketch's estimate for each entry (nil when they could not be read).
+    var cloudReports: Int?
+    var estimates: [Int: Double]?
     /// Each device's store checks, in device order.
     var deviceChecks: [DeviceCheck] = []
     var cloudJournalProblems: [String] = []
@@ -90,7 +96,8 @@ extension Simulator {
         }
         var evidence = RunEvidence(
             converged: converged, convergenceMilliseconds: convergenceMilliseconds, threshold: options.threshold,
-            plan: plan, catalogue: catalogue, devices: devices, heads: [], counters: counters, findings: findings,
+            plan: plan, catalogue: catalogue, privately: options.popularity, devices: devices, heads: [], counters: counters,
+            findings: findings,
             restores: restores.count)
         let cloudChecks = LaneCargo(value: CloudChecks(cloud: cloud))
         let deviceChecks = DeviceChecks(devices: devices, cloudChecks: lane == nil ? nil : { cloudChecks.value.run() })
@@ -102,6 +109,14 @@ extension Simulator {
             evidence.counts.append(Result { () throws(CloudError) in try cloud.entry(app: options.app, hash: catalogue.entry(number).hash) })
         }
         evidence.hashesCounted = try? cloud.entries(app: options.app).count
+        if options.popularity != nil {
+            evidence.cloudReports = try? cloud.stats().reports
+            if var sketch = try? cloud.privateSketch(app: options.app) {
+                var estimates: [Int: Double] = [:]
+                for number in 0...catalogue.sybil.number { estimates[number] = sketch.estimate(catalogue.entry(number).hash.bytes) }
+                evidence.estimates = estimates
+            }
+        }
         evidence.crawled = crawledPages
         evidence.pages = Result { () throws(CloudError) in try cloud.crawledPages(app: options.app) }
         let matching = Matching(evidence)

@@ -11,6 +11,7 @@ struct DeviceCheck {
     var indexProblems: [String] = []
     var returnedProblems: [String] = []
     var rebuildProblems: [String] = []
+    var budgetProblems: [String] = []
 }
 
 /// The checks of each device's store against the oracle's model of it, run
@@ -111,6 +112,14 @@ final class DeviceChecks: @unchecked Sendable {
                 if !deleted.isEmpty {
                     result.returnedProblems.append("device \(device.number) index \(index) holds \(deleted.sorted().prefix(3).joined(separator: ", ")), which the app deleted")
                 }
+            }
+            let ledger = try store.privacyLedger()
+            let allowed = device.model.privately.map(PrivacyBudget.dailyThousandths) ?? 0
+            for (day, spent) in ledger.sorted(by: { $0.key < $1.key }) where spent > allowed {
+                result.budgetProblems.append("device \(device.number) spent ε \(PrivatePopularity.decimal(Int(spent))) on day \(day), above its \(PrivatePopularity.decimal(allowed))")
+            }
+            if ledger != device.model.spent.mapValues(Int64.init) {
+                result.budgetProblems.append("device \(device.number)'s privacy ledger is \(ledger.sorted { $0.key < $1.key }); its calls imply \(device.model.spent.sorted { $0.key < $1.key })")
             }
             if devices.count <= 500 || device.number % (devices.count / 100) == 0 {
                 if try store.projectionDigest() != store.rebuiltProjectionDigest() {

@@ -1,19 +1,29 @@
+import DeviceStore
 import IndexModel
 import SyncWire
 
 /// A message the oracle expects a device to send, by catalogue entry. Content
 /// is not here: when a device answers a content request depends on the
 /// network, so content is checked on its own.
+///
+/// A report's entry is the one the device's call engaged, which nothing on
+/// the wire names: two reports are the same message whatever their entries
+/// (`==`, `hash` and `<` leave it out), and a report read from the cloud log
+/// has entry `ExpectedMessage.unnamed`.
 enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
     case vote(Int)
     case withdraw(Int)
     case view(Int)
     case shown(Int)
     case engaged(Int)
+    case report(Int)
+
+    /// The entry of a report read from the cloud log.
+    static let unnamed = -1
 
     var entry: Int {
         switch self {
-        case .vote(let entry), .withdraw(let entry), .view(let entry), .shown(let entry), .engaged(let entry): entry
+        case .vote(let entry), .withdraw(let entry), .view(let entry), .shown(let entry), .engaged(let entry), .report(let entry): entry
         }
     }
 
@@ -24,7 +34,33 @@ enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
         case .view(let entry): "view of entry \(entry)"
         case .shown(let entry): "impression of entry \(entry)"
         case .engaged(let entry): "engagement with entry \(entry)"
+        case .report: "private report"
         }
+    }
+
+    /// The message's kind and the entry it names on the wire.
+    private var identity: (kind: Int, entry: Int) {
+        switch self {
+        case .vote(let entry): (0, entry)
+        case .withdraw(let entry): (1, entry)
+        case .view(let entry): (2, entry)
+        case .shown(let entry): (3, entry)
+        case .engaged(let entry): (4, entry)
+        case .report: (5, ExpectedMessage.unnamed)
+        }
+    }
+
+    static func == (lhs: ExpectedMessage, rhs: ExpectedMessage) -> Bool {
+        lhs.identity == rhs.identity
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(identity.kind)
+        hasher.combine(identity.entry)
+    }
+
+    static func < (lhs: ExpectedMessage, rhs: ExpectedMessage) -> Bool {
+        lhs.identity < rhs.identity
     }
 }
 
@@ -49,6 +85,10 @@ struct StoreModel {
     private(set) var activities: [String: Activity] = [:]
     /// Entries with a live vote on this device.
     private(set) var votes: Set<Int> = []
+    /// The app's private popularity, once the device learned it (nil: exact).
+    private(set) var privately: PrivatePopularity?
+    /// The ε the device's reports spent, in thousandths, by day of its clock.
+    private(set) var spent: [Int64: Int] = [:]
     /// No item or activity expires before this (nil: none expires), so a
     /// call's sweep before it has nothing to do. Looking at every item and
     /// activity at every call cost a 10,000-device run 1% of its CPU.
@@ -59,8 +99,16 @@ struct StoreModel {
     mutating func apply(_ operation: AppOperation, now: Timestamp, catalogue: Catalogue) -> [ExpectedMessage] {
         var out: [ExpectedMessage] = []
         expire(now: now, into: &out)
-        apply(operation, catalogue: catalogue, into: &out)
+        apply(operation, now: now, catalogue: catalogue, into: &out)
         return out
+    }
+
+    /// The store journaled the popularity mode an ack announced: from then
+    /// on an engagement of a voted entry is a report while the day's budget
+    /// lasts, and views and impressions send nothing (`docs/SYNC.md`,
+    /// "Private popularity"). The journaling write's sweep is `sweep(now:)`.
+    mutating func learn(_ mode: PopularityMode) {
+        privately = mode.privateSettings
     }
 
     /// A write the store makes on its own (journaling the cloud's content
@@ -71,7 +119,7 @@ struct StoreModel {
         return out
     }
 
-    private mutating func apply(_ operation: AppOperation, catalogue: Catalogue, into out: inout [ExpectedMessage]) {
+    private mutating func apply(_ operation: AppOperation, now: Timestamp, catalogue: Catalogue, into out: inout [ExpectedMessage]) {
         switch operation {
         case .index, .update, .delete, .deleteDomains, .deleteAll:
             let index = operation.indexName!
@@ -86,7 +134,7 @@ struct StoreModel {
             }
             for identifier in removed { itemGone(identifier, into: &out) }
         case .batch(let batch):
-            for inner in batch.operations { apply(inner, catalogue: catalogue, into: &out) }
+            for inner in batch.operations { apply(inner, now: now, catalogue: catalogue, into: &out) }
             clientStates[batch.index] = batch.clientState
         case .activity(let activity):
             let key = activity.key
@@ -103,7 +151,7 @@ struct StoreModel {
             noteExpiry(activity.expirationDate)
             if let entry {
                 if emptied == entry { emptied = nil }
-                if votes.contains(entry) { out.append(.view(entry)) }
+                if votes.contains(entry) && privately == nil { out.append(.view(entry)) }
             }
             if let emptied { withdrawIfVoted(emptied, into: &out) }
         case .deleteActivities(let identifiers):
@@ -117,11 +165,18 @@ struct StoreModel {
         case .deleteAllActivities:
             for key in activities.keys.sorted() { removeActivity(key, into: &out) }
         case .shown(let ref):
-            for entry in liveEntries(ref: ref) where votes.contains(entry) { out.append(.shown(entry)) }
+            for entry in liveEntries(ref: ref) where votes.contains(entry) && privately == nil { out.append(.shown(entry)) }
         case .engage(let ref):
             for entry in liveEntries(ref: ref) {
                 if votes.insert(entry).inserted { out.append(.vote(entry)) }
-                out.append(.engaged(entry))
+                if let privately {
+                    let day = PrivacyBudget.day(now)
+                    guard spent[day, default: 0] + privately.epsilonThousandths <= PrivacyBudget.dailyThousandths(privately) else { continue }
+                    spent[day, default: 0] += privately.epsilonThousandths
+                    out.append(.report(entry))
+                } else {
+                    out.append(.engaged(entry))
+                }
             }
         case .advanceClock:
             break

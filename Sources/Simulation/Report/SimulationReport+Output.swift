@@ -64,6 +64,17 @@ extension SimulationReport {
             "wallSeconds": .double((wallSeconds * 1_000).rounded() / 1_000),
             "eventsPerSecond": .double(eventsPerSecond.rounded()),
             "digest": .string(digest),
+            "popularity": popularity.map { accuracy in
+                .object([
+                    "mode": .string("ldp"),
+                    "epsilon": .string(PrivatePopularity.decimal(accuracy.settings.epsilonThousandths)),
+                    "dailyBudget": .string(PrivatePopularity.decimal(accuracy.settings.dailyBudgetThousandths)),
+                    "reports": integer(accuracy.reports),
+                    "items": integer(accuracy.items),
+                    "meanAbsoluteError": .double(accuracy.meanAbsoluteError),
+                    "topMaxError": .double(accuracy.topMaxError),
+                ])
+            } ?? .object(["mode": .string("exact")]),
             "findings": .array(findings.map { .string($0) }),
             "timeline": .array(timeline.map { sample in
                 .object([
@@ -103,6 +114,12 @@ extension SimulationReport {
             ? String(format: "%.1f virtual s after the faults (run: %.1f virtual s)", Double(convergenceMilliseconds) / 1_000, Double(virtualMilliseconds) / 1_000)
             : "did not converge"])
         rows.append(["wall time", String(format: "%.2f s, %.0f calls/s", wallSeconds, eventsPerSecond)])
+        if let popularity {
+            rows.append(["popularity", "ldp, ε \(PrivatePopularity.decimal(popularity.settings.epsilonThousandths)) a report: "
+                         + "\(popularity.reports) reports counted; estimates of \(popularity.items) entries off by "
+                         + String(format: "%.2f on average, at most %.2f among the most reported", popularity.meanAbsoluteError,
+                                  popularity.topMaxError)])
+        }
         rows.append(["digest", digest])
         for invariant in invariants {
             rows.append([invariant.passed ? "pass" : "FAIL", "\(invariant.name): \(invariant.detail)"])

@@ -143,6 +143,9 @@ public struct SimulationReport: Sendable {
     public let deviceLag: [Int]
     /// What the run noticed beyond the invariants (also in their details).
     public let findings: [String]
+    /// Under private popularity: the cloud's estimates against the reports
+    /// it counted (nil when popularity is exact).
+    public let popularity: PopularityAccuracy?
     /// SHA-256 over every device's journal head and the cloud's log head and
     /// projections: the same seed and options give the same digest.
     public let digest: String
@@ -183,6 +186,7 @@ public struct SimulationReport: Sendable {
         timeline = simulator.timeline
         deviceLag = simulator.devices.map(\.maxPending)
         findings = simulator.findings
+        popularity = simulator.lastRun.flatMap(PopularityAccuracy.init)
         virtualMilliseconds = simulator.world.milliseconds - Simulator.start.millisecondsSince1970
         convergenceMilliseconds = simulator.convergenceMilliseconds
         wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
@@ -202,5 +206,34 @@ public struct SimulationReport: Sendable {
         cloudLogRows = stats?.logRows ?? 0
         hasher.update(data: Array("cloud \(cloudLogRows) \((try? cloud?.projectionDigest()) ?? "-")\n".utf8))
         digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+/// How close the cloud's estimates came to the truth in a run with private
+/// popularity: for each catalogue entry, the sketch's estimate against the
+/// reports of it the cloud counted (the oracle knows each report's entry from
+/// the call that made it; the cloud never does).
+public struct PopularityAccuracy: Hashable, Sendable {
+    public let settings: PrivatePopularity
+    /// Reports the cloud counted.
+    public let reports: Int
+    /// Catalogue entries estimated.
+    public let items: Int
+    /// The mean of |estimate − counted reports| over the entries.
+    public let meanAbsoluteError: Double
+    /// The largest |estimate − counted reports| among the 100 entries with
+    /// the most counted reports.
+    public let topMaxError: Double
+
+    init?(_ run: FinishedRun) {
+        guard let settings = run.evidence.privately, let estimates = run.evidence.estimates, !estimates.isEmpty else { return nil }
+        self.settings = settings
+        reports = run.matching.model.reportsCounted
+        let pairs = estimates.sorted { $0.key < $1.key }.map { number, estimate in
+            (truth: run.matching.model.entries[number]?.reports ?? 0, error: abs(estimate - Double(run.matching.model.entries[number]?.reports ?? 0)))
+        }
+        items = pairs.count
+        meanAbsoluteError = pairs.reduce(0) { $0 + $1.error } / Double(pairs.count)
+        topMaxError = pairs.sorted { $0.truth > $1.truth }.prefix(100).map(\.error).max() ?? 0
     }
 }

@@ -1,8 +1,10 @@
 import ArgumentParser
 import Crypto
+import DeviceStore
 import Foundation
 import IndexModel
 import LocalPrivacy
+import SyncWire
 import Workloads
 
 /// `bench ldp`: the count-mean sketch (`LocalPrivacy`) on a fleet whose items
@@ -76,7 +78,18 @@ struct PopularityBenchCommand: ParsableCommand {
         var reports: [CountMeanSketch.Report] = []
         reports.reserveCapacity(devices)
         let start = ContinuousClock.now
-        for item in assignments { reports.append(CountMeanSketch.report(keys[item], parameters: parameters, random: random)) }
+        if mode == .hadamard {
+            // As a device makes a report (`PrivacyBudget.coins`): its coins
+            // from an HMAC of its secret and the report's outbox position.
+            let secret = (0..<4).flatMap { _ in withUnsafeBytes(of: random.next()) { Array($0) } }
+            for (device, item) in assignments.enumerated() {
+                let position = OutboxPosition(epoch: .first, seq: OutboxSeq(UInt64(device) + 1))
+                reports.append(CountMeanSketch.report(keys[item], parameters: parameters,
+                                                      random: SeededRandom(seed: PrivacyBudget.coins(secret: secret, at: position))))
+            }
+        } else {
+            for item in assignments { reports.append(CountMeanSketch.report(keys[item], parameters: parameters, random: random)) }
+        }
         let reportSeconds = start.duration(to: .now).seconds
         var sketch = CountMeanSketch(parameters)
         let aggregateStart = ContinuousClock.now

@@ -198,20 +198,8 @@ struct ServeCommand: AsyncParsableCommand {
             if ldpOptions { throw ValidationError("--epsilon, --daily-budget and --sketch-* need --popularity ldp") }
             return .exact
         case "ldp":
-            func thousandths(_ text: String, _ option: String) throws -> Int {
-                guard let value = PrivatePopularity.thousandths(text) else {
-                    throw ValidationError("\(option) must be a positive number with at most 3 decimals (got \"\(text)\")")
-                }
-                return value
-            }
-            let perReport = try thousandths(epsilon ?? "4", "--epsilon")
-            let budget = try dailyBudget.map { try thousandths($0, "--daily-budget") } ?? 2 * perReport
-            do {
-                return .ldp(try PrivatePopularity(epsilonThousandths: perReport, dailyBudgetThousandths: budget, hashes: sketchHashes,
-                                                  buckets: sketchBuckets))
-            } catch {
-                throw ValidationError("--popularity ldp: \(error.message)")
-            }
+            return .ldp(try PopularityOptions.settings(epsilon: epsilon, dailyBudget: dailyBudget, hashes: sketchHashes,
+                                                       buckets: sketchBuckets))
         default:
             throw ValidationError("--popularity must be exact or ldp (got \"\(popularity)\")")
         }

@@ -40,6 +40,17 @@ struct SimulateCommand: ParsableCommand {
         valueName: "first-last"))
     var seeds: String?
 
+    @Option(name: .long, help: ArgumentHelp(
+        "How the app counts popularity: exact (signals) or ldp (devices learn it in acks and send randomised reports).",
+        valueName: "exact|ldp"))
+    var popularity = "exact"
+
+    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: ε per report (default 4).", valueName: "ε"))
+    var epsilon: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: the ε a device may spend a day (default twice ε).", valueName: "ε"))
+    var dailyBudget: String?
+
     @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
     var out: String?
 
@@ -96,9 +107,26 @@ struct SimulateCommand: ParsableCommand {
         } else if cloudStore != nil || app != nil || secretOption.enrolmentSecretFile != nil {
             throw ValidationError("--cloud-store, --app and --enrolment-secret-file go with --cloud")
         }
+        if try privatePopularity() != nil, cloud != nil {
+            throw ValidationError("--popularity is the embedded cloud's: a served cloud counts as its own `cloud serve --popularity` says")
+        }
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
             throw ValidationError("--out \(out) is not empty: give a new or empty directory")
+        }
+    }
+
+    /// The settings `--popularity ldp` and its options give (the cloud's
+    /// default sketch), or nil for exact.
+    private func privatePopularity() throws -> PrivatePopularity? {
+        switch popularity {
+        case "exact":
+            guard epsilon == nil && dailyBudget == nil else { throw ValidationError("--epsilon and --daily-budget need --popularity ldp") }
+            return nil
+        case "ldp":
+            return try PopularityOptions.settings(epsilon: epsilon, dailyBudget: dailyBudget, hashes: 64, buckets: 1024)
+        default:
+            throw ValidationError("--popularity must be exact or ldp (got \"\(popularity)\")")
         }
     }
 
@@ -117,6 +145,7 @@ struct SimulateCommand: ParsableCommand {
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
+        options.popularity = try privatePopularity()
         if let cloud, let cloudStore {
             guard let secret = try secretOption.secret() else {
                 Output.error("error: --cloud needs the app's enrolment secret: --enrolment-secret-file or SIGHTLINE_ENROLMENT_SECRET")
@@ -183,6 +212,7 @@ struct SimulateCommand: ParsableCommand {
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
+        options.popularity = try privatePopularity()
         Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
         let total = range.count
         let progress: (@Sendable (Int) -> Void)?
