@@ -259,7 +259,9 @@ extension Simulator {
     ///    never voted for;
     /// 5. a signal flood: one live vote for `Simulator.hostileTarget`, then
     ///    frames of its poisoned content (`Simulator.poisoned`) and
-    ///    1,000-count signals for it.
+    ///    1,000-count signals for it; under private popularity also 100
+    ///    reports of it that no coin flipped, and 10 made for another
+    ///    sketch (`Simulator.hostileReports`).
     /// The cloud must refuse 0–3, count of 5 no more than the daily cap
     /// (`Invariant.hostileContained`) and never show the poisoned content
     /// of 4 and 5 (public-index: a non-voter's content is no offer, and one
@@ -297,6 +299,7 @@ extension Simulator {
             let target = hostileTarget.hash
             let flood = [OutboxMessage.content(target, Simulator.poisoned(hostileTarget))]
                 + Array(repeating: OutboxMessage.signal(target, Popularity(views: 1_000, shown: 1_000, engaged: 1_000)), count: 199)
+                + (options.popularity.map { Simulator.hostileReports(of: target, $0) } ?? [])
             bytes = signed(head == .beforeFirst ? [.vote(target, Simulator.hostileToken)] + flood.dropLast() : flood, from: head.next)
         default:
             let victim = randomDevice()
@@ -306,6 +309,25 @@ extension Simulator {
                                 key: forgedKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + network.latency())
+    }
+
+    /// The hostile device's reports of `target`: 100 that say it as loudly as
+    /// a report can (each hash function in turn, a row each, the sign no
+    /// coin flipped), then 10 made for a sketch with one more hash function,
+    /// which the cloud must drop.
+    static func hostileReports(of target: PublicHash, _ settings: PrivatePopularity) -> [OutboxMessage] {
+        let sketch = settings.sketch
+        let loud = (0..<100).map { index -> OutboxMessage in
+            let function = index % sketch.k, row = (index * 7) % sketch.m
+            let bucket = sketch.bucket(target.bytes, hash: function)
+            return .report(PrivateReport(settings: settings, function: function, row: row,
+                                         positive: (row & bucket).nonzeroBitCount % 2 == 0))
+        }
+        let other = (0..<10).compactMap { index in
+            try? PrivateReport(epsilonThousandths: settings.epsilonThousandths, hashes: settings.hashes + 1, buckets: settings.buckets,
+                               function: index, row: index, positive: true)
+        }.map(OutboxMessage.report)
+        return loud + other
     }
 
     /// The catalogue entry the hostile device votes for and floods.

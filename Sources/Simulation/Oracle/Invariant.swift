@@ -195,7 +195,9 @@ struct Invariant: Sendable {
         run.evidence.plan.hostile ? """
             of the hostile device's \(run.evidence.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote, \
             its poisoned content (never public) and its signals, \(Invariant.describe(run.matching.hostileAdded)) of them counted \
-            (cap \(PopularityRule.maximumPerDevicePerDay) per day)
+            (cap \(PopularityRule.maximumPerDevicePerDay) per day)\(run.evidence.privately.map { privately in
+                ", and \(run.matching.hostileReports) of its private reports (cap \(privately.reportsPerDay) per day)"
+            } ?? "")
             """ : "no hostile device in this run"
     }
 

@@ -18,6 +18,8 @@ struct Matching {
     /// on how many days it sent.
     var hostileAdded = Popularity()
     var hostileDays: UInt64 = 0
+    /// The hostile device's reports the cloud counted.
+    var hostileReports = 0
     /// Held messages no call implied (or implied once and held twice).
     var extraMessages = 0
     /// Messages calls implied that the cloud does not hold.
@@ -122,6 +124,11 @@ struct Matching {
                 model.apply(.vote(target.number), device: Simulator.hostileName, day: held.day)
             case .signal(target.hash, let counts):
                 model.signal(target.number, counts, device: Simulator.hostileName, day: held.day)
+            case .report(let report) where evidence.privately?.fits(report) == true:
+                model.apply(.report(target.number), device: Simulator.hostileName, day: held.day)
+            case .report:
+                // Made for another sketch: the cloud drops it.
+                break
             case .content(let hash, let content) where catalogue.number(of: hash).map { content == Simulator.poisoned(catalogue.entry($0)) } == true:
                 // The voter's offer for its own entry, ignored for any other;
                 // public-index checks that it never shows.
@@ -138,6 +145,11 @@ struct Matching {
         let cap = PopularityRule.maximumPerDevicePerDay * hostileDays
         if hostileAdded.views > cap || hostileAdded.shown > cap || hostileAdded.engaged > cap {
             hostileProblems.append("the hostile device's signals counted \(Invariant.describe(hostileAdded)) over \(hostileDays) day(s), above \(cap) each")
+        }
+        hostileReports = model.reportsCounted - honest.reportsCounted
+        let reportCap = (evidence.privately?.reportsPerDay ?? 0) * Int(hostileDays)
+        if hostileReports > reportCap {
+            hostileProblems.append("the hostile device's reports counted \(hostileReports) times over \(hostileDays) day(s), above \(reportCap)")
         }
     }
 }
