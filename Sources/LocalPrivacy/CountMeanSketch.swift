@@ -188,16 +188,19 @@ public struct CountMeanSketch: Sendable {
         transformed = nil
     }
 
+    /// Makes the Hadamard transform estimates read, if it is not made: a
+    /// sketch kept for many estimates makes it once, and its copies share it.
+    public mutating func prepareEstimates() {
+        if parameters.mode == .hadamard && transformed == nil {
+            transformed = Self.transform(sketch, rows: parameters.k, m: parameters.m)
+        }
+    }
+
     /// The estimated number of reports of `item`.
     public mutating func estimate(_ item: [UInt8]) -> Double {
         let k = parameters.k, m = parameters.m
-        let matrix: [Double]
-        if parameters.mode == .hadamard {
-            if transformed == nil { transformed = Self.transform(sketch, rows: k, m: m) }
-            matrix = transformed ?? sketch
-        } else {
-            matrix = sketch
-        }
+        prepareEstimates()
+        let matrix = parameters.mode == .hadamard ? transformed ?? sketch : sketch
         var sum = 0.0
         for j in 0..<k { sum += matrix[j * m + parameters.bucket(item, hash: j)] }
         return Double(m) / Double(m - 1) * (sum / Double(k) - Double(reports) / Double(m))

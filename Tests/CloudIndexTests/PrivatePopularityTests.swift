@@ -92,6 +92,24 @@ import Testing
         #expect(try harness.cloud.projectionDigest() == harness.cloud.rebuiltProjectionDigest())
     }
 
+    /// Reading keeps the sketch it built while the app's log does not move
+    /// (`SketchCache`): reports that arrive after a search move the next
+    /// search's estimates, and so does a change of settings.
+    @Test(arguments: Backend.allCases) func estimatesFollowTheReportsThatArriveAfterASearch(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
+        try harness.cloud.setPopularity(.ldp(roomy), app: app)
+        let soup = try publish("soup", harness)
+        #expect(soup[0].send(reports(10, of: hash("soup"), roomy, seed: 11), from: 3) == .accepted(messages: 10))
+        let before = try #require(try harness.cloud.publicIndex(app: app).first?.estimatedEngaged)
+        #expect(try harness.cloud.publicIndex(app: app).first?.estimatedEngaged == before, "the same log, the same estimate")
+        #expect(soup[1].send(reports(30, of: hash("soup"), roomy, seed: 12), from: 3) == .accepted(messages: 30))
+        let after = try #require(try harness.cloud.publicIndex(app: app).first?.estimatedEngaged)
+        #expect(after > before + 10, "40 reports estimate to \(after), 10 to \(before)")
+        let other = try PrivatePopularity(epsilonThousandths: 2_000, dailyBudgetThousandths: 100_000, hashes: 32, buckets: 256)
+        try harness.cloud.setPopularity(.ldp(other), app: app)
+        #expect(try harness.cloud.publicIndex(app: app).first?.estimatedEngaged == 0, "no report was made for the new sketch")
+    }
+
     @Test(arguments: Backend.allCases) func aDeviceAddsAtMostItsDailyReports(backend: Backend) throws {
         let harness = try SyncHarness(threshold: 2, backend: backend)
         try harness.cloud.setPopularity(.ldp(tight), app: app)

@@ -30,6 +30,8 @@ public protocol CloudStore: AnyObject, Sendable {
     /// The cells of `app`'s sketch of private reports that any report fell
     /// in, in cell order (`ReportRule`).
     func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)]
+    /// The sketches reading built, kept while the app's log does not move.
+    var sketchCache: SketchCache { get }
     /// Whether `app` is registered.
     func isRegistered(_ app: AppID) throws(CloudError) -> Bool
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
@@ -239,7 +241,7 @@ extension CloudStore {
         let shown = try entries(app: app).filter(\.isPublic)
         // Only the pages public items name: a site may have many more.
         let pages = try crawledPages(app: app, urls: Set(shown.compactMap { $0.content?.webpageURL }))
-        var sketch = try privateSketch(app: app)
+        var sketch = shown.isEmpty ? nil : try privateSketch(app: app)
         return shown.map { entry in
             var entry = entry
             entry.page = entry.content?.webpageURL.flatMap { pages[$0] }
@@ -265,9 +267,20 @@ extension CloudStore {
 
     /// `app`'s count-mean sketch of the private reports counted, when its
     /// popularity is private; nil when it is exact. A stored cell out of
-    /// range is a `corruptStore` error.
+    /// range is a `corruptStore` error. Built once per log head and
+    /// settings (`SketchCache`).
     public func privateSketch(app: AppID) throws(CloudError) -> CountMeanSketch? {
         guard let settings = try popularity(app: app).privateSettings else { return nil }
+        let head = try logHeads().first { $0.app == app }
+        if let kept = sketchCache.sketch(app: app, head: head, settings: settings) { return kept }
+        var sketch = try storedSketch(app: app, settings: settings)
+        sketch.prepareEstimates()
+        sketchCache.keep(sketch, app: app, head: head, settings: settings)
+        return sketch
+    }
+
+    /// `app`'s sketch as its cells are stored.
+    private func storedSketch(app: AppID, settings: PrivatePopularity) throws(CloudError) -> CountMeanSketch {
         let cells = try sketchCells(app: app)
         var reports: Int64 = 0
         for (cell, counted) in cells {

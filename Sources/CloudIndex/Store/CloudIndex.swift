@@ -97,6 +97,7 @@ public final class CloudIndex: CloudStore {
     let enrolled = Mutex<[EnrolledName: EnrolledDevice]>([:])
     /// What the fold knows of vote rows between frames (`IngestMemory`).
     let ingestMemory = IngestMemory()
+    public let sketchCache = SketchCache()
     /// What the connection keeps across its transactions: BEGIN and COMMIT
     /// for every read and write, and the statements ingest runs for every
     /// frame (`CloudStatement`). From GRDB's cache, not owned: a restore

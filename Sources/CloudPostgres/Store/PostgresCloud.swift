@@ -54,6 +54,7 @@ public final class PostgresCloud: CloudStore {
     private let enrolled = Mutex<[DeviceStream: [UInt8]]>([:])
     /// What each app's last fold left (its rows and its acks' requests), kept between ingest transactions while exact.
     let keptFold = KeptFold()
+    public let sketchCache = SketchCache()
 
     public var threshold: Int { current.withLock { $0.threshold } }
     public var agreement: Int { current.withLock { $0.agreement } }
