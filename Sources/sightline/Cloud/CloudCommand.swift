@@ -89,12 +89,7 @@ struct ServeCommand: AsyncParsableCommand {
         valueName: "exact|ldp"))
     var popularity: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: ε per report (default 4; at most 3 decimals).", valueName: "ε"))
-    var epsilon: String?
-
-    @Option(name: .long, help: ArgumentHelp(
-        "With --popularity ldp: the ε a device may spend in a day of its own clock (default twice --epsilon).", valueName: "ε"))
-    var dailyBudget: String?
+    @OptionGroup var privately: PopularityOptions
 
     @Option(name: .long, help: ArgumentHelp("With --popularity ldp: the sketch's hash functions, k (default 64).", valueName: "k"))
     var sketchHashes: Int = 64
@@ -187,7 +182,7 @@ struct ServeCommand: AsyncParsableCommand {
     /// The mode `--popularity` and its options choose for `--app`, checked;
     /// nil when not given.
     func popularityMode() throws -> PopularityMode? {
-        let ldpOptions = epsilon != nil || dailyBudget != nil || sketchHashes != 64 || sketchBuckets != 1024
+        let ldpOptions = privately.isGiven || sketchHashes != 64 || sketchBuckets != 1024
         guard let popularity else {
             if ldpOptions { throw ValidationError("--epsilon, --daily-budget and --sketch-* need --popularity ldp") }
             return nil
@@ -198,8 +193,7 @@ struct ServeCommand: AsyncParsableCommand {
             if ldpOptions { throw ValidationError("--epsilon, --daily-budget and --sketch-* need --popularity ldp") }
             return .exact
         case "ldp":
-            return .ldp(try PopularityOptions.settings(epsilon: epsilon, dailyBudget: dailyBudget, hashes: sketchHashes,
-                                                       buckets: sketchBuckets))
+            return .ldp(try privately.settings(hashes: sketchHashes, buckets: sketchBuckets))
         default:
             throw ValidationError("--popularity must be exact or ldp (got \"\(popularity)\")")
         }

@@ -45,11 +45,7 @@ struct SimulateCommand: ParsableCommand {
         valueName: "exact|ldp"))
     var popularity = "exact"
 
-    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: ε per report (default 4).", valueName: "ε"))
-    var epsilon: String?
-
-    @Option(name: .long, help: ArgumentHelp("With --popularity ldp: the ε a device may spend a day (default twice ε).", valueName: "ε"))
-    var dailyBudget: String?
+    @OptionGroup var privately: PopularityOptions
 
     @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
     var out: String?
@@ -121,10 +117,10 @@ struct SimulateCommand: ParsableCommand {
     private func privatePopularity() throws -> PrivatePopularity? {
         switch popularity {
         case "exact":
-            guard epsilon == nil && dailyBudget == nil else { throw ValidationError("--epsilon and --daily-budget need --popularity ldp") }
+            guard !privately.isGiven else { throw ValidationError("--epsilon and --daily-budget need --popularity ldp") }
             return nil
         case "ldp":
-            return try PopularityOptions.settings(epsilon: epsilon, dailyBudget: dailyBudget, hashes: 64, buckets: 1024)
+            return try privately.settings(hashes: 64, buckets: 1024)
         default:
             throw ValidationError("--popularity must be exact or ldp (got \"\(popularity)\")")
         }
