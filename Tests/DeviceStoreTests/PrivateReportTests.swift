@@ -148,4 +148,35 @@ private func budget(_ path: String) throws -> [Int64: Int64] {
         #expect(engaged.message.contains("popularity_mode.mode"), "\(engaged)")
         #expect(try store.outboxEntries().isEmpty, "the call was not committed")
     }
+
+    /// A backup of a store of version 3, before private popularity: it
+    /// restores as version 4, its app counting exactly, with nothing spent.
+    @Test func aSnapshotOfAVersionThreeStoreRestoresAsVersionFour() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("v3.sqlite").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 1)))
+            try store.record(soup)
+            try store.recordEngaged(ref: soupURL)
+        }
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: """
+                DROP TABLE popularity_mode; DROP TABLE privacy_budget; UPDATE store_meta SET value = 3 WHERE key = 'format_version'
+                """)
+        }
+        let snapshot = directory.appendingPathComponent("v3.snap").path
+        try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true)).snapshot(to: snapshot)
+        let restoredPath = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: snapshot, to: restoredPath, options: StoreOptions(clock: ManualClock(testStart)))
+        let version = try DatabaseQueue(path: restoredPath).read { db in
+            try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'")
+        }
+        #expect(version == 4)
+        let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.popularityMode() == .exact && restored.privacyLedger().isEmpty)
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+        try restored.recordPopularityMode(.ldp(twoADay))
+        try restored.recordEngaged(ref: soupURL)
+        #expect(try kinds(restored).last == "report")
+    }
 }
