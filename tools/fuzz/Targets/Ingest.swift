@@ -18,8 +18,9 @@
 // Contracts, checked after every frame and at the end of the input:
 // - a frame is accepted only from its enrolled device, signed with its key,
 //   for its app; the in-memory store never fails (`unavailable`);
-// - a frame a device could have built (positions and counts within the
-//   limits) is never `malformed` or `tooLarge`;
+// - a frame a device could have built (positions, counts and a deflated
+//   payload's compression ratio within the limits) is never `malformed` or
+//   `tooLarge`;
 // - a reply to an accepted frame is signed with the device's key, names
 //   that frame, and carries the app's popularity mode as the cloud has it;
 //   a reply to a frame whose signature failed is not signed;
@@ -319,6 +320,11 @@ enum Target {
         let flags = input.byte()
         let frame = UploadFrame(app: frameApp ?? device.app, device: name ?? device.name, records: records, key: key ?? device.key,
                                 follows: follows, isProbe: flags & 7 == 0, codec: flags & 8 == 0 ? .deflate : .stored)
+        // And what it allows of a deflated payload: at most
+        // `maximumCompressionRatio` inflated bytes per byte, and 1 KiB (a
+        // page's long repeated strings may pass it).
+        legal = legal && (frame.codec == .stored
+                          || frame.uncompressedLength <= frame.payload.count * WireLimits.maximumCompressionRatio + 1024)
         return (frame, legal)
     }
 
