@@ -82,7 +82,7 @@ enum RandomEvents {
             let settings = try? PrivatePopularity(
                 epsilonThousandths: epsilon,
                 dailyBudgetThousandths: Int.random(in: epsilon...PrivatePopularity.maximumDailyBudgetThousandths, using: &rng),
-                hashes: Int.random(in: 1...65_536, using: &rng), buckets: 1 << Int.random(in: 1...16, using: &rng))
+                hashes: Int.random(in: 1...64, using: &rng), buckets: 1 << Int.random(in: 1...16, using: &rng))
             return .popularityModeLearned(settings.map(PopularityMode.ldp) ?? .exact)
         }
     }

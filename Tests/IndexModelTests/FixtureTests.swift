@@ -28,7 +28,7 @@ enum EventFixtures {
         .popularityModeLearned(.exact),
         .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64,
                                                            buckets: 1024))),
-        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 1, dailyBudgetThousandths: 100_000, hashes: 65_536,
+        .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 1, dailyBudgetThousandths: 100_000, hashes: 64,
                                                            buckets: 65_536))),
         .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 1_250, dailyBudgetThousandths: 2_500, hashes: 1,
                                                            buckets: 2))),

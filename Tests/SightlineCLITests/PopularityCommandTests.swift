@@ -19,6 +19,8 @@ import Testing
          "the daily budget must hold at least one report (ε 4)"),
         (["--app", "com.example.app", "--popularity", "ldp", "--sketch-buckets", "1000"], "m must be a power of two"),
         (["--app", "com.example.app", "--popularity", "ldp", "--sketch-hashes", "0"], "k must be 1 to 65,536"),
+        (["--app", "com.example.app", "--popularity", "ldp", "--sketch-hashes", "65536", "--sketch-buckets", "65536"],
+         "a sketch of k 65536 × m 65536 has more than 4194304 cells"),
     ]) func aPopularityOptionOutOfRangeIsAUsageError(options: [String], says: String) throws {
         let result = try CLIRunner.run(["cloud", "serve", "--db", "cloud.sqlite"] + options)
         #expect(result.status == 64, "\(options): \(result.stderr)")

@@ -69,6 +69,7 @@ private func hash(_ name: String) -> PublicHash {
         ("k of 0", [1, 0xA0, 0x1F, 0xC0, 0x3E, 0, 0x80, 0x08], "k must be 1 to 65,536"),
         ("k above 65,536", [1, 0xA0, 0x1F, 0xC0, 0x3E, 0x81, 0x80, 0x04, 0x80, 0x08], "above 65536"),
         ("m of 3", [1, 0xA0, 0x1F, 0xC0, 0x3E, 64, 3], "power of two"),
+        ("a sketch past 2^22 cells", [1, 0xA0, 0x1F, 0xC0, 0x3E, 0x80, 0x80, 0x04, 0x80, 0x80, 0x04], "more than 4194304 cells"),
         ("a cut-off mode", [1, 0xA0, 0x1F], "ends"),
     ] as [(String, [UInt8], String)]) func anAckWithAModeOutOfRangeIsMalformed(label: String, mode: [UInt8], says: String) throws {
         let ack = Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)),
@@ -79,6 +80,15 @@ private func hash(_ name: String) -> PublicHash {
         let bytes = Array(exact.dropLast(2)) + mode + [0]
         let error = #expect(throws: WireError.self, "\(label)") { try CloudReply.decode(bytes, device: DeviceID("d1"), key: key) }
         #expect(error?.code == .malformed && error?.message.contains(says) == true, "\(label): \(String(describing: error))")
+    }
+
+    @Test func aReplyWhoseSignedFlagIsNeitherZeroNorOneIsMalformed() throws {
+        let ack = Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)),
+                      durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
+        var bytes = CloudReply.ack(ack).encoded(device: DeviceID("d1"), answering: nil, key: nil)
+        bytes[bytes.count - 1] = 2
+        let error = #expect(throws: WireError.self) { try CloudReply.decode(bytes, device: DeviceID("d1"), key: key) }
+        #expect(error?.code == .malformed && error?.message.contains("signed flag is 2") == true)
     }
 
     @Test func settingsReadAndPrintEpsilonInThousandths() throws {

@@ -42,6 +42,11 @@ public struct PrivatePopularity: Hashable, Sendable {
 
     /// The largest daily budget a setting may give, in thousandths of ε.
     public static let maximumDailyBudgetThousandths = 100_000
+    /// The most cells (k × m) a sketch may have: 2^22, 32 MiB of doubles
+    /// for a reader that builds it (k 4,096 × m 1,024, or k 64 × m 65,536).
+    /// Settings from an ack, a journal or a store that ask for more would
+    /// make every read allocate gigabytes.
+    public static let maximumCells = 1 << 22
 
     /// Checks every range, and says which one failed.
     public init(epsilonThousandths: Int, dailyBudgetThousandths: Int, hashes: Int, buckets: Int) throws(PopularityError) {
@@ -57,6 +62,9 @@ public struct PrivatePopularity: Hashable, Sendable {
         guard (1...65_536).contains(hashes) else { throw PopularityError("k must be 1 to 65,536 hash functions, not \(hashes)") }
         guard (2...65_536).contains(buckets), buckets & (buckets - 1) == 0 else {
             throw PopularityError("m must be a power of two from 2 to 65,536, not \(buckets)")
+        }
+        guard hashes * buckets <= PrivatePopularity.maximumCells else {
+            throw PopularityError("a sketch of k \(hashes) × m \(buckets) has more than \(PrivatePopularity.maximumCells) cells")
         }
         self.epsilonThousandths = epsilonThousandths
         self.dailyBudgetThousandths = dailyBudgetThousandths

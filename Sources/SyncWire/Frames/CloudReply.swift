@@ -214,6 +214,7 @@ public enum CloudReply: Hashable, Sendable {
             }
             let signedEnd = reader.offset
             let signed = try reader.byte()
+            guard signed <= 1 else { throw WireError(.malformed, "the reply's signed flag is \(signed), not 0 or 1") }
             var authentic = false
             if signed == 1 {
                 let mac = try reader.fixedBytes(32, "signature")

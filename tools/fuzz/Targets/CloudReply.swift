@@ -62,7 +62,7 @@ enum Target {
         var largest = ack
         largest.popularity = .ldp(try PrivatePopularity(epsilonThousandths: 20_000,
                                                         dailyBudgetThousandths: PrivatePopularity.maximumDailyBudgetThousandths,
-                                                        hashes: 65_536, buckets: 65_536))
+                                                        hashes: 64, buckets: 65_536))
         let gap = Rejection(WireError(.gap, "expected 1:10"), expected: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(10)),
                             ended: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)))
         let frame = [UInt8](repeating: 0x33, count: 32)
