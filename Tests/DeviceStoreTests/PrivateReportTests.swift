@@ -138,6 +138,18 @@ private func budget(_ path: String) throws -> [Int64: Int64] {
         #expect(Set(reports[0].map { [$0.function, $0.row] }).count > 12, "16 reports of one device do not repeat their coins")
     }
 
+    /// A ledger someone edited to the largest integer: the device reports
+    /// nothing more that day, and nothing traps.
+    @Test func aLedgerEditedToTheLargestIntegerStopsReportsWithoutATrap() throws {
+        let path = try privateStoreFile(engagements: 1)
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE privacy_budget SET spent = 9223372036854775807") }
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        let before = try store.outboxEntries().count
+        try store.recordEngaged(ref: soupURL)
+        #expect(try store.outboxEntries().count == before)
+        #expect(try store.projectionDigest() != store.rebuiltProjectionDigest(), "the edit shows against a rebuild")
+    }
+
     @Test func anEditedModeIsACorruptStore() throws {
         let path = try privateStoreFile(engagements: 0)
         try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE popularity_mode SET mode = x'01ff'") }

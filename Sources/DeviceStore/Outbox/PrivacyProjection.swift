@@ -321,10 +321,13 @@ final class PrivacyProjection {
     private func report(_ hash: PublicHash, _ settings: PrivatePopularity, epoch: Epoch, seq: Seq, time: Timestamp) throws {
         let day = PrivacyBudget.day(time)
         let read = try prepared(.readBudget)
-        read.bind(1, day)
-        let spent = try read.step() ? read.int64(0) : 0
-        read.reset()
-        guard spent + Int64(settings.epsilonThousandths) <= Int64(PrivacyBudget.dailyThousandths(settings)) else { return }
+        let spent: Int64 = try {
+            defer { read.reset() }
+            read.bind(1, day)
+            return try read.step() ? read.int64(0) : 0
+        }()
+        // Compared without adding to `spent`, which an edited store may hold near Int64.max.
+        guard spent <= Int64(PrivacyBudget.dailyThousandths(settings) - settings.epsilonThousandths) else { return }
         let position = try nextPosition(epoch: epoch)
         let random = SeededRandom(seed: PrivacyBudget.coins(secret: keys.voteSecret, at: position))
         guard case .hadamard(let function, let row, let positive) = CountMeanSketch.report(hash.bytes, parameters: settings.sketch,
