@@ -44,6 +44,20 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         #expect(parsed.payload.count < parsed.uncompressedLength, "the payload is deflated")
     }
 
+    /// 10,000 identical signals deflate to about a three-hundredth of
+    /// their size, past the 200:1 a receiver holds a deflated payload to: the
+    /// frame goes stored, and is read, instead of being refused for good.
+    @Test func aPayloadThatDeflatesPastTheRatioBoundIsSentStored() throws {
+        let messages = Array(repeating: OutboxMessage.signal(hash("a"), Popularity(engaged: 1)), count: 10_000)
+        let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(messages), key: key)
+        #expect(frame.codec == .stored)
+        let parsed = try UploadFrame.parse(frame.encoded)
+        #expect(parsed.isSigned(by: key) && parsed.codec == .stored)
+        #expect(try parsed.messages() == messages)
+        let varied = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(40)), key: key)
+        #expect(varied.codec == .deflate, "a payload within the bound stays deflated")
+    }
+
     @Test func theDeviceNameIsReadFromTheHeaderAlone() {
         let frame = UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records(sampleMessages(3)), key: key)
         #expect(UploadFrame.deviceName(in: frame.encoded) == DeviceID("d1"))

@@ -56,7 +56,9 @@ public struct UploadFrame: Hashable, Sendable {
 
     /// Builds and signs the frame for `records`, which must be consecutive
     /// positions of one epoch. `follows` defaults to the position before the
-    /// first record inside its epoch, or to nothing for an epoch's first.
+    /// first record inside its epoch, or to nothing for an epoch's first. A
+    /// payload that would deflate past `WireLimits.maximumCompressionRatio`
+    /// is stored instead, whatever `codec` asks.
     public init(app: AppID, device: DeviceID, records: [OutboxRecord], key: [UInt8], follows: OutboxPosition? = nil,
                 isProbe: Bool = false, codec: Codec = .deflate, level: Int32 = 6) {
         precondition(!records.isEmpty, "a frame carries at least one message")
@@ -76,10 +78,19 @@ public struct UploadFrame: Hashable, Sendable {
         self.follows = follows ?? (first.seq > .first ? first.previousInEpoch : nil) ?? .nothing
         precondition(self.follows < OutboxPosition(epoch: epoch, seq: firstSeq), "a frame follows a position before its first")
         self.isProbe = isProbe
-        self.codec = codec
         uncompressedLength = plain.count
         digest = Array(SHA256.hash(data: plain))
-        payload = codec == .deflate ? Deflate.compress(plain, level: level) : plain
+        // A payload that deflates past the ratio every receiver holds a
+        // deflated payload to (a deflate bomb's bound) goes stored: deflated,
+        // an honest but repetitive frame would be refused for good.
+        let deflated = codec == .deflate ? Deflate.compress(plain, level: level) : nil
+        if let deflated, plain.count <= deflated.count * WireLimits.maximumCompressionRatio + 1024 {
+            self.codec = .deflate
+            payload = deflated
+        } else {
+            self.codec = .stored
+            payload = plain
+        }
         header = []
         signature = []
         header = encodeHeader()
