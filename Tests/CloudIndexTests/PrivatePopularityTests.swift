@@ -76,6 +76,7 @@ import Testing
         #expect(soup[0].send(reports(50, of: hash("soup"), roomy, seed: 1), from: 3) == .accepted(messages: 50))
         #expect(chips[0].send(reports(5, of: hash("chips"), roomy, seed: 2), from: 3) == .accepted(messages: 5))
         #expect(try harness.cloud.stats().reports == 55)
+        #expect(try harness.cloud.stats().privateApps == [app: roomy], "stats name each app whose popularity is private")
         let index = try harness.cloud.publicIndex(app: app)
         #expect(index.map(\.hash) == [hash("soup"), hash("chips")], "the estimates rank the public index")
         let soupEstimate = try #require(index.first?.estimatedEngaged)

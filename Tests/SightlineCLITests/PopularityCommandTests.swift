@@ -63,6 +63,7 @@ import Testing
         let cloud = directory.appendingPathComponent("cloud.sqlite").path
         let stats = try CLIRunner.json(["cloud", "stats", "--db", cloud, "--json"])
         #expect(stats["devices"] == .integer(1) && stats["reports"] == .integer(5), "\(stats)")
+        #expect(stats["privatePopularity"]?["com.example.app"]?["dailyBudget"] == .string("10.5"), "\(stats)")
         let export = try CLIRunner.run(["journal", "export", "--db", store])
         #expect(export.stdout.contains(#""kind":"popularityModeLearned","mode":"ldp","epsilon":"2","dailyBudget":"10.5""#),
                 "\(export.stdout)")

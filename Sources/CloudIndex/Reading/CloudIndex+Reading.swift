@@ -81,6 +81,8 @@ public struct CloudStats: Hashable, Sendable {
     public var pages = 0
     /// Private reports counted into the apps' sketches.
     public var reports = 0
+    /// The apps whose popularity is private, and their settings.
+    public var privateApps: [AppID: PrivatePopularity] = [:]
     public var equivocations = 0
     public var threshold = 0
     /// How many live voters must offer the same content (`ContentRule`).
@@ -192,6 +194,7 @@ extension CloudIndex {
             stats.wanted = try count("SELECT count(*) FROM hashes WHERE wanted_seq IS NOT NULL")
             stats.pages = try count("SELECT count(*) FROM pages")
             stats.reports = try count("SELECT coalesce(sum(reports), 0) FROM sketch_cells")
+            stats.privateApps = try CloudIndex.privatePopularity(db)
             stats.equivocations = try count("SELECT count(*) FROM flags WHERE reason = 'equivocation'")
             stats.threshold = threshold
             stats.agreement = agreement

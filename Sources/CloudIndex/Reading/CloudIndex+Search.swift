@@ -220,6 +220,11 @@ extension CloudStats {
             "wanted": .integer(Int64(wanted)),
             "pages": .integer(Int64(pages)),
             "reports": .integer(Int64(reports)),
+            "privatePopularity": .object(privateApps.sorted { $0.key.rawValue < $1.key.rawValue }.reduce(into: JSONObject()) { apps, app in
+                var object = JSONObject()
+                PopularityMode.ldp(app.value).addJSONFields(to: &object)
+                apps[app.key.rawValue] = .object(object)
+            }),
             "equivocations": .integer(Int64(equivocations)),
             "threshold": .integer(Int64(threshold)),
             "agreement": .integer(Int64(agreement)),

@@ -129,6 +129,10 @@ extension PostgresCloud {
             stats.equivocations = try count(7, "the equivocation count")
             stats.pages = try count(8, "the page count")
             stats.reports = try count(9, "the report count")
+            for row in try session.query("SELECT app, popularity FROM apps WHERE popularity IS NOT NULL") {
+                let app = AppID(try row.text(0, "apps.app"))
+                stats.privateApps[app] = try Stored.popularity(try row.optionalBytes(1, "apps.popularity of \(app)"), app: app).privateSettings
+            }
             stats.threshold = threshold
             stats.agreement = agreement
             return stats

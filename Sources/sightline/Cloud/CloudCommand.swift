@@ -373,6 +373,9 @@ struct CloudStatsCommand: ParsableCommand {
             ["content wanted", String(stats.wanted)],
             ["crawled pages", String(stats.pages)],
             ["private reports", String(stats.reports)],
+        ] + stats.privateApps.sorted { $0.key.rawValue < $1.key.rawValue }.map { app, settings in
+            ["popularity of \(app)", ServeCommand.describe(.ldp(settings))]
+        } + [
             ["equivocations", String(stats.equivocations)],
         ])
     }
