@@ -25,10 +25,6 @@ import Testing
         return path
     }
 
-    private func version(_ path: String) throws -> Int? {
-        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-    }
-
     /// What the fixture holds, whichever way it reached the current version.
     private func expectFixtureContent(_ cloud: CloudIndex) throws {
         let stats = try cloud.stats()
@@ -50,7 +46,7 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-format6")
         let path = try format6Store(in: directory)
         let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 9)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(cloud)
     }
 
@@ -59,7 +55,7 @@ import Testing
         let path = try format6Store(in: directory)
         let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
         #expect(refusal.message.contains("format version 6") && refusal.message.contains("cloud rebuild"), "\(refusal)")
-        #expect(try version(path) == 6)
+        #expect(try formatVersion(path) == 6)
     }
 
     /// The migration chains the log anew, so a broken chain is refused
@@ -72,7 +68,7 @@ import Testing
         }
         let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path)) }
         #expect(refusal.code == .corruptLog && refusal.message.contains("row 4 does not match its hash"), "\(refusal)")
-        #expect(try version(path) == 6, "the store was changed")
+        #expect(try formatVersion(path) == 6, "the store was changed")
     }
 
     /// A store of version 1 (before the columns versions 2 to 6 added)
@@ -112,7 +108,7 @@ import Testing
         }
         let clock = ManualClock(harnessStart)
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, threshold: 2))
-        #expect(try version(path) == 9)
+        #expect(try formatVersion(path) == 9)
         #expect(try cloud.verifyLog().verifiedRows == 6)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
         // And it ingests: a new device of the app votes.
@@ -129,7 +125,7 @@ import Testing
         let path = directory.appendingPathComponent("restored.sqlite").path
         let manifest = try CloudIndex.restore(snapshot: Self.fixtures.appendingPathComponent("cloud-v6.slsnap").path, to: path)
         #expect(manifest.logRows == 10)
-        #expect(try version(path) == 9)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 
@@ -149,15 +145,28 @@ import Testing
     }
 }
 
+/// The format version the cloud store at `path` says it has.
+private func formatVersion(_ path: String) throws -> Int? {
+    try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
+}
+
+/// The store fixture of format `version`, copied: a read-only open refuses
+/// it and says how to migrate it, and the writable open returned migrates it.
+private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: CloudIndex) {
+    let directory = try ScratchDirectory.make("sightline-format\(version)")
+    let path = directory.appendingPathComponent("cloud.sqlite").path
+    try FileManager.default.copyItem(atPath: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v\(version).sqlite").path,
+                                     toPath: path)
+    let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
+    #expect(refusal.message.contains("format version \(version)") && refusal.message.contains("cloud rebuild"), "\(refusal)")
+    return (path, try CloudIndex(at: .file(path)))
+}
+
 /// A store and a snapshot of format version 7, written by the build before
 /// crawled pages (`Journal/fixtures/make-cloud.sh 7`): one app, K = 2,
 /// three devices, and "Potato Soup" public from the devices' content.
 @Suite struct FormatSevenMigrationTests {
     private let soupURL = "https://recipes.example.com/potato-soup"
-
-    private func version(_ path: String) throws -> Int? {
-        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-    }
 
     private func expectFixtureContent(_ cloud: CloudIndex) throws {
         let stats = try cloud.stats()
@@ -170,13 +179,8 @@ import Testing
     }
 
     @Test func aFormatSevenStoreGainsThePagesWhenOpenedForWriting() throws {
-        let directory = try ScratchDirectory.make("sightline-format7")
-        let path = directory.appendingPathComponent("cloud.sqlite").path
-        try FileManager.default.copyItem(atPath: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.sqlite").path, toPath: path)
-        let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
-        #expect(refusal.message.contains("format version 7") && refusal.message.contains("cloud rebuild"), "\(refusal)")
-        let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 9)
+        let (path, cloud) = try migratedStoreFixture(version: 7)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(cloud)
         try cloud.recordPages([CrawledPage(url: soupURL, title: "Creamy Potato Soup", deepLink: "recipes://soup")], app: app)
         let soup = try #require(try cloud.publicIndex(app: app).first)
@@ -189,7 +193,7 @@ import Testing
         let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 5)
-        #expect(try version(path) == 9)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }
@@ -198,10 +202,6 @@ import Testing
 /// private popularity (`Journal/fixtures/make-cloud.sh 8`): the content of
 /// the version-7 fixture, and the crawler's page for "Potato Soup".
 @Suite struct FormatEightMigrationTests {
-    private func version(_ path: String) throws -> Int? {
-        try DatabaseQueue(path: path).read { db in try Int.fetchOne(db, sql: "SELECT value FROM cloud_meta WHERE key = 'format_version'") }
-    }
-
     private func expectFixtureContent(_ cloud: CloudIndex) throws {
         let stats = try cloud.stats()
         #expect(stats.apps == 1 && stats.devices == 3 && stats.logRows == 6 && stats.messages == 12 && stats.publicItems == 1
@@ -214,13 +214,8 @@ import Testing
     }
 
     @Test func aFormatEightStoreGainsPrivatePopularityWhenOpenedForWriting() throws {
-        let directory = try ScratchDirectory.make("sightline-format8")
-        let path = directory.appendingPathComponent("cloud.sqlite").path
-        try FileManager.default.copyItem(atPath: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.sqlite").path, toPath: path)
-        let refusal = try #require(throws: CloudError.self) { try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true)) }
-        #expect(refusal.message.contains("format version 8") && refusal.message.contains("cloud rebuild"), "\(refusal)")
-        let cloud = try CloudIndex(at: .file(path))
-        #expect(try version(path) == 9)
+        let (path, cloud) = try migratedStoreFixture(version: 8)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(cloud)
         let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 16, buckets: 256)
         try cloud.setPopularity(.ldp(settings), app: app)
@@ -234,7 +229,7 @@ import Testing
         let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 6)
-        #expect(try version(path) == 9)
+        #expect(try formatVersion(path) == 9)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }

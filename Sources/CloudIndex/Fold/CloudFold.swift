@@ -195,8 +195,10 @@ package struct CloudFold<Rows: FoldRows> {
         guard counted > 0 else { return }
         var cells: [Int64: SketchCell] = [:]
         for report in fitting.prefix(counted) {
-            cells[Int64(report.cell), default: SketchCell()].reports += 1
-            cells[Int64(report.cell), default: SketchCell()].total += report.positive ? 1 : -1
+            var cell = cells[Int64(report.cell)] ?? SketchCell()
+            cell.reports += 1
+            cell.total += report.positive ? 1 : -1
+            cells[Int64(report.cell)] = cell
         }
         try rows.addReports(cells, app: app)
         try rows.writeReportAllowance(allowance, app: app, device: device)

@@ -1,3 +1,4 @@
+import IndexModel
 import SyncWire
 
 /// How much of a device's signals for one hash count, the same for every
@@ -19,7 +20,7 @@ public enum PopularityRule {
     /// The largest count a hash holds: 2^53 − 1, exact as a `Double` and in JSON.
     public static let maximumCount: UInt64 = (1 << 53) - 1
     /// Milliseconds in a day of cloud time.
-    public static let dayMilliseconds: Int64 = 86_400_000
+    public static let dayMilliseconds = Timestamp.millisecondsPerDay
 
     /// What a device has added to one hash on one day.
     public struct Allowance: Hashable, Sendable {
@@ -35,7 +36,7 @@ public enum PopularityRule {
 
     /// The day of cloud time a frame accepted at `milliseconds` counts towards.
     public static func day(milliseconds: Int64) -> Int64 {
-        milliseconds >= 0 ? milliseconds / dayMilliseconds : -1 - (-1 - milliseconds) / dayMilliseconds
+        Timestamp(millisecondsSince1970: milliseconds).daysSince1970
     }
 
     /// Of `offered` (a frame's signals for one hash, from a live voter) on

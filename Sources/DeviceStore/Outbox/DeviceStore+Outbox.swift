@@ -162,7 +162,7 @@ extension DeviceStore {
     }
 
     /// The ε the store's private reports spent, in thousandths, by day of
-    /// its clock (days since 1970; `PrivacyBudget.day`). Empty for a store
+    /// its clock (`Timestamp.daysSince1970`). Empty for a store
     /// that never reported, or of version 3 opened read-only.
     public func privacyLedger() throws(DeviceStoreError) -> [Int64: Int64] {
         try read { db in

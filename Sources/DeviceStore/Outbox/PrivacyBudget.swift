@@ -18,13 +18,6 @@ public enum PrivacyBudget {
         min(settings.dailyBudgetThousandths, ceilingThousandths)
     }
 
-    /// Days since 1970 of `time`, rounded down (before 1970 too): the day
-    /// a report spends from.
-    public static func day(_ time: Timestamp) -> Int64 {
-        let milliseconds = time.millisecondsSince1970, length: Int64 = 86_400_000
-        return milliseconds >= 0 ? milliseconds / length : -1 - (-1 - milliseconds) / length
-    }
-
     /// The seed of the coins of the report at `position`: the first eight
     /// bytes of HMAC-SHA256 under the vote secret (never sent) of
     /// `"sightline private report v1"` and the position's epoch and seq.

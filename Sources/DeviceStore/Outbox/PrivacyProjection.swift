@@ -319,7 +319,7 @@ final class PrivacyProjection {
     /// (`PrivacyBudget.coins`), so a rebuild makes the same report, and no
     /// two reports share coins.
     private func report(_ hash: PublicHash, _ settings: PrivatePopularity, epoch: Epoch, seq: Seq, time: Timestamp) throws {
-        let day = PrivacyBudget.day(time)
+        let day = time.daysSince1970
         let read = try prepared(.readBudget)
         let spent: Int64 = try {
             defer { read.reset() }

@@ -13,6 +13,16 @@ public struct Timestamp: Hashable, Sendable, Comparable, CustomStringConvertible
         lhs.millisecondsSince1970 < rhs.millisecondsSince1970
     }
 
+    /// Milliseconds in a day.
+    public static let millisecondsPerDay: Int64 = 86_400_000
+
+    /// Whole days since 1970-01-01, rounded down (before 1970 too): the day
+    /// a daily allowance or budget counts the instant toward.
+    public var daysSince1970: Int64 {
+        let milliseconds = millisecondsSince1970, length = Timestamp.millisecondsPerDay
+        return milliseconds >= 0 ? milliseconds / length : -1 - (-1 - milliseconds) / length
+    }
+
     public func adding(milliseconds: Int64) -> Timestamp {
         Timestamp(millisecondsSince1970: millisecondsSince1970 &+ milliseconds)
     }

@@ -170,7 +170,7 @@ struct StoreModel {
             for entry in liveEntries(ref: ref) {
                 if votes.insert(entry).inserted { out.append(.vote(entry)) }
                 if let privately {
-                    let day = PrivacyBudget.day(now)
+                    let day = now.daysSince1970
                     guard spent[day, default: 0] + privately.epsilonThousandths <= PrivacyBudget.dailyThousandths(privately) else { continue }
                     spent[day, default: 0] += privately.epsilonThousandths
                     out.append(.report(entry))
