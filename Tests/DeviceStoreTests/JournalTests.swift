@@ -29,15 +29,28 @@ import Workloads
     /// Journal/FORMAT.md's chain hash, against vectors computed outside
     /// Swift (Python's hashlib over the same concatenation): SHA-256 of the
     /// previous hash, epoch, seq, call and time as big-endian 64-bit words,
-    /// then the payload.
-    @Test func aChainHashIsTheSHA256OfThePreviousHashThePositionAndThePayload() throws {
+    /// the kind byte, then the SHA-256 of the payload.
+    @Test func aChainHashIsTheSHA256OfThePreviousHashThePositionTheKindAndThePayloadsHash() throws {
         let previous = try #require(ChainHash((0..<32).map { UInt8($0) }))
+        let payload: [UInt8] = [1, 7] + Array("hello, journal".utf8)
         let hash = ChainHash.of(previous: previous, epoch: Epoch(3), seq: Seq(42), call: CallID(9),
-                                time: Timestamp(millisecondsSince1970: 1_795_000_000_000),
-                                payload: [1, 7] + Array("hello, journal".utf8))
-        #expect(hash.hex == "94cd446cb9573420398da3d133e9552359a8e932c86c0fb07e00376a28025da3")
+                                time: Timestamp(millisecondsSince1970: 1_795_000_000_000), kind: 7,
+                                payloadHash: ChainHash.ofPayload(payload))
+        #expect(hash.hex == "4d70983465fcada49d2f2b5fecca379906e7fe746ad0b69e72c4a6c05268e3b5")
         let first = ChainHash.of(previous: .genesis, epoch: Epoch(1), seq: Seq(1), call: CallID(1),
-                                 time: Timestamp(millisecondsSince1970: -5), payload: [])
+                                 time: Timestamp(millisecondsSince1970: -5), kind: 0, payloadHash: ChainHash.ofPayload([]))
+        #expect(first.hex == "6e339b32688381a8fa6dbe35dbc83ef6772c51a44a2841f239b171edaaf8c587")
+    }
+
+    /// Stores of format 4 and older chained the payload itself.
+    @Test func theChainOfFormat4StoresIsTheSHA256OfThePreviousHashThePositionAndThePayload() throws {
+        let previous = try #require(ChainHash((0..<32).map { UInt8($0) }))
+        let hash = ChainHash.overPayload(previous: previous, epoch: Epoch(3), seq: Seq(42), call: CallID(9),
+                                         time: Timestamp(millisecondsSince1970: 1_795_000_000_000),
+                                         payload: [1, 7] + Array("hello, journal".utf8))
+        #expect(hash.hex == "94cd446cb9573420398da3d133e9552359a8e932c86c0fb07e00376a28025da3")
+        let first = ChainHash.overPayload(previous: .genesis, epoch: Epoch(1), seq: Seq(1), call: CallID(1),
+                                          time: Timestamp(millisecondsSince1970: -5), payload: [])
         #expect(first.hex == "143943c0b12b3c82a0691b200614f7fd669fb9f8126d44f58a0c1807b2b058f7")
     }
 

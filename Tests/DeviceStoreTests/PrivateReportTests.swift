@@ -162,8 +162,8 @@ private func budget(_ path: String) throws -> [Int64: Int64] {
     }
 
     /// A backup of a store of version 3, before private popularity: it
-    /// restores as version 4, its app counting exactly, with nothing spent.
-    @Test func aSnapshotOfAVersionThreeStoreRestoresAsVersionFour() throws {
+    /// restores as the current version, its app counting exactly, with nothing spent.
+    @Test func aSnapshotOfAVersionThreeStoreRestoresAsTheCurrentVersion() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("v3.sqlite").path
         do {
@@ -171,6 +171,7 @@ private func budget(_ path: String) throws -> [Int64: Int64] {
             try store.record(soup)
             try store.recordEngaged(ref: soupURL)
         }
+        try chainAsBeforeFormat5(path)
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: """
                 DROP TABLE popularity_mode; DROP TABLE privacy_budget; UPDATE store_meta SET value = 3 WHERE key = 'format_version'
@@ -183,7 +184,7 @@ private func budget(_ path: String) throws -> [Int64: Int64] {
         let version = try DatabaseQueue(path: restoredPath).read { db in
             try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'")
         }
-        #expect(version == 4)
+        #expect(version == 5)
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
         #expect(try restored.popularityMode() == .exact && restored.privacyLedger().isEmpty)
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())

@@ -127,6 +127,7 @@ import Testing
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 7)))
         try store.index(named: "notes").indexSearchableItems([item("1", title: "private lunch plans"), item("2", title: "walk")])
         let head = try store.journalHead().hash
+        try chainAsBeforeFormat5(path)
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: """
                 CREATE VIRTUAL TABLE items_fts USING fts5 (
@@ -156,8 +157,8 @@ import Testing
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 8)))
         let after = try tablesAndVersion(path)
         #expect(after.fullText.isEmpty)
-        #expect(after.version == 4)
-        #expect(try store.journalHead().hash == head)
+        #expect(after.version == 5)
+        #expect(try store.journalHead().hash == head, "the journal is chained anew as a store of this build chains it")
         #expect(try store.resultTitles("lunch") == ["private lunch plans"])
         try store.index(named: "notes").indexSearchableItems([item("3", title: "lunch again")])
         #expect(try store.verifyJournal().isValid)
@@ -165,7 +166,8 @@ import Testing
     }
 
     @Test func aReadOnlyOpenOfAVersionTwoStoreReadsItAndChangesNothing() throws {
-        let (path, head) = try versionTwoStore()
+        let (path, _) = try versionTwoStore()
+        let head = try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true)).journalHead().hash
         let before = try tablesAndVersion(path)
         #expect(before.fullText.contains("items_fts") && before.version == 2)
         let store = try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true))
@@ -188,7 +190,7 @@ import Testing
             } throws: { error in
                 guard let error = error as? DeviceStoreError else { return false }
                 return error.code == .notADeviceStore && error.message.contains("format version 9")
-                    && error.message.contains("versions 2 to 4")
+                    && error.message.contains("versions 2 to 5")
             }
         }
     }

@@ -1,5 +1,6 @@
 import DeviceStore
 import Foundation
+import GRDB
 import IndexModel
 import ScratchDirectory
 
@@ -33,5 +34,30 @@ extension DeviceStore {
 
     func resultTitles(_ text: String) throws -> [String?] {
         try search(text).map(\.title)
+    }
+}
+
+/// Rewrites the store at `path` as format 4 and older kept its journal:
+/// chained over payloads, without the purge column. (The older formats'
+/// other tables are each test's own to take away.)
+func chainAsBeforeFormat5(_ path: String) throws {
+    try DatabaseQueue(path: path).write { db in
+        var previous = ChainHash.genesis
+        let rows = try Row.fetchAll(db, sql: "SELECT seq, epoch, call, time, payload FROM event_journal ORDER BY seq")
+        for row in rows {
+            let seq: Int64 = row[0]
+            let epoch: Int64 = row[1]
+            let call: Int64 = row[2]
+            let time: Int64 = row[3]
+            let payload: Data = row[4]
+            let hash = ChainHash.overPayload(previous: previous, epoch: Epoch(UInt64(epoch)), seq: Seq(UInt64(seq)),
+                                             call: CallID(UInt64(call)), time: Timestamp(millisecondsSince1970: time),
+                                             payload: [UInt8](payload))
+            try db.execute(sql: "UPDATE event_journal SET prev_hash = ?, hash = ? WHERE seq = ?",
+                           arguments: [Data(previous.bytes), Data(hash.bytes), seq])
+            previous = hash
+        }
+        try db.execute(sql: "ALTER TABLE event_journal DROP COLUMN purged_payload_hash")
+        try db.execute(sql: "UPDATE store_meta SET value = 4 WHERE key = 'format_version'")
     }
 }

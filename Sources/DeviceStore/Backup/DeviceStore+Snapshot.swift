@@ -209,8 +209,9 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
+        let version: Int
         do {
-            try checkRestoredSchema(temporary)
+            version = try checkRestoredSchema(temporary)
         } catch {
             StoreFiles.remove(temporary)
             throw error
@@ -220,8 +221,8 @@ extension DeviceStore {
         let head: Seq
         let restoredThrough: Seq?
         do {
-            (head, restoredThrough) = try prepareRestored(temporary, manifest: manifest, toSeq: toSeq, toTime: toTime, newEpoch: newEpoch,
-                                                          options: options, timer: &timer)
+            (head, restoredThrough) = try prepareRestored(temporary, version: version, manifest: manifest, toSeq: toSeq, toTime: toTime,
+                                                          newEpoch: newEpoch, options: options, timer: &timer)
         } catch {
             StoreFiles.remove(temporary)
             throw error
@@ -254,8 +255,10 @@ extension DeviceStore {
     /// Refuses a restored file whose schema is not one this build makes
     /// (`SchemaCheck`; a store older than version 3 may still hold its FTS5
     /// tables, which opening it drops) or whose sync state holds what this
-    /// build never writes, before anything opens it as a store.
-    static func checkRestoredSchema(_ path: String) throws(DeviceStoreError) {
+    /// build never writes, before anything opens it as a store. Returns the
+    /// file's format version.
+    @discardableResult
+    static func checkRestoredSchema(_ path: String) throws(DeviceStoreError) -> Int {
         let expected = try currentSchema.get()
         let found: (objects: [SchemaObject], version: Int64?)
         do {
@@ -290,7 +293,7 @@ extension DeviceStore {
         case .refused(let problem):
             throw DeviceStoreError(.snapshot, "\(problem): refused")
         }
-        guard found.objects.contains(where: { $0.name == "sync_state" }) else { return }
+        guard found.objects.contains(where: { $0.name == "sync_state" }) else { return Int(version) }
         do {
             try SchemaCheck.read(path) { db in try checkSyncState(db) }
         } catch let error as DeviceStoreError {
@@ -298,6 +301,7 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, "the snapshot's sync state cannot be read: \(DeviceStore.describe(error))")
         }
+        return Int(version)
     }
 
     /// The restored file's sync state and epoch, which no projection check
@@ -365,9 +369,14 @@ extension DeviceStore {
     /// `toTime`, opens the new epoch with a `storeRestored` event, and leaves
     /// one self-contained file (no WAL). Returns the new journal head and the
     /// seq the journal was cut back to.
-    private static func prepareRestored(_ path: String, manifest: DeviceSnapshotManifest, toSeq: Seq?, toTime: Timestamp?, newEpoch: Epoch,
-                                        options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> (Seq, Seq?) {
-        let store = try checkContent(path, manifest: manifest, options: options, timer: &timer)
+    private static func prepareRestored(_ path: String, version: Int, manifest: DeviceSnapshotManifest, toSeq: Seq?, toTime: Timestamp?,
+                                        newEpoch: Epoch, options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> (Seq, Seq?) {
+        if version < StoreSchema.chainOverPayloadHashesSince {
+            try checkChainBeforeMigrating(path, manifest: manifest, options: options)
+            timer.lap("the old hash chain")
+        }
+        let store = try checkContent(path, manifest: manifest, checkHeadHash: version >= StoreSchema.chainOverPayloadHashesSince,
+                                     options: options, timer: &timer)
         let toSeq = try store.write { db throws -> Seq? in
             let epoch = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
             guard epoch >= 0, Epoch(UInt64(epoch)) == manifest.epoch else {
@@ -416,7 +425,37 @@ extension DeviceStore {
     /// integrity check. The verdicts are taken in the order a reader expects: a damaged
     /// file first, then the chain, the manifest, and the projections. Returns
     /// the open store when all pass.
-    private static func checkContent(_ path: String, manifest: DeviceSnapshotManifest, options: StoreOptions,
+    /// A snapshot of a store of format 4 or older has its journal chained
+    /// over payloads, and its manifest names that chain's head. Opening it
+    /// for writing chains it anew (`StoreSchema.chainOverPayloadHashes`),
+    /// so the old chain is checked first, read-only, against the manifest.
+    private static func checkChainBeforeMigrating(_ path: String, manifest: DeviceSnapshotManifest,
+                                                  options: StoreOptions) throws(DeviceStoreError) {
+        var readOnly = options
+        readOnly.readOnly = true
+        let verification: JournalVerification
+        do {
+            let old = try DeviceStore(at: .file(path), options: readOnly)
+            defer { try? old.queue.close() }
+            verification = try old.verifyJournal()
+        } catch {
+            try checkIntegrity(path)
+            throw error
+        }
+        if let problem = verification.firstProblem {
+            throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
+        }
+        guard verification.head == manifest.headSeq, verification.headHash.hex == manifest.headHash else {
+            throw DeviceStoreError(.snapshot, """
+                the snapshot's content does not match its manifest (head seq \(verification.head) against \(manifest.headSeq), \
+                or another head hash)
+                """)
+        }
+    }
+
+    /// `checkHeadHash` is false when the journal was chained anew on opening
+    /// (`checkChainBeforeMigrating` compared the old chain's head).
+    private static func checkContent(_ path: String, manifest: DeviceSnapshotManifest, checkHeadHash: Bool, options: StoreOptions,
                                      timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> DeviceStore {
         var writable = options
         writable.readOnly = false
@@ -467,7 +506,7 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, "the snapshot's journal does not verify: \(problem.message)")
         }
         guard store.deviceID == manifest.device, verification.head == manifest.headSeq,
-              verification.headHash.hex == manifest.headHash else {
+              !checkHeadHash || verification.headHash.hex == manifest.headHash else {
             throw DeviceStoreError(.snapshot, """
                 the snapshot's content does not match its manifest (device \(store.deviceID), head seq \(verification.head) \
                 against \(manifest.device), \(manifest.headSeq))

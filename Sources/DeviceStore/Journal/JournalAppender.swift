@@ -81,7 +81,8 @@ final class JournalAppender {
     func append(_ event: JournalEvent) throws -> Seq {
         let payload = EventCodec.encode(event)
         let seq = head.next
-        let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, payload: payload)
+        let hash = ChainHash.of(previous: headHash, epoch: epoch, seq: seq, call: call, time: time, kind: event.kind.rawValue,
+                                payloadHash: ChainHash.ofPayload(payload))
         insert.bind(1, Int64(seq.rawValue))
         insert.bind(2, epoch)
         insert.bind(3, Int64(call.rawValue))

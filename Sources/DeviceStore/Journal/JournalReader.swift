@@ -98,15 +98,32 @@ struct JournalRows {
         // the journal too is stepping it: then one of its own. Compiling it
         // for every scan was 40,000 compiles of a 10,000-device simulation,
         // one for each search's fold.
-        let cached = try DirectStatement(db, JournalRows.sql)
-        statement = cached.isBusy ? try DirectStatement(uncached: db, JournalRows.sql) : cached
+        let sql = try JournalRows.hasPurgeColumn(db) ? JournalRows.sql : JournalRows.sqlBeforeVersion5
+        let cached = try DirectStatement(db, sql)
+        statement = cached.isBusy ? try DirectStatement(uncached: db, sql) : cached
         statement.bind(1, Int64(start.rawValue))
     }
 
     private static let sql = """
-        SELECT seq, epoch, call, kind, time, payload, prev_hash, hash FROM event_journal
+        SELECT seq, epoch, call, kind, time, payload, prev_hash, hash, purged_payload_hash FROM event_journal
         WHERE seq >= ? ORDER BY seq
         """
+
+    /// A store of version 4 or older, opened read-only, has no purge column: none of its rows is purged.
+    private static let sqlBeforeVersion5 = """
+        SELECT seq, epoch, call, kind, time, payload, prev_hash, hash, NULL FROM event_journal
+        WHERE seq >= ? ORDER BY seq
+        """
+
+    /// Whether the journal table has `purged_payload_hash`. Asked through a
+    /// statement the connection keeps, which costs one step per scan.
+    private static func hasPurgeColumn(_ db: Database) throws -> Bool {
+        let statement = try DirectStatement(db, """
+            SELECT count(*) FROM pragma_table_info('event_journal') WHERE name = 'purged_payload_hash'
+            """)
+        defer { statement.reset() }
+        return try statement.step() && statement.int64(0) == 1
+    }
 
     /// The next record, nil after the last.
     func next() throws -> JournalRecord? {
@@ -140,6 +157,13 @@ struct JournalRows {
         guard let previousHash = ChainHash(try blob(6, "prev_hash")), let chainHash = ChainHash(try blob(7, "hash")) else {
             throw DeviceStoreError(.corruptJournal, "seq \(seq): a chain hash is not 32 bytes", seq: seq)
         }
+        var purgedPayloadHash: ChainHash?
+        if !statement.isNull(8) {
+            guard let hash = ChainHash(statement.blob(8)) else {
+                throw DeviceStoreError(.corruptJournal, "seq \(seq): purged_payload_hash is not 32 bytes", seq: seq)
+            }
+            purgedPayloadHash = hash
+        }
         let kind = try integer(3, "kind")
         guard (0...255).contains(kind) else {
             throw DeviceStoreError(.corruptJournal, "seq \(seq): kind \(kind) is out of range", seq: seq)
@@ -147,7 +171,7 @@ struct JournalRows {
         return JournalRecord(
             seq: seq, epoch: Epoch(try count(1, "epoch")), call: CallID(try count(2, "call")), kind: UInt8(kind),
             time: Timestamp(millisecondsSince1970: try integer(4, "time")), payload: try blob(5, "payload"),
-            previousHash: previousHash, hash: chainHash)
+            previousHash: previousHash, hash: chainHash, purgedPayloadHash: purgedPayloadHash)
     }
 
     /// Ends the query, so that the statement holds no read open.

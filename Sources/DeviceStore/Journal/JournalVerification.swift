@@ -46,9 +46,7 @@ extension DeviceStore {
                     "seq \(record.seq): previous hash does not match the hash of seq \(result.head) (chain broken)", seq: record.seq)
                 return false
             }
-            let recomputed = ChainHash.of(previous: record.previousHash, epoch: record.epoch, seq: record.seq,
-                                          call: record.call, time: record.time, payload: record.payload)
-            guard recomputed == record.hash else {
+            guard record.recomputedHash(journalChain) == record.hash else {
                 result.firstProblem = DeviceStoreError(.corruptJournal,
                     "seq \(record.seq): stored hash does not match the row's content (row altered)", seq: record.seq)
                 return false

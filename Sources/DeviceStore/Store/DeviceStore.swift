@@ -63,6 +63,9 @@ public final class DeviceStore: Sendable {
     let queue: DatabaseQueue
     let clock: any StoreClock
     let privacyKeys: PrivacyProjection.Keys
+    /// How the journal's rows are chained: over payload hashes, unless a
+    /// read-only open found a store of format 4 or older.
+    let journalChain: JournalChain
 
     /// `syncStatus()`'s last answer, for an in-memory store (no other
     /// connection can change it): writes that may change it clear it, on the
@@ -196,6 +199,7 @@ public final class DeviceStore: Sendable {
                 }
             }
             deviceID = meta.deviceID
+            journalChain = meta.chain
             self.app = meta.keys.app
             privacyKeys = meta.keys
         } catch let error as DeviceStoreError {
@@ -286,6 +290,7 @@ public final class DeviceStore: Sendable {
     private struct StoreMeta {
         let deviceID: DeviceID
         let keys: PrivacyProjection.Keys
+        var chain = JournalChain.overPayloadHashes
     }
 
     /// Reads the store's identity. `migrating` (a writable open, inside its
@@ -304,7 +309,8 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.notADeviceStore,
                                    "store format version \(version) is not supported (this build reads versions \(readable.lowerBound) to \(readable.upperBound))")
         }
-        if migrating && version < StoreSchema.formatVersion {
+        let migrated = migrating && version < StoreSchema.formatVersion
+        if migrated {
             try StoreSchema.migrate(db, from: version)
         }
         guard let identifier = try DeviceID.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
@@ -315,7 +321,8 @@ public final class DeviceStore: Sendable {
               secret.count == 32 else {
             throw DeviceStoreError(.notADeviceStore, "the store has no app or no 32-byte vote_secret in store_meta")
         }
-        return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: [UInt8](secret)))
+        return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: [UInt8](secret)),
+                         chain: migrated || version >= StoreSchema.chainOverPayloadHashesSince ? .overPayloadHashes : .overPayloads)
     }
 
     /// 32 bytes from the injected random source: the vote secret of a new store.

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import IndexModel
 
-/// The SQLite schema of a device store, version 4. `Journal/FORMAT.md` documents
+/// The SQLite schema of a device store, version 5. `Journal/FORMAT.md` documents
 /// every table; the event journal is the source of truth and every other table is
 /// a projection that `rebuildProjections()` can make again from it.
 enum StoreSchema {
@@ -11,8 +11,12 @@ enum StoreSchema {
     /// ranked search index (`search_*`) answers every text search, and the FTS5
     /// tables were written on every call and never read. Version 4 added the
     /// popularity mode the store learned from acks and its privacy budget
-    /// ledger (`privacyDDL`).
-    static let formatVersion = 4
+    /// ledger (`privacyDDL`). Version 5 chains the journal over payload
+    /// hashes (`JournalChain`) and adds `event_journal.purged_payload_hash`,
+    /// so a purged row still verifies.
+    static let formatVersion = 5
+    /// The first version whose journal is chained over payload hashes.
+    static let chainOverPayloadHashesSince = 5
     /// The versions this build opens. A writable open brings an older one to
     /// `formatVersion` (`migrate`); a read-only open reads it as it is.
     static let readableVersions = 2...formatVersion
@@ -27,7 +31,8 @@ enum StoreSchema {
             time INTEGER NOT NULL,
             payload BLOB NOT NULL,
             prev_hash BLOB NOT NULL,
-            hash BLOB NOT NULL
+            hash BLOB NOT NULL,
+            purged_payload_hash BLOB
         );
         """
 
@@ -165,7 +170,47 @@ enum StoreSchema {
             // A store of an older version never learned a mode: it counts exactly and spent nothing.
             try db.execute(sql: privacyDDL)
         }
+        if version < 5 {
+            try db.execute(sql: "ALTER TABLE event_journal ADD COLUMN purged_payload_hash BLOB")
+            try chainOverPayloadHashes(db)
+        }
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'format_version'", arguments: [formatVersion])
+    }
+
+    /// Chains every row of a journal of version 4 or older again, over
+    /// payload hashes, after checking its old chain row by row. A row that
+    /// does not verify stops the migration: an altered journal is never
+    /// chained anew as if it were sound.
+    static func chainOverPayloadHashes(_ db: Database) throws {
+        var previousOld = ChainHash.genesis
+        var previousNew = ChainHash.genesis
+        var expected = Seq(1)
+        // Each row's new previous hash and hash, 64 bytes a row, written once the scan is done.
+        var links: [UInt8] = []
+        let rows = try JournalRows(db, from: Seq(1))
+        do {
+            defer { rows.finish() }
+            while let record = try rows.next() {
+                guard record.seq == expected, record.previousHash == previousOld,
+                      record.recomputedHash(.overPayloads) == record.hash else {
+                    throw DeviceStoreError(.corruptJournal, """
+                        seq \(record.seq): the journal does not verify (`journal verify` opens the store read-only and                         names the problem), so it cannot be chained anew for store format \(formatVersion)
+                        """, seq: record.seq)
+                }
+                let hash = ChainHash.of(previous: previousNew, epoch: record.epoch, seq: record.seq, call: record.call,
+                                        time: record.time, kind: record.kind, payloadHash: ChainHash.ofPayload(record.payload))
+                links += previousNew.bytes
+                links += hash.bytes
+                previousOld = record.hash
+                previousNew = hash
+                expected = expected.next
+            }
+        }
+        let update = try db.makeStatement(sql: "UPDATE event_journal SET prev_hash = ?, hash = ? WHERE seq = ?")
+        for row in 0..<links.count / 64 {
+            let start = row * 64
+            try update.execute(arguments: [Data(links[start..<start + 32]), Data(links[start + 32..<start + 64]), Int64(row + 1)])
+        }
     }
 
     static func create(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64) throws {

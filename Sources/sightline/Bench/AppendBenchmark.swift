@@ -298,7 +298,9 @@ struct AppendBenchmark {
         let database = try RawSQLite(path: path)
         try database.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;")
         try database.execute((rows.schema + [AppendBenchmark.plainFullTextTables]).joined(separator: ";\n"))
-        let insertEvent = try database.prepare("INSERT INTO event_journal VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        let insertEvent = try database.prepare("""
+            INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+            """)
         let insertItem = try database.prepare("INSERT INTO items (\(AppendBenchmark.itemColumns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
         let insertItemText = try database.prepare("INSERT INTO items_fts VALUES (?, ?, ?, ?)")
         let insertActivity = try database.prepare("""
