@@ -29,6 +29,46 @@ import Workloads
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    /// The user's path through a purge: nothing goes before a backup; after
+    /// `device snapshot` the deleted note's rows are purged, `journal show`
+    /// and `export` say so, and the journal still verifies.
+    @Test func purgeWaitsForASnapshotThenPurgesAndShowAndExportSayWhatWent() throws {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"index","index":"notes","items":[{"id":"n1","title":"a birthday present for Sam"},{"id":"n2","title":"kept"}]}"#,
+            #"{"op":"delete","index":"notes","ids":["n1"]}"#,
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, ops.path]).status == 0)
+
+        let early = try CLIRunner.run(["journal", "purge", "--db", db])
+        #expect(early.status == 0 && early.stdout.contains("purged 0 events"), "\(early.stdout)")
+        #expect(early.stdout.contains("1 deleted item waits for a backup"), "\(early.stdout)")
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", db, "--out", directory.appendingPathComponent("b.slsnap").path]).status == 0)
+        let dry = try CLIRunner.json(["journal", "purge", "--db", db, "--dry-run", "--json"])
+        #expect(dry["purgedSeqs"] == .array([.integer(1)]) && dry["backedUpThrough"]?.integer == 3)
+        let purged = try CLIRunner.run(["journal", "purge", "--db", db])
+        #expect(purged.status == 0 && purged.stdout.contains("purged 1 event of 1 deleted item") && purged.stdout.contains("notes/n1"),
+                "\(purged.stdout)")
+
+        let shown = try CLIRunner.run(["journal", "show", "--db", db, "1"])
+        #expect(shown.stdout.contains("(payload purged)") || shown.stdout.contains("\"purged\""), "\(shown.stdout)")
+        let exported = try CLIRunner.run(["journal", "export", "--db", db])
+        let first = exported.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.contains("\"purged\":true") && first.contains("purgedPayloadSHA256") && !first.contains("birthday"), "\(first)")
+        #expect(!exported.stdout.contains("birthday"))
+        #expect(try CLIRunner.run(["journal", "verify", "--db", db]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
+    }
+
+    @Test func purgeRefusesAMissingStoreAndCreatesNothing() throws {
+        let directory = try temporaryDirectory()
+        let missing = directory.appendingPathComponent("missing.sqlite").path
+        #expect(try CLIRunner.run(["journal", "purge", "--db", missing]).status == 3)
+        #expect(!FileManager.default.fileExists(atPath: missing))
+    }
+
     @Test func verifyPassesOnAGoodStoreAndNamesTheFirstBadSeqOtherwise() throws {
         let db = try makeStore(count: 200)
         let good = try CLIRunner.json(["journal", "verify", "--db", db, "--json"])

@@ -134,7 +134,12 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
-        return try DeviceStore.readManifest(path)
+        let written = try DeviceStore.readManifest(path)
+        // What the backup holds may be purged from the store (`purge`).
+        if !isReadOnly {
+            try write { db in try DeviceStore.recordBackup(db, through: written.headSeq) }
+        }
+        return written
     }
 
     /// The manifest of the device snapshot at `path`, without its content.
@@ -401,6 +406,8 @@ extension DeviceStore {
         // every known index again: it resumes from fetchLastClientState where
         // it keeps one (what the snapshot lacks is what came after it).
         let outcome = try store.write { db in
+            // The snapshot it came from is a backup of everything the journal kept.
+            try DeviceStore.recordBackup(db, through: toSeq ?? manifest.headSeq)
             let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
             try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
                                                             truncatedTo: toSeq, snapshotSHA256: manifest.contentDigest)))

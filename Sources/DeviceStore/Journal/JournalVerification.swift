@@ -29,6 +29,7 @@ extension DeviceStore {
     func verifyJournal(_ verified: (JournalRecord, consuming JournalEvent) -> Void) throws(DeviceStoreError) -> JournalVerification {
         var result = JournalVerification()
         var previousEpoch = Epoch.beforeFirst
+        var purges = PurgedRows()
         let scan = try scanJournal { record in
             let expected = result.head.next
             guard record.seq == expected else {
@@ -58,6 +59,10 @@ extension DeviceStore {
                 result.firstProblem = error
                 return false
             }
+            if let problem = purges.problem(record, event) {
+                result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
+                return false
+            }
             if previousEpoch > .beforeFirst, record.epoch != previousEpoch,
                let problem = Self.epochChangeProblem(event, from: previousEpoch, to: record.epoch) {
                 result.firstProblem = DeviceStoreError(.corruptJournal, "seq \(record.seq): \(problem)", seq: record.seq)
@@ -72,6 +77,11 @@ extension DeviceStore {
         }
         if result.firstProblem == nil, let stop = scan.stop {
             result.firstProblem = stop
+        }
+        if result.firstProblem == nil, let (seq, key) = purges.withoutDeletion {
+            result.firstProblem = DeviceStoreError(.corruptJournal, """
+                seq \(seq): its payload was purged, but no later deletion of \(key) follows it (a purge only takes a deleted item's content)
+                """, seq: seq)
         }
         return result
     }
@@ -89,5 +99,35 @@ extension DeviceStore {
         default:
             return "epoch \(to) begins after epoch \(from) with a \(event.kind) event, not with the restore or advance that opens it"
         }
+    }
+}
+
+/// What verification checks of purged rows (`Journal/FORMAT.md`, "Purged
+/// rows"): only an item's indexing or update is purged, its payload is
+/// exactly the residue, and a deletion of the item follows it.
+private struct PurgedRows {
+    /// Items with a purged row and no deletion since: the first such row's seq.
+    private var awaitingDeletion: [ItemKey: Seq] = [:]
+
+    mutating func problem(_ record: JournalRecord, _ event: JournalEvent) -> String? {
+        guard record.isPurged else {
+            if !awaitingDeletion.isEmpty, event.removesItem, let key = event.itemKey {
+                awaitingDeletion[key] = nil
+            }
+            return nil
+        }
+        guard let residue = event.purgedResidue, let key = event.itemKey else {
+            return "a \(event.kind.name) row is marked purged, and only an item's indexing or update is ever purged"
+        }
+        guard residue == event else {
+            return "the row is marked purged, but its payload holds more than the residue a purge leaves"
+        }
+        if awaitingDeletion[key] == nil { awaitingDeletion[key] = record.seq }
+        return nil
+    }
+
+    /// The first purged row whose item no later row deletes.
+    var withoutDeletion: (Seq, ItemKey)? {
+        awaitingDeletion.min { $0.value < $1.value }.map { ($0.value, $0.key) }
     }
 }

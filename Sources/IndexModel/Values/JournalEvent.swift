@@ -196,3 +196,58 @@ public struct StoreRestore: Hashable, Sendable {
         self.snapshotSHA256 = snapshotSHA256
     }
 }
+
+extension JournalEvent {
+    /// What a purge keeps of this event (`Journal/FORMAT.md`, "Purged
+    /// rows"): of an item's indexing or update, its index and identifier,
+    /// with nothing the app said about the item. Nil for the kinds a purge
+    /// never touches. Folding the residue in place of the event leaves the
+    /// same projections once the item's deletion is folded too, since the
+    /// fold reads nothing else of a deleted item.
+    public var purgedResidue: JournalEvent? {
+        switch self {
+        case .itemIndexed(let index, let item):
+            .itemIndexed(index: index, item: SearchableItem(uniqueIdentifier: item.uniqueIdentifier))
+        case .itemUpdated(let index, let update):
+            .itemUpdated(index: index, update: ItemUpdate(uniqueIdentifier: update.uniqueIdentifier))
+        default:
+            nil
+        }
+    }
+
+    /// The item this event indexes, updates or removes: its index and identifier.
+    public var itemKey: ItemKey? {
+        switch self {
+        case .itemIndexed(let index, let item): ItemKey(index: index, identifier: item.uniqueIdentifier)
+        case .itemUpdated(let index, let update): ItemKey(index: index, identifier: update.uniqueIdentifier)
+        case .itemDeleted(let index, let identifier, _), .itemExpired(let index, let identifier):
+            ItemKey(index: index, identifier: identifier)
+        default: nil
+        }
+    }
+
+    /// Whether this event removes its item (a deletion or an expiry): the tombstone a purge needs.
+    public var removesItem: Bool {
+        switch self {
+        case .itemDeleted, .itemExpired: true
+        default: false
+        }
+    }
+}
+
+/// An item's key: its index and its unique identifier.
+public struct ItemKey: Hashable, Comparable, Sendable, CustomStringConvertible {
+    public let index: String
+    public let identifier: String
+
+    public init(index: String, identifier: String) {
+        self.index = index
+        self.identifier = identifier
+    }
+
+    public static func < (lhs: ItemKey, rhs: ItemKey) -> Bool {
+        (lhs.index, lhs.identifier) < (rhs.index, rhs.identifier)
+    }
+
+    public var description: String { "\(index)/\(identifier)" }
+}

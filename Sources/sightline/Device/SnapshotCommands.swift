@@ -31,7 +31,9 @@ struct SnapshotCommand: ParsableCommand {
             deflated (and sealed with AES-256-GCM when --key-file is given), followed by a \
             manifest: device, epoch, journal head seq and hash, outbox cursor, client states, \
             creation time, content length and SHA-256. The file is written beside --out, \
-            fsynced, renamed into place and the directory fsynced. Format: Journal/FORMAT.md.
+            fsynced, renamed into place and the directory fsynced. The store then records that a \
+            backup covers its journal through the head seq, which `journal purge` waits for. \
+            Format: Journal/FORMAT.md.
             """
     )
 
@@ -44,7 +46,9 @@ struct SnapshotCommand: ParsableCommand {
 
     func run() throws {
         let key = try keyOption.key()
-        let device = try store.openReadOnly()
+        // Opened for writing to record the backup, unless it does not exist: a snapshot never creates a store.
+        let device = FileManager.default.fileExists(atPath: store.db)
+            ? try StoreOption.open(store.db, options: StoreOptions(clock: SystemClock())) : try store.openReadOnly()
         let manifest: DeviceSnapshotManifest
         do {
             manifest = try device.snapshot(to: out, key: key)

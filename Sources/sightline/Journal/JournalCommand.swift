@@ -5,9 +5,10 @@ import IndexModel
 struct JournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "journal",
-        abstract: "Inspect an event journal. Every subcommand opens the store read-only.",
+        abstract: "Inspect an event journal, and purge deleted items' content from it.",
+        discussion: "Every subcommand but purge opens the store read-only.",
         subcommands: [StatsCommand.self, TailCommand.self, ShowCommand.self, VerifyCommand.self,
-                      ExportCommand.self, GrepCommand.self, DiffCommand.self]
+                      ExportCommand.self, GrepCommand.self, DiffCommand.self, PurgeCommand.self]
     )
 }
 
@@ -27,6 +28,11 @@ enum RecordFormat {
             object["undecodable"] = .string(error.message)
         }
         object["hash"] = .string(record.hash.hex)
+        if let purged = record.purgedPayloadHash {
+            // The event above is the residue the purge left.
+            object["purged"] = .bool(true)
+            object["purgedPayloadSHA256"] = .string(purged.hex)
+        }
         return .object(object)
     }
 
@@ -38,7 +44,7 @@ enum RecordFormat {
         var subject = ""
         if let index = event.indexName { subject = index }
         if let id = event.subject { subject += subject.isEmpty ? id : "/" + id }
-        return head + event.kind.name + (subject.isEmpty ? "" : "  " + subject)
+        return head + event.kind.name + (subject.isEmpty ? "" : "  " + subject) + (record.isPurged ? "  (payload purged)" : "")
     }
 
     /// Reports a scan that stopped early on stderr and says the output is partial.

@@ -1,0 +1,209 @@
+import DeviceStore
+import Foundation
+import GRDB
+import IndexModel
+import Testing
+
+/// `purge()`: a deleted item's content leaves the journal and the store
+/// file once a backup covers its deletion, and the journal still verifies.
+@Suite struct PurgeTests {
+    static let secret = "a birthday present for Sam"
+
+    /// A file store that indexed two notes, revised the first, searched (so
+    /// the search index held the secret), then deleted the first note.
+    private func storeWithADeletedNote() throws -> (store: DeviceStore, path: String, directory: URL) {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: "shopping list", description: "eggs and \(Self.secret)"),
+                                        item("n2", title: "meeting notes")])
+        var revision = AttributeChanges()
+        revision[.title] = .some(.string("shopping list, revised"))
+        try notes.updateSearchableItems([ItemUpdate(uniqueIdentifier: "n1", attributes: revision)])
+        #expect(try store.resultTitles("birthday") == ["shopping list, revised"])
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        return (store, path, directory)
+    }
+
+    /// Every byte of the store file and its WAL.
+    private func fileBytes(_ path: String) throws -> Data {
+        var bytes = Data()
+        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+            bytes += try Data(contentsOf: URL(fileURLWithPath: path + suffix))
+        }
+        return bytes
+    }
+
+    @Test func aDeletedItemsContentWaitsForABackupThatCoversItsDeletion() throws {
+        let (store, _, _) = try storeWithADeletedNote()
+        let report = try store.purge()
+        #expect(report.purgedSeqs.isEmpty && report.backedUpThrough == .none)
+        #expect(report.waitingForBackup == [ItemKey(index: "notes", identifier: "n1")])
+        #expect(try store.records(Seq(1)...Seq(1)).first?.isPurged == false)
+    }
+
+    @Test func onceABackupCoversTheDeletionTheContentIsPurgedAndTheJournalStillVerifies() throws {
+        let (store, _, directory) = try storeWithADeletedNote()
+        let before = try store.journalHead()
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        let report = try store.purge()
+        #expect(report.items == [ItemKey(index: "notes", identifier: "n1")])
+        #expect(report.purgedSeqs == [Seq(1), Seq(3)], "the indexing and the update; n2's indexing stays")
+        #expect(report.backedUpThrough == Seq(4) && report.waitingForBackup.isEmpty && report.bytes > Self.secret.utf8.count)
+        let records = try store.records(Seq(1)...Seq(4))
+        #expect(records.map(\.isPurged) == [true, false, true, false])
+        #expect(try records[0].event() == .itemIndexed(index: "notes", item: SearchableItem(uniqueIdentifier: "n1")))
+        let verification = try store.verifyJournal()
+        #expect(verification.isValid && verification.head == before.seq && verification.headHash == before.hash,
+                "\(String(describing: verification.firstProblem))")
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+        #expect(try store.resultTitles("birthday").isEmpty)
+        #expect(try store.resultTitles("meeting") == ["meeting notes"])
+        #expect(try store.purge().purgedSeqs.isEmpty, "a second purge finds nothing left")
+    }
+
+    @Test func theStoreFileAndItsWALKeepNoByteOfAPurgedPayload() throws {
+        let (store, path, directory) = try storeWithADeletedNote()
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) != nil, "before the purge the store holds the text")
+        let report = try store.purge()
+        #expect(report.walEmptied)
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) == nil)
+        #expect(try fileBytes(path).range(of: Data("eggs".utf8)) == nil)
+    }
+
+    @Test func aDryRunSaysWhatWouldGoAndChangesNothing() throws {
+        let (store, path, directory) = try storeWithADeletedNote()
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        let dry = try store.purge(dryRun: true)
+        #expect(dry.purgedSeqs == [Seq(1), Seq(3)])
+        #expect(try store.records(Seq(1)...Seq(4)).allSatisfy { !$0.isPurged })
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) != nil)
+        #expect(try store.purge() == dry)
+    }
+
+    @Test func anItemIndexedAgainAfterItsDeletionKeepsItsNewContent() throws {
+        let (store, _, directory) = try storeWithADeletedNote()
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: "a new list")])
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        #expect(try store.purge().purgedSeqs == [Seq(1), Seq(3)])
+        #expect(try store.resultTitles("new") == ["a new list"])
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
+        // Deleted again after the backup: the new content waits for the next one.
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        let waiting = try store.purge()
+        #expect(waiting.purgedSeqs.isEmpty && waiting.waitingForBackup == [ItemKey(index: "notes", identifier: "n1")])
+    }
+
+    @Test func aSnapshotTakenAfterAPurgeRestoresVerifiedWithItsRowsStillPurged() throws {
+        let (store, _, directory) = try storeWithADeletedNote()
+        try store.snapshot(to: directory.appendingPathComponent("first.slsnap").path)
+        _ = try store.purge()
+        let snapshot = directory.appendingPathComponent("after-purge.slsnap").path
+        try store.snapshot(to: snapshot)
+        let path = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: ManualClock(testStart)))
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.records(Seq(1)...Seq(4)).map(\.isPurged) == [true, false, true, false])
+        #expect(try restored.verifyJournal().isValid)
+        #expect(try restored.resultTitles("birthday").isEmpty)
+        #expect(try restored.purge(dryRun: true).backedUpThrough == Seq(4), "the snapshot it came from is a backup")
+    }
+
+    @Test func aStoreOfFormat4IsPurgedOnceMigratedAndBackedUp() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("v4.sqlite").path
+        try FileManager.default.copyItem(atPath: ChainMigrationTests.fixtures.appendingPathComponent("device-v4.sqlite").path,
+                                         toPath: path)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        #expect(try store.purge().purgedSeqs == [Seq(1), Seq(3)])
+        #expect(try store.verifyJournal().isValid)
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) == nil)
+    }
+}
+
+/// A purged row someone edited is a `corruptJournal` error naming its seq.
+@Suite struct EditedPurgeTests {
+    private func purgedStore() throws -> (DeviceStore, String) {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: "private"), item("n2", title: "kept")])
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        #expect(try store.purge().purgedSeqs == [Seq(1)])
+        return (store, path)
+    }
+
+    private func problem(_ store: DeviceStore) throws -> DeviceStoreError? {
+        try store.verifyJournal().firstProblem
+    }
+
+    @Test func aPurgedRowWhosePayloadHoldsContentAgainIsRefused() throws {
+        let (store, path) = try purgedStore()
+        let full = EventCodec.encode(.itemIndexed(index: "notes", item: item("n1", title: "forged")))
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET payload = ? WHERE seq = 1", arguments: [Data(full)])
+        }
+        let found = try problem(store)
+        #expect(found?.seq == Seq(1) && found?.message.contains("more than the residue") == true, "\(String(describing: found))")
+    }
+
+    @Test func aRowMarkedPurgedWithoutALaterDeletionIsRefused() throws {
+        let (store, path) = try purgedStore()
+        // n2's indexing (seq 2) marked purged with its own payload's hash: the chain verifies, but n2 was never deleted.
+        try DatabaseQueue(path: path).write { db in
+            let payload = try Data.fetchOne(db, sql: "SELECT payload FROM event_journal WHERE seq = 2") ?? Data()
+            let residue = EventCodec.encode(.itemIndexed(index: "notes", item: SearchableItem(uniqueIdentifier: "n2")))
+            try db.execute(sql: "UPDATE event_journal SET payload = ?, purged_payload_hash = ? WHERE seq = 2",
+                           arguments: [Data(residue), Data(ChainHash.ofPayload([UInt8](payload)).bytes)])
+        }
+        let found = try problem(store)
+        #expect(found?.seq == Seq(2) && found?.message.contains("no later deletion of notes/n2") == true, "\(String(describing: found))")
+    }
+
+    @Test func aPurgedRowOfAKindAPurgeNeverTouchesIsRefused() throws {
+        let (store, path) = try purgedStore()
+        // The deletion (seq 3) marked purged with its own payload's hash.
+        try DatabaseQueue(path: path).write { db in
+            let payload = try Data.fetchOne(db, sql: "SELECT payload FROM event_journal WHERE seq = 3") ?? Data()
+            try db.execute(sql: "UPDATE event_journal SET purged_payload_hash = ? WHERE seq = 3",
+                           arguments: [Data(ChainHash.ofPayload([UInt8](payload)).bytes)])
+        }
+        let found = try problem(store)
+        #expect(found?.seq == Seq(3) && found?.message.contains("only an item's indexing or update") == true, "\(String(describing: found))")
+    }
+
+    @Test func aPurgeHashOfTheWrongLengthIsACorruptJournalError() throws {
+        let (store, path) = try purgedStore()
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET purged_payload_hash = x'0102' WHERE seq = 1")
+        }
+        let found = try problem(store)
+        #expect(found?.code == .corruptJournal && found?.seq == Seq(1) && found?.message.contains("not 32 bytes") == true)
+    }
+
+    @Test func aPurgeRefusesARowThatNoLongerMatchesItsHash() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        try store.index(named: "notes").indexSearchableItems([item("n1", title: "private")])
+        try store.index(named: "notes").deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET payload = ? WHERE seq = 1",
+                           arguments: [Data(EventCodec.encode(.itemIndexed(index: "notes", item: item("n1", title: "other"))))])
+        }
+        #expect {
+            _ = try store.purge()
+        } throws: { error in
+            guard let error = error as? DeviceStoreError else { return false }
+            return error.code == .corruptJournal && error.seq == Seq(1) && error.message.contains("nothing was purged")
+        }
+        #expect(try store.records(Seq(1)...Seq(1)).first?.isPurged == false)
+    }
+}
