@@ -115,9 +115,11 @@ extension Simulator {
         // A new file for each restore: the replaced store is closed first and
         // its files removed, so no connection outlives its file's name.
         let path = directory + "/device-\(device.number).r\(device.restores + 1).sqlite"
+        // What the wiped store purged must not come back with an older backup.
+        device.purged.formUnion(try device.store.purgedPayloadHashes())
         let report: RestoreReport
         do {
-            report = try DeviceStore.restore(snapshot: backup.path, to: path, force: true,
+            report = try DeviceStore.restore(snapshot: backup.path, to: path, force: true, purged: device.purged,
                                              options: storeOptions(clock: device.clock, random: device.random))
         } catch {
             throw SimulationError("device \(device.number) could not be restored from \(backup.path): \(error)")
@@ -155,6 +157,13 @@ extension Simulator {
         device.model = backup.model
         device.epoch = report.newEpoch
         device.expected[report.newEpoch] = []
+        if !report.deletedAgain.isEmpty {
+            // The restore deleted them in one call of its own, at the restore's time.
+            let now = device.clock.now()
+            let messages = report.deletedAgain.flatMap { key in device.model.deleteAgain(key, now: now, catalogue: catalogue) }
+            device.expected[report.newEpoch, default: []].append(messages)
+            counters.itemsDeletedAgain += report.deletedAgain.count
+        }
         restores.append(RestoreRecord(device: device.number, at: world.milliseconds - Simulator.start.millisecondsSince1970,
                                       backupAge: world.milliseconds - backup.takenAt,
                                       journalEventsLost: head.count(after: backup.journalHead),

@@ -112,6 +112,135 @@ import Testing
         #expect(try restored.purge(dryRun: true).backedUpThrough == Seq(4), "the snapshot it came from is a backup")
     }
 
+    /// Backups before and after the deletion, then a purge: the store a restore replaces.
+    private func purgedStoreWithBackups() throws -> (path: String, beforeDeletion: String, afterDeletion: String, directory: URL) {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let beforeDeletion = directory.appendingPathComponent("before.slsnap").path
+        let afterDeletion = directory.appendingPathComponent("after.slsnap").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: "shopping list", description: Self.secret), item("n2", title: "meeting notes")])
+        try store.snapshot(to: beforeDeletion)
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: afterDeletion)
+        #expect(try store.purge().items == [ItemKey(index: "notes", identifier: "n1")])
+        return (path, beforeDeletion, afterDeletion, directory)
+    }
+
+    @Test func restoringABackupTakenBeforeTheDeletionDeletesThePurgedItemAgain() throws {
+        let (path, beforeDeletion, _, directory) = try purgedStoreWithBackups()
+        let report = try DeviceStore.restore(snapshot: beforeDeletion, to: path, force: true,
+                                             options: StoreOptions(clock: ManualClock(testStart)))
+        let n1 = ItemKey(index: "notes", identifier: "n1")
+        #expect(report.deletedAgain == [n1])
+        #expect(report.purge?.purgedSeqs == [], "the new deletion waits for a backup that covers it")
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.resultTitles("shopping").isEmpty)
+        #expect(try restored.resultTitles("meeting") == ["meeting notes"])
+        let last = try restored.records(report.head...report.head).first
+        #expect(try last?.event() == .itemDeleted(index: "notes", identifier: "n1", cause: .identifier))
+        #expect(try restored.verifyJournal().isValid)
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+        try restored.snapshot(to: directory.appendingPathComponent("next.slsnap").path)
+        #expect(try restored.purge().items == [n1])
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) == nil)
+    }
+
+    @Test func restoringABackupThatHoldsTheDeletionPurgesTheItemAgainAtOnce() throws {
+        let (path, _, afterDeletion, _) = try purgedStoreWithBackups()
+        let report = try DeviceStore.restore(snapshot: afterDeletion, to: path, force: true,
+                                             options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(report.deletedAgain.isEmpty)
+        #expect(report.purge?.purgedSeqs == [Seq(1)])
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) == nil)
+        #expect(try DeviceStore(at: .file(path), options: StoreOptions(readOnly: true)).verifyJournal().isValid)
+    }
+
+    @Test func aRestoreToANewPathForgetsWhatTheCallerSaysTheWipedStorePurged() throws {
+        let (_, beforeDeletion, _, directory) = try purgedStoreWithBackups()
+        let path = directory.appendingPathComponent("new-device.sqlite").path
+        let n1 = ItemKey(index: "notes", identifier: "n1")
+        let wiped = try DeviceStore(at: .file(directory.appendingPathComponent("d.sqlite").path), options: StoreOptions(readOnly: true))
+        let purged = try wiped.purgedPayloadHashes()
+        #expect(purged.count == 1)
+        let report = try DeviceStore.restore(snapshot: beforeDeletion, to: path, purged: purged,
+                                             options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(report.deletedAgain == [n1])
+        #expect(try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart))).resultTitles("shopping").isEmpty)
+        // Without the caller's word, a restore to a new path knows nothing of the purge.
+        let unaware = try DeviceStore.restore(snapshot: beforeDeletion, to: directory.appendingPathComponent("unaware.sqlite").path,
+                                              options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(unaware.deletedAgain.isEmpty && unaware.purge == nil)
+    }
+
+    /// An item deleted, purged, then indexed anew: a backup holding the new
+    /// version restores it, and only the old version's rows are purged again.
+    @Test func aRestoreKeepsAnItemIndexedAgainAfterItsPurge() throws {
+        let (path, _, _, directory) = try purgedStoreWithBackups()
+        let snapshot = directory.appendingPathComponent("new-version.slsnap").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+            try store.index(named: "notes").indexSearchableItems([item("n1", title: "a new list")])
+            try store.snapshot(to: snapshot)
+        }
+        let report = try DeviceStore.restore(snapshot: snapshot, to: path, force: true, options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(report.deletedAgain.isEmpty)
+        let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.resultTitles("new") == ["a new list"])
+        #expect(try restored.records(Seq(1)...Seq(1)).first?.isPurged == true)
+    }
+
+    @Test func theAutomaticPurgeWaitsForItsDelayAfterTheDeletion() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let clock = ManualClock(testStart)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock))
+        #expect(try store.purgeIfDue() == nil, "no delay set: no automatic purge")
+        let day: Int64 = 86_400_000
+        try store.setAutomaticPurge(afterMilliseconds: day)
+        #expect(try store.automaticPurgeDelay() == day)
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: Self.secret)])
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: directory.appendingPathComponent("b.slsnap").path)
+        let early = try #require(try store.purgeIfDue())
+        #expect(early.purgedSeqs.isEmpty && early.waitingForDelay == [ItemKey(index: "notes", identifier: "n1")])
+        #expect(try store.purge(dryRun: true).purgedSeqs == [Seq(1)], "an explicit purge does not wait")
+        clock.advance(byMilliseconds: day - 1)
+        #expect(try store.purgeIfDue()?.purgedSeqs == [])
+        clock.advance(byMilliseconds: 1)
+        #expect(try store.purgeIfDue()?.purgedSeqs == [Seq(1)])
+        try store.setAutomaticPurge(afterMilliseconds: nil)
+        #expect(try store.automaticPurgeDelay() == nil && store.purgeIfDue() == nil)
+        #expect {
+            try store.setAutomaticPurge(afterMilliseconds: -1)
+        } throws: { error in
+            (error as? DeviceStoreError)?.code == .invalidOption
+        }
+    }
+
+    @Test func anEditedPurgeDelayIsACorruptStoreError() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES ('purge_after_ms', -5), ('backed_up_through', -1)")
+        }
+        #expect {
+            _ = try store.purgeIfDue()
+        } throws: { error in
+            guard let error = error as? DeviceStoreError else { return false }
+            return error.code == .corruptStore && error.message.contains("store_meta.purge_after_ms is -5")
+        }
+        #expect {
+            _ = try store.purge()
+        } throws: { error in
+            guard let error = error as? DeviceStoreError else { return false }
+            return error.code == .corruptStore && error.message.contains("store_meta.backed_up_through is -1")
+        }
+    }
+
     @Test func aStoreOfFormat4IsPurgedOnceMigratedAndBackedUp() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("v4.sqlite").path

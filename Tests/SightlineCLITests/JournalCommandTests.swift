@@ -62,6 +62,29 @@ import Workloads
         #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
     }
 
+    @Test func anAutomaticPurgeRunsAfterTheNextSnapshot() throws {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"index","index":"notes","items":[{"id":"n1","title":"a birthday present for Sam"}]}"#,
+            #"{"op":"delete","index":"notes","ids":["n1"]}"#,
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, ops.path]).status == 0)
+        let set = try CLIRunner.run(["journal", "purge", "--db", db, "--auto", "0s"])
+        #expect(set.status == 0 && set.stderr.contains("automatic purge: on, after 0s"), "\(set.stderr)")
+        #expect(set.stdout.contains("waits for a backup"), "\(set.stdout)")
+        let snapshot = try CLIRunner.run(["device", "snapshot", "--db", db, "--out", directory.appendingPathComponent("b.slsnap").path])
+        #expect(snapshot.status == 0 && snapshot.stderr.contains("automatic purge: purged 1 event(s) of 1 deleted item(s)"),
+                "\(snapshot.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
+        #expect(try CLIRunner.run(["journal", "purge", "--db", db, "--auto", "off"]).stderr.contains("automatic purge: off"))
+        for bad in ["7", "7w", "-1d", "99999999999999d", "off7"] {
+            let result = try CLIRunner.run(["journal", "purge", "--db", db, "--auto=\(bad)"])
+            #expect(result.status == 64 && result.stderr.contains("--auto takes a delay"), "\(bad): \(result.stderr)")
+        }
+    }
+
     @Test func purgeRefusesAMissingStoreAndCreatesNothing() throws {
         let directory = try temporaryDirectory()
         let missing = directory.appendingPathComponent("missing.sqlite").path

@@ -78,6 +78,12 @@ public struct RestoreReport: Hashable, Sendable {
     /// The last seq of the snapshot's journal kept, when the restore was cut
     /// short (`toSeq`, or the seq `toTime` came to).
     public var restoredThrough: Seq? = nil
+    /// Items the snapshot held live with content the replaced store (or the
+    /// caller) had purged: the restore deleted them again.
+    public var deletedAgain: [ItemKey] = []
+    /// What the restore purged again of the items the replaced store had
+    /// purged, when there were any (nil otherwise).
+    public var purge: PurgeReport? = nil
 }
 
 /// One step of a restore and how long it took. A step that ran beside others
@@ -194,11 +200,29 @@ extension DeviceStore {
     /// before the new epoch; `toTime` cuts it back to the state at that
     /// instant, on a call boundary (`cut(_:at:)`). Any failure leaves `path`
     /// exactly as it was.
+    ///
+    /// No restore brings back content that was purged. `purged` holds the
+    /// SHA-256 of each payload the wiped store purged
+    /// (`purgedPayloadHashes()`, which the restore also reads from the
+    /// store it replaces). A live item of the snapshot whose content came
+    /// from such a payload is deleted again in the new epoch, and the
+    /// content is purged again where the snapshot covers its deletion
+    /// (`purge`); the rest waits for the next backup.
     public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil, toTime: Timestamp? = nil,
-                               key: SymmetricKey? = nil, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
+                               key: SymmetricKey? = nil, purged: Set<ChainHash> = [],
+                               options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
         let manifest = try readManifest(snapshot)
-        if FileManager.default.fileExists(atPath: path) && !force {
-            throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
+        var forgotten = purged
+        if FileManager.default.fileExists(atPath: path) {
+            guard force else {
+                throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
+            }
+            // A store too damaged to read says nothing of its purges; it is being replaced for that.
+            var readOnly = options
+            readOnly.readOnly = true
+            if let hashes = try? DeviceStore(at: .file(path), options: readOnly).purgedPayloadHashes() {
+                forgotten.formUnion(hashes)
+            }
         }
         guard toSeq == nil || toTime == nil else {
             throw DeviceStoreError(.invalidOption, "--to-seq and --to-time name one point each: give one of them")
@@ -223,11 +247,10 @@ extension DeviceStore {
         }
         timer.lap("extract and checksum")
         let newEpoch = restoredEpoch(after: manifest.epoch, at: options.clock.now(), random: options.random)
-        let head: Seq
-        let restoredThrough: Seq?
+        let prepared: PreparedRestore
         do {
-            (head, restoredThrough) = try prepareRestored(temporary, version: version, manifest: manifest, toSeq: toSeq, toTime: toTime,
-                                                          newEpoch: newEpoch, options: options, timer: &timer)
+            prepared = try prepareRestored(temporary, version: version, manifest: manifest, toSeq: toSeq, toTime: toTime,
+                                           newEpoch: newEpoch, forgetting: forgotten, options: options, timer: &timer)
         } catch {
             StoreFiles.remove(temporary)
             throw error
@@ -241,8 +264,8 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, error.message)
         }
         timer.lap("replace the store")
-        return RestoreReport(manifest: manifest, head: head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases,
-                             restoredThrough: restoredThrough)
+        return RestoreReport(manifest: manifest, head: prepared.head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases,
+                             restoredThrough: prepared.restoredThrough, deletedAgain: prepared.deletedAgain, purge: prepared.purge)
     }
 
     /// The schema of a new device store of this build.
@@ -370,12 +393,23 @@ extension DeviceStore {
         return callStart > 1 ? Seq(UInt64(callStart - 1)) : nil
     }
 
+    /// What `prepareRestored` made of the extracted store.
+    private struct PreparedRestore {
+        /// The new journal head.
+        var head: Seq
+        /// The seq the journal was cut back to, if it was.
+        var restoredThrough: Seq?
+        var deletedAgain: [ItemKey] = []
+        var purge: PurgeReport?
+    }
+
     /// Checks the extracted store at `path`, cuts it back to `toSeq` or
-    /// `toTime`, opens the new epoch with a `storeRestored` event, and leaves
-    /// one self-contained file (no WAL). Returns the new journal head and the
-    /// seq the journal was cut back to.
+    /// `toTime`, opens the new epoch with a `storeRestored` event, deletes
+    /// and purges again what `forgetting` names, and leaves one
+    /// self-contained file (no WAL).
     private static func prepareRestored(_ path: String, version: Int, manifest: DeviceSnapshotManifest, toSeq: Seq?, toTime: Timestamp?,
-                                        newEpoch: Epoch, options: StoreOptions, timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> (Seq, Seq?) {
+                                        newEpoch: Epoch, forgetting: Set<ChainHash>, options: StoreOptions,
+                                        timer: inout RestorePhaseTimer) throws(DeviceStoreError) -> PreparedRestore {
         if version < StoreSchema.chainOverPayloadHashesSince {
             try checkChainBeforeMigrating(path, manifest: manifest, options: options)
             timer.lap("the old hash chain")
@@ -414,7 +448,17 @@ extension DeviceStore {
             for index in try DeviceStore.knownIndexes(db) {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }
-            return appender.head
+            // Items live again with purged content go again, in one call after the restore's.
+            let deletedAgain = try DeviceStore.itemsBack(db, purged: forgetting)
+            if !deletedAgain.isEmpty { appender.startNextCall() }
+            for key in deletedAgain {
+                try appender.append(.itemDeleted(index: key.index, identifier: key.identifier, cause: .identifier))
+            }
+            return (appender.head, deletedAgain)
+        }
+        var prepared = PreparedRestore(head: outcome.0, restoredThrough: toSeq, deletedAgain: outcome.1)
+        if !forgetting.isEmpty {
+            prepared.purge = try store.purge()
         }
         do {
             try RestoredFile.closeSelfContained(store.queue)
@@ -422,7 +466,7 @@ extension DeviceStore {
             throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
         }
         timer.lap("new epoch and close")
-        return (outcome, toSeq)
+        return prepared
     }
 
     /// Everything a restore checks inside the extracted file, on both cores:

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IndexModel
 import SQLiteSupport
+import SyncWire
 
 /// What `purge(dryRun:)` did, or would do.
 public struct PurgeReport: Hashable, Sendable {
@@ -15,6 +16,9 @@ public struct PurgeReport: Hashable, Sendable {
     public var backedUpThrough: Seq = .none
     /// Deleted items whose content stays until a backup covers their deletion.
     public var waitingForBackup: [ItemKey] = []
+    /// Deleted items a backup covers whose deletion is more recent than an
+    /// automatic purge's delay (`purgeIfDue`).
+    public var waitingForDelay: [ItemKey] = []
     /// Whether the WAL was emptied after the purge, so no page of it holds
     /// what went. False when another connection kept a read open on it.
     public var walEmptied = true
@@ -36,11 +40,14 @@ extension DeviceStore {
     /// is checkpointed and truncated: no page of the store file or its WAL
     /// keeps a purged payload. `dryRun` reports what would go and changes
     /// nothing.
-    public func purge(dryRun: Bool = false) throws(DeviceStoreError) -> PurgeReport {
+    ///
+    /// `deletedBy`, when given, purges only the items deleted at or before
+    /// that instant (by the journal's time of the deletion).
+    public func purge(dryRun: Bool = false, deletedBy: Timestamp? = nil) throws(DeviceStoreError) -> PurgeReport {
         if dryRun {
             // A store of format 4, read-only, has no purged rows (nor a column for them).
             let marked = journalChain == .overPayloadHashes ? "purged_payload_hash IS NOT NULL" : "0"
-            return try read { db in try DeviceStore.purge(db, purgedColumn: marked, apply: false) }
+            return try read { db in try DeviceStore.purge(db, purgedColumn: marked, deletedBy: deletedBy, apply: false) }
         }
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
@@ -48,12 +55,51 @@ extension DeviceStore {
         _ = try refreshSearchIndex()
         var report = try write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
-            return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", apply: true)
+            return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, apply: true)
         }
         if !isInMemory && !report.purgedSeqs.isEmpty {
             report.walEmptied = try emptyWAL()
         }
         return report
+    }
+
+    /// The store's automatic purge delay in milliseconds (`store_meta.purge_after_ms`), nil when it has none.
+    public func automaticPurgeDelay() throws(DeviceStoreError) -> Int64? {
+        try read { db in
+            guard let value = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'purge_after_ms'") else { return nil }
+            return Int64(try StoredValue.position(value, "store_meta.purge_after_ms"))
+        }
+    }
+
+    /// Sets (or with nil, clears) the store's automatic purge: `purgeIfDue`
+    /// then purges what `purge` would of items deleted at least
+    /// `milliseconds` ago. The delay leaves time to undo a deletion from the
+    /// journal; purged content is gone for good.
+    public func setAutomaticPurge(afterMilliseconds milliseconds: Int64?) throws(DeviceStoreError) {
+        if let milliseconds, milliseconds < 0 || UInt64(milliseconds) > WireLimits.maximumPosition {
+            throw DeviceStoreError(.invalidOption, "an automatic purge delay is 0 to \(WireLimits.maximumPosition) ms, not \(milliseconds)")
+        }
+        try write { db in
+            if let milliseconds {
+                try db.execute(sql: """
+                    INSERT INTO store_meta (key, value) VALUES ('purge_after_ms', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                    """, arguments: [milliseconds])
+            } else {
+                try db.execute(sql: "DELETE FROM store_meta WHERE key = 'purge_after_ms'")
+            }
+        }
+    }
+
+    /// The automatic purge: when the store has a delay, purges the items
+    /// deleted at least that long ago by the store's clock whose deletion a
+    /// backup covers. Nil when the store has no delay. The CLI runs it after
+    /// `device snapshot`, `device apply` and `sync`; an app calls it as often
+    /// as it likes (it reads the journal's item events once).
+    public func purgeIfDue() throws(DeviceStoreError) -> PurgeReport? {
+        guard !isReadOnly, let delay = try automaticPurgeDelay() else { return nil }
+        let now = clock.now()
+        let (cutoff, overflow) = now.millisecondsSince1970.subtractingReportingOverflow(delay)
+        return try purge(deletedBy: Timestamp(millisecondsSince1970: overflow ? .min : cutoff))
     }
 
     /// Checkpoints the WAL into the store file and truncates it to nothing.
@@ -67,6 +113,47 @@ extension DeviceStore {
         } catch {
             throw DeviceStoreError(.database, "the purge was committed, but the WAL could not be emptied: \(DeviceStore.describe(error))")
         }
+    }
+
+    /// The SHA-256 of every payload this store purged (`purged_payload_hash`):
+    /// what a restore of an older backup must not bring back
+    /// (`restore(snapshot:to:force:toSeq:toTime:key:purged:options:)`).
+    public func purgedPayloadHashes() throws(DeviceStoreError) -> Set<ChainHash> {
+        guard journalChain == .overPayloadHashes else { return [] }
+        return try read { db in
+            var hashes = Set<ChainHash>()
+            let rows = try Row.fetchCursor(db, sql: "SELECT seq, purged_payload_hash FROM event_journal WHERE purged_payload_hash IS NOT NULL")
+            while let row = try rows.next() {
+                guard let hash = ChainHash([UInt8](row[1] as Data? ?? Data())) else {
+                    let seq = Seq(try StoredValue.position(row[0], "event_journal.seq"))
+                    throw DeviceStoreError(.corruptJournal, "seq \(seq): purged_payload_hash is not 32 bytes", seq: seq)
+                }
+                hashes.insert(hash)
+            }
+            return hashes
+        }
+    }
+
+    /// The live items of the store in `db` whose current content came from
+    /// a row whose payload's SHA-256 is in `purged`: content a purge took
+    /// away, back with an older backup. (An item indexed again after its
+    /// purge has its content from a later row, and stays.)
+    static func itemsBack(_ db: Database, purged: Set<ChainHash>) throws -> [ItemKey] {
+        guard !purged.isEmpty else { return [] }
+        var back = Set<Int64>()
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT seq, payload FROM event_journal WHERE kind IN (?, ?) AND purged_payload_hash IS NULL
+            """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue])
+        while let row = try rows.next() {
+            if purged.contains(ChainHash.ofPayload([UInt8](row[1] as Data? ?? Data()))) { back.insert(row[0]) }
+        }
+        guard !back.isEmpty else { return [] }
+        var keys: [ItemKey] = []
+        let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id, changed_seq FROM items")
+        while let item = try items.next() {
+            if back.contains(item[2]) { keys.append(ItemKey(index: item[0], identifier: item[1])) }
+        }
+        return keys.sorted()
     }
 
     /// The seq the store's latest backup snapshot covers.
@@ -86,15 +173,16 @@ extension DeviceStore {
     }
 
     /// `purgedColumn`: SQL saying whether a row is purged already.
-    private static func purge(_ db: Database, purgedColumn: String, apply: Bool) throws -> PurgeReport {
+    private static func purge(_ db: Database, purgedColumn: String, deletedBy: Timestamp?, apply: Bool) throws -> PurgeReport {
         var report = PurgeReport()
         report.backedUpThrough = try backedUpThrough(db)
         // Each item's rows that still hold content, since its last deletion.
         var pending: [ItemKey: [Seq]] = [:]
         var purged: [(Seq, ItemKey)] = []
         var waiting = Set<ItemKey>()
+        var waitingForDelay = Set<ItemKey>()
         let rows = try Row.fetchCursor(db, sql: """
-            SELECT seq, payload, \(purgedColumn) FROM event_journal WHERE kind IN (?, ?, ?, ?) ORDER BY seq
+            SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?) ORDER BY seq
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
                              EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue])
         while let row = try rows.next() {
@@ -108,12 +196,14 @@ extension DeviceStore {
             guard let key = event.itemKey else { continue }
             if event.removesItem {
                 guard let contents = pending.removeValue(forKey: key) else { continue }
-                if seq <= report.backedUpThrough {
+                let due = deletedBy.map { (row[3] as Int64) <= $0.millisecondsSince1970 } ?? true
+                if seq <= report.backedUpThrough && due {
                     purged += contents.map { ($0, key) }
                     waiting.remove(key)
+                    waitingForDelay.remove(key)
                 } else {
                     pending[key] = contents
-                    waiting.insert(key)
+                    if seq <= report.backedUpThrough { waitingForDelay.insert(key) } else { waiting.insert(key) }
                 }
             } else if !(row[2] as Bool) {
                 pending[key, default: []].append(seq)
@@ -121,6 +211,7 @@ extension DeviceStore {
         }
         purged.sort { $0.0 < $1.0 }
         report.waitingForBackup = waiting.sorted()
+        report.waitingForDelay = waitingForDelay.subtracting(waiting).sorted()
         report.items = Set(purged.map(\.1)).sorted()
         report.purgedSeqs = purged.map(\.0)
         let update = apply ? try db.cachedStatement(sql: """

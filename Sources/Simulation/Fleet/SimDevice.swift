@@ -30,11 +30,14 @@ final class SimDevice {
         }
 
         /// Writes the backup of `store`, which must be the device's store as
-        /// the oracle's model describes it.
+        /// the oracle's model describes it, then purges the deleted items'
+        /// content the backup made durable (`DeviceStore.purge`), as a
+        /// privacy-minded app would after every backup.
         func write(_ store: DeviceStore) throws(DeviceStoreError) {
             let status = try store.syncStatus()
             journalHead = try store.snapshot(to: path).headSeq
             outboxHead = status.head
+            _ = try store.purge()
         }
     }
 
@@ -46,6 +49,9 @@ final class SimDevice {
     var workload: Workload
     var truth = AppTruth()
     var model = StoreModel()
+    /// The payloads any incarnation of the store purged, by SHA-256: a
+    /// restore from a backup that holds them deletes their items again.
+    var purged = Set<ChainHash>()
     /// The epoch the store writes in now.
     var epoch = Epoch.first
     /// Per epoch, the messages each call implied (one group per call).

@@ -222,8 +222,11 @@ struct Invariant: Sendable {
 
     static let noDeletedItemReturned = Invariant(name: "no-deleted-item-returned") { run in
         run.evidence.deviceChecks.flatMap(\.returnedProblems)
-    } holds: { _ in
-        "no item the app deleted is in any index"
+    } holds: { run in
+        """
+        no item the app deleted is in any index, every deletion a backup covers is purged, and restores deleted \
+        \(run.evidence.counters.itemsDeletedAgain) purged item(s) again
+        """
     }
 
     static let searchMatchesCalls = Invariant(name: "search-matches-calls") { run in

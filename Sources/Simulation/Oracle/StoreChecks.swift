@@ -113,6 +113,14 @@ final class DeviceChecks: @unchecked Sendable {
                     result.returnedProblems.append("device \(device.number) index \(index) holds \(deleted.sorted().prefix(3).joined(separator: ", ")), which the app deleted")
                 }
             }
+            // Every backup is followed by a purge, and a restore purges again what its wiped store had.
+            let unpurged = try store.purge(dryRun: true)
+            if !unpurged.purgedSeqs.isEmpty {
+                result.returnedProblems.append("""
+                    device \(device.number) still holds the content of \(unpurged.items.prefix(3).map(\.description).joined(separator: ", ")) \
+                    (seqs \(unpurged.purgedSeqs.prefix(5).map(\.description).joined(separator: ", "))), deleted and backed up but not purged
+                    """)
+            }
             let ledger = try store.privacyLedger()
             let allowed = device.model.privately.map(PrivacyBudget.dailyThousandths) ?? 0
             for (day, spent) in ledger.sorted(by: { $0.key < $1.key }) where spent > allowed {

@@ -103,6 +103,15 @@ struct StoreModel {
         return out
     }
 
+    /// A deletion a restore journals on its own (items the wiped store had
+    /// purged, `RestoreReport.deletedAgain`): like a call, but without the
+    /// expiry sweep a call runs first, since the restore runs none.
+    mutating func deleteAgain(_ key: ItemKey, now: Timestamp, catalogue: Catalogue) -> [ExpectedMessage] {
+        var out: [ExpectedMessage] = []
+        apply(.delete(index: key.index, identifiers: [key.identifier]), now: now, catalogue: catalogue, into: &out)
+        return out
+    }
+
     /// The store journaled the popularity mode an ack announced: from then
     /// on an engagement of a voted entry is a report while the day's budget
     /// lasts, and views and impressions send nothing (`docs/SYNC.md`,

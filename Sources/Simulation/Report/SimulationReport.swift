@@ -56,6 +56,8 @@ struct RunCounters {
     var framesScanned = 0
     var leaks = 0
     var epochReuses = 0
+    /// Items a device restore deleted again because the wiped store had purged them.
+    var itemsDeletedAgain = 0
     /// Searches the simulated users made (each checked against the oracle).
     var searches = 0
     var faults: [FaultKind: Int] = [:]

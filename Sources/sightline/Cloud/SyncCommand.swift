@@ -68,6 +68,7 @@ struct SyncCommand: AsyncParsableCommand {
             throw error
         }
         if caFile != nil { try? await client.shutdown() }
+        AutomaticPurge.run(device)
     }
 
     private func run(device: DeviceStore, client: HTTPClient) async throws {

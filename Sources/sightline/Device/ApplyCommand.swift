@@ -77,6 +77,7 @@ struct ApplyCommand: ParsableCommand {
             applied += 1
             report(line: number, operation: operation, outcome: outcome)
         }
+        AutomaticPurge.run(device)
     }
 
     private func report(line: Int, operation: AppOperation, outcome: CallOutcome) {

@@ -46,9 +46,17 @@ struct SnapshotCommand: ParsableCommand {
 
     func run() throws {
         let key = try keyOption.key()
-        // Opened for writing to record the backup, unless it does not exist: a snapshot never creates a store.
-        let device = FileManager.default.fileExists(atPath: store.db)
-            ? try StoreOption.open(store.db, options: StoreOptions(clock: SystemClock())) : try store.openReadOnly()
+        // Opened for writing to record the backup, unless it does not exist (a
+        // snapshot never creates a store) or cannot be written (a store on a
+        // read-only medium is still backed up).
+        var writable: DeviceStore?
+        if FileManager.default.fileExists(atPath: store.db) {
+            writable = try? DeviceStore(at: .file(store.db), options: StoreOptions(clock: SystemClock()))
+            if writable == nil {
+                Output.error("note: \(store.db) cannot be opened for writing, so it will not record this backup (journal purge waits for one it records)")
+            }
+        }
+        let device = try writable ?? store.openReadOnly()
         let manifest: DeviceSnapshotManifest
         do {
             manifest = try device.snapshot(to: out, key: key)
@@ -61,6 +69,8 @@ struct SnapshotCommand: ParsableCommand {
             Output.line("snapshot \(out): device \(manifest.device) epoch \(manifest.epoch) head seq \(manifest.headSeq), "
                         + "\(manifest.contentBytes) bytes" + (manifest.encrypted ? ", encrypted" : ""))
         }
+        // The backup may have made deletions old enough to purge eligible.
+        if writable != nil { AutomaticPurge.run(device) }
     }
 }
 
@@ -73,7 +83,8 @@ struct RestoreCommand: ParsableCommand {
             store, runs PRAGMA integrity_check, verifies the journal's hash chain and that the \
             projections equal a rebuild, and only then replaces --db in one rename. The \
             restored store begins a new epoch with a storeRestored event. An existing store \
-            needs --force and is kept beside it as DB.replaced-<time>. --to-seq restores an \
+            needs --force and is kept beside it as DB.replaced-<time>; what it had purged is deleted \
+            and purged again. --to-seq restores an \
             earlier point of the snapshot's journal; --to-time the point at an instant, on a call \
             boundary. A bad snapshot is refused (exit 1) and \
             --db is left exactly as it was.
@@ -126,12 +137,21 @@ struct RestoreCommand: ParsableCommand {
             ]
             object["replacedStoreKeptAt"] = report.replacedStoreKeptAt.map(JSONValue.string) ?? .null
             object["restoredThrough"] = report.restoredThrough.map { .integer(Int64(clamping: $0.rawValue)) } ?? .null
+            object["deletedAgain"] = .array(report.deletedAgain.map { .string($0.description) })
+            object["purgedAgain"] = report.purge.map { .array($0.purgedSeqs.map { .integer(Int64(clamping: $0.rawValue)) }) } ?? .array([])
             Output.json(.object(object))
         } else {
             Output.line("restored \(store.db) from \(snapshot): device \(report.manifest.device), snapshot head seq "
                         + "\(report.manifest.headSeq), now epoch \(report.newEpoch) at seq \(report.head)")
             if let through = report.restoredThrough { Output.line("the snapshot's journal was restored through seq \(through)") }
             if let kept = report.replacedStoreKeptAt { Output.line("the replaced store is kept at \(kept)") }
+            if !report.deletedAgain.isEmpty {
+                Output.line("deleted again \(report.deletedAgain.count) item(s) the replaced store had purged: "
+                            + report.deletedAgain.map(\.description).joined(separator: ", "))
+            }
+            if let purge = report.purge, !purge.purgedSeqs.isEmpty {
+                Output.line("purged again \(purge.purgedSeqs.count) event(s) of \(purge.items.count) item(s) the replaced store had purged")
+            }
         }
     }
 }

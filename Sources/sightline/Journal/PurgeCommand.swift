@@ -24,6 +24,19 @@ struct PurgeCommand: ParsableCommand {
     @Flag(name: .long, help: "Say what would be purged and change nothing.")
     var dryRun = false
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Set the store's automatic purge: from now on device snapshot, device apply and sync purge what a backup covers \
+        of items deleted at least this long ago (a number then ms, s, m, h or d, as 7d); off turns it off.
+        """, valueName: "delay"))
+    var auto: String?
+
+    func validate() throws {
+        if let auto, PurgeDelay.milliseconds(auto) == nil {
+            throw ValidationError("--auto takes a delay such as 90s, 12h or 7d (at most 100 years), or off; not \"\(auto)\"")
+        }
+        if auto != nil && dryRun { throw ValidationError("--auto sets an option; it cannot be a dry run") }
+    }
+
     func run() throws {
         if CloudJournal.isCloudStore(store.db) {
             Output.error("""
@@ -37,7 +50,14 @@ struct PurgeCommand: ParsableCommand {
             ? try store.openReadOnly() : try StoreOption.open(store.db, options: StoreOptions(clock: SystemClock()))
         let report: PurgeReport
         do {
-            report = try device.purge(dryRun: dryRun)
+            if let auto, let delay = PurgeDelay.milliseconds(auto) {
+                try device.setAutomaticPurge(afterMilliseconds: delay)
+                Output.error(delay == nil ? "automatic purge: off" : "automatic purge: on, after \(auto)")
+                guard let due = try device.purgeIfDue() else { return }
+                report = due
+            } else {
+                report = try device.purge(dryRun: dryRun)
+            }
         } catch {
             throw error.exit()
         }
@@ -49,6 +69,7 @@ struct PurgeCommand: ParsableCommand {
                 "bytes": .integer(Int64(report.bytes)),
                 "backedUpThrough": .integer(Int64(report.backedUpThrough.rawValue)),
                 "waitingForBackup": .array(report.waitingForBackup.map(Self.json)),
+                "waitingForDelay": .array(report.waitingForDelay.map(Self.json)),
                 "walEmptied": .bool(report.walEmptied),
             ]))
             return
@@ -62,6 +83,9 @@ struct PurgeCommand: ParsableCommand {
         let waiting = report.waitingForBackup.count
         Output.line(backup + (waiting == 0 ? "" : "; \(waiting) deleted item\(waiting == 1 ? " waits" : "s wait") for a backup "
                                                 + "that covers the deletion (device snapshot)"))
+        if !report.waitingForDelay.isEmpty {
+            Output.line("\(report.waitingForDelay.count) deleted item(s) wait for the automatic purge's delay")
+        }
         if !report.walEmptied {
             Output.error("warning: another connection kept the WAL open, so it may still hold purged pages until its next checkpoint")
         }
@@ -69,5 +93,40 @@ struct PurgeCommand: ParsableCommand {
 
     private static func json(_ key: ItemKey) -> JSONValue {
         .object(["index": .string(key.index), "id": .string(key.identifier)])
+    }
+}
+
+/// An automatic purge delay as `journal purge --auto` takes it.
+enum PurgeDelay {
+    /// Milliseconds for "NUMBER UNIT" (ms, s, m, h, d), `.some(nil)` for
+    /// "off", nil for anything else or more than 100 years.
+    static func milliseconds(_ text: String) -> Int64?? {
+        if text == "off" { return .some(nil) }
+        let units: [(String, Int64)] = [("ms", 1), ("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            let digits = text.dropLast(suffix.count)
+            guard !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), digits.count <= 12,
+                  let number = Int64(digits) else { return nil }
+            let (value, overflow) = number.multipliedReportingOverflow(by: factor)
+            guard !overflow, value <= 100 * 365 * 86_400_000 else { return nil }
+            return .some(value)
+        }
+        return nil
+    }
+}
+
+/// The automatic purge the CLI runs after the commands that write a store
+/// (`DeviceStore.purgeIfDue`). What it purged goes to stderr, so a command's
+/// `--json` output stays one document. A failure is said and changes
+/// nothing the command did.
+enum AutomaticPurge {
+    static func run(_ device: DeviceStore) {
+        do {
+            guard let report = try device.purgeIfDue(), !report.purgedSeqs.isEmpty else { return }
+            Output.error("automatic purge: purged \(report.purgedSeqs.count) event(s) of \(report.items.count) deleted item(s) "
+                         + "(\(report.bytes) bytes of content)")
+        } catch {
+            Output.error("warning: the automatic purge failed and purged nothing: \(error.message)")
+        }
     }
 }
