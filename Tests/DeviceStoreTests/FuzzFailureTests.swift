@@ -15,8 +15,9 @@ import Workloads
 @Suite struct FuzzFailureTests {
     static let start = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
-    /// As `journal verify` reads a store file: opened read-only, the journal
-    /// verified, then the projections against a rebuild. Each step ends in a
+    /// As `journal verify` reads a store file: opened read-only, what a purge
+    /// and a restore read of its purged rows, the journal verified, then the
+    /// projections against a rebuild. Each step ends in a
     /// value or a typed error; a cloud store is refused as a device store
     /// (`CloudIndexTests` replays it as a cloud store).
     @Test func savedDeviceStoreFileFailuresVerifyOrFailWithATypedError() throws {
@@ -24,8 +25,11 @@ import Workloads
         for (name, bytes) in try savedFuzzFailures("device-store-file") {
             let path = directory.appendingPathComponent(name).path
             try Data(bytes).write(to: URL(fileURLWithPath: path))
-            guard let store = try? DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(FuzzFailureTests.start), readOnly: true)),
-                  let verification = try? store.verifyJournal(), verification.isValid else { continue }
+            guard let store = try? DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(FuzzFailureTests.start), readOnly: true))
+            else { continue }
+            _ = try? store.purge(dryRun: true)
+            _ = try? store.purgedPayloadHashes()
+            guard let verification = try? store.verifyJournal(), verification.isValid else { continue }
             _ = try? store.projectionDigest()
             _ = try? store.rebuiltProjectionDigest()
         }

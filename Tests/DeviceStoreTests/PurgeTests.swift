@@ -316,6 +316,31 @@ import Testing
         #expect(found?.code == .corruptJournal && found?.seq == Seq(1) && found?.message.contains("not 32 bytes") == true)
     }
 
+    /// Found by the device-store-file fuzz target: a column of the wrong
+    /// type where a purge reads the journal was a trap in GRDB's row
+    /// subscript.
+    @Test func aJournalColumnOfTheWrongTypeIsAnErrorWhereAPurgeReadsIt() throws {
+        let (store, path) = try purgedStore()
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET time = 'noon' WHERE seq = 3")
+        }
+        #expect {
+            _ = try store.purge(dryRun: true)
+        } throws: { error in
+            guard let error = error as? DeviceStoreError else { return false }
+            return error.code == .corruptStore && error.message.contains("the time of journal seq 3")
+        }
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET time = 0 WHERE seq = 3; UPDATE event_journal SET purged_payload_hash = 7 WHERE seq = 1")
+        }
+        #expect {
+            _ = try store.purgedPayloadHashes()
+        } throws: { error in
+            guard let error = error as? DeviceStoreError else { return false }
+            return error.code == .corruptStore && error.message.contains("purged_payload_hash of seq 1")
+        }
+    }
+
     @Test func aPurgeRefusesARowThatNoLongerMatchesItsHash() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("d.sqlite").path

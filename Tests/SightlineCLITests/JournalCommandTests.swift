@@ -59,6 +59,7 @@ import Workloads
         #expect(first.contains("\"purged\":true") && first.contains("purgedPayloadSHA256") && !first.contains("birthday"), "\(first)")
         #expect(!exported.stdout.contains("birthday"))
         #expect(try CLIRunner.run(["journal", "verify", "--db", db]).status == 0)
+        #expect(try CLIRunner.json(["journal", "stats", "--db", db, "--json"])["purgedEvents"]?.integer == 1)
         #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
     }
 

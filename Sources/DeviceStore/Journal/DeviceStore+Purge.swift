@@ -124,8 +124,8 @@ extension DeviceStore {
             var hashes = Set<ChainHash>()
             let rows = try Row.fetchCursor(db, sql: "SELECT seq, purged_payload_hash FROM event_journal WHERE purged_payload_hash IS NOT NULL")
             while let row = try rows.next() {
-                guard let hash = ChainHash([UInt8](row[1] as Data? ?? Data())) else {
-                    let seq = Seq(try StoredValue.position(row[0], "event_journal.seq"))
+                let seq = Seq(try StoredValue.position(StoredValue.column(row, 0, "event_journal.seq"), "event_journal.seq"))
+                guard let hash = ChainHash([UInt8](try StoredValue.column(row, 1, "purged_payload_hash of seq \(seq)", as: Data.self))) else {
                     throw DeviceStoreError(.corruptJournal, "seq \(seq): purged_payload_hash is not 32 bytes", seq: seq)
                 }
                 hashes.insert(hash)
@@ -145,13 +145,18 @@ extension DeviceStore {
             SELECT seq, payload FROM event_journal WHERE kind IN (?, ?) AND purged_payload_hash IS NULL
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue])
         while let row = try rows.next() {
-            if purged.contains(ChainHash.ofPayload([UInt8](row[1] as Data? ?? Data()))) { back.insert(row[0]) }
+            let payload = try StoredValue.column(row, 1, "event_journal.payload", as: Data.self)
+            if purged.contains(ChainHash.ofPayload([UInt8](payload))) {
+                back.insert(try StoredValue.column(row, 0, "event_journal.seq", as: Int64.self))
+            }
         }
         guard !back.isEmpty else { return [] }
         var keys: [ItemKey] = []
         let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id, changed_seq FROM items")
         while let item = try items.next() {
-            if back.contains(item[2]) { keys.append(ItemKey(index: item[0], identifier: item[1])) }
+            guard back.contains(try StoredValue.column(item, 2, "items.changed_seq", as: Int64.self)) else { continue }
+            keys.append(ItemKey(index: try StoredValue.column(item, 0, "items.index_name"),
+                                identifier: try StoredValue.column(item, 1, "items.item_id")))
         }
         return keys.sorted()
     }
@@ -186,17 +191,20 @@ extension DeviceStore {
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
                              EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue])
         while let row = try rows.next() {
-            let seq = Seq(try StoredValue.position(row[0], "event_journal.seq"))
+            let seq = Seq(try StoredValue.position(StoredValue.column(row, 0, "event_journal.seq"), "event_journal.seq"))
+            let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
+            let isPurged = try StoredValue.column(row, 2, "whether journal seq \(seq) is purged", as: Bool.self)
+            let time = try StoredValue.column(row, 3, "the time of journal seq \(seq)", as: Int64.self)
             let event: JournalEvent
             do {
-                event = try EventCodec.decode([UInt8](row[1] as Data? ?? Data()))
+                event = try EventCodec.decode([UInt8](payload))
             } catch {
                 throw DeviceStoreError(.corruptJournal, "seq \(seq): payload does not decode: \(error)", seq: seq)
             }
             guard let key = event.itemKey else { continue }
             if event.removesItem {
                 guard let contents = pending.removeValue(forKey: key) else { continue }
-                let due = deletedBy.map { (row[3] as Int64) <= $0.millisecondsSince1970 } ?? true
+                let due = deletedBy.map { time <= $0.millisecondsSince1970 } ?? true
                 if seq <= report.backedUpThrough && due {
                     purged += contents.map { ($0, key) }
                     waiting.remove(key)
@@ -205,7 +213,7 @@ extension DeviceStore {
                     pending[key] = contents
                     if seq <= report.backedUpThrough { waitingForDelay.insert(key) } else { waiting.insert(key) }
                 }
-            } else if !(row[2] as Bool) {
+            } else if !isPurged {
                 pending[key, default: []].append(seq)
             }
         }

@@ -110,7 +110,8 @@ struct GrepCommand: ParsableCommand {
                 }
                 rows.append([String(entry.record.seq.rawValue), entry.record.epoch.description,
                              entry.record.time.description, call, entry.event.kind.name,
-                             entry.event.indexName ?? "-", GrepCommand.describe(step.change)])
+                             entry.event.indexName ?? "-",
+                             GrepCommand.describe(step.change) + (entry.record.isPurged ? " (payload purged)" : "")])
             }
             Output.table(rows)
         }

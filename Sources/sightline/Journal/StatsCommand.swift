@@ -29,6 +29,7 @@ struct StatsCommand: ParsableCommand {
         var first: Timestamp?
         var last: Timestamp?
         var lastHash: ChainHash?
+        var purged = 0
         let scan: JournalScan
         do {
             scan = try device.scanJournal { record in
@@ -38,6 +39,7 @@ struct StatsCommand: ParsableCommand {
                 if first == nil { first = record.time }
                 last = record.time
                 lastHash = record.hash
+                if record.isPurged { purged += 1 }
                 let name = (try? record.event().kind.name) ?? "undecodable"
                 byKind[name, default: 0] += 1
                 return true
@@ -62,6 +64,7 @@ struct StatsCommand: ParsableCommand {
             var kinds = JSONObject()
             for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
             object["byKind"] = .object(kinds)
+            object["purgedEvents"] = .integer(Int64(purged))
             if let projections {
                 object["items"] = .integer(Int64(projections.items))
                 object["activities"] = .integer(Int64(projections.activities))
@@ -89,6 +92,7 @@ struct StatsCommand: ParsableCommand {
                 ["last event", last?.description ?? "-"],
             ]
             for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { rows.append(["  " + kind, String(count)]) }
+            rows.append(["purged events", String(purged)])
             if let projections {
                 rows.append(["items", String(projections.items)])
                 rows.append(["activities", String(projections.activities)])

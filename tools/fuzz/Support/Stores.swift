@@ -31,6 +31,26 @@ enum Stores {
         }
     }
 
+    /// A device store file at `path` whose journal has purged rows: two
+    /// notes indexed, the first updated and deleted, a backup snapshot
+    /// beside it, then a purge (`DeviceStore.purge`).
+    static func purgedDeviceStore(at path: String) throws {
+        removeStoreFiles(path)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: 4),
+                                                                          durability: .normal))
+        let notes = store.index(named: "notes")
+        _ = try notes.indexSearchableItems([SearchableItem(uniqueIdentifier: "n1", attributes: AttributeSet([.title: .string("private")])),
+                                            SearchableItem(uniqueIdentifier: "n2", attributes: AttributeSet([.title: .string("kept")]))])
+        var change = AttributeChanges()
+        change[.title] = .some(.string("private, revised"))
+        _ = try notes.updateSearchableItems([ItemUpdate(uniqueIdentifier: "n1", attributes: change)])
+        _ = try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        let backup = path + ".backup"
+        try store.snapshot(to: backup)
+        removeStoreFiles(backup)
+        _ = try store.purge()
+    }
+
     /// A cloud store file at `path` with two enrolled devices and a few frames
     /// of votes, a signal, content and a private report, its app's popularity
     /// ldp (so `apps.popularity`, `sketch_cells` and `report_allowances` have

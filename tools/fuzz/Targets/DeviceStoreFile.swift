@@ -1,6 +1,7 @@
 // Fuzz target device-store-file: the input is a store file, opened read-only
 // and verified as `sightline journal verify --db FILE` does: a device store's
-// journal chain and events, then its projections against a rebuild; a cloud
+// journal chain and events (purged rows included, which it also reads as a
+// purge and a restore do), then its projections against a rebuild; a cloud
 // store's log and its projections against a replay of it.
 //
 // Every failure must be a typed error (the APIs' typed throws hold that); no
@@ -25,14 +26,17 @@ enum Target {
             _ = try? cloud.projectionDigest()
             _ = try? cloud.rebuiltProjectionDigest()
         } else {
-            guard let store = try? DeviceStore(at: .file(path), options: StoreOptions(clock: clock, readOnly: true)),
-                  let verification = try? store.verifyJournal(), verification.isValid else { return }
+            guard let store = try? DeviceStore(at: .file(path), options: StoreOptions(clock: clock, readOnly: true)) else { return }
+            // What a purge and a restore read of purged rows, whether or not the journal verifies.
+            _ = try? store.purge(dryRun: true)
+            _ = try? store.purgedPayloadHashes()
+            guard let verification = try? store.verifyJournal(), verification.isValid else { return }
             _ = try? store.projectionDigest()
             _ = try? store.rebuiltProjectionDigest()
         }
     }
 
-    /// An empty device store, one with a few calls, and a cloud store with a few frames.
+    /// An empty device store, one with a few calls, one with purged rows, and a cloud store with a few frames.
     static func seeds() throws -> [(String, [UInt8])] {
         let path = scratchDirectory + "/seed.sqlite"
         var seeds: [(String, [UInt8])] = []
@@ -41,6 +45,9 @@ enum Target {
             try Stores.compact(path)
             seeds.append((name, try Stores.contents(path)))
         }
+        try Stores.purgedDeviceStore(at: path)
+        try Stores.compact(path)
+        seeds.append(("device-purged", try Stores.contents(path)))
         try Stores.cloudStore(at: path)
         try Stores.compact(path)
         seeds.append(("cloud-small", try Stores.contents(path)))
