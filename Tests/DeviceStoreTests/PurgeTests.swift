@@ -191,6 +191,27 @@ import Testing
         #expect(try restored.records(Seq(1)...Seq(1)).first?.isPurged == true)
     }
 
+    /// A snapshot taken after the purge, restored to a seq before the
+    /// deletion: the cut would leave the item live as its bare residue, with
+    /// no deletion after its purged rows.
+    @Test func aRestoreCutBackBeforeAPurgedDeletionDeletesTheItemAgain() throws {
+        let (path, _, _, directory) = try purgedStoreWithBackups()
+        let snapshot = directory.appendingPathComponent("after-purge.slsnap").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+            try store.snapshot(to: snapshot)
+        }
+        let restoredPath = directory.appendingPathComponent("cut.sqlite").path
+        let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath, toSeq: Seq(2),
+                                             options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(report.deletedAgain == [ItemKey(index: "notes", identifier: "n1")])
+        let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(try restored.items(in: "notes").map(\.uniqueIdentifier) == ["n2"])
+        let verification = try restored.verifyJournal()
+        #expect(verification.isValid, "\(String(describing: verification.firstProblem))")
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+    }
+
     @Test func theAutomaticPurgeWaitsForItsDelayAfterTheDeletion() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("d.sqlite").path

@@ -449,7 +449,7 @@ extension DeviceStore {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }
             // Items live again with purged content go again, in one call after the restore's.
-            let deletedAgain = try DeviceStore.itemsBack(db, purged: forgetting)
+            let deletedAgain = try DeviceStore.itemsBack(db, purged: forgetting, cut: toSeq != nil)
             if !deletedAgain.isEmpty { appender.startNextCall() }
             for key in deletedAgain {
                 try appender.append(.itemDeleted(index: key.index, identifier: key.identifier, cause: .identifier))

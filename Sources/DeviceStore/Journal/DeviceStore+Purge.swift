@@ -134,20 +134,26 @@ extension DeviceStore {
         }
     }
 
-    /// The live items of the store in `db` whose current content came from
-    /// a row whose payload's SHA-256 is in `purged`: content a purge took
-    /// away, back with an older backup. (An item indexed again after its
-    /// purge has its content from a later row, and stays.)
-    static func itemsBack(_ db: Database, purged: Set<ChainHash>) throws -> [ItemKey] {
-        guard !purged.isEmpty else { return [] }
+    /// The live items of the store in `db` whose current content a purge
+    /// took away, back with a restore: content from a row whose payload's
+    /// SHA-256 is in `purged` (a backup older than the purge), and, when
+    /// `cut` (the restore cut the journal back), from a row purged here
+    /// whose deletion the cut removed. (An item indexed again after its purge
+    /// has its content from a later row, and stays. Without a cut, every
+    /// purged row is followed by its item's deletion, as verification checks.)
+    static func itemsBack(_ db: Database, purged: Set<ChainHash>, cut: Bool) throws -> [ItemKey] {
+        guard cut || !purged.isEmpty else { return [] }
         var back = Set<Int64>()
         let rows = try Row.fetchCursor(db, sql: """
-            SELECT seq, payload FROM event_journal WHERE kind IN (?, ?) AND purged_payload_hash IS NULL
+            SELECT seq, payload, purged_payload_hash IS NOT NULL FROM event_journal WHERE kind IN (?, ?)
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue])
         while let row = try rows.next() {
-            let payload = try StoredValue.column(row, 1, "event_journal.payload", as: Data.self)
-            if purged.contains(ChainHash.ofPayload([UInt8](payload))) {
-                back.insert(try StoredValue.column(row, 0, "event_journal.seq", as: Int64.self))
+            let seq = try StoredValue.column(row, 0, "event_journal.seq", as: Int64.self)
+            if try StoredValue.column(row, 2, "whether journal seq \(seq) is purged", as: Bool.self) {
+                if cut { back.insert(seq) }
+            } else if !purged.isEmpty {
+                let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
+                if purged.contains(ChainHash.ofPayload([UInt8](payload))) { back.insert(seq) }
             }
         }
         guard !back.isEmpty else { return [] }
