@@ -248,18 +248,11 @@ import Testing
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: "INSERT INTO store_meta (key, value) VALUES ('purge_after_ms', -5), ('backed_up_through', -1)")
         }
-        #expect {
-            _ = try store.purgeIfDue()
-        } throws: { error in
-            guard let error = error as? DeviceStoreError else { return false }
-            return error.code == .corruptStore && error.message.contains("store_meta.purge_after_ms is -5")
-        }
-        #expect {
-            _ = try store.purge()
-        } throws: { error in
-            guard let error = error as? DeviceStoreError else { return false }
-            return error.code == .corruptStore && error.message.contains("store_meta.backed_up_through is -1")
-        }
+        let delay = storeError { _ = try store.purgeIfDue() }
+        #expect(delay?.code == .corruptStore && delay?.message.contains("store_meta.purge_after_ms is -5") == true, "\(String(describing: delay))")
+        let backup = storeError { _ = try store.purge() }
+        #expect(backup?.code == .corruptStore && backup?.message.contains("store_meta.backed_up_through is -1") == true,
+                "\(String(describing: backup))")
     }
 
     @Test func aStoreOfFormat4IsPurgedOnceMigratedAndBackedUp() throws {
@@ -345,21 +338,13 @@ import Testing
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: "UPDATE event_journal SET time = 'noon' WHERE seq = 3")
         }
-        #expect {
-            _ = try store.purge(dryRun: true)
-        } throws: { error in
-            guard let error = error as? DeviceStoreError else { return false }
-            return error.code == .corruptStore && error.message.contains("the time of journal seq 3")
-        }
+        let time = storeError { _ = try store.purge(dryRun: true) }
+        #expect(time?.code == .corruptStore && time?.message.contains("the time of journal seq 3") == true, "\(String(describing: time))")
         try DatabaseQueue(path: path).write { db in
             try db.execute(sql: "UPDATE event_journal SET time = 0 WHERE seq = 3; UPDATE event_journal SET purged_payload_hash = 7 WHERE seq = 1")
         }
-        #expect {
-            _ = try store.purgedPayloadHashes()
-        } throws: { error in
-            guard let error = error as? DeviceStoreError else { return false }
-            return error.code == .corruptStore && error.message.contains("purged_payload_hash of seq 1")
-        }
+        let hash = storeError { _ = try store.purgedPayloadHashes() }
+        #expect(hash?.code == .corruptStore && hash?.message.contains("purged_payload_hash of seq 1") == true, "\(String(describing: hash))")
     }
 
     @Test func aPurgeRefusesARowThatNoLongerMatchesItsHash() throws {
@@ -373,12 +358,8 @@ import Testing
             try db.execute(sql: "UPDATE event_journal SET payload = ? WHERE seq = 1",
                            arguments: [Data(EventCodec.encode(.itemIndexed(index: "notes", item: item("n1", title: "other"))))])
         }
-        #expect {
-            _ = try store.purge()
-        } throws: { error in
-            guard let error = error as? DeviceStoreError else { return false }
-            return error.code == .corruptJournal && error.seq == Seq(1) && error.message.contains("nothing was purged")
-        }
+        let error = storeError { _ = try store.purge() }
+        #expect(error?.code == .corruptJournal && error?.seq == Seq(1) && error?.message.contains("nothing was purged") == true, "\(String(describing: error))")
         #expect(try store.records(Seq(1)...Seq(1)).first?.isPurged == false)
     }
 }

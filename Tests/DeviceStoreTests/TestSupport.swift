@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import ScratchDirectory
+import Testing
 
 let testStart = ISO8601.parse("2026-11-22T00:00:00Z")!
 
@@ -60,4 +61,19 @@ func chainAsBeforeFormat5(_ path: String) throws {
         try db.execute(sql: "ALTER TABLE event_journal DROP COLUMN purged_payload_hash")
         try db.execute(sql: "UPDATE store_meta SET value = 4 WHERE key = 'format_version'")
     }
+}
+
+/// The `DeviceStoreError` that `body` throws; an issue is recorded when it
+/// throws nothing or another error.
+func storeError(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) -> DeviceStoreError? {
+    do {
+        try body()
+    } catch let error as DeviceStoreError {
+        return error
+    } catch {
+        Issue.record("expected a DeviceStoreError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+    Issue.record("expected a DeviceStoreError, but nothing was thrown", sourceLocation: sourceLocation)
+    return nil
 }
