@@ -73,6 +73,19 @@ import Testing
         #expect(try fileBytes(path).range(of: Data("eggs".utf8)) == nil)
     }
 
+    @Test func aPurgeOfAStoreNeverSearchedBuildsNoSearchIndex() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        try store.index(named: "notes").indexSearchableItems([item("n1", title: Self.secret)])
+        try store.index(named: "notes").deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: directory.appendingPathComponent("b.slsnap").path)
+        #expect(try store.purge().purgedSeqs == [Seq(1)])
+        let indexed = try DatabaseQueue(path: path).read { db in try db.tableExists("search_meta") }
+        #expect(!indexed)
+        #expect(try fileBytes(path).range(of: Data(Self.secret.utf8)) == nil)
+    }
+
     @Test func aDryRunSaysWhatWouldGoAndChangesNothing() throws {
         let (store, path, directory) = try storeWithADeletedNote()
         try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)

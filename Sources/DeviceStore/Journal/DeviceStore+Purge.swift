@@ -34,8 +34,8 @@ extension DeviceStore {
     /// `purged_payload_hash`, so the chain still verifies. Items never reach
     /// the cloud, so a backup is the only copy the deletion must be in.
     ///
-    /// Before the rows change, the search index is brought up to the journal,
-    /// which takes the deleted items' words out of it. `secure_delete` is on,
+    /// Before the rows change, the search index (if the store has one) is
+    /// brought up to the journal, which takes the deleted items' words out of it. `secure_delete` is on,
     /// so SQLite overwrites what it frees with zeros, and afterwards the WAL
     /// is checkpointed and truncated: no page of the store file or its WAL
     /// keeps a purged payload. `dryRun` reports what would go and changes
@@ -52,7 +52,10 @@ extension DeviceStore {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
-        _ = try refreshSearchIndex()
+        // A store never searched has no index to hold the words; one is not built for this.
+        if try read({ db in try db.tableExists("search_meta") }) {
+            _ = try refreshSearchIndex()
+        }
         var report = try write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, apply: true)
