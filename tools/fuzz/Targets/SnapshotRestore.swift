@@ -78,7 +78,9 @@ enum Target {
     }
 
     /// Snapshots `device snapshot` writes, plain and sealed, and a store's
-    /// content for the wrapping mode.
+    /// content for the wrapping mode; a store with purged rows, wrapped; and
+    /// the format-4 snapshot fixture (`Journal/fixtures/device-v4.slsnap`),
+    /// whose restore checks the old chain and chains the journal anew.
     static func seeds() throws -> [(String, [UInt8])] {
         let store = scratchDirectory + "/seed.sqlite"
         let snapshot = scratchDirectory + "/seed.snapshot"
@@ -90,6 +92,11 @@ enum Target {
         seeds.append(("snapshot-plain", [0] + (try Stores.contents(snapshot))))
         try device.snapshot(to: snapshot, key: key)
         seeds.append(("snapshot-sealed", [2] + (try Stores.contents(snapshot))))
+        try Stores.purgedDeviceStore(at: store)
+        try Stores.compact(store)
+        seeds.append(("content-purged", [1] + (try Stores.contents(store))))
+        let root = ProcessInfo.processInfo.environment["SIGHTLINE_ROOT"] ?? FileManager.default.currentDirectoryPath
+        seeds.append(("snapshot-format-4", [0] + (try Stores.contents(root + "/Journal/fixtures/device-v4.slsnap"))))
         return seeds
     }
 }
