@@ -254,6 +254,32 @@ import Testing
         }
     }
 
+    /// Nothing becomes due without a new backup or the clock passing a
+    /// waiting deletion's due time, so the automatic purge does not read the
+    /// journal again until one of them moves: an undecodable item event
+    /// written meanwhile goes unnoticed until the next backup.
+    @Test func theAutomaticPurgeReadsTheJournalAgainOnlyWhenSomethingCanHaveBecomeDue() throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("d.sqlite").path
+        let clock = ManualClock(testStart)
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock))
+        let hour: Int64 = 3_600_000
+        try store.setAutomaticPurge(afterMilliseconds: hour)
+        let notes = store.index(named: "notes")
+        try notes.indexSearchableItems([item("n1", title: "first"), item("n2", title: "second")])
+        try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        try store.snapshot(to: directory.appendingPathComponent("b.slsnap").path)
+        #expect(try store.purgeIfDue()?.waitingForDelay == [ItemKey(index: "notes", identifier: "n1")])
+        try DatabaseQueue(path: path).write { db in
+            try db.execute(sql: "UPDATE event_journal SET payload = x'01' WHERE seq = 2")
+        }
+        let skipped = try #require(try store.purgeIfDue())
+        #expect(skipped.purgedSeqs.isEmpty && skipped.waitingForDelay.isEmpty, "not read again: nothing can be due")
+        clock.advance(byMilliseconds: hour)
+        let due = storeError { _ = try store.purgeIfDue() }
+        #expect(due?.code == .corruptJournal && due?.seq == Seq(2), "n1's deletion fell due, so the journal is read: \(String(describing: due))")
+    }
+
     @Test func anEditedPurgeDelayIsACorruptStoreError() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("d.sqlite").path

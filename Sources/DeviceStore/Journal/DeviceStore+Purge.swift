@@ -19,6 +19,8 @@ public struct PurgeReport: Hashable, Sendable {
     /// Deleted items a backup covers whose deletion is more recent than an
     /// automatic purge's delay (`purgeIfDue`).
     public var waitingForDelay: [ItemKey] = []
+    /// The earliest deletion among `waitingForDelay`, by the journal's time.
+    public var earliestWaitingDeletion: Timestamp?
     /// Whether the WAL was emptied after the purge, so no page of it holds
     /// what went. False when another connection kept a read open on it.
     public var walEmptied = true
@@ -90,6 +92,8 @@ extension DeviceStore {
             } else {
                 try db.execute(sql: "DELETE FROM store_meta WHERE key = 'purge_after_ms'")
             }
+            // What the last automatic purge knew was for the old delay.
+            try db.execute(sql: "DELETE FROM store_meta WHERE key IN ('purge_scanned_through', 'purge_next_due')")
         }
     }
 
@@ -97,12 +101,45 @@ extension DeviceStore {
     /// deleted at least that long ago by the store's clock whose deletion a
     /// backup covers. Nil when the store has no delay. The CLI runs it after
     /// `device snapshot`, `device apply` and `sync`; an app calls it as often
-    /// as it likes (it reads the journal's item events once).
+    /// as it likes.
+    ///
+    /// Nothing becomes due but by a later backup or by the clock passing a
+    /// waiting deletion's time plus the delay, so the store remembers the
+    /// backup its last automatic purge read (`store_meta.purge_scanned_through`)
+    /// and when the next waiting deletion falls due (`purge_next_due`). Until
+    /// one of them moves, the journal is not read again and the report is
+    /// empty: reading every item event after each `device apply` would cost
+    /// a large store seconds a call.
     public func purgeIfDue() throws(DeviceStoreError) -> PurgeReport? {
         guard !isReadOnly, let delay = try automaticPurgeDelay() else { return nil }
         let now = clock.now()
+        let memo = try read { db in
+            (backedUp: try DeviceStore.backedUpThrough(db),
+             scanned: try DeviceStore.storedPosition(db, "purge_scanned_through"),
+             nextDue: try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'purge_next_due'"))
+        }
+        if let scanned = memo.scanned, scanned == memo.backedUp, memo.nextDue.map({ now.millisecondsSince1970 < $0 }) ?? true {
+            var report = PurgeReport()
+            report.backedUpThrough = memo.backedUp
+            return report
+        }
         let (cutoff, overflow) = now.millisecondsSince1970.subtractingReportingOverflow(delay)
-        return try purge(deletedBy: Timestamp(millisecondsSince1970: overflow ? .min : cutoff))
+        let report = try purge(deletedBy: Timestamp(millisecondsSince1970: overflow ? .min : cutoff))
+        let nextDue = report.earliestWaitingDeletion.map { $0.millisecondsSince1970.addingReportingOverflow(delay) }
+        try write { db in
+            try db.execute(sql: """
+                INSERT INTO store_meta (key, value) VALUES ('purge_scanned_through', ?)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, arguments: [Int64(report.backedUpThrough.rawValue)])
+            if let nextDue {
+                try db.execute(sql: """
+                    INSERT INTO store_meta (key, value) VALUES ('purge_next_due', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                    """, arguments: [nextDue.overflow ? Int64.max : nextDue.partialValue])
+            } else {
+                try db.execute(sql: "DELETE FROM store_meta WHERE key = 'purge_next_due'")
+            }
+        }
+        return report
     }
 
     /// Checkpoints the WAL into the store file and truncates it to nothing.
@@ -172,10 +209,15 @@ extension DeviceStore {
 
     /// The seq the store's latest backup snapshot covers.
     static func backedUpThrough(_ db: Database) throws -> Seq {
-        guard let value = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'backed_up_through'") else {
-            return .none
+        try storedPosition(db, "backed_up_through") ?? .none
+    }
+
+    /// The journal seq `store_meta` keeps under `key`, nil when it has none.
+    private static func storedPosition(_ db: Database, _ key: String) throws -> Seq? {
+        guard let value = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = ?", arguments: [key]) else {
+            return nil
         }
-        return Seq(try StoredValue.position(value, "store_meta.backed_up_through"))
+        return Seq(try StoredValue.position(value, "store_meta.\(key)"))
     }
 
     /// Records that a backup snapshot covers the journal through `seq`.
@@ -195,6 +237,7 @@ extension DeviceStore {
         var purged: [(Seq, ItemKey)] = []
         var waiting = Set<ItemKey>()
         var waitingForDelay = Set<ItemKey>()
+        var earliestWaiting: Int64?
         let rows = try Row.fetchCursor(db, sql: """
             SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?) ORDER BY seq
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
@@ -220,7 +263,12 @@ extension DeviceStore {
                     waitingForDelay.remove(key)
                 } else {
                     pending[key] = contents
-                    if seq <= report.backedUpThrough { waitingForDelay.insert(key) } else { waiting.insert(key) }
+                    if seq <= report.backedUpThrough {
+                        waitingForDelay.insert(key)
+                        earliestWaiting = min(earliestWaiting ?? time, time)
+                    } else {
+                        waiting.insert(key)
+                    }
                 }
             } else if !isPurged {
                 pending[key, default: []].append(seq)
@@ -229,6 +277,7 @@ extension DeviceStore {
         purged.sort { $0.0 < $1.0 }
         report.waitingForBackup = waiting.sorted()
         report.waitingForDelay = waitingForDelay.subtracting(waiting).sorted()
+        report.earliestWaitingDeletion = earliestWaiting.map(Timestamp.init(millisecondsSince1970:))
         report.items = Set(purged.map(\.1)).sorted()
         report.purgedSeqs = purged.map(\.0)
         let update = apply ? try db.cachedStatement(sql: """
