@@ -156,7 +156,8 @@ extension Simulator {
         device.restores += 1
         device.model = backup.model
         device.epoch = report.newEpoch
-        device.expected[report.newEpoch] = []
+        // The restore's own call asks the cloud about votes beyond its journal.
+        device.expected[report.newEpoch] = [[.reindexAsk]]
         if !report.deletedAgain.isEmpty {
             // The restore deleted them in one call of its own, at the restore's time.
             let now = device.clock.now()

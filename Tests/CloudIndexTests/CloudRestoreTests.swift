@@ -177,7 +177,7 @@ import Testing
             return
         }
         #expect(gap.code == .gap && gap.message.contains("only through"), "\(gap)")
-        #expect(results.last?.outcome == .accepted(messages: 1))
+        #expect(results.last?.outcome == .accepted(messages: 2), "the restore's reindex ask and the engagement")
         let entry = try #require(try cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.popularity.engaged == engagedBefore + 1, "the old epoch's tail came back and the new epoch went on from it")
         #expect(try device.syncStatus().pending == 0)

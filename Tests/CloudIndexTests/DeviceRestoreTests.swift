@@ -35,7 +35,8 @@ import Testing
         #expect(report.newEpoch == Epoch(UInt64(harness.clock.now().millisecondsSince1970)))
         let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
         let resent = try harness.sync(restored)
-        #expect(resent.map(\.outcome) == [.duplicate], "the message the snapshot had not sent was sent before the wipe")
+        #expect(resent.map(\.outcome) == [.duplicate, .accepted(messages: 1)],
+                "the message the snapshot had not sent was sent before the wipe; the restore's reindex ask is new")
         try restored.recordEngaged(ref: recipeURL)
         let fresh = try harness.sync(restored)
         #expect(fresh.map(\.outcome) == [.accepted(messages: 1)])
@@ -77,7 +78,7 @@ extension DeviceRestoreTests {
         do {
             let restored = try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
             try restored.recordEngaged(ref: recipeURL)
-            #expect(try harness.sync(restored).last?.outcome == .accepted(messages: 1))
+            #expect(try harness.sync(restored).last?.outcome == .accepted(messages: 2), "the reindex ask and the engagement")
         }
         // The device's clock is now half an hour behind the first restore.
         let behind = ManualClock(harnessStart.adding(milliseconds: 1_800_000))
@@ -88,7 +89,8 @@ extension DeviceRestoreTests {
         let results = try harness.sync(device)
         #expect(results.first.map { if case .rejected(let error) = $0.outcome { error.code == .gap } else { false } } == true,
                 "the cloud refuses the epoch it counts as ended and says where it is")
-        #expect(results.last?.outcome == .accepted(messages: 1))
+        #expect(results.last?.outcome == .accepted(messages: 3),
+                "the reindex ask, the engagement, and the vote stated again for the epoch the cloud ended")
         let head = try device.journalHead()
         #expect(head.epoch > first.newEpoch, "the device writes above the cloud's epoch")
         let advanced = try device.records(head.seq...head.seq).first?.event()
@@ -128,19 +130,19 @@ extension DeviceRestoreTests {
         let device = try DeviceStore(at: .file(path), options: StoreOptions(clock: behind))
         try device.recordEngaged(ref: recipeURL)
         try device.recordEngaged(ref: recipeURL)
-        #expect(try harness.sync(device).map(\.outcome) == [.accepted(messages: 2)])
-        #expect(harness.deliver(late.encoded).outcome == .accepted(messages: 1), "the late frame begins a higher epoch")
+        #expect(try harness.sync(device).map(\.outcome) == [.accepted(messages: 3)], "the reindex ask and two engagements")
+        #expect(harness.deliver(late.encoded).outcome == .accepted(messages: 2), "the late frame begins a higher epoch")
 
         try device.recordEngaged(ref: recipeURL)
         let results = try harness.sync(device)
         let refusal = try #require(results.first.flatMap { if case .rejected(let error) = $0.outcome { error } else { nil } })
         #expect(refusal.code == .gap)
-        #expect(results.last?.outcome == .accepted(messages: 1))
+        #expect(results.last?.outcome == .accepted(messages: 2), "the engagement, and the vote stated again")
         let head = try device.journalHead()
         #expect(head.epoch > first.newEpoch)
         let advanced = try device.records(head.seq...head.seq).first?.event()
-        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch, kept: OutboxSeq(2)),
-                "the two messages the cloud holds stay in the ended epoch")
+        #expect(advanced == .epochAdvanced(from: second.newEpoch, to: head.epoch, kept: OutboxSeq(3)),
+                "the three messages the cloud holds stay in the ended epoch")
         let entry = try #require(try harness.cloud.entry(app: app, hash: recipeHash()))
         #expect(entry.popularity.engaged == 5 && entry.voters == 1, "one before the snapshot, one late, three after, none twice")
         #expect(try device.verifyJournal().isValid)
@@ -166,7 +168,9 @@ extension DeviceRestoreTests {
             let device = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock))
             if incarnation == 0 { try device.recordEngaged(ref: recipeURL) } else { try device.recordShown(ref: recipeURL) }
             let results = try harness.sync(device)
-            #expect(results.last?.outcome == .accepted(messages: 1), "incarnation \(incarnation): \(results.map(\.outcome))")
+            // The reindex ask and the call's message; the second also states
+            // its vote again for the epoch it had to leave.
+            #expect(results.last?.outcome == .accepted(messages: incarnation == 0 ? 2 : 3), "incarnation \(incarnation): \(results.map(\.outcome))")
             if incarnation == 1 {
                 #expect(results.first.map { if case .rejected(let error) = $0.outcome { error.code == .equivocation } else { false } } == true)
                 #expect(try device.journalHead().epoch > epochs[0])

@@ -40,7 +40,7 @@ private func bytes(_ path: String) -> Data? {
                                              options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
         #expect(report.newEpoch == Epoch(UInt64(testStart.adding(milliseconds: 5_000).millisecondsSince1970)),
                 "a restored store's epoch is the restore time")
-        #expect(report.head == Seq(9) && report.replacedStoreKeptAt == nil)
+        #expect(report.head == Seq(10) && report.replacedStoreKeptAt == nil)
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
         #expect(restored.deviceID == source.deviceID)
         #expect(try restored.identifiers(in: "photos") == ["1"])
@@ -52,14 +52,21 @@ private func bytes(_ path: String) -> Data? {
             return
         }
         #expect(restore.previousEpoch == .first && restore.snapshotHead == Seq(7) && restore.truncatedTo == nil)
-        #expect(try restored.pendingReindexRequests() == [ReindexRequest(seq: Seq(9), index: "photos", identifiers: nil)],
+        let sourceHead = try #require(try source.outboxEntries().last?.position)
+        #expect(try restored.records(Seq(9)...Seq(9)).first?.event() == .cloudReindexAsked(epoch: sourceHead.epoch, seq: sourceHead.seq),
+                "the restore asks the cloud about votes after the last message its journal implies")
+        #expect(try restored.pendingReindexRequests() == [ReindexRequest(seq: Seq(10), index: "photos", identifiers: nil)],
                 "the app is asked to index again every index it knows")
         #expect(try restored.verifyJournal().isValid)
         #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
-        #expect(try restored.outboxEntries() == source.outboxEntries(), "unacknowledged messages keep their positions")
+        let entries = try restored.outboxEntries()
+        #expect(try Array(entries.dropLast()) == source.outboxEntries(), "unacknowledged messages keep their positions")
+        #expect(entries.last?.position == OutboxPosition(epoch: report.newEpoch, seq: .first)
+                && entries.last?.message == .reindexAsk(after: sourceHead),
+                "the new epoch begins with the restore's reindex ask")
         try restored.recordEngaged(ref: recipe)
-        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: .first),
-                "new messages start the new epoch")
+        #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: OutboxSeq(2)),
+                "new messages go on in the new epoch")
     }
 
     @Test func anEncryptedSnapshotNeedsItsKey() throws {
@@ -130,7 +137,7 @@ private func bytes(_ path: String) -> Data? {
         try source.snapshot(to: snapshot)
         let target = directory.appendingPathComponent("restored.sqlite").path
         let report = try DeviceStore.restore(snapshot: snapshot, to: target, toSeq: Seq(2))
-        #expect(report.head == Seq(4))
+        #expect(report.head == Seq(5))
         let restored = try DeviceStore(at: .file(target), options: StoreOptions(readOnly: true))
         #expect(try restored.identifiers(in: "photos") == ["1", "2"], "the deletion at seq 7 is undone")
         #expect(try restored.index(named: "photos").fetchLastClientState() == nil)

@@ -178,6 +178,9 @@ private let sampleEvents: [JournalEvent] = {
         .epochAdvanced(from: Epoch(1_790_000_000_000), to: Epoch(1_800_000_000_001), kept: OutboxSeq(300)),
         .popularityModeLearned(.ldp(try! PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 64,
                                                            buckets: 1024))),
+        .cloudReindexAsked(epoch: Epoch(1_790_000_000_000), seq: OutboxSeq(300)),
+        .votesReindexRequested(VoteReindexRequest(afterEpoch: Epoch(1), afterSeq: OutboxSeq(3), throughEpoch: Epoch(1_790_000_000_000),
+                                                  throughSeq: OutboxSeq(2), hashes: [[UInt8](repeating: 9, count: 32)], more: true)),
     ]
 }()
 
@@ -212,7 +215,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 6, 255] {
+    for version: UInt8 in [0, 7, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -220,7 +223,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 17, 255] {
+    for kind: UInt8 in [0, 19, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }
@@ -230,6 +233,22 @@ private let sampleEvents: [JournalEvent] = {
     expectDecodeFails([3, 15, 5, 5], with: .nonCanonical, at: 2)
     expectDecodeFails([3, 15, 5, 4], with: .nonCanonical, at: 2)
     #expect((try? EventCodec.decode([3, 15, 5, 6])) == .epochAdvanced(from: Epoch(5), to: Epoch(6)))
+}
+
+/// A reindex request reads forward through a device's outbox: its `through`
+/// is not before its `after`, its hashes are ascending without repeats, and
+/// its more flag is 0 or 1.
+@Test func aReindexRequestOutOfOrderIsRefused() {
+    let hash = [UInt8](repeating: 1, count: 32), later = [UInt8](repeating: 2, count: 32)
+    func request(after: (UInt8, UInt8), through: (UInt8, UInt8), hashes: [[UInt8]], more: UInt8) -> [UInt8] {
+        [6, 18, after.0, after.1, through.0, through.1, UInt8(hashes.count)] + hashes.flatMap { $0 } + [more]
+    }
+    #expect(throws: Never.self) { try EventCodec.decode(request(after: (2, 5), through: (3, 1), hashes: [hash, later], more: 1)) }
+    expectDecodeFails(request(after: (2, 5), through: (2, 4), hashes: [], more: 0), with: .nonCanonical, at: 2)
+    expectDecodeFails(request(after: (2, 5), through: (1, 9), hashes: [], more: 0), with: .nonCanonical, at: 2)
+    expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [later, hash], more: 0), with: .nonCanonical, at: 39)
+    expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [hash, hash], more: 0), with: .nonCanonical, at: 39)
+    expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [], more: 2), with: .nonCanonical, at: 7)
 }
 
 @Test func anEpochAdvanceWritesWhatItKeptOnlyWhenItKeptSomething() {
@@ -585,8 +604,8 @@ private let sampleEvents: [JournalEvent] = {
         #expect(throws: CodecError(.nonCanonical, at: 0, "a publicContentRequested event is written with format version 2, not 3")) {
             try EventCodec.decode(newer)
         }
-        newer[0] = 6
-        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 6 is not supported (this build reads versions 1 to 5)")) {
+        newer[0] = 7
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 7 is not supported (this build reads versions 1 to 6)")) {
             try EventCodec.decode(newer)
         }
     }

@@ -84,6 +84,19 @@ enum RandomEvents {
                 dailyBudgetThousandths: Int.random(in: epsilon...PrivatePopularity.maximumDailyBudgetThousandths, using: &rng),
                 hashes: Int.random(in: 1...64, using: &rng), buckets: 1 << Int.random(in: 1...16, using: &rng))
             return .popularityModeLearned(settings.map(PopularityMode.ldp) ?? .exact)
+        case .cloudReindexAsked:
+            return .cloudReindexAsked(epoch: Epoch(UInt64.random(in: 0...UInt64(Int64.max), using: &rng)),
+                                      seq: OutboxSeq(UInt64.random(in: 0...UInt64(Int64.max), using: &rng)))
+        case .votesReindexRequested:
+            let after = (UInt64.random(in: 0...1_000, using: &rng), UInt64.random(in: 0...1_000, using: &rng))
+            let through = (after.0 + UInt64.random(in: 0...2, using: &rng), UInt64.random(in: 0...1_000, using: &rng))
+            let hashes = (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+                (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            }
+            return .votesReindexRequested(VoteReindexRequest(
+                afterEpoch: Epoch(after.0), afterSeq: OutboxSeq(after.1),
+                throughEpoch: Epoch(through.0), throughSeq: OutboxSeq(through.0 == after.0 ? max(through.1, after.1) : through.1),
+                hashes: Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) }, more: Bool.random(using: &rng)))
         }
     }
 

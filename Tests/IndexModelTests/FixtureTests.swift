@@ -17,12 +17,23 @@ enum EventFixtures {
         var jsonLinesName: String { "events-v\(number).jsonl" }
     }
 
-    /// Version 1's file holds the kinds it introduced; versions 2, 3 and 5
-    /// the kinds each added, version 4 the field it added. Every version is
+    /// Version 1's file holds the kinds it introduced; versions 2, 3, 5 and
+    /// 6 the kinds each added, version 4 the field it added. Every version is
     /// read by this build.
     static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents),
                            Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents),
-                           Version(number: 5, events: versionFiveEvents)]
+                           Version(number: 5, events: versionFiveEvents), Version(number: 6, events: versionSixEvents)]
+
+    static let versionSixEvents: [JournalEvent] = [
+        .cloudReindexAsked(epoch: Epoch(1), seq: .beforeFirst),
+        .cloudReindexAsked(epoch: Epoch(1_795_000_000_000), seq: OutboxSeq(300)),
+        .votesReindexRequested(VoteReindexRequest(afterEpoch: Epoch(1), afterSeq: .beforeFirst, throughEpoch: Epoch(1),
+                                                   throughSeq: .beforeFirst, hashes: [], more: false)),
+        .votesReindexRequested(VoteReindexRequest(afterEpoch: Epoch(1_795_000_000_000), afterSeq: OutboxSeq(300),
+                                                   throughEpoch: Epoch(1_800_000_000_001), throughSeq: OutboxSeq(65_536),
+                                                   hashes: [[UInt8](repeating: 0x01, count: 32), (0..<32).map { UInt8($0 * 7 + 3) }],
+                                                   more: true)),
+    ]
 
     static let versionFiveEvents: [JournalEvent] = [
         .popularityModeLearned(.exact),

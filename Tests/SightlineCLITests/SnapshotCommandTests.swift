@@ -34,7 +34,7 @@ import Testing
         let restored = try CLIRunner.json(["device", "restore", "--snapshot", snapshot, "--db", store, "--force",
                                            "--key-file", key.path, "--to-seq", "1", "--json"])
         let epoch = try #require(restored["epoch"]?.integer)
-        #expect(epoch > 1_700_000_000_000 && restored["headSeq"]?.integer == 3, "the new epoch is the restore time in ms")
+        #expect(epoch > 1_700_000_000_000 && restored["headSeq"]?.integer == 4, "the new epoch is the restore time in ms")
         let verify = try CLIRunner.run(["journal", "verify", "--db", store])
         #expect(verify.status == 0)
         let history = try CLIRunner.run(["journal", "grep", "--db", store, #"kind == "storeRestored""#])

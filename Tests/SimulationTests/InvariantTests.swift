@@ -59,6 +59,11 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     ("projections-equal-rebuild", { $0.cloudRebuildProblems = ["the cloud's projections differ from a rebuild of its log"] }),
     ("epochs-never-reused", { $0.findings.append("device 0 moved its epoch 1 to 2, which it had already used") }),
     ("privacy-budget", { $0.deviceChecks[0].budgetProblems = ["device 0 spent ε 12 on day 20414, above its 8"] }),
+    ("votes-match-devices", { evidence in
+        // Device 0 forgets, or gains, a vote for entry 0 that the cloud's count disagrees with.
+        let hash = evidence.catalogue.entry(0).hash
+        if evidence.deviceChecks[0].votes.remove(hash) == nil { evidence.deviceChecks[0].votes.insert(hash) }
+    }),
 ] }
 
 @Suite struct InvariantTests {

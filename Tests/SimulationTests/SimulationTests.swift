@@ -85,6 +85,14 @@ let regressionSeeds: [(seed: UInt64, devices: Int, events: Int, faults: FaultPro
     // cloud had taken part of the restored device's epoch; the device's
     // advance refused to run, since it could only move the whole epoch.
     (129, 8, 80, .heavy, 3),
+    // The cloud counted votes a restored device no longer held (cast by the
+    // wiped device after its backup: 1), and a device held votes the cloud
+    // never counted (sent in an epoch the cloud had ended before them: 48);
+    // two incarnations advanced past the same cloud head to the same epoch
+    // (3, 6 devices × 100 calls).
+    (1, 4, 25, .swarm, 3),
+    (48, 8, 80, .heavy, 3),
+    (3, 6, 100, .heavy, 3),
     // Not failures: seeds that reach the two paths above under today's
     // workload and faults (users act in bursts of calls, devices batch their
     // uploads every 10 to 30 virtual seconds, a cloud snapshot becomes the

@@ -75,9 +75,9 @@ private func hash(_ name: String) -> PublicHash {
         let ack = Ack(acceptedThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)),
                       durableThrough: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
         let exact = CloudReply.ack(ack).encoded(device: DeviceID("d1"), answering: nil, key: nil)
-        // The unsigned reply ends with the exact mode's byte, then the signed flag 0.
-        #expect(exact.suffix(2) == [0, 0])
-        let bytes = Array(exact.dropLast(2)) + mode + [0]
+        // The unsigned reply ends with the exact mode's byte, the reindex flag 0 (none), then the signed flag 0.
+        #expect(exact.suffix(3) == [0, 0, 0])
+        let bytes = Array(exact.dropLast(3)) + mode + [0, 0]
         let error = #expect(throws: WireError.self, "\(label)") { try CloudReply.decode(bytes, device: DeviceID("d1"), key: key) }
         #expect(error?.code == .malformed && error?.message.contains(says) == true, "\(label): \(String(describing: error))")
     }

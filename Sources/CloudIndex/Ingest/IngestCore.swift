@@ -108,8 +108,10 @@ package struct IngestCore {
             if let conflict = try firstConflict(frame, messages: messages, app: app, through: overlap.upperBound, in: transaction) {
                 return .rejected(equivocation(frame, at: conflict, head: cloudHead))
             }
-            return .duplicate(try ack(device: frame.device, app: app, through: head, messages: messages,
-                                      popularity: try transaction.popularity(app: app), memory: memory, in: transaction))
+            var ackValue = try ack(device: frame.device, app: app, through: head, messages: messages,
+                                   popularity: try transaction.popularity(app: app), memory: memory, in: transaction)
+            ackValue.reindex = try reindex(frame, messages: messages, app: app, held: epochs, in: transaction)
+            return .duplicate(ackValue)
         case .append(let from, let overlap):
             if let overlap, let conflict = try firstConflict(frame, messages: messages, app: app, through: overlap.upperBound,
                                                              in: transaction) {
@@ -144,9 +146,65 @@ package struct IngestCore {
         try fold.flush(memory, forgetting: false)
         try rows.recordEpoch(app: app, device: frame.device, epoch: frame.epoch, lastSeq: frame.lastSeq)
         try transaction.finishFold(rows)
-        let ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, popularity: popularity,
+        var ackValue = try ack(device: frame.device, app: app, through: frame.last, messages: messages, popularity: popularity,
                                memory: memory, in: transaction)
+        ackValue.reindex = try reindex(frame, messages: messages, app: app, held: epochs, in: transaction)
         return .accepted(ackValue, messages: fresh.count)
+    }
+
+    /// The most messages of the log one ack reads for a reindex request; a
+    /// device told there is more asks again after where it stopped.
+    package static let reindexMessagesPerAck: UInt64 = 65_536
+
+    /// The answer to the frame's last reindex ask (`OutboxMessage.reindexAsk`),
+    /// nil when it has none or is a probe: the public hashes that the
+    /// device's messages the cloud holds after the ask's position, in the
+    /// device's epochs before the frame's, voted for or withdrew. Those
+    /// epochs have ended (the frame's began after them), so the answer is
+    /// the same every time the frame is acknowledged, and the cloud keeps
+    /// nothing for it. At most `requestsPerAck` hashes and
+    /// `reindexMessagesPerAck` messages a request: `through` says where it stopped.
+    private func reindex<Transaction: IngestTransaction>(_ frame: UploadFrame, messages: [OutboxMessage], app: AppID,
+                                                         held: [(epoch: Epoch, last: OutboxSeq)],
+                                                         in transaction: Transaction) throws -> CloudReindex? {
+        guard !frame.isProbe,
+              let after = messages.lazy.compactMap({ message -> OutboxPosition? in
+                  if case .reindexAsk(let after) = message { after } else { nil }
+              }).last else { return nil }
+        var hashes = Set<PublicHash>()
+        var through = after
+        var budget = IngestCore.reindexMessagesPerAck
+        let epochs = held.filter { $0.epoch >= after.epoch && $0.epoch < frame.epoch }.sorted { $0.epoch < $1.epoch }
+        func request(more: Bool) -> CloudReindex {
+            CloudReindex(after: after, through: through, hashes: hashes.sorted(), more: more)
+        }
+        for (epoch, last) in epochs {
+            let from = epoch == after.epoch ? after.seq.next : .first
+            guard from <= last else { continue }
+            guard budget > 0 else { return request(more: true) }
+            let until = OutboxSeq(min(last.rawValue, from.rawValue + budget - 1))
+            budget -= until.rawValue - from.rawValue + 1
+            for row in try transaction.loggedRows(app: app, device: frame.device, epoch: epoch, from: from, through: until) {
+                var position = row.firstSeq
+                for message in try row.messages() {
+                    defer { position = position.next }
+                    guard position >= max(from, row.acceptedFrom), position <= until else { continue }
+                    switch message {
+                    case .vote(let hash, _), .withdraw(let hash, _):
+                        if !hashes.contains(hash) {
+                            guard hashes.count < IngestCore.requestsPerAck else { return request(more: true) }
+                            hashes.insert(hash)
+                        }
+                    default:
+                        break
+                    }
+                    through = OutboxPosition(epoch: epoch, seq: position)
+                }
+            }
+            through = OutboxPosition(epoch: epoch, seq: until)
+            if until < last { return request(more: true) }
+        }
+        return request(more: false)
     }
 
     private func equivocation(_ frame: UploadFrame, at seq: OutboxSeq, head: OutboxPosition) -> Rejection {
@@ -178,7 +236,7 @@ package struct IngestCore {
             for message in messages {
                 switch message {
                 case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
-                case .signal, .page, .report: break
+                case .signal, .page, .report, .reindexAsk: break
                 }
             }
             for hash in check {

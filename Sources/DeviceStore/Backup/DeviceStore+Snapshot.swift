@@ -442,9 +442,14 @@ extension DeviceStore {
         let outcome = try store.write { db in
             // The snapshot it came from is a backup of everything the journal kept.
             try DeviceStore.recordBackup(db, through: toSeq ?? manifest.headSeq)
+            // The last message the restored journal implies: the cloud may
+            // hold more of this device after it, which the device no longer
+            // knows it sent, and the ask makes the cloud say which votes those were.
+            let implied = try OutboxStore.head(db)
             let appender = try JournalAppender(db: db, time: options.clock.now(), keys: store.privacyKeys)
             try appender.append(.storeRestored(StoreRestore(previousEpoch: manifest.epoch, snapshotHead: manifest.headSeq,
                                                             truncatedTo: toSeq, snapshotSHA256: manifest.contentDigest)))
+            try appender.append(.cloudReindexAsked(epoch: implied.epoch, seq: implied.seq))
             for index in try DeviceStore.knownIndexes(db) {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }

@@ -146,6 +146,30 @@ extension DeviceStore {
         }
     }
 
+    /// Journals the cloud's answer to a reindex ask (from an ack), and the
+    /// fold states this device's vote for each of its hashes again: a vote
+    /// when it holds a live one, else a withdrawal. A request that names no
+    /// hash and has no more to read is not journaled. Returns the journal
+    /// seq, or nil.
+    @discardableResult
+    public func recordCloudReindex(_ request: CloudReindex) throws(DeviceStoreError) -> Seq? {
+        guard !request.hashes.isEmpty || request.more else { return nil }
+        return try journalOwnWrite { _, appender in try appender.append(.votesReindexRequested(VoteReindexRequest(request))) }
+    }
+
+    /// A store's own write, not for an app's call, at its clock's now: the
+    /// expiry sweep every call starts with, then `body`'s events.
+    func journalOwnWrite<T>(_ body: (Database, JournalAppender) throws -> T) throws(DeviceStoreError) -> T {
+        let now = clock.now()
+        let keys = privacyKeys
+        return try write { db in
+            let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
+            var executor = CallExecutor(appender: appender)
+            try executor.expire(now: now)
+            return try body(db, appender)
+        }
+    }
+
     /// How the store's app counts popularity, as the store last learned it
     /// from an ack (exact until then, and for a store of version 3 opened
     /// read-only, which cannot have learned one).
@@ -184,19 +208,6 @@ extension DeviceStore {
         return try journalOwnWrite { _, appender in try appender.append(.popularityModeLearned(mode)) }
     }
 
-    /// A write the store makes on its own, not for an app's call, at its
-    /// clock's now: it appends through `appender` after the expiry sweep
-    /// every call starts with.
-    private func journalOwnWrite<T>(_ body: (Database, JournalAppender) throws -> T) throws(DeviceStoreError) -> T {
-        let now = clock.now()
-        let keys = privacyKeys
-        return try write { db in
-            let appender = try JournalAppender(db: db, time: now, keys: keys, path: writePath)
-            var executor = CallExecutor(appender: appender)
-            try executor.expire(now: now)
-            return try body(db, appender)
-        }
-    }
 
     /// Records the cloud's ack: it holds everything through `acceptedThrough`,
     /// durably through `durableThrough`. Messages up to the durable position are
@@ -359,5 +370,14 @@ enum OutboxStore {
         statement.bind(1, through.epoch)
         statement.bind(2, through.seq)
         try statement.execute()
+    }
+}
+
+extension VoteReindexRequest {
+    /// The journal's form of a request: IndexModel knows no `PublicHash` or
+    /// `OutboxPosition`.
+    init(_ request: CloudReindex) {
+        self.init(afterEpoch: request.after.epoch, afterSeq: request.after.seq, throughEpoch: request.through.epoch,
+                  throughSeq: request.through.seq, hashes: request.hashes.map(\.bytes), more: request.more)
     }
 }

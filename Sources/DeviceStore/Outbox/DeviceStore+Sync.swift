@@ -85,6 +85,7 @@ extension DeviceStore {
                 if outcome.recovered > 0 {
                     effects.append(.recoveredFromJournal(count: outcome.recovered))
                 }
+                effects += outcome.restated.map(UploadEffect.reindexRequested)
                 action = run.persisted(effects, now: now)
             case .finished(var report):
                 if report.status == nil { report.status = try syncStatus() }
@@ -111,13 +112,24 @@ extension DeviceStore {
     }
 
     private func apply(_ effects: [UploadEffect], acknowledged: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError)
-        -> (advance: (from: Epoch, to: Epoch)?, recovered: Int) {
+        -> (advance: (from: Epoch, to: Epoch)?, recovered: Int, restated: [CloudReindex]) {
         for case .popularityChanged(let mode) in effects {
             try recordPopularityMode(mode)
         }
         for case .contentRequested(let hashes) in effects {
             try recordContentRequests(hashes, acknowledged: acknowledged)
         }
+        for case .reindexRequested(let request) in effects {
+            try recordCloudReindex(request)
+        }
+        var restated: [CloudReindex] = []
+        let moves = effects.contains { effect in
+            switch effect {
+            case .rewound, .epochEnded, .epochTaken: true
+            default: false
+            }
+        }
+        if moves, let request = try restateSkipped(before: acknowledged) { restated.append(request) }
         var advance: (from: Epoch, to: Epoch)?
         var recovered = 0
         for effect in effects {
@@ -145,7 +157,43 @@ extension DeviceStore {
                 break
             }
         }
-        return (advance, recovered)
+        return (advance, recovered, restated)
+    }
+
+    /// Before the cursor moves on to `position` in a later epoch than its
+    /// own (a gap, or an epoch the cloud ended, sends the device on to where
+    /// the cloud holds it): the cloud has ended the device's earlier epochs,
+    /// perhaps short of messages it once acknowledged (it was restored from
+    /// an older backup since) or never got, and their votes and withdrawals
+    /// may never count. Which ones the cloud lacks it does not say, so the
+    /// store journals a request to state its vote again for every hash any
+    /// message of those epochs voted for or withdrew (made again from the
+    /// journal, so what the outbox dropped counts too), after the expiry
+    /// sweep its own writes begin with, and returns it; nil when they name
+    /// none. It comes before the cursor moves, so a crash between the two
+    /// repeats it, which changes nothing.
+    private func restateSkipped(before position: OutboxPosition) throws(DeviceStoreError) -> CloudReindex? {
+        let acknowledged = try read { db in try OutboxStore.acknowledged(db) }
+        guard position.epoch > acknowledged.epoch else { return nil }
+        var hashes = Set<PublicHash>()
+        for replayed in try replayedOutbox(after: .nothing, before: OutboxPosition(epoch: position.epoch, seq: .beforeFirst)) {
+            let message: OutboxMessage
+            do {
+                message = try OutboxMessage.decode(replayed.message)
+            } catch {
+                throw DeviceStoreError(.corruptStore, "the outbox message at \(replayed.position) cannot be made again: \(error)")
+            }
+            switch message {
+            case .vote(let hash, _), .withdraw(let hash, _): hashes.insert(hash)
+            default: break
+            }
+        }
+        guard !hashes.isEmpty else { return nil }
+        let request = CloudReindex(after: acknowledged, through: position, hashes: hashes.sorted(), more: false)
+        try journalOwnWrite { _, appender in
+            try appender.append(.votesReindexRequested(VoteReindexRequest(request)))
+        }
+        return request
     }
 
     /// After a rewind to `position` below the durable watermark (the cloud
@@ -202,15 +250,16 @@ extension DeviceStore {
             let epoch = state.epoch
             let beyond = position.epoch > epoch
                 || (position.epoch == epoch && state.acknowledged.epoch < epoch && position > state.head)
-            if beyond { return try DeviceStore.advanceEpoch(db, slots, past: position, now: now, keys: keys) }
+            if beyond { return try DeviceStore.advanceEpoch(db, slots, past: position, now: now, keys: keys, random: random) }
             try OutboxStore.recordAcknowledgement(db, slots, state: state, acceptedThrough: position, durableThrough: durable)
             return nil
         }
     }
 
-    /// How far above the cloud's epoch an advance goes (unless the clock is
-    /// later still). A restore from a backup of the cloud's epoch begins that
-    /// epoch + 1 when the clock is behind; an advance lands well clear of it.
+    /// How far above the cloud's epoch an advance goes at least, plus one
+    /// and a random number below it (unless the clock is later still). A
+    /// restore from a backup of the cloud's epoch begins at most this far
+    /// above it when the clock is behind; an advance lands clear of it.
     static let epochAdvanceStep: UInt64 = 1 << 16
 
     /// Moves the store's current epoch above `cloudHead`, the newest position
@@ -231,11 +280,13 @@ extension DeviceStore {
         let now = clock.now()
         let keys = privacyKeys
         let slots = writePath.outbox
-        return try write { db in try DeviceStore.advanceEpoch(db, slots, past: cloudHead, held: held, now: now, keys: keys) }
+        return try write { db in
+            try DeviceStore.advanceEpoch(db, slots, past: cloudHead, held: held, now: now, keys: keys, random: random)
+        }
     }
 
     private static func advanceEpoch(_ db: Database, _ slots: StatementSlots, past cloudHead: OutboxPosition, held: OutboxPosition? = nil,
-                                     now: Timestamp, keys: PrivacyProjection.Keys) throws -> (from: Epoch, to: Epoch)? {
+                                     now: Timestamp, keys: PrivacyProjection.Keys, random: any RandomSource) throws -> (from: Epoch, to: Epoch)? {
         let epoch = try OutboxStore.epoch(db)
         let acknowledged = try OutboxStore.acknowledged(db)
         guard cloudHead.epoch >= epoch else {
@@ -253,7 +304,11 @@ extension DeviceStore {
                 """)
         }
         // Epochs are numbers chosen here, from the cloud's and the clock's.
-        let next = Epoch(max(cloudHead.epoch.rawValue + epochAdvanceStep, UInt64(max(now.millisecondsSince1970, 0))))
+        // The random part keeps two incarnations that advance past the same
+        // cloud head (the first wiped before the cloud heard its new epoch)
+        // from choosing the same epoch, as a restore's does.
+        let above = cloudHead.epoch.rawValue + epochAdvanceStep + 1 + random.next() % epochAdvanceStep
+        let next = Epoch(max(above, UInt64(max(now.millisecondsSince1970, 0))))
         try db.execute(sql: "UPDATE store_meta SET value = ? WHERE key = 'epoch'", arguments: [next])
         let appender = try JournalAppender(db: db, time: now, keys: keys)
         try appender.append(.epochAdvanced(from: epoch, to: next, kept: kept))

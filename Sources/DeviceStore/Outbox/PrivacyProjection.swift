@@ -159,6 +159,10 @@ final class PrivacyProjection {
                 guard let content = try currentContent(hash) else { continue }
                 try send(.content(hash, content), epoch: epoch, seq: seq)
             }
+        case (.cloudReindexAsked(let askedEpoch, let askedSeq), _):
+            try send(.reindexAsk(after: OutboxPosition(epoch: askedEpoch, seq: askedSeq)), epoch: epoch, seq: seq)
+        case (.votesReindexRequested(let request), _):
+            try answer(request, epoch: epoch, seq: seq)
         case (.epochAdvanced(let from, let to, let kept), _):
             try moveEpoch(from: from, to: to, kept: kept)
         case (.popularityModeLearned(let learned), _):
@@ -178,6 +182,22 @@ final class PrivacyProjection {
             statement.bind(1, hash.bytes)
             try statement.execute()
             try send(.withdraw(hash, VoteToken(secret: keys.voteSecret, hash: hash)), epoch: epoch, seq: seq)
+        }
+    }
+
+    /// States this device's vote again for each hash of a reindex request:
+    /// a vote when it holds a live one, else a withdrawal (the cloud may hold
+    /// a vote of its that the device no longer knows it cast). With more to
+    /// read, asks again after where the cloud stopped.
+    private func answer(_ request: VoteReindexRequest, epoch: Epoch, seq: Seq) throws {
+        for hash in request.hashes.compactMap(PublicHash.init) {
+            let token = VoteToken(secret: keys.voteSecret, hash: hash)
+            try send(try hasVote(hash) ? .vote(hash, token) : .withdraw(hash, token), epoch: epoch, seq: seq)
+        }
+        let after = OutboxPosition(epoch: request.afterEpoch, seq: request.afterSeq)
+        let through = OutboxPosition(epoch: request.throughEpoch, seq: request.throughSeq)
+        if request.more && through > after {
+            try send(.reindexAsk(after: through), epoch: epoch, seq: seq)
         }
     }
 

@@ -86,8 +86,8 @@ final class Projector {
             let statement = try prepared(.countEngaged)
             statement.bind(1, ref)
             try statement.execute()
-        case .publicContentRequested:
-            // Only the privacy projection (the outbox) answers it.
+        case .publicContentRequested, .cloudReindexAsked, .votesReindexRequested:
+            // Only the privacy projection (the outbox) sends or answers them.
             break
         case .storeRestored, .epochAdvanced, .popularityModeLearned:
             // Markers: the epoch each opens is in the journal row itself (the

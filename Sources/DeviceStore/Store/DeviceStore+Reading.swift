@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SyncWire
 
 /// An activity as the store keeps it, with what the store derived.
 public struct StoredActivity: Hashable, Sendable {
@@ -45,6 +46,22 @@ extension DeviceStore {
             try String.fetchAll(db, sql: """
                 SELECT index_name FROM items UNION SELECT index_name FROM client_states ORDER BY 1
                 """)
+        }
+    }
+
+    /// The public hashes this device holds a live vote for, in ascending
+    /// order: what the cloud should count of it once it has synced.
+    public func liveVotes() throws(DeviceStoreError) -> [PublicHash] {
+        try read { db in
+            var hashes: [PublicHash] = []
+            for row in try Row.fetchAll(db, sql: "SELECT hash FROM public_votes ORDER BY hash") {
+                let bytes: Data = try StoredValue.column(row, 0, "public_votes.hash")
+                guard let hash = PublicHash([UInt8](bytes)) else {
+                    throw DeviceStoreError(.corruptStore, "public_votes.hash holds \(bytes.count) bytes, not a public hash of \(PublicHash.byteCount)")
+                }
+                hashes.append(hash)
+            }
+            return hashes
         }
     }
 

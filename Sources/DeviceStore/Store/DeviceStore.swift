@@ -62,6 +62,8 @@ public final class DeviceStore: Sendable {
     public let app: AppID
     let queue: DatabaseQueue
     let clock: any StoreClock
+    /// The store's randomness after it was opened (epochs an advance chooses).
+    let random: any RandomSource
     let privacyKeys: PrivacyProjection.Keys
     /// How the journal's rows are chained: over payload hashes, unless a
     /// read-only open found a store of format 4 or older.
@@ -109,6 +111,7 @@ public final class DeviceStore: Sendable {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
+        random = options.random
         writePath = WritePath(owned: location == .memory)
         let app = options.app
         guard !app.rawValue.isEmpty, app.rawValue.utf8.count <= 256, !app.rawValue.contains(where: \.isNewline) else {

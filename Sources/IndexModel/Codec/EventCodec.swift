@@ -68,6 +68,17 @@ public enum EventCodec {
             if kept > .beforeFirst { writer.uvarint(kept.rawValue) }
         case .popularityModeLearned(let mode):
             mode.encode(to: &writer)
+        case .cloudReindexAsked(let epoch, let seq):
+            writer.uvarint(epoch.rawValue)
+            writer.uvarint(seq.rawValue)
+        case .votesReindexRequested(let request):
+            writer.uvarint(request.afterEpoch.rawValue)
+            writer.uvarint(request.afterSeq.rawValue)
+            writer.uvarint(request.throughEpoch.rawValue)
+            writer.uvarint(request.throughSeq.rawValue)
+            writer.uvarint(UInt64(request.hashes.count))
+            for hash in request.hashes { writer.raw(hash) }
+            writer.byte(request.more ? 1 : 0)
         }
         return writer.bytes
     }
@@ -137,17 +148,7 @@ public enum EventCodec {
         case .resultEngaged:
             event = .resultEngaged(ref: try reader.string())
         case .publicContentRequested:
-            let count = try readCount(&reader)
-            var hashes: [[UInt8]] = []
-            for _ in 0..<count {
-                let start = reader.offset
-                let hash = try reader.fixedBytes(32, "public hash")
-                if let last = hashes.last, !last.lexicographicallyPrecedes(hash) {
-                    throw CodecError(.nonCanonical, at: start, "requested hashes must be in ascending order without repeats")
-                }
-                hashes.append(hash)
-            }
-            event = .publicContentRequested(hashes: hashes)
+            event = .publicContentRequested(hashes: try readHashes(&reader))
         case .storeRestored:
             let previousEpoch = Epoch(try reader.uvarint())
             let head = Seq(try reader.uvarint())
@@ -185,6 +186,25 @@ public enum EventCodec {
             event = .epochAdvanced(from: from, to: to, kept: kept)
         case .popularityModeLearned:
             event = .popularityModeLearned(try PopularityMode.decode(from: &reader))
+        case .cloudReindexAsked:
+            let epoch = Epoch(try reader.uvarint())
+            event = .cloudReindexAsked(epoch: epoch, seq: OutboxSeq(try reader.uvarint()))
+        case .votesReindexRequested:
+            let start = reader.offset
+            let afterEpoch = Epoch(try reader.uvarint())
+            let afterSeq = OutboxSeq(try reader.uvarint())
+            let throughEpoch = Epoch(try reader.uvarint())
+            let throughSeq = OutboxSeq(try reader.uvarint())
+            guard (throughEpoch.rawValue, throughSeq.rawValue) >= (afterEpoch.rawValue, afterSeq.rawValue) else {
+                throw CodecError(.nonCanonical, at: start,
+                                 "a reindex request reads forward, not from \(afterEpoch):\(afterSeq) back to \(throughEpoch):\(throughSeq)")
+            }
+            let hashes = try readHashes(&reader)
+            let moreAt = reader.offset
+            let more = try reader.byte()
+            guard more <= 1 else { throw CodecError(.nonCanonical, at: moreAt, "a reindex request's more flag is \(more), not 0 or 1") }
+            event = .votesReindexRequested(VoteReindexRequest(afterEpoch: afterEpoch, afterSeq: afterSeq, throughEpoch: throughEpoch,
+                                                               throughSeq: throughSeq, hashes: hashes, more: more == 1))
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")
@@ -385,6 +405,21 @@ public enum EventCodec {
 
     /// An element count; every element takes at least one byte, so a count larger
     /// than the remaining input is corrupt and is refused before any allocation.
+    /// A count of public hashes of 32 bytes each, in ascending order without repeats.
+    static func readHashes(_ reader: inout BinaryReader) throws(CodecError) -> [[UInt8]] {
+        let count = try readCount(&reader)
+        var hashes: [[UInt8]] = []
+        for _ in 0..<count {
+            let start = reader.offset
+            let hash = try reader.fixedBytes(32, "public hash")
+            if let last = hashes.last, !last.lexicographicallyPrecedes(hash) {
+                throw CodecError(.nonCanonical, at: start, "requested hashes must be in ascending order without repeats")
+            }
+            hashes.append(hash)
+        }
+        return hashes
+    }
+
     static func readCount(_ reader: inout BinaryReader) throws(CodecError) -> Int {
         let start = reader.offset
         let count = try reader.length()

@@ -71,6 +71,13 @@ extension JournalEvent {
             if kept > .beforeFirst { object["kept"] = .integer(Int64(clamping: kept.rawValue)) }
         case .popularityModeLearned(let mode):
             mode.addJSONFields(to: &object)
+        case .cloudReindexAsked(let epoch, let seq):
+            object["after"] = .string("\(epoch):\(seq)")
+        case .votesReindexRequested(let request):
+            object["after"] = .string("\(request.afterEpoch):\(request.afterSeq)")
+            object["through"] = .string("\(request.throughEpoch):\(request.throughSeq)")
+            object["hashes"] = .array(request.hashes.map { .string($0.hexString) })
+            object["more"] = .bool(request.more)
         }
         return .object(object)
     }

@@ -49,13 +49,26 @@ public enum JournalEvent: Hashable, Sendable {
     /// the mode the store held). Journaled so that the outbox, which sends
     /// signals or private reports by it, stays a fold of the journal.
     case popularityModeLearned(PopularityMode)
+    /// The store asks the cloud which public hashes the messages it holds of
+    /// this device after outbox position (`epoch`, `seq`), in the device's
+    /// epochs before the current one, voted for or withdrew: messages a
+    /// restored device no longer knows it sent. Journaled by a restore; the
+    /// fold sends it as a `reindexAsk` message.
+    case cloudReindexAsked(epoch: Epoch, seq: OutboxSeq)
+    /// The store is to state its vote again for each hash of the request (a
+    /// vote when it holds a live one, else a withdrawal), and to ask on after
+    /// the request's `through` when there is more. Requested by the cloud's
+    /// answer to a `cloudReindexAsked` (from an ack), or by the store itself
+    /// when the cloud ended an epoch before messages of it that it had not
+    /// acknowledged, whose votes and withdrawals may then never count.
+    case votesReindexRequested(VoteReindexRequest)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
     /// so events of older kinds keep their bytes and their hashes; the one
     /// exception is an `epochAdvanced` that kept messages in its old epoch,
     /// whose count version 4 added (`formatVersionWritten`).
-    public static let formatVersion: UInt8 = 5
+    public static let formatVersion: UInt8 = 6
 
     /// The version this event is written with.
     public var formatVersionWritten: UInt8 {
@@ -81,6 +94,8 @@ public enum JournalEvent: Hashable, Sendable {
         case .reindexAcknowledged: .reindexAcknowledged
         case .epochAdvanced: .epochAdvanced
         case .popularityModeLearned: .popularityModeLearned
+        case .cloudReindexAsked: .cloudReindexAsked
+        case .votesReindexRequested: .votesReindexRequested
         }
     }
 
@@ -106,7 +121,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .activityDeleted(let key, _), .activityExpired(let key): key
         case .resultShown(let ref), .resultEngaged(let ref): ref
         case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
-             .popularityModeLearned: nil
+             .popularityModeLearned, .cloudReindexAsked, .votesReindexRequested: nil
         }
     }
 }
@@ -130,10 +145,13 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case reindexAcknowledged = 14
     case epochAdvanced = 15
     case popularityModeLearned = 16
+    case cloudReindexAsked = 17
+    case votesReindexRequested = 18
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
     public var version: UInt8 {
+        if rawValue >= EventKind.cloudReindexAsked.rawValue { return 6 }
         if rawValue >= EventKind.popularityModeLearned.rawValue { return 5 }
         if rawValue >= EventKind.epochAdvanced.rawValue { return 3 }
         return rawValue >= EventKind.publicContentRequested.rawValue ? 2 : 1
@@ -157,6 +175,8 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .reindexAcknowledged: "reindexAcknowledged"
         case .epochAdvanced: "epochAdvanced"
         case .popularityModeLearned: "popularityModeLearned"
+        case .cloudReindexAsked: "cloudReindexAsked"
+        case .votesReindexRequested: "votesReindexRequested"
         }
     }
 
@@ -194,6 +214,32 @@ public struct StoreRestore: Hashable, Sendable {
         self.snapshotHead = snapshotHead
         self.truncatedTo = truncatedTo
         self.snapshotSHA256 = snapshotSHA256
+    }
+}
+
+/// A request to state votes again (`JournalEvent.votesReindexRequested`):
+/// the public hashes that the device's messages between two outbox positions
+/// voted for or withdrew, which the cloud holds and the device no longer
+/// knows of, or which the device sent and the cloud may never count.
+public struct VoteReindexRequest: Hashable, Sendable {
+    /// The outbox position the device asked after.
+    public var afterEpoch: Epoch
+    public var afterSeq: OutboxSeq
+    /// The last position read for this request: a device told there is
+    /// `more` asks again after it.
+    public var throughEpoch: Epoch
+    public var throughSeq: OutboxSeq
+    /// Public hashes of 32 bytes, in ascending order, without repeats.
+    public var hashes: [[UInt8]]
+    public var more: Bool
+
+    public init(afterEpoch: Epoch, afterSeq: OutboxSeq, throughEpoch: Epoch, throughSeq: OutboxSeq, hashes: [[UInt8]], more: Bool) {
+        self.afterEpoch = afterEpoch
+        self.afterSeq = afterSeq
+        self.throughEpoch = throughEpoch
+        self.throughSeq = throughSeq
+        self.hashes = hashes
+        self.more = more
     }
 }
 

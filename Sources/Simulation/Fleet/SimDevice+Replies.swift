@@ -29,6 +29,7 @@ extension SimDevice {
         let advancesBefore = session.report.epochAdvances
         let recoveredBefore = session.report.messagesRecovered
         let popularityBefore = session.uploader.popularity
+        let reindexBefore = session.report.reindexRequests.count
         let now = clock.now()
         let next = try store.perform(session.received(bytes, now: now), in: &session, now: now)
         var marks: [RecoveryPath] = []
@@ -43,6 +44,15 @@ extension SimDevice {
         if session.report.contentRequests > requestsBefore {
             // Journaling the requests was a write of its own, with its expiry sweep.
             expected[epoch, default: []].append(model.sweep(now: now))
+        }
+        for request in session.report.reindexRequests.dropFirst(reindexBefore) where !request.hashes.isEmpty || request.more {
+            // Journaling the answer was a write of its own, with its expiry sweep.
+            if let restated = model.restate(request, now: now, catalogue: catalogue) {
+                expected[epoch, default: []].append(restated)
+                marks.append(.votesReindexed)
+            } else {
+                findings.append("device \(number) was asked to state its vote again for a hash no catalogue entry has")
+            }
         }
         if session.uploader.acknowledged < before { marks.append(.cloudRegression) }
         if session.report.epochAdvances > advancesBefore {

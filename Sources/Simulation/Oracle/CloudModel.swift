@@ -47,6 +47,8 @@ struct CloudModel {
             guard admitted.counted == 1 else { return }
             reportsCounted += 1
             if number != ExpectedMessage.unnamed { entries[number, default: Entry()].reports += 1 }
+        case .reindexAsk:
+            break
         }
     }
 
@@ -64,6 +66,7 @@ struct CloudModel {
     /// for hashes no catalogue entry has; a report names no entry.
     static func expected(_ message: OutboxMessage, _ catalogue: Catalogue) -> ExpectedMessage? {
         if case .report = message { return .report(ExpectedMessage.unnamed) }
+        if case .reindexAsk = message { return .reindexAsk }
         guard let hash = message.hash, let number = catalogue.number(of: hash) else { return nil }
         switch message {
         case .vote: return .vote(number)
@@ -73,7 +76,7 @@ struct CloudModel {
             if counts == Popularity(shown: 1) { return .shown(number) }
             if counts == Popularity(engaged: 1) { return .engaged(number) }
             return nil
-        case .content, .page, .report: return nil
+        case .content, .page, .report, .reindexAsk: return nil
         }
     }
 }

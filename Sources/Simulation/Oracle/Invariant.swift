@@ -29,8 +29,31 @@ struct Invariant: Sendable {
     static let all: [Invariant] = [
         converged, cloudLogDense, acknowledgedNotLost, messagesMatchCalls, countsExact, publicIndex, sybilNeverPublic,
         hostileContained, noPrivateLeak, journalsVerify, deviceIndexMatchesCalls, noDeletedItemReturned, searchMatchesCalls,
-        projectionsEqualRebuild, epochsNeverReused, privacyBudget,
+        projectionsEqualRebuild, epochsNeverReused, privacyBudget, votesMatchDevices,
     ]
+
+    /// A vote the cloud counts is one its device holds, and the other way
+    /// round: a device restored from a backup no longer knows the votes it
+    /// cast or withdrew after it, and its reindex ask makes it state them again.
+    static let votesMatchDevices = Invariant(name: "votes-match-devices") { run in
+        let catalogue = run.evidence.catalogue
+        var problems: [String] = []
+        for check in run.evidence.deviceChecks {
+            guard check.journal != nil, let device = run.evidence.devices.first(where: { $0.number == check.device }) else { continue }
+            for number in catalogue.entries.indices {
+                let counted = run.matching.model.entries[number]?.live.contains(device.name) ?? false
+                let held = check.votes.contains(catalogue.entry(number).hash)
+                if counted != held {
+                    problems.append(counted
+                        ? "the cloud counts device \(device.number)'s vote for entry \(number), which the device does not hold"
+                        : "device \(device.number) holds a vote for entry \(number) that the cloud does not count")
+                }
+            }
+        }
+        return problems
+    } holds: { run in
+        "every vote the cloud counts is one its device holds, and every vote a device holds is counted, after \(run.evidence.restores) restores"
+    }
 
     static let converged = Invariant(name: "converged") { run in
         run.evidence.converged ? [] : [Invariant.notConverged]

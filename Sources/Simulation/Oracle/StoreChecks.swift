@@ -2,6 +2,7 @@ import CloudIndex
 import DeviceStore
 import Foundation
 import IndexModel
+import SyncWire
 
 /// What the checks found on one device.
 struct DeviceCheck {
@@ -12,6 +13,8 @@ struct DeviceCheck {
     var returnedProblems: [String] = []
     var rebuildProblems: [String] = []
     var budgetProblems: [String] = []
+    /// The public hashes the store holds a live vote for.
+    var votes: Set<PublicHash> = []
 }
 
 /// The checks of each device's store against the oracle's model of it, run
@@ -121,6 +124,7 @@ final class DeviceChecks: @unchecked Sendable {
                     (seqs \(unpurged.purgedSeqs.prefix(5).map(\.description).joined(separator: ", "))), deleted and backed up but not purged
                     """)
             }
+            result.votes = Set(try store.liveVotes())
             let ledger = try store.privacyLedger()
             let allowed = device.model.privately.map(PrivacyBudget.dailyThousandths) ?? 0
             for (day, spent) in ledger.sorted(by: { $0.key < $1.key }) where spent > allowed {

@@ -17,6 +17,9 @@ enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
     case shown(Int)
     case engaged(Int)
     case report(Int)
+    /// A restored device's question about the votes the cloud holds of it
+    /// beyond its journal (`OutboxMessage.reindexAsk`); it names no entry.
+    case reindexAsk
 
     /// The entry of a report read from the cloud log.
     static let unnamed = -1
@@ -24,6 +27,7 @@ enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
     var entry: Int {
         switch self {
         case .vote(let entry), .withdraw(let entry), .view(let entry), .shown(let entry), .engaged(let entry), .report(let entry): entry
+        case .reindexAsk: ExpectedMessage.unnamed
         }
     }
 
@@ -35,6 +39,7 @@ enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
         case .shown(let entry): "impression of entry \(entry)"
         case .engaged(let entry): "engagement with entry \(entry)"
         case .report: "private report"
+        case .reindexAsk: "reindex ask"
         }
     }
 
@@ -47,6 +52,7 @@ enum ExpectedMessage: Hashable, Comparable, CustomStringConvertible {
         case .shown(let entry): (3, entry)
         case .engaged(let entry): (4, entry)
         case .report: (5, ExpectedMessage.unnamed)
+        case .reindexAsk: (6, ExpectedMessage.unnamed)
         }
     }
 
@@ -118,6 +124,21 @@ struct StoreModel {
     /// "Private popularity"). The journaling write's sweep is `sweep(now:)`.
     mutating func learn(_ mode: PopularityMode) {
         privately = mode.privateSettings
+    }
+
+    /// The store journaled the cloud's answer to a reindex ask: it states
+    /// its vote for each hash again, and asks on when there is more
+    /// (`JournalEvent.votesReindexRequested`). The journaling write's sweep
+    /// comes first. Nil for a hash no catalogue entry has.
+    mutating func restate(_ request: CloudReindex, now: Timestamp, catalogue: Catalogue) -> [ExpectedMessage]? {
+        var out: [ExpectedMessage] = []
+        expire(now: now, into: &out)
+        for hash in request.hashes {
+            guard let entry = catalogue.number(of: hash) else { return nil }
+            out.append(votes.contains(entry) ? .vote(entry) : .withdraw(entry))
+        }
+        if request.more && request.through > request.after { out.append(.reindexAsk) }
+        return out
     }
 
     /// A write the store makes on its own (journaling the cloud's content

@@ -25,6 +25,10 @@ public enum RecoveryPath: String, CaseIterable, Hashable, Sendable, Comparable {
     /// A cloud restored from a backup older than its latest asked for messages
     /// a device had dropped, and the device made them again from its journal.
     case recoveryFromJournal
+    /// A device stated its vote again for the hashes a reindex request named:
+    /// the cloud's answer to its ask after a restore, or an epoch the cloud
+    /// ended before messages of it.
+    case votesReindexed
 
     /// Whether a campaign fails when no run reached the path. An epoch
     /// advance needs a restore, a clock jump back past it and a second

@@ -68,19 +68,92 @@ public struct Ack: Hashable, Sendable {
     public var contentRequests: [PublicHash]
     /// How the device's app reports popularity, as the cloud has it now.
     public var popularity: PopularityMode
+    /// The answer to the last reindex ask of the frame acknowledged, when it
+    /// had one.
+    public var reindex: CloudReindex?
 
     public init(acceptedThrough: OutboxPosition, durableThrough: OutboxPosition,
                 backedUpThrough: OutboxPosition = .nothing, contentRequests: [PublicHash] = [],
-                popularity: PopularityMode = .exact) {
+                popularity: PopularityMode = .exact, reindex: CloudReindex? = nil) {
         self.acceptedThrough = acceptedThrough
         self.durableThrough = durableThrough
         self.backedUpThrough = backedUpThrough
         self.contentRequests = contentRequests
         self.popularity = popularity
+        self.reindex = reindex
     }
 
     /// Through where the device may drop its messages: durable and backed up.
     public var droppableThrough: OutboxPosition { min(durableThrough, backedUpThrough) }
+}
+
+/// The cloud's answer to a reindex ask (`OutboxMessage.reindexAsk`): the
+/// public hashes that the device's messages it holds after `after`, up to
+/// `through`, in the device's epochs before the ask's, voted for or withdrew.
+/// The device states its vote for each again; with `more`, it asks again
+/// after `through`.
+public struct CloudReindex: Hashable, Sendable {
+    public var after: OutboxPosition
+    public var through: OutboxPosition
+    /// In ascending order, without repeats, at most `WireLimits.maximumRequests`.
+    public var hashes: [PublicHash]
+    public var more: Bool
+
+    public init(after: OutboxPosition, through: OutboxPosition, hashes: [PublicHash], more: Bool) {
+        self.after = after
+        self.through = through
+        self.hashes = hashes
+        self.more = more
+    }
+
+    /// Writes the request, or a 0 byte for none.
+    static func encode(_ request: CloudReindex?, to writer: inout BinaryWriter) {
+        guard let request else {
+            writer.byte(0)
+            return
+        }
+        writer.byte(1)
+        writer.position(request.after)
+        writer.position(request.through)
+        writer.uvarint(UInt64(request.hashes.count))
+        for hash in request.hashes { writer.raw(hash.bytes) }
+        writer.byte(request.more ? 1 : 0)
+    }
+
+    /// Reads what `encode` wrote, checking every field: positions within
+    /// `WireLimits.maximumPosition`, `through` not before `after`, at most
+    /// `WireLimits.maximumRequests` hashes in ascending order.
+    static func decode(from reader: inout BinaryReader) throws -> CloudReindex? {
+        let presentAt = reader.offset
+        switch try reader.byte() {
+        case 0: return nil
+        case 1: break
+        case let flag: throw WireError(.malformed, "the ack's reindex flag at byte \(presentAt) is \(flag), not 0 or 1")
+        }
+        let after = try FrameHeader.outboxPosition(&reader, "reindex after")
+        let through = try FrameHeader.outboxPosition(&reader, "reindex through")
+        guard through >= after else {
+            throw WireError(.malformed, "the ack's reindex request reads from \(after) back to \(through)")
+        }
+        let countAt = reader.offset
+        let count = try reader.uvarint()
+        guard count <= UInt64(WireLimits.maximumRequests) else {
+            throw WireError(.tooLarge, "the ack's reindex request at byte \(countAt) names \(count) hashes")
+        }
+        var hashes: [PublicHash] = []
+        for _ in 0..<count {
+            let at = reader.offset
+            let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "reindex hash"))
+            if let last = hashes.last, !(last < hash) {
+                throw WireError(.malformed, "the reindex hash at byte \(at) is not after the one before it")
+            }
+            hashes.append(hash)
+        }
+        let moreAt = reader.offset
+        let more = try reader.byte()
+        guard more <= 1 else { throw WireError(.malformed, "the reindex request's more flag at byte \(moreAt) is \(more), not 0 or 1") }
+        return CloudReindex(after: after, through: through, hashes: hashes, more: more == 1)
+    }
 }
 
 /// A refused frame: why, and for a gap the position the cloud expects next.
@@ -143,6 +216,7 @@ public enum CloudReply: Hashable, Sendable {
             writer.uvarint(UInt64(ack.contentRequests.count))
             for hash in ack.contentRequests { writer.raw(hash.bytes) }
             ack.popularity.encode(to: &writer)
+            CloudReindex.encode(ack.reindex, to: &writer)
         case .rejection(let rejection):
             writer.byte(UploadFrame.FrameType.rejection.rawValue)
             writer.string(addressee)
@@ -197,8 +271,9 @@ public enum CloudReply: Hashable, Sendable {
                     requests.append(PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "requested hash")))
                 }
                 let popularity = try PopularityMode.decode(from: &reader)
+                let reindex = try CloudReindex.decode(from: &reader)
                 reply = .ack(Ack(acceptedThrough: accepted, durableThrough: durable, backedUpThrough: backedUp,
-                                 contentRequests: requests, popularity: popularity))
+                                 contentRequests: requests, popularity: popularity, reindex: reindex))
             case .rejection:
                 let codeAt = reader.offset
                 guard let code = WireError.Code(rawValue: try reader.byte()) else {

@@ -2,7 +2,7 @@ import IndexModel
 
 /// A frame's payload: the frame's distinct public hashes once, then each
 /// message with its hash given as an index into them, except a report, which
-/// has none (`Journal/FORMAT.md`, "Frame payload"). Most messages of a busy device are signals for a few
+/// has none, nor a reindex ask (`Journal/FORMAT.md`, "Frame payload"). Most messages of a busy device are signals for a few
 /// popular hashes, so this carries each 32-byte hash once per frame instead of
 /// once per message, and decoding shares one copy of each hash.
 public enum FramePayload {
@@ -13,7 +13,7 @@ public enum FramePayload {
         var hashes: [ArraySlice<UInt8>] = []
         var body = BinaryWriter(capacity: standalone.count * 8)
         for message in standalone {
-            if message.first == OutboxMessage.reportTag {
+            if let tag = message.first, OutboxMessage.isHashless(tag) {
                 body.raw(message)
                 continue
             }
@@ -67,8 +67,8 @@ public enum FramePayload {
                 throw CodecError(.trailingBytes, at: reader.offset, "the payload holds more than \(count) messages")
             }
             let tag = try reader.byte()
-            if tag == OutboxMessage.reportTag {
-                messages.append(.report(try PrivateReport.decode(from: &reader)))
+            if OutboxMessage.isHashless(tag) {
+                messages.append(try OutboxMessage.decodeHashless(tag: tag, from: &reader))
                 continue
             }
             let indexAt = reader.offset

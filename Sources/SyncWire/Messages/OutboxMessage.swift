@@ -21,12 +21,16 @@ public enum OutboxMessage: Hashable, Sendable {
     /// A randomised report of one engagement, in place of a signal when the
     /// app's popularity is private (`PopularityMode.ldp`). It names no hash.
     case report(PrivateReport)
+    /// A restored device asks which public hashes the messages the cloud
+    /// holds of it after `after`, in its epochs before this message's, voted
+    /// for or withdrew; the ack answers with a `CloudReindex`. It names no hash.
+    case reindexAsk(after: OutboxPosition)
 
     /// The public hash the message is about; nil for a report, which names none.
     public var hash: PublicHash? {
         switch self {
         case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _): hash
-        case .report: nil
+        case .report, .reindexAsk: nil
         }
     }
 
@@ -38,6 +42,7 @@ public enum OutboxMessage: Hashable, Sendable {
         case .content: "content"
         case .page: "page"
         case .report: "report"
+        case .reindexAsk: "reindexAsk"
         }
     }
 }
@@ -63,11 +68,14 @@ public struct Popularity: Hashable, Sendable {
 
 extension OutboxMessage {
     private enum Tag: UInt8 {
-        case vote = 1, withdraw, signal, content, page, report
+        case vote = 1, withdraw, signal, content, page, report, reindexAsk
     }
 
-    /// The tag of a report, the one message with no hash after its tag.
-    static let reportTag = Tag.report.rawValue
+    /// Whether a message of the tag has no hash after its tag: a report and
+    /// a reindex ask.
+    static func isHashless(_ tag: UInt8) -> Bool {
+        tag == Tag.report.rawValue || tag == Tag.reindexAsk.rawValue
+    }
 
     public func encode(to writer: inout BinaryWriter) {
         switch self {
@@ -92,6 +100,9 @@ extension OutboxMessage {
         case .report(let report):
             writer.byte(Tag.report.rawValue)
             report.encode(to: &writer)
+        case .reindexAsk(let after):
+            writer.byte(Tag.reindexAsk.rawValue)
+            writer.position(after)
         }
     }
 
@@ -116,9 +127,25 @@ extension OutboxMessage {
         guard Tag(rawValue: tag) != nil else {
             throw CodecError(.unknownKind, at: start, "unknown outbox message kind \(tag)")
         }
-        if tag == reportTag { return .report(try PrivateReport.decode(from: &reader)) }
+        if isHashless(tag) { return try decodeHashless(tag: tag, from: &reader) }
         let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
         return try decodeBody(tag: tag, hash: hash, from: &reader)
+    }
+
+    /// A message without a hash, after its tag: a report, or a reindex ask
+    /// whose position is at most `WireLimits.maximumPosition` in each part.
+    static func decodeHashless(tag: UInt8, from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
+        guard tag != Tag.report.rawValue else { return .report(try PrivateReport.decode(from: &reader)) }
+        func part(_ name: String) throws(CodecError) -> UInt64 {
+            let at = reader.offset
+            let value = try reader.uvarint()
+            guard value <= WireLimits.maximumPosition else {
+                throw CodecError(.limitExceeded, at: at, "a reindex ask's \(name) is \(value), above \(WireLimits.maximumPosition)")
+            }
+            return value
+        }
+        let epoch = Epoch(try part("epoch"))
+        return .reindexAsk(after: OutboxPosition(epoch: epoch, seq: OutboxSeq(try part("seq"))))
     }
 
     /// The fields after the tag and the hash, which a frame payload stores
@@ -154,8 +181,8 @@ extension OutboxMessage {
                                                 contentDescription: description, webpageURL: url))
         case .page:
             return .page(hash, try CrawledPage.decode(from: &reader))
-        case .report:
-            throw CodecError(.nonCanonical, at: reader.offset, "a report carries no public hash")
+        case .report, .reindexAsk:
+            throw CodecError(.nonCanonical, at: reader.offset, "a \(tag == .report ? "report" : "reindex ask") carries no public hash")
         }
     }
 
@@ -188,6 +215,8 @@ extension OutboxMessage {
             object["function"] = .integer(Int64(report.function))
             object["row"] = .integer(Int64(report.row))
             object["positive"] = .bool(report.positive)
+        case .reindexAsk(let after):
+            object["after"] = .string(after.description)
         }
         return .object(object)
     }

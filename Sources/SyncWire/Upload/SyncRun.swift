@@ -122,6 +122,8 @@ public struct SyncRun: Sendable {
                 report.messagesRecovered += count
             case .popularityChanged(let mode):
                 report.popularityLearned = mode
+            case .reindexRequested(let request):
+                report.reindexRequests.append(request)
             case .stopped(let error):
                 report.failure = error.description
             case .durable, .retryScheduled:
@@ -147,6 +149,8 @@ public struct SyncReport: Hashable, Sendable {
     public var retries = 0
     public var rewinds = 0
     public var contentRequests = 0
+    /// The cloud's answers to this device's reindex asks, in order.
+    public var reindexRequests: [CloudReindex] = []
     /// Times the store moved its epoch above one the cloud holds.
     public var epochAdvances = 0
     /// The popularity mode an ack announced that the device did not hold

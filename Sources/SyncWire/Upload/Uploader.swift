@@ -188,6 +188,9 @@ public struct Uploader: Sendable {
                 popularity = ack.popularity
                 effects.append(.popularityChanged(ack.popularity))
             }
+            if let reindex = ack.reindex {
+                effects.append(.reindexRequested(reindex))
+            }
             state = .ready
             attempts = 0
             return effects
@@ -254,6 +257,9 @@ public enum UploadEffect: Hashable, Sendable {
     case durable(through: OutboxPosition)
     /// The cloud asks for the public content of these hashes.
     case contentRequested([PublicHash])
+    /// The cloud answers a reindex ask: the device states its vote for each
+    /// hash again (`JournalEvent.votesReindexRequested`).
+    case reindexRequested(CloudReindex)
     /// The app counts popularity another way than the device held: the
     /// device journals it (`JournalEvent.popularityModeLearned`).
     case popularityChanged(PopularityMode)

@@ -115,6 +115,7 @@ struct SyncCommand: AsyncParsableCommand {
                 "retries": .integer(Int64(report.retries)),
                 "rewinds": .integer(Int64(report.rewinds)),
                 "contentRequests": .integer(Int64(report.contentRequests)),
+                "votesRestated": .integer(Int64(report.reindexRequests.reduce(0) { $0 + $1.hashes.count })),
                 "failure": report.failure.map(JSONValue.string) ?? .null,
             ]
             if report.failure != nil, let last = transport.lastFailure { object["lastExchangeFailure"] = .string(last) }
@@ -136,6 +137,11 @@ struct SyncCommand: AsyncParsableCommand {
                         + "\(report.retries) retries, \(report.contentRequests) content requests answered")
             if let status = report.status {
                 Output.line("outbox head \(status.head), acknowledged through \(status.acknowledged), \(status.pending) pending")
+            }
+            let restated = report.reindexRequests.reduce(0) { $0 + $1.hashes.count }
+            if restated > 0 {
+                Output.line("stated its vote again for \(restated) public hash(es) the cloud's reindex requests, "
+                            + "or an epoch the cloud ended, named")
             }
             if let learned = report.popularityLearned {
                 Output.line("the app now counts popularity " + (learned.privateSettings.map { settings in

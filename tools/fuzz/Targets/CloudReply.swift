@@ -8,6 +8,8 @@
 // - an ack's content requests are within `WireLimits.maximumRequests`, and its
 //   popularity mode is one the cloud can set (an ldp mode's ranges hold, and
 //   its daily budget holds at least one report) and encodes back the same;
+// - an ack's reindex request reads forward (`through` not before `after`),
+//   and its hashes are ascending, distinct and within `maximumRequests`;
 // - a rejection keeps `expected` only for a gap or an equivocation, and
 //   `ended` only for a gap.
 import IndexModel
@@ -39,6 +41,11 @@ enum Target {
             }
             contract((try? PopularityMode.decode(ack.popularity.encoded)) == ack.popularity,
                      "an ack's popularity mode does not decode back from its encoding")
+            if let reindex = ack.reindex {
+                contract(reindex.through >= reindex.after && reindex.hashes.count <= WireLimits.maximumRequests
+                         && zip(reindex.hashes, reindex.hashes.dropFirst()).allSatisfy { $0 < $1 },
+                         "an ack's reindex request reads backward, or its hashes are out of order or too many")
+            }
         case .rejection(let rejection):
             let code = rejection.error.code
             contract(rejection.expected == nil || code == .gap || code == .equivocation,
@@ -63,6 +70,13 @@ enum Target {
         largest.popularity = .ldp(try PrivatePopularity(epsilonThousandths: 20_000,
                                                         dailyBudgetThousandths: PrivatePopularity.maximumDailyBudgetThousandths,
                                                         hashes: 64, buckets: 65_536))
+        var reindexed = ack
+        let other = PublicHash.of(app: AppID("com.example.app"), activityType: "com.example.read", identity: "url:https://example.com/b")
+        reindexed.reindex = CloudReindex(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)),
+                                         through: OutboxPosition(epoch: Epoch(1_800_000_000_000), seq: OutboxSeq(70_000)),
+                                         hashes: [hash, other].sorted(), more: true)
+        var nothingMore = ack
+        nothingMore.reindex = CloudReindex(after: .nothing, through: .nothing, hashes: [], more: false)
         let gap = Rejection(WireError(.gap, "expected 1:10"), expected: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(10)),
                             ended: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(9)))
         let frame = [UInt8](repeating: 0x33, count: 32)
@@ -73,6 +87,8 @@ enum Target {
             ("ack-ldp-unsigned", CloudReply.ack(ldp).encoded(device: device, answering: frame, key: nil)),
             ("ack-ldp-smallest-signed", CloudReply.ack(smallest).encoded(device: device, answering: frame, key: key)),
             ("ack-ldp-largest-unsigned", CloudReply.ack(largest).encoded(device: device, answering: frame, key: nil)),
+            ("ack-reindex-signed", CloudReply.ack(reindexed).encoded(device: device, answering: frame, key: key)),
+            ("ack-reindex-empty-unsigned", CloudReply.ack(nothingMore).encoded(device: device, answering: frame, key: nil)),
             ("gap-signed", CloudReply.rejection(gap).encoded(device: device, answering: frame, key: key)),
             ("malformed-unread", CloudReply.rejection(Rejection(WireError(.malformed, "bad"))).encoded(device: nil, answering: nil, key: nil)),
         ]

@@ -50,6 +50,9 @@ enum Target {
                      "a decoded report is outside its sketch")
             contract(message.hash == nil && report.cell == report.function * report.buckets + report.row,
                      "a decoded report names a hash or a cell outside its sketch")
+        case .reindexAsk(let after):
+            contract(message.hash == nil && after.epoch.rawValue <= WireLimits.maximumPosition
+                     && after.seq.rawValue <= WireLimits.maximumPosition, "a decoded reindex ask names a hash or a position past the limit")
         case .vote, .withdraw:
             break
         }
@@ -79,7 +82,11 @@ enum Target {
             .report(try PrivateReport(epsilonThousandths: 20_000, hashes: 65_536, buckets: 65_536, function: 65_535, row: 65_535,
                                       positive: true)),
         ]
-        let mixed = [messages[0], reports[1], messages[1], reports[0], reports[2], messages[2], reports[1]]
+        // Reindex asks at the start of an outbox and at the largest position.
+        let asks: [OutboxMessage] = [.reindexAsk(after: .nothing),
+                                     .reindexAsk(after: OutboxPosition(epoch: Epoch(WireLimits.maximumPosition),
+                                                                       seq: OutboxSeq(WireLimits.maximumPosition)))]
+        let mixed = [messages[0], reports[1], messages[1], reports[0], reports[2], messages[2], reports[1], asks[0], messages[4], asks[1]]
         func payload(_ messages: [OutboxMessage]) -> [UInt8] {
             [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))
         }
@@ -90,7 +97,7 @@ enum Target {
             ("payload-report-1", payload([reports[1]])),
             ("payload-mixed", payload(mixed)),
         ]
-        for message in messages.prefix(5) + messages.suffix(1) + reports.suffix(1) {
+        for message in messages.prefix(5) + messages.suffix(1) + reports.suffix(1) + asks.suffix(1) {
             seeds.append(("message-\(message.kindName)", [1] + message.encoded))
         }
         return seeds

@@ -130,6 +130,8 @@ enum Target {
         var senders: [PublicHash: [PublicContent: Set<DeviceID>]] = [:]
         /// hash → the devices that voted for it in a frame the cloud took.
         var voters: [PublicHash: Set<DeviceID>] = [:]
+        /// device → the hashes its votes and withdrawals named in frames the cloud took.
+        var named: [DeviceID: Set<PublicHash>] = [:]
         var days: Set<Int64> = []
         /// Each app's popularity mode, as the session set it.
         var modes: [AppID: PopularityMode] = [:]
@@ -336,7 +338,20 @@ enum Target {
             hash = any
         }
         let token = VoteToken([UInt8](repeating: UInt8(input.below(3)), count: VoteToken.byteCount))!
-        switch input.byte() % 20 {
+        switch input.byte() % 21 {
+        case 20:
+            // A reindex ask: after nothing, after a position the input
+            // chooses, at the largest position, or past it (written by hand).
+            var writer = BinaryWriter()
+            writer.byte(OutboxMessage.reindexAsk(after: .nothing).encoded[0])
+            let parts: [UInt64] = switch input.byte() % 4 {
+            case 0: [0, 0]
+            case 1: [UInt64(input.byte() % 4), UInt64(input.uint16())]
+            case 2: [WireLimits.maximumPosition, WireLimits.maximumPosition]
+            default: [WireLimits.maximumPosition + 1, UInt64.max]
+            }
+            for part in parts { writer.uvarint(part) }
+            return (writer.bytes, parts.allSatisfy { $0 <= WireLimits.maximumPosition })
         case 0, 1, 8, 9:
             return (OutboxMessage.vote(hash, token).encoded, true)
         case 2, 10:
@@ -637,6 +652,17 @@ enum Target {
             let mode = session.modes[device.app] ?? .exact
             contract(ack.popularity == mode, "the ack to \(device.name) says popularity \(ack.popularity), not \(mode)")
             session.devices[index].popularity = ack.popularity
+            // A reindex answer names only what this device's own taken
+            // frames voted for or withdrew, in order, at most a page.
+            if let reindex = ack.reindex {
+                let frame = try? UploadFrame.parse(bytes)
+                contract(frame.map { !$0.isProbe } ?? true, "a probe's reindex ask was answered")
+                contract(reindex.through >= reindex.after && reindex.hashes.count <= 256
+                         && zip(reindex.hashes, reindex.hashes.dropFirst()).allSatisfy { $0 < $1 },
+                         "the reindex answer to \(device.name) is out of order or longer than a page")
+                let own = session.named[device.name] ?? []
+                contract(reindex.hashes.allSatisfy(own.contains), "the reindex answer to \(device.name) names a hash it never voted for or withdrew")
+            }
         } else {
             contract(false, "the reply to a taken frame of \(device.name) is not an ack")
         }
@@ -652,8 +678,11 @@ enum Target {
             for message in messages {
                 switch message {
                 case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
-                case .vote(let hash, _): session.voters[hash, default: []].insert(device.name)
-                case .withdraw, .signal, .page, .report: break
+                case .vote(let hash, _):
+                    session.voters[hash, default: []].insert(device.name)
+                    session.named[device.name, default: []].insert(hash)
+                case .withdraw(let hash, _): session.named[device.name, default: []].insert(hash)
+                case .signal, .page, .report, .reindexAsk: break
                 }
             }
         }

@@ -275,7 +275,7 @@ extension SearchIndex {
                 case .resultShown(let ref), .resultEngaged(let ref):
                     refs.insert(ref)
                 case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
-                     .popularityModeLearned:
+                     .popularityModeLearned, .cloudReindexAsked, .votesReindexRequested:
                     break
                 }
                 return true
