@@ -360,6 +360,7 @@ public final class Simulator {
             for mark in taken.marks { counters.mark(mark) }
             findings += taken.findings
             counters.epochReuses += taken.epochReuses
+            counters.votesRestated += taken.votesRestated
             if drill != nil { try drillCaughtUp() }
             device.session = taken.session
             try act(device, on: taken.action)

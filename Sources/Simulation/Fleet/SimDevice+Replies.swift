@@ -15,6 +15,8 @@ extension SimDevice {
         var marks: [RecoveryPath] = []
         var findings: [String] = []
         var epochReuses = 0
+        /// Hashes the device stated its vote for again.
+        var votesRestated = 0
     }
 
     /// Takes `bytes`, the reply to the request `session` had in flight: the
@@ -35,6 +37,7 @@ extension SimDevice {
         var marks: [RecoveryPath] = []
         var findings: [String] = []
         var epochReuses = 0
+        var votesRestated = 0
         if session.report.messagesRecovered > recoveredBefore { marks.append(.recoveryFromJournal) }
         if session.uploader.popularity != popularityBefore {
             // The store journaled the mode first, a write of its own with its expiry sweep.
@@ -50,6 +53,7 @@ extension SimDevice {
             if let restated = model.restate(request, now: now, catalogue: catalogue) {
                 expected[epoch, default: []].append(restated)
                 marks.append(.votesReindexed)
+                votesRestated += request.hashes.count
             } else {
                 findings.append("device \(number) was asked to state its vote again for a hash no catalogue entry has")
             }
@@ -74,7 +78,7 @@ extension SimDevice {
                                                               session.uploader.durable.seq)
         }
         takenReply = TakenReply(token: token, session: session, action: next,
-                                marks: marks, findings: findings, epochReuses: epochReuses)
+                                marks: marks, findings: findings, epochReuses: epochReuses, votesRestated: votesRestated)
     }
 
     /// The device moved its epoch above `cloudHead`, where the cloud holds it

@@ -52,7 +52,10 @@ struct Invariant: Sendable {
         }
         return problems
     } holds: { run in
-        "every vote the cloud counts is one its device holds, and every vote a device holds is counted, after \(run.evidence.restores) restores"
+        """
+        every vote the cloud counts is one its device holds, and every vote a device holds is counted, after \(run.evidence.restores) \
+        restore(s) and \(run.evidence.counters.votesRestated) vote(s) stated again
+        """
     }
 
     static let converged = Invariant(name: "converged") { run in

@@ -54,6 +54,9 @@ public struct DrillReport: Sendable {
     /// of the backup the cut removed.
     public let cutBackMilliseconds: Int64?
     public let logRowsCut: Int
+    /// Hashes whose vote a device stated again: the cloud's answers to the
+    /// restored device's reindex ask, and epochs the cloud ended short.
+    public let votesRestated: Int
 
     /// The cloud acknowledged again everything the devices held at the restore.
     public var caughtUp: Bool { rtoVirtualSeconds != nil }
@@ -103,6 +106,7 @@ public struct DrillReport: Sendable {
             + Double(drill.restoreWall.components.attoseconds) / 1e18
         cutBackMilliseconds = report.options.drillCutBack
         logRowsCut = max(0, (drill.backupLogRows ?? 0) - (drill.restoredLogRows ?? drill.backupLogRows ?? 0))
+        votesRestated = simulator.lastRun?.evidence.counters.votesRestated ?? 0
     }
 
     public var jsonValue: JSONValue {
@@ -127,6 +131,7 @@ public struct DrillReport: Sendable {
                 .object(["virtualSecondsBeforeBackup": .double(Double(back) / 1_000), "logRowsCut": .integer(Int64(logRowsCut))])
             } ?? .null,
             "doubleCounts": .integer(Int64(doubleCounts)),
+            "votesRestated": .integer(Int64(votesRestated)),
             "caughtUp": .bool(caughtUp),
             "behind": .array(behind.map { .string($0) }),
             "converged": .bool(simulation.converged),
@@ -150,6 +155,8 @@ public struct DrillReport: Sendable {
             } ?? "never: " + (behind.first.map { "\($0)\(behind.count > 1 ? " (and \(behind.count - 1) more)" : "") when the run ended" }
                 ?? "the run ended before the cloud was seen to catch up")],
             ["double counts", "\(doubleCounts)"],
+            ["reindex", votesRestated == 0 ? "no vote needed stating again"
+                : "\(votesRestated) vote(s) stated again for the hashes reindex requests named (docs/SYNC.md, \"Reindex requests\")"],
         ]
         if let cutBackMilliseconds {
             rows.insert(["cut", String(format: "restored as at %.1f virtual s before the backup: %d of its cloud log rows cut",
