@@ -46,7 +46,7 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-format6")
         let path = try format6Store(in: directory)
         let cloud = try CloudIndex(at: .file(path))
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(cloud)
     }
 
@@ -108,7 +108,7 @@ import Testing
         }
         let clock = ManualClock(harnessStart)
         let cloud = try CloudIndex(at: .file(path), options: CloudOptions(clock: clock, threshold: 2))
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         #expect(try cloud.verifyLog().verifiedRows == 6)
         #expect(try cloud.projectionDigest() == cloud.rebuiltProjectionDigest())
         // And it ingests: a new device of the app votes.
@@ -125,7 +125,7 @@ import Testing
         let path = directory.appendingPathComponent("restored.sqlite").path
         let manifest = try CloudIndex.restore(snapshot: Self.fixtures.appendingPathComponent("cloud-v6.slsnap").path, to: path)
         #expect(manifest.logRows == 10)
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 
@@ -180,7 +180,7 @@ private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: 
 
     @Test func aFormatSevenStoreGainsThePagesWhenOpenedForWriting() throws {
         let (path, cloud) = try migratedStoreFixture(version: 7)
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(cloud)
         try cloud.recordPages([CrawledPage(url: soupURL, title: "Creamy Potato Soup", deepLink: "recipes://soup")], app: app)
         let soup = try #require(try cloud.publicIndex(app: app).first)
@@ -193,7 +193,7 @@ private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: 
         let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v7.slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 5)
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }
@@ -215,12 +215,31 @@ private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: 
 
     @Test func aFormatEightStoreGainsPrivatePopularityWhenOpenedForWriting() throws {
         let (path, cloud) = try migratedStoreFixture(version: 8)
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(cloud)
         let settings = try PrivatePopularity(epsilonThousandths: 4_000, dailyBudgetThousandths: 8_000, hashes: 16, buckets: 256)
         try cloud.setPopularity(.ldp(settings), app: app)
         let soup = try #require(try cloud.publicIndex(app: app).first)
         #expect(soup.estimatedEngaged == 0, "no report yet: an empty sketch estimates 0")
+    }
+
+    /// Version 10 marks purged log rows with a codec value and changes no
+    /// table: a version-9 store opened for writing is a current store.
+    @Test func aFormatNineStoreIsACurrentStoreWhenOpenedForWriting() throws {
+        let (path, cloud) = try migratedStoreFixture(version: 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
+        try expectFixtureContent(cloud)
+        #expect(try cloud.purgeWithdrawnContent(dryRun: true).contentMessages == 0, "the fixture's content is public")
+    }
+
+    @Test func aFormatNineSnapshotRestoresAsACurrentStore() throws {
+        let directory = try ScratchDirectory.make("sightline-format9")
+        let path = directory.appendingPathComponent("restored.sqlite").path
+        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v9.slsnap").path,
+                                              to: path)
+        #expect(manifest.logRows == 6)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
+        try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 
     @Test func aFormatEightSnapshotRestoresAsACurrentStore() throws {
@@ -229,7 +248,7 @@ private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: 
         let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 6)
-        #expect(try formatVersion(path) == 9)
+        #expect(try formatVersion(path) == CloudSchema.formatVersion)
         try expectFixtureContent(try CloudIndex(at: .file(path)))
     }
 }

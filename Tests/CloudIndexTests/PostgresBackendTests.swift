@@ -126,9 +126,9 @@ import Testing
     @Test func aStoreOfANewerFormatVersionIsRefusedSayingSo() throws {
         let database = try TestDatabase()
         _ = try cloud(database)
-        try edit(database, "UPDATE cloud_meta SET value = '10' WHERE key = 'format_version'")
+        try edit(database, "UPDATE cloud_meta SET value = '11' WHERE key = 'format_version'")
         let refusal = try #require(throws: CloudError.self) { try cloud(database) }
-        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 10, newer than this build's 9"), "\(refusal)")
+        #expect(refusal.code == .notACloudStore && refusal.message.contains("format version 11, newer than this build's 10"), "\(refusal)")
     }
 
     /// Version 8 added the crawled pages and version 9 private popularity:

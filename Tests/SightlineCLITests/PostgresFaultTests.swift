@@ -177,13 +177,13 @@ import Glibc
         let store = try PostgresCloud(at: database.location, password: database.password)
         store.close()
         let pool = PostgresPool(location: database.location, password: database.password, size: 1)
-        _ = try pool.withSession { try $0.query("UPDATE sightline.cloud_meta SET value = '10' WHERE key = 'format_version'") }
+        _ = try pool.withSession { try $0.query("UPDATE sightline.cloud_meta SET value = '11' WHERE key = 'format_version'") }
         pool.close()
         for command in [["cloud", "serve", "--port", "0"], ["cloud", "stats"], ["journal", "verify"]] {
             let result = try Child.run(command + ["--db", database.url], environment: ["PGPASSWORD": database.password ?? ""],
                                        in: directory)
             #expect(result.status == 3 && result.stderr.contains(
-                "the cloud store in \(database.url) has format version 10, newer than this build's 9: use a newer sightline"),
+                "the cloud store in \(database.url) has format version 11, newer than this build's 10: use a newer sightline"),
                     "\(command): \(result.stderr)")
         }
     }

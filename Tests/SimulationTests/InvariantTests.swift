@@ -64,6 +64,7 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
         let hash = evidence.catalogue.entry(0).hash
         if evidence.deviceChecks[0].votes.remove(hash) == nil { evidence.deviceChecks[0].votes.insert(hash) }
     }),
+    ("withdrawn-content-purged", { $0.unpurgedContent = .success(1) }),
 ] }
 
 @Suite struct InvariantTests {

@@ -157,7 +157,7 @@ package struct CloudFold<Rows: FoldRows> {
                         memory.asks.changed(hash)
                     }
                 }
-            case .page, .report, .reindexAsk:
+            case .page, .report, .reindexAsk, .contentPurged:
                 continue
             }
         }

@@ -207,6 +207,16 @@ package struct IngestCore {
         return request(more: false)
     }
 
+    /// Whether a frame's message is the one the log holds at its position:
+    /// the same message, or the content a purge left the keyed digest of.
+    static func same(_ message: OutboxMessage, asHeld held: OutboxMessage, app: AppID, secrets: CloudSecrets) -> Bool {
+        if case .contentPurged(let hash, let digest) = held {
+            guard case .content(let sent, let content) = message, sent == hash else { return false }
+            return secrets.contentDigest(app: app, content: content) == digest
+        }
+        return message == held
+    }
+
     private func equivocation(_ frame: UploadFrame, at seq: OutboxSeq, head: OutboxPosition) -> Rejection {
         Rejection(WireError(.equivocation, "message \(frame.epoch):\(seq) differs from the one the cloud accepted at that position"),
                   expected: head)
@@ -236,7 +246,7 @@ package struct IngestCore {
             for message in messages {
                 switch message {
                 case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
-                case .signal, .page, .report, .reindexAsk: break
+                case .signal, .page, .report, .reindexAsk, .contentPurged: break
                 }
             }
             for hash in check {
@@ -280,7 +290,7 @@ package struct IngestCore {
                                                  through: through) {
             for (seq, message) in zip(sequence(first: stored.firstSeq) { $0.next }, try stored.messages()) {
                 guard seq >= stored.acceptedFrom, seq >= frame.firstSeq, seq <= through, seq <= frame.lastSeq else { continue }
-                if messages[frame.firstSeq.count(before: seq)] != message { return seq }
+                if !Self.same(messages[frame.firstSeq.count(before: seq)], asHeld: message, app: app, secrets: secrets) { return seq }
             }
         }
         return nil

@@ -46,9 +46,27 @@ package enum CloudLog {
         return Array(SHA256.hash(data: writer.bytes))
     }
 
-    /// The `count` messages a logged payload holds, checked against its digest.
+    /// The codec of a purged row (from format 10): its payload is stored,
+    /// and it is the residue of the frame's payload, whose content messages
+    /// a purge replaced by `contentPurged`. The row keeps the digest of the
+    /// payload as received, which the chain covers.
+    package static let purgedCodec: Int64 = 2
+
+    /// The `count` messages a logged payload holds, checked against its
+    /// digest; a purged row's residue, which no longer matches it, decodes
+    /// with its `contentPurged` messages and every other check.
     package static func messages(codec: Int64, uncompressedLength: Int, payload: [UInt8], digest: [UInt8],
                                  count: Int) throws -> [OutboxMessage] {
+        if codec == purgedCodec {
+            guard payload.count == uncompressedLength else {
+                throw CloudError(.corruptLog, "a purged row's payload is \(payload.count) bytes, its uncompressed_length \(uncompressedLength)")
+            }
+            let messages = try FramePayload.decode(payload, count: count, purged: true)
+            guard messages.contains(where: { if case .contentPurged = $0 { true } else { false } }) else {
+                throw CloudError(.corruptLog, "a row marked purged holds no purged content message")
+            }
+            return messages
+        }
         let plain: [UInt8]
         switch UploadFrame.Codec(rawValue: UInt8(clamping: codec)) {
         case .stored: plain = payload
@@ -250,8 +268,11 @@ public struct CloudLogRecord: Sendable {
     /// The frame's messages from `firstSeq` (those before `acceptedFrom` were
     /// already held and were not folded again).
     public let messages: [OutboxMessage]
+    /// Whether a purge took content out of the row (`contentPurged` messages).
+    public let isPurged: Bool
 
     package init(_ row: StoredLogRow, hash: [UInt8]) throws(CloudError) {
+        isPurged = row.codec == CloudLog.purgedCodec
         app = row.app
         seq = row.seq
         device = row.device

@@ -70,6 +70,11 @@ public protocol CloudStore: AnyObject, Sendable {
     func projectionDigest() throws(CloudError) -> String
     func rebuiltProjectionDigest() throws(CloudError) -> String
     func rebuildProjections() throws(CloudError)
+    /// Takes out of the cloud log the content of hashes below K that a
+    /// backup no longer needs (`CloudPurgePlanner`); with `dryRun`, says
+    /// what it would take and changes nothing.
+    @discardableResult
+    func purgeWithdrawnContent(dryRun: Bool) throws(CloudError) -> CloudPurgeReport
 
     /// Copies the store, consistently, into a cloud store file for a backup
     /// snapshot at `path` (`CloudSnapshotCopy.write` then writes the snapshot).

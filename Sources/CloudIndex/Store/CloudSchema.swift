@@ -16,8 +16,9 @@ package enum CloudSchema {
     /// per app, and gives each app its wanted seqs; version 8 adds the
     /// crawled pages (`pages`); version 9 each app's popularity mode
     /// (`apps.popularity`) and its private sketch (`sketch_cells`,
-    /// `report_allowances`).
-    package static let formatVersion = 9
+    /// `report_allowances`); version 10 purged log rows (`cloud_log.codec`
+    /// `CloudLog.purgedCodec`), with no change of tables.
+    package static let formatVersion = 10
     /// The first version with a chain per app.
     package static let perAppChainVersion = 7
     package static let application = "sightline-cloud-store"

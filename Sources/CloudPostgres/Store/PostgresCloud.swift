@@ -218,6 +218,7 @@ public final class PostgresCloud: CloudStore {
                 try session.executeScript(PostgresSchema.sketchDDL)
                 try session.executeScript(PostgresSchema.popularityColumnDDL)
             }
+            // Version 10 added purged log rows, a codec value, and no table.
             _ = try session.query("UPDATE cloud_meta SET value = $1 WHERE key = 'format_version'",
                                   [.text(String(PostgresSchema.formatVersion))])
         }

@@ -1,6 +1,6 @@
 import CloudIndex
 
-/// The PostgreSQL schema of a cloud store: the tables of format version 9
+/// The PostgreSQL schema of a cloud store: the tables of format version 10
 /// (`Journal/FORMAT.md`, "Cloud store"), the same as the SQLite backend's,
 /// in a schema of their own (`sightline`) so that the database may hold
 /// other things. Text columns compare bytewise (`COLLATE "C"`), as SQLite's

@@ -44,6 +44,8 @@ final class CloudHost {
     /// The cloud's kept backups, oldest first.
     private(set) var snapshots: [String] = []
     private var snapshotsTaken = 0
+    /// Content messages the cloud's purges took out of its log.
+    private(set) var contentPurged = 0
     /// The snapshot being written, if any (`takeSnapshot`).
     private var pendingSnapshot: PendingCloudSnapshot?
     /// The restore being staged while the cloud is down, if any (`beginRestore`).
@@ -284,6 +286,8 @@ final class CloudHost {
             return
         }
         try cloud.recordSnapshot(pending.copy)
+        // What this backup made durable below K goes from the log.
+        contentPurged += try cloud.purgeWithdrawnContent(dryRun: false).contentMessages
         snapshots.append(pending.copy.destination)
         // The two latest are kept.
         if snapshots.count > 2 { StoreFiles.remove(snapshots.removeFirst()) }

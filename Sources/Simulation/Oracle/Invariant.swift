@@ -29,8 +29,26 @@ struct Invariant: Sendable {
     static let all: [Invariant] = [
         converged, cloudLogDense, acknowledgedNotLost, messagesMatchCalls, countsExact, publicIndex, sybilNeverPublic,
         hostileContained, noPrivateLeak, journalsVerify, deviceIndexMatchesCalls, noDeletedItemReturned, searchMatchesCalls,
-        projectionsEqualRebuild, epochsNeverReused, privacyBudget, votesMatchDevices,
+        projectionsEqualRebuild, epochsNeverReused, privacyBudget, votesMatchDevices, withdrawnContentPurged,
     ]
+
+    /// The cloud log keeps no content of a hash below K once a backup holds
+    /// the hash's fall below K: every backup and every restore is followed
+    /// by a purge (`docs/CLOUD.md`, "Purging withdrawn content").
+    static let withdrawnContentPurged = Invariant(name: "withdrawn-content-purged") { run in
+        switch run.evidence.unpurgedContent {
+        case .success(let left)? where left > 0:
+            ["the cloud log still holds \(left) content message(s) of hashes below K that a backup made purgeable"]
+        case .failure(let error)?:
+            ["the cloud log cannot be read for a purge: \(error)"]
+        default:
+            []
+        }
+    } holds: { run in
+        run.evidence.unpurgedContent == nil
+            ? "not checked against a served cloud, which purges after its own snapshots"
+            : "no content of a hash below K that a backup holds the fall of is left in the cloud log; purges took \(run.evidence.contentPurged)"
+    }
 
     /// A vote the cloud counts is one its device holds, and the other way
     /// round: a device restored from a backup no longer knows the votes it

@@ -45,7 +45,13 @@ struct Matching {
         }
         for (epoch, groups) in device.expected.sorted(by: { $0.key < $1.key }) {
             let messages = held[epoch] ?? []
-            let plain = messages.filter { if case .content = $0.message { false } else { true } }
+            // Content, and what a purge of the cloud log left of it, is checked on its own.
+            let plain = messages.filter {
+                switch $0.message {
+                case .content, .contentPurged: false
+                default: true
+                }
+            }
             var position = 0
             for group in groups where position < plain.count {
                 let take = plain[position..<min(position + group.count, plain.count)]
@@ -132,6 +138,9 @@ struct Matching {
             case .content(let hash, let content) where catalogue.number(of: hash).map { content == Simulator.poisoned(catalogue.entry($0)) } == true:
                 // The voter's offer for its own entry, ignored for any other;
                 // public-index checks that it never shows.
+                break
+            case .contentPurged(let hash, _) where catalogue.number(of: hash) != nil:
+                // The same, once a purge of the cloud log took it out.
                 break
             default:
                 if hostileProblems.count < 5 { hostileProblems.append("the cloud log took \(held.message) from the hostile device") }

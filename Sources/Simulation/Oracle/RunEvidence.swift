@@ -54,6 +54,11 @@ struct RunEvidence {
     /// Each device's store checks, in device order.
     var deviceChecks: [DeviceCheck] = []
     var cloudJournalProblems: [String] = []
+    /// Content messages of the embedded cloud's log that a purge would take
+    /// now (`purgeWithdrawnContent(dryRun:)`), nil against a served cloud or
+    /// when unreadable; and what its purges took during the run.
+    var unpurgedContent: Result<Int, CloudError>?
+    var contentPurged = 0
     var cloudRebuildProblems: [String] = []
 
     var hostileTarget: Catalogue.Entry { Simulator.hostileTarget(catalogue) }
@@ -116,6 +121,10 @@ extension Simulator {
                 for number in 0...catalogue.sybil.number { estimates[number] = sketch.estimate(catalogue.entry(number).hash.bytes) }
                 evidence.estimates = estimates
             }
+        }
+        if options.remote == nil {
+            evidence.unpurgedContent = Result { () throws(CloudError) in try cloud.purgeWithdrawnContent(dryRun: true).contentMessages }
+            evidence.contentPurged = cloudHost.contentPurged
         }
         evidence.crawled = crawledPages
         evidence.pages = Result { () throws(CloudError) in try cloud.crawledPages(app: options.app) }

@@ -41,7 +41,9 @@ public enum FramePayload {
     /// Exactly `count` messages, or the first reason the payload is not the
     /// canonical payload of `count` messages: the hashes must be distinct, in
     /// the order of their first use, and each used.
-    public static func decode(_ payload: [UInt8], count: Int) throws(CodecError) -> [OutboxMessage] {
+    /// `purged` allows the residues a purge of the cloud log leaves
+    /// (`OutboxMessage.contentPurged`); a frame never carries one.
+    public static func decode(_ payload: [UInt8], count: Int, purged: Bool = false) throws(CodecError) -> [OutboxMessage] {
         var reader = BinaryReader(payload)
         let hashCountAt = reader.offset
         let hashCount = try reader.uvarint()
@@ -77,7 +79,7 @@ public enum FramePayload {
                 throw CodecError(.nonCanonical, at: indexAt, "hash index \(index) is not the next new hash or an earlier one")
             }
             if index == UInt64(used) { used += 1 }
-            messages.append(try OutboxMessage.decodeBody(tag: tag, hash: hashes[Int(index)], from: &reader))
+            messages.append(try OutboxMessage.decodeBody(tag: tag, hash: hashes[Int(index)], from: &reader, purged: purged))
         }
         guard messages.count == count else {
             throw CodecError(.truncated, at: reader.offset, "the payload holds \(messages.count) messages, not \(count)")

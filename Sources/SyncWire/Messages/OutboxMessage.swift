@@ -25,11 +25,17 @@ public enum OutboxMessage: Hashable, Sendable {
     /// holds of it after `after`, in its epochs before this message's, voted
     /// for or withdrew; the ack answers with a `CloudReindex`. It names no hash.
     case reindexAsk(after: OutboxPosition)
+    /// What a purge of the cloud log leaves of a content message: its hash,
+    /// and the keyed digest of the content's encoded bytes under the cloud's
+    /// secret (as an offer is kept), so that a resent frame can still be
+    /// compared with it. Only a purged log row holds it; no frame carries it.
+    case contentPurged(PublicHash, digest: [UInt8])
 
     /// The public hash the message is about; nil for a report, which names none.
     public var hash: PublicHash? {
         switch self {
-        case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _): hash
+        case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _),
+             .contentPurged(let hash, _): hash
         case .report, .reindexAsk: nil
         }
     }
@@ -43,6 +49,7 @@ public enum OutboxMessage: Hashable, Sendable {
         case .page: "page"
         case .report: "report"
         case .reindexAsk: "reindexAsk"
+        case .contentPurged: "contentPurged"
         }
     }
 }
@@ -68,8 +75,11 @@ public struct Popularity: Hashable, Sendable {
 
 extension OutboxMessage {
     private enum Tag: UInt8 {
-        case vote = 1, withdraw, signal, content, page, report, reindexAsk
+        case vote = 1, withdraw, signal, content, page, report, reindexAsk, contentPurged
     }
+
+    /// The length of a purged content message's keyed digest.
+    public static let purgedDigestBytes = 16
 
     /// Whether a message of the tag has no hash after its tag: a report and
     /// a reindex ask.
@@ -103,6 +113,10 @@ extension OutboxMessage {
         case .reindexAsk(let after):
             writer.byte(Tag.reindexAsk.rawValue)
             writer.position(after)
+        case .contentPurged(let hash, let digest):
+            writer.byte(Tag.contentPurged.rawValue)
+            writer.raw(hash.bytes)
+            writer.raw(digest)
         }
     }
 
@@ -150,7 +164,10 @@ extension OutboxMessage {
 
     /// The fields after the tag and the hash, which a frame payload stores
     /// apart (`FramePayload`); not for a report, which has no hash.
-    static func decodeBody(tag tagByte: UInt8, hash: PublicHash, from reader: inout BinaryReader) throws(CodecError) -> OutboxMessage {
+    /// `purged` allows the residue of a purge (`contentPurged`), which only a
+    /// purged cloud log row holds.
+    static func decodeBody(tag tagByte: UInt8, hash: PublicHash, from reader: inout BinaryReader,
+                           purged: Bool = false) throws(CodecError) -> OutboxMessage {
         guard let tag = Tag(rawValue: tagByte) else {
             throw CodecError(.unknownKind, at: reader.offset, "unknown outbox message kind \(tagByte)")
         }
@@ -183,6 +200,11 @@ extension OutboxMessage {
             return .page(hash, try CrawledPage.decode(from: &reader))
         case .report, .reindexAsk:
             throw CodecError(.nonCanonical, at: reader.offset, "a \(tag == .report ? "report" : "reindex ask") carries no public hash")
+        case .contentPurged:
+            guard purged else {
+                throw CodecError(.unknownKind, at: reader.offset - 1, "a purged content message is only in a purged cloud log row, never in a frame")
+            }
+            return .contentPurged(hash, digest: try reader.fixedBytes(purgedDigestBytes, "purged content digest"))
         }
     }
 
@@ -217,6 +239,8 @@ extension OutboxMessage {
             object["positive"] = .bool(report.positive)
         case .reindexAsk(let after):
             object["after"] = .string(after.description)
+        case .contentPurged(_, let digest):
+            object["purgedContentDigest"] = .string(digest.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined())
         }
         return .object(object)
     }

@@ -17,7 +17,7 @@ struct CloudCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cloud",
         abstract: "Run the cloud aggregator and inspect its store.",
-        subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self,
+        subcommands: [ServeCommand.self, CloudStatsCommand.self, CloudSearchCommand.self, RebuildCommand.self, CloudPurgeCommand.self,
                       CloudSnapshotCommand.self, CloudRestoreCommand.self, CrawlCommand.self]
     )
 }
@@ -326,6 +326,19 @@ struct PeriodicSnapshots: Sendable {
             switch written {
             case .success(let manifest)?:
                 logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
+                // What this backup made durable below K goes from the log.
+                let purged = try? await NIOThreadPool.singleton.runIfActive { [cloud] in
+                    Result { () throws(CloudError) in try cloud.purgeWithdrawnContent(dryRun: false) }
+                }
+                switch purged {
+                case .success(let report)? where report.contentMessages > 0:
+                    logger.info("withdrawn content purged", metadata: ["messages": "\(report.contentMessages)",
+                                                                       "rows": "\(report.rows.count)"])
+                case .failure(let error)?:
+                    logger.error("purge failed", metadata: ["reason": "\(error.message)"])
+                default:
+                    break
+                }
             case .failure(let error)?:
                 logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
                 continue
@@ -526,6 +539,64 @@ struct RebuildCommand: ParsableCommand {
     }
 }
 
+struct CloudPurgeCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Take the content of hashes below K out of the cloud log once a backup holds their withdrawal.",
+        discussion: """
+            Each content message of a hash with fewer than K live votes becomes its residue \
+            (the hash and a keyed digest) once the cloud's last backup holds the row in which \
+            the hash last fell below K. The log's chain still verifies and a rebuild folds the \
+            same projections. `cloud snapshot` and a serving cloud's periodic snapshots \
+            purge on their own; this command purges now, or with --dry-run \
+            says what it would. docs/CLOUD.md, "Purging withdrawn content".
+            """
+    )
+
+    @OptionGroup var store: CloudStoreOption
+    @OptionGroup var output: JSONOption
+
+    @Flag(name: .long, help: "Say what would be purged and change nothing.")
+    var dryRun = false
+
+    func run() throws {
+        if !PostgresLocation.isPostgresURL(store.db), !FileManager.default.fileExists(atPath: store.db) {
+            Output.error("error: no cloud store at \(store.db)")
+            throw ExitStatus.storeUnavailable
+        }
+        let cloud = try store.open(readOnly: dryRun)
+        let report: CloudPurgeReport
+        do {
+            report = try cloud.purgeWithdrawnContent(dryRun: dryRun)
+        } catch {
+            Output.error("error: \(error.message)")
+            throw ExitStatus.storeUnavailable
+        }
+        if output.json {
+            Output.json(.object([
+                "dryRun": .bool(dryRun),
+                "rows": .array(report.rows.map { .object(["app": .string($0.app.rawValue), "seq": .integer($0.seq)]) }),
+                "contentMessages": .integer(Int64(report.contentMessages)),
+                "hashes": .integer(Int64(report.hashes)),
+                "bytes": .integer(Int64(report.bytes)),
+                "waitingForBackup": .integer(Int64(report.waitingForBackup)),
+            ]))
+        } else {
+            Output.line(CloudPurgeCommand.summary(report, dryRun: dryRun))
+        }
+    }
+
+    /// One line on what a purge did or would do.
+    static func summary(_ report: CloudPurgeReport, dryRun: Bool) -> String {
+        var line = "\(dryRun ? "would purge" : "purged") \(report.contentMessages) content message(s) of \(report.hashes) hash(es) "
+            + "below K from \(report.rows.count) cloud log row(s), \(report.bytes) bytes"
+        if report.waitingForBackup > 0 {
+            line += "; \(report.waitingForBackup) more wait for a backup to hold their withdrawal"
+        }
+        return line
+    }
+}
+
 struct CloudSnapshotCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "snapshot",
@@ -549,12 +620,16 @@ struct CloudSnapshotCommand: ParsableCommand {
         let key = try keyOption.key()
         let cloud = try store.open(readOnly: false)
         let manifest: CloudSnapshotManifest
+        let purge: CloudPurgeReport
         do {
             manifest = try cloud.snapshot(to: out, key: key)
+            // What this backup made durable below K goes from the log.
+            purge = try cloud.purgeWithdrawnContent(dryRun: false)
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.storeUnavailable
         }
+        if purge.contentMessages > 0 { Output.error(CloudPurgeCommand.summary(purge, dryRun: false)) }
         if output.json {
             Output.json(.object([
                 "logRows": .integer(manifest.logRows), "logHeadHash": .string(manifest.logHeadHash),
@@ -632,9 +707,9 @@ struct CloudRestoreCommand: ParsableCommand {
             if let cut {
                 Output.line("restored \(store.displayName) from \(snapshot) as at \(ISO8601.format(cut.through)): "
                             + "\(cut.rowsKept) of \(cut.rowsBefore) cloud log rows kept, \(manifest.devices) devices")
-                return
+            } else {
+                Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
             }
-            Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
         } catch {
             Output.error("error: \(error.message)")
             throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable

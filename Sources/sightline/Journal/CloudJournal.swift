@@ -20,7 +20,7 @@ enum CloudJournal {
     }
 
     static func json(_ record: CloudLogRecord) -> JSONValue {
-        .object([
+        var object: JSONObject = [
             "app": .string(record.app.rawValue),
             "seq": .integer(record.seq),
             "device": .string(record.device.rawValue),
@@ -35,7 +35,9 @@ enum CloudJournal {
                 return .object(object)
             }),
             "hash": .string(RowDigest.hex(record.hash)),
-        ])
+        ]
+        if record.isPurged { object["purged"] = .bool(true) }
+        return .object(object)
     }
 
     static func verify(_ path: String, json: Bool) throws {

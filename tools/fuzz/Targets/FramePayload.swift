@@ -53,6 +53,8 @@ enum Target {
         case .reindexAsk(let after):
             contract(message.hash == nil && after.epoch.rawValue <= WireLimits.maximumPosition
                      && after.seq.rawValue <= WireLimits.maximumPosition, "a decoded reindex ask names a hash or a position past the limit")
+        case .contentPurged:
+            contract(false, "a frame's payload decoded to a purged content message, which only a purged log row holds")
         case .vote, .withdraw:
             break
         }

@@ -87,10 +87,10 @@ enum Target {
     /// Settings of private popularity a session chooses from: 3 reports a
     /// day; the same sketch with 5 a day (its reports fit the first's); ε
     /// 1.001, 2 a day; another m; the smallest sketch, 1 a day; the largest
-    /// sketch, 5 a day. `popularityMode(_:)` maps a byte to a mode.
+    /// sketch the cloud takes (2^22 cells), 5 a day. `popularityMode(_:)` maps a byte to a mode.
     static let privateSettings: [PrivatePopularity] = [
         (1_000, 3_000, 4, 8), (1_000, 5_000, 4, 8), (1_001, 3_000, 4, 8), (1_000, 3_000, 4, 16), (500, 500, 1, 2),
-        (20_000, 100_000, 65_536, 65_536),
+        (20_000, 100_000, 64, 65_536),
     ].map { try! PrivatePopularity(epsilonThousandths: $0.0, dailyBudgetThousandths: $0.1, hashes: $0.2, buckets: $0.3) }
 
     /// Bits 0–2 of `choice`: exact (0 and 1), or ldp with `privateSettings[choice - 2]`.
@@ -682,7 +682,7 @@ enum Target {
                     session.voters[hash, default: []].insert(device.name)
                     session.named[device.name, default: []].insert(hash)
                 case .withdraw(let hash, _): session.named[device.name, default: []].insert(hash)
-                case .signal, .page, .report, .reindexAsk: break
+                case .signal, .page, .report, .reindexAsk, .contentPurged: break
                 }
             }
         }

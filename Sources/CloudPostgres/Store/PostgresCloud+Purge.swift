@@ -1,0 +1,65 @@
+import CloudIndex
+import Foundation
+import IndexModel
+import SyncWire
+
+extension PostgresCloud {
+    /// Takes the content of hashes below K out of the cloud log once a backup
+    /// holds their fall below K (`CloudPurgePlanner`), one transaction per
+    /// app holding the app's lock, as a rebuild does; then `VACUUM cloud_log`
+    /// so that the old row versions' space is free for reuse. With `dryRun`,
+    /// reads the same and writes nothing.
+    @discardableResult
+    public func purgeWithdrawnContent(dryRun: Bool = false) throws(CloudError) -> CloudPurgeReport {
+        let apps = try read { session in try PostgresCloud.apps(session) }
+        var total = CloudPurgeReport()
+        for app in apps {
+            let report = try run { session in
+                try session.transaction {
+                    _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
+                    return try purge(app, session: session, dryRun: dryRun)
+                }
+            }
+            total.rows += report.rows
+            total.contentMessages += report.contentMessages
+            total.hashes += report.hashes
+            total.bytes += report.bytes
+            total.waitingForBackup += report.waitingForBackup
+        }
+        if !dryRun && !total.rows.isEmpty {
+            try run { session in _ = try session.execute("VACUUM cloud_log") }
+        }
+        return total
+    }
+
+    private func purge(_ app: AppID, session: PostgresSession, dryRun: Bool) throws -> CloudPurgeReport {
+        var stored: [(name: Int64, value: Int64?)] = []
+        for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
+            stored.append((try row.integer(0, "a setting's name"), try row.optionalInteger(1, "a setting")))
+        }
+        let settings = try FoldSettings(stored)
+        var backedUp: [DeviceStream: OutboxPosition] = [:]
+        for row in try session.query("SELECT device, backed_up_epoch, backed_up_seq FROM devices WHERE app = $1", [.text(app.rawValue)]) {
+            let device = DeviceID(try row.text(0, "devices.device"))
+            backedUp[DeviceStream(app: app, device: device)] = OutboxPosition(
+                epoch: Epoch(try row.position(1, "devices.backed_up_epoch of \(device)")),
+                seq: OutboxSeq(try row.position(2, "devices.backed_up_seq of \(device)")))
+        }
+        var planner = CloudPurgePlanner(threshold: settings.threshold, secrets: secrets, backedUp: backedUp)
+        try PostgresCloud.pages(session, table: "cloud_log", columns: PostgresCloud.logColumnList, key: 2, condition: "app = $1",
+                                binds: [.text(app.rawValue)]) { page in
+            for row in page { try planner.feed(try PostgresCloud.logRow(row)) }
+            return true
+        }
+        let plan = planner.finish()
+        if !dryRun {
+            for rewrite in plan.rewrites {
+                _ = try session.execute("""
+                    UPDATE cloud_log SET codec = $1, payload = $2, uncompressed_length = $3 WHERE app = $4 AND seq = $5
+                    """, [.int64(CloudLog.purgedCodec), .bytea(rewrite.payload), .int64(Int64(rewrite.payload.count)),
+                          .text(app.rawValue), .int64(rewrite.row.seq)])
+            }
+        }
+        return plan.report
+    }
+}
