@@ -232,20 +232,11 @@ private func migratedStoreFixture(version: Int) throws -> (path: String, cloud: 
         #expect(try cloud.purgeWithdrawnContent(dryRun: true).contentMessages == 0, "the fixture's content is public")
     }
 
-    @Test func aFormatNineSnapshotRestoresAsACurrentStore() throws {
-        let directory = try ScratchDirectory.make("sightline-format9")
+    /// Version 9 is version 8 with private popularity, and the same content.
+    @Test(arguments: [8, 9]) func aSnapshotOfFormatEightOrNineRestoresAsACurrentStore(version: Int) throws {
+        let directory = try ScratchDirectory.make("sightline-format\(version)")
         let path = directory.appendingPathComponent("restored.sqlite").path
-        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v9.slsnap").path,
-                                              to: path)
-        #expect(manifest.logRows == 6)
-        #expect(try formatVersion(path) == CloudSchema.formatVersion)
-        try expectFixtureContent(try CloudIndex(at: .file(path)))
-    }
-
-    @Test func aFormatEightSnapshotRestoresAsACurrentStore() throws {
-        let directory = try ScratchDirectory.make("sightline-format8")
-        let path = directory.appendingPathComponent("restored.sqlite").path
-        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v8.slsnap").path,
+        let manifest = try CloudIndex.restore(snapshot: FormatMigrationTests.fixtures.appendingPathComponent("cloud-v\(version).slsnap").path,
                                               to: path)
         #expect(manifest.logRows == 6)
         #expect(try formatVersion(path) == CloudSchema.formatVersion)

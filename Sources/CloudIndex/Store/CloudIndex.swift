@@ -95,6 +95,8 @@ public final class CloudIndex: CloudStore {
     /// enrolled once and never changes or leaves, so an entry stays true;
     /// devices not (yet) enrolled are not remembered.
     let enrolled = Mutex<[EnrolledName: EnrolledDevice]>([:])
+    /// Each app's reading of the log for purges, kept between them.
+    let purgeReadings = CloudPurgeReadings()
     /// What the fold knows of vote rows between frames (`IngestMemory`).
     let ingestMemory = IngestMemory()
     public let sketchCache = SketchCache()

@@ -8,23 +8,22 @@ extension PostgresCloud {
     /// holds their fall below K (`CloudPurgePlanner`), one transaction per
     /// app holding the app's lock, as a rebuild does; then `VACUUM cloud_log`
     /// so that the old row versions' space is free for reuse. With `dryRun`,
-    /// reads the same and writes nothing.
+    /// reads the same and writes nothing. Each app's log is read on from
+    /// where this store's last purge stopped (`purgeReadings`).
     @discardableResult
     public func purgeWithdrawnContent(dryRun: Bool = false) throws(CloudError) -> CloudPurgeReport {
         let apps = try read { session in try PostgresCloud.apps(session) }
         var total = CloudPurgeReport()
         for app in apps {
-            let report = try run { session in
+            let (planner, report) = try run { session in
                 try session.transaction {
                     _ = try session.query("SELECT 1 FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)])
                     return try purge(app, session: session, dryRun: dryRun)
                 }
             }
-            total.rows += report.rows
-            total.contentMessages += report.contentMessages
-            total.hashes += report.hashes
-            total.bytes += report.bytes
-            total.waitingForBackup += report.waitingForBackup
+            // Committed: the reading goes on from here next time.
+            purgeReadings.keep(planner)
+            total.add(report)
         }
         if !dryRun && !total.rows.isEmpty {
             try run { session in _ = try session.execute("VACUUM cloud_log") }
@@ -32,26 +31,33 @@ extension PostgresCloud {
         return total
     }
 
-    private func purge(_ app: AppID, session: PostgresSession, dryRun: Bool) throws -> CloudPurgeReport {
+    private func purge(_ app: AppID, session: PostgresSession, dryRun: Bool) throws -> (CloudPurgePlanner, CloudPurgeReport) {
         var stored: [(name: Int64, value: Int64?)] = []
         for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
             stored.append((try row.integer(0, "a setting's name"), try row.optionalInteger(1, "a setting")))
         }
         let settings = try FoldSettings(stored)
-        var backedUp: [DeviceStream: OutboxPosition] = [:]
-        for row in try session.query("SELECT device, backed_up_epoch, backed_up_seq FROM devices WHERE app = $1", [.text(app.rawValue)]) {
-            let device = DeviceID(try row.text(0, "devices.device"))
-            backedUp[DeviceStream(app: app, device: device)] = OutboxPosition(
-                epoch: Epoch(try row.position(1, "devices.backed_up_epoch of \(device)")),
-                seq: OutboxSeq(try row.position(2, "devices.backed_up_seq of \(device)")))
+        var planner = purgeReadings.take(app, threshold: settings.threshold)
+        if planner.readThrough > 0 {
+            // From the first row again when the log was restored or cut since.
+            let hash = try session.query("SELECT hash FROM cloud_log WHERE app = $1 AND seq = $2",
+                                         [.text(app.rawValue), .int64(planner.readThrough)]).first
+            if try hash?.bytes(0, "cloud_log.hash") != planner.readHash {
+                planner = CloudPurgePlanner(app: app, threshold: settings.threshold)
+            }
         }
-        var planner = CloudPurgePlanner(threshold: settings.threshold, secrets: secrets, backedUp: backedUp)
-        try PostgresCloud.pages(session, table: "cloud_log", columns: PostgresCloud.logColumnList, key: 2, condition: "app = $1",
-                                binds: [.text(app.rawValue)]) { page in
-            for row in page { try planner.feed(try PostgresCloud.logRow(row)) }
+        try PostgresCloud.pages(session, table: "cloud_log", columns: PostgresCloud.logColumnList + ["hash"], key: 2,
+                                condition: "app = $1 AND seq > $2", binds: [.text(app.rawValue), .int64(planner.readThrough)]) { page in
+            for row in page { try planner.feed(try PostgresCloud.logRow(row), hash: try row.bytes(12, "cloud_log.hash")) }
             return true
         }
-        let plan = planner.finish()
+        var backedUp: [DeviceID: OutboxPosition] = [:]
+        for row in try session.query("SELECT device, backed_up_epoch, backed_up_seq FROM devices WHERE app = $1", [.text(app.rawValue)]) {
+            let device = DeviceID(try row.text(0, "devices.device"))
+            backedUp[device] = OutboxPosition(epoch: Epoch(try row.position(1, "devices.backed_up_epoch of \(device)")),
+                                              seq: OutboxSeq(try row.position(2, "devices.backed_up_seq of \(device)")))
+        }
+        let plan = planner.plan(backedUp: backedUp, secrets: secrets)
         if !dryRun {
             for rewrite in plan.rewrites {
                 _ = try session.execute("""
@@ -59,7 +65,8 @@ extension PostgresCloud {
                     """, [.int64(CloudLog.purgedCodec), .bytea(rewrite.payload), .int64(Int64(rewrite.payload.count)),
                           .text(app.rawValue), .int64(rewrite.row.seq)])
             }
+            planner.applied(plan.rewrites)
         }
-        return plan.report
+        return (planner, plan.report)
     }
 }

@@ -52,6 +52,8 @@ public final class PostgresCloud: CloudStore {
     /// Enrolled devices' keys, as authentication read them. A device is
     /// enrolled once and its key never changes.
     private let enrolled = Mutex<[DeviceStream: [UInt8]]>([:])
+    /// Each app's reading of the log for purges, kept between them.
+    let purgeReadings = CloudPurgeReadings()
     /// What each app's last fold left (its rows and its acks' requests), kept between ingest transactions while exact.
     let keptFold = KeptFold()
     public let sketchCache = SketchCache()

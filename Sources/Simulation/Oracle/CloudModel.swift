@@ -28,10 +28,10 @@ struct CloudModel {
     mutating func apply(_ message: ExpectedMessage, device: DeviceID, day: Int64) {
         switch message {
         case .vote(let number):
-            var entry = entries[number, default: Entry()]
-            entry.live.insert(device)
-            entry.everVoted.insert(device)
-            entries[number] = entry
+            // In place: a copy of the entry would copy its sets, which hold
+            // every voter of a popular entry, on every vote.
+            entries[number, default: Entry()].live.insert(device)
+            entries[number, default: Entry()].everVoted.insert(device)
         case .withdraw(let number):
             entries[number, default: Entry()].live.remove(device)
         case .view(let number):
@@ -53,13 +53,12 @@ struct CloudModel {
     }
 
     mutating func signal(_ number: Int, _ counts: Popularity, device: DeviceID, day: Int64) {
-        var entry = entries[number, default: Entry()]
-        defer { entries[number] = entry }
-        guard entry.live.contains(device) else { return }
-        let used = entry.allowances[device] ?? PopularityRule.Allowance(day: day, used: Popularity())
+        guard entries[number]?.live.contains(device) == true else { return }
+        let used = entries[number]?.allowances[device] ?? PopularityRule.Allowance(day: day, used: Popularity())
         let admitted = PopularityRule.admit(counts, on: day, after: used)
-        entry.allowances[device] = admitted.allowance
-        entry.popularity += admitted.counted
+        // In place, as a vote is.
+        entries[number, default: Entry()].allowances[device] = admitted.allowance
+        entries[number, default: Entry()].popularity += admitted.counted
     }
 
     /// The message a call implied that `message` is, or nil for content and

@@ -55,9 +55,10 @@ struct Invariant: Sendable {
     /// cast or withdrew after it, and its reindex ask makes it state them again.
     static let votesMatchDevices = Invariant(name: "votes-match-devices") { run in
         let catalogue = run.evidence.catalogue
+        let devices = Dictionary(run.evidence.devices.map { ($0.number, $0) }, uniquingKeysWith: { first, _ in first })
         var problems: [String] = []
         for check in run.evidence.deviceChecks {
-            guard check.journal != nil, let device = run.evidence.devices.first(where: { $0.number == check.device }) else { continue }
+            guard check.journal != nil, let device = devices[check.device] else { continue }
             for number in catalogue.entries.indices {
                 let counted = run.matching.model.entries[number]?.live.contains(device.name) ?? false
                 let held = check.votes.contains(catalogue.entry(number).hash)
