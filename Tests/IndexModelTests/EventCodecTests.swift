@@ -249,6 +249,8 @@ private let sampleEvents: [JournalEvent] = {
     expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [later, hash], more: 0), with: .nonCanonical, at: 39)
     expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [hash, hash], more: 0), with: .nonCanonical, at: 39)
     expectDecodeFails(request(after: (2, 5), through: (3, 1), hashes: [], more: 2), with: .nonCanonical, at: 7)
+    // A position the wire cannot carry: 2^53 as a uvarint.
+    expectDecodeFails([6, 17, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 1], with: .limitExceeded, at: 2)
 }
 
 @Test func anEpochAdvanceWritesWhatItKeptOnlyWhenItKeptSomething() {

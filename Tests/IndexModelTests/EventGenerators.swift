@@ -85,8 +85,9 @@ enum RandomEvents {
                 hashes: Int.random(in: 1...64, using: &rng), buckets: 1 << Int.random(in: 1...16, using: &rng))
             return .popularityModeLearned(settings.map(PopularityMode.ldp) ?? .exact)
         case .cloudReindexAsked:
-            return .cloudReindexAsked(epoch: Epoch(UInt64.random(in: 0...UInt64(Int64.max), using: &rng)),
-                                      seq: OutboxSeq(UInt64.random(in: 0...UInt64(Int64.max), using: &rng)))
+            // Positions reach the wire's largest, 2^53 − 1.
+            return .cloudReindexAsked(epoch: Epoch(UInt64.random(in: 0...(1 << 53) - 1, using: &rng)),
+                                      seq: OutboxSeq(UInt64.random(in: 0...(1 << 53) - 1, using: &rng)))
         case .votesReindexRequested:
             let after = (UInt64.random(in: 0...1_000, using: &rng), UInt64.random(in: 0...1_000, using: &rng))
             let through = (after.0 + UInt64.random(in: 0...2, using: &rng), UInt64.random(in: 0...1_000, using: &rng))

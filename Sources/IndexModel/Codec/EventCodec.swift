@@ -187,14 +187,14 @@ public enum EventCodec {
         case .popularityModeLearned:
             event = .popularityModeLearned(try PopularityMode.decode(from: &reader))
         case .cloudReindexAsked:
-            let epoch = Epoch(try reader.uvarint())
-            event = .cloudReindexAsked(epoch: epoch, seq: OutboxSeq(try reader.uvarint()))
+            let epoch = Epoch(try readPosition(&reader, "epoch"))
+            event = .cloudReindexAsked(epoch: epoch, seq: OutboxSeq(try readPosition(&reader, "seq")))
         case .votesReindexRequested:
             let start = reader.offset
-            let afterEpoch = Epoch(try reader.uvarint())
-            let afterSeq = OutboxSeq(try reader.uvarint())
-            let throughEpoch = Epoch(try reader.uvarint())
-            let throughSeq = OutboxSeq(try reader.uvarint())
+            let afterEpoch = Epoch(try readPosition(&reader, "after epoch"))
+            let afterSeq = OutboxSeq(try readPosition(&reader, "after seq"))
+            let throughEpoch = Epoch(try readPosition(&reader, "through epoch"))
+            let throughSeq = OutboxSeq(try readPosition(&reader, "through seq"))
             guard (throughEpoch.rawValue, throughSeq.rawValue) >= (afterEpoch.rawValue, afterSeq.rawValue) else {
                 throw CodecError(.nonCanonical, at: start,
                                  "a reindex request reads forward, not from \(afterEpoch):\(afterSeq) back to \(throughEpoch):\(throughSeq)")
@@ -405,6 +405,20 @@ public enum EventCodec {
 
     /// An element count; every element takes at least one byte, so a count larger
     /// than the remaining input is corrupt and is refused before any allocation.
+    /// The largest outbox epoch or seq a reindex event names: the wire's
+    /// (`WireLimits.maximumPosition`), since its fold sends it in a message.
+    static let maximumPosition: UInt64 = (1 << 53) - 1
+
+    /// An outbox epoch or seq of a reindex event, at most `maximumPosition`.
+    static func readPosition(_ reader: inout BinaryReader, _ name: String) throws(CodecError) -> UInt64 {
+        let at = reader.offset
+        let value = try reader.uvarint()
+        guard value <= maximumPosition else {
+            throw CodecError(.limitExceeded, at: at, "a reindex event's \(name) is \(value), above \(maximumPosition)")
+        }
+        return value
+    }
+
     /// A count of public hashes of 32 bytes each, in ascending order without repeats.
     static func readHashes(_ reader: inout BinaryReader) throws(CodecError) -> [[UInt8]] {
         let count = try readCount(&reader)
