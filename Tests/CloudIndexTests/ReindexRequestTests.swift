@@ -115,12 +115,12 @@ import Testing
         }
         harness.clock.advance(byMilliseconds: 60_000)
         let forkPath = directory.appendingPathComponent("fork.sqlite").path
-        try DeviceStore.restore(snapshot: early, to: forkPath, options: StoreOptions(clock: harness.clock))
+        _ = try DeviceStore.restore(snapshot: early, to: forkPath, options: StoreOptions(clock: harness.clock))
         try harness.sync(try DeviceStore(at: .file(forkPath), options: StoreOptions(clock: harness.clock)))
 
         harness.clock.advance(byMilliseconds: 60_000)
         let restoredPath = directory.appendingPathComponent("restored.sqlite").path
-        try DeviceStore.restore(snapshot: late, to: restoredPath, options: StoreOptions(clock: harness.clock))
+        _ = try DeviceStore.restore(snapshot: late, to: restoredPath, options: StoreOptions(clock: harness.clock))
         let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: harness.clock))
         try harness.sync(restored)
 
@@ -228,7 +228,7 @@ private final class RestoreScene {
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             try FileManager.default.removeItem(atPath: path + suffix)
         }
-        try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: harness.clock))
+        _ = try DeviceStore.restore(snapshot: snapshot, to: path, options: StoreOptions(clock: harness.clock))
         return try DeviceStore(at: .file(path), options: StoreOptions(clock: harness.clock))
     }
 

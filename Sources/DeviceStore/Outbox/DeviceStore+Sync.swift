@@ -190,7 +190,7 @@ extension DeviceStore {
         }
         guard !hashes.isEmpty else { return nil }
         let request = CloudReindex(after: acknowledged, through: position, hashes: hashes.sorted(), more: false)
-        try journalOwnWrite { _, appender in
+        _ = try journalOwnWrite { _, appender in
             try appender.append(.votesReindexRequested(VoteReindexRequest(request)))
         }
         return request
