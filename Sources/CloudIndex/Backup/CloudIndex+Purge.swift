@@ -53,15 +53,13 @@ extension CloudIndex {
         return report
     }
 
-    /// `planner` read on to the app's last row; from the first row when the
-    /// row it stopped at is no longer the one it read (the log was restored
-    /// or cut since).
+    /// `planner` read on to the app's last row (`restartUnless`).
     private func readOn(_ kept: CloudPurgePlanner, db: Database) throws -> CloudPurgePlanner {
         var planner = kept
         if planner.readThrough > 0 {
             let hash = try Data.fetchOne(db, sql: "SELECT hash FROM cloud_log WHERE app = ? AND seq = ?",
                                          arguments: [planner.app, planner.readThrough])
-            if hash.map({ [UInt8]($0) }) != planner.readHash { planner = CloudPurgePlanner(app: planner.app, threshold: threshold) }
+            planner.restartUnless(readRowHash: hash.map { [UInt8]($0) })
         }
         let rows = try Row.fetchCursor(db, sql: "SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE app = ? AND seq > ? ORDER BY seq",
                                        arguments: [planner.app, planner.readThrough])

@@ -81,6 +81,8 @@ package struct CloudFold<Rows: FoldRows> {
                 recordedPages = true
                 continue
             }
+            // What a purge left of content: nothing to fold, so no key to compute.
+            if case .contentPurged = message { continue }
             guard let hash = message.hash else {
                 if case .report(let report) = message { reports.append(report) }
                 continue

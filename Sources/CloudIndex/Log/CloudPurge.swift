@@ -90,6 +90,13 @@ package struct CloudPurgePlanner: Sendable {
         self.threshold = threshold
     }
 
+    /// Starts again from nothing unless `hash`, the chain hash the log holds
+    /// now at `readThrough`, is the one this planner read there: otherwise
+    /// the log was restored or cut since.
+    package mutating func restartUnless(readRowHash hash: [UInt8]?) {
+        if hash != readHash { self = CloudPurgePlanner(app: app, threshold: threshold) }
+    }
+
     /// The app's next row (`readThrough + 1`), with its chain hash.
     package mutating func feed(_ row: StoredLogRow, hash: [UInt8]) throws(CloudError) {
         guard row.app == app, row.seq == readThrough + 1 else {

@@ -151,11 +151,7 @@ extension PostgresCloud {
     /// nothing, with the store's K and agreement and the app's popularity
     /// as `session` reads them.
     func replay(_ app: AppID, session: PostgresSession) throws -> WorkingSet {
-        var stored: [(name: Int64, value: Int64?)] = []
-        for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
-            stored.append((try row.integer(0, "a setting's name"), try row.optionalInteger(1, "a setting")))
-        }
-        let settings = try FoldSettings(stored)
+        let settings = try FoldSettings.read(session)
         let rows = WorkingSet(app: app, wantedSeq: 0, isComplete: true)
         let popularity = try PostgresCloud.popularity(app, session: session)
         var replay = LogReplay(fold: CloudFold(rows: rows, threshold: settings.threshold, agreement: settings.agreement,

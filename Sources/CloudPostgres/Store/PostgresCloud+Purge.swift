@@ -32,19 +32,12 @@ extension PostgresCloud {
     }
 
     private func purge(_ app: AppID, session: PostgresSession, dryRun: Bool) throws -> (CloudPurgePlanner, CloudPurgeReport) {
-        var stored: [(name: Int64, value: Int64?)] = []
-        for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
-            stored.append((try row.integer(0, "a setting's name"), try row.optionalInteger(1, "a setting")))
-        }
-        let settings = try FoldSettings(stored)
+        let settings = try FoldSettings.read(session)
         var planner = purgeReadings.take(app, threshold: settings.threshold)
         if planner.readThrough > 0 {
-            // From the first row again when the log was restored or cut since.
             let hash = try session.query("SELECT hash FROM cloud_log WHERE app = $1 AND seq = $2",
                                          [.text(app.rawValue), .int64(planner.readThrough)]).first
-            if try hash?.bytes(0, "cloud_log.hash") != planner.readHash {
-                planner = CloudPurgePlanner(app: app, threshold: settings.threshold)
-            }
+            planner.restartUnless(readRowHash: try hash?.bytes(0, "cloud_log.hash"))
         }
         try PostgresCloud.pages(session, table: "cloud_log", columns: PostgresCloud.logColumnList + ["hash"], key: 2,
                                 condition: "app = $1 AND seq > $2", binds: [.text(app.rawValue), .int64(planner.readThrough)]) { page in

@@ -11,6 +11,15 @@ struct FoldSettings: Equatable, Sendable {
 }
 
 extension FoldSettings {
+    /// The settings as `cloud_meta` holds them now.
+    static func read(_ session: PostgresSession) throws -> FoldSettings {
+        var stored: [(name: Int64, value: Int64?)] = []
+        for row in try session.query("SELECT \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')") {
+            stored.append((try row.integer(0, "a setting's name"), try row.optionalInteger(1, "a setting")))
+        }
+        return try FoldSettings(stored)
+    }
+
     /// The settings from `cloud_meta` rows read with `PostgresCloud.settingColumns`:
     /// name 1 is K, 2 the agreement (absent: K); a value is 1 to 1,000,000.
     init(_ stored: [(name: Int64, value: Int64?)]) throws(CloudError) {
