@@ -128,6 +128,8 @@ extension Simulator {
         let replaced = device.location
         device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
         device.location = .file(path)
+        // What the backup covers and the cloud's backup held may go at once.
+        _ = try device.store.purge()
         if case .file(let old) = replaced { StoreFiles.remove(old) }
         // What the device was told was durable may be gone from a cloud
         // restored from an older backup; the restored journal has it or not.
@@ -158,12 +160,14 @@ extension Simulator {
         device.epoch = report.newEpoch
         // The restore's own call asks the cloud about votes beyond its journal.
         device.expected[report.newEpoch] = [[.reindexAsk]]
-        if !report.deletedAgain.isEmpty {
+        if !report.deletedAgain.isEmpty || !report.activitiesDeletedAgain.isEmpty {
             // The restore deleted them in one call of its own, at the restore's time.
             let now = device.clock.now()
             let messages = report.deletedAgain.flatMap { key in device.model.deleteAgain(key, now: now, catalogue: catalogue) }
+                + report.activitiesDeletedAgain.flatMap { key in device.model.deleteActivityAgain(key) }
             device.expected[report.newEpoch, default: []].append(messages)
             counters.itemsDeletedAgain += report.deletedAgain.count
+            counters.activitiesDeletedAgain += report.activitiesDeletedAgain.count
         }
         restores.append(RestoreRecord(device: device.number, at: world.milliseconds - Simulator.start.millisecondsSince1970,
                                       backupAge: world.milliseconds - backup.takenAt,

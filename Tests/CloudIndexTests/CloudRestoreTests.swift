@@ -139,17 +139,7 @@ import Testing
         let options = CloudOptions(clock: clock, random: SeededRandom(seed: 3), threshold: 1)
         var cloud = try CloudIndex(at: .file(cloudPath), options: options)
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
-        func sync(_ store: DeviceStore) throws -> [IngestResult] {
-            var run = try store.beginSync()
-            var results: [IngestResult] = []
-            var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
-            while case .send(let frame) = action {
-                let result = cloud.ingest(frame.encoded)
-                results.append(result)
-                action = try store.perform(run.received(result.reply, now: clock.now()), in: &run, now: clock.now())
-            }
-            return results
-        }
+        func sync(_ store: DeviceStore) throws -> [IngestResult] { try syncSession(store, with: cloud, clock: clock) }
         do {
             let store = try DeviceStore(at: .file(devicePath), options: StoreOptions(clock: clock, random: SeededRandom(seed: 8)))
             try store.setDeviceKey(cloud.enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))

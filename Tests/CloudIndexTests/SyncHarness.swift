@@ -97,6 +97,19 @@ final class SyncHarness {
     }
 }
 
+/// One sync session of `store` against `cloud` (no faults), at `clock`'s time.
+func syncSession(_ store: DeviceStore, with cloud: any CloudStore, clock: ManualClock) throws -> [IngestResult] {
+    var run = try store.beginSync()
+    var results: [IngestResult] = []
+    var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+    while case .send(let frame) = action {
+        let result = cloud.ingest(frame.encoded)
+        results.append(result)
+        action = try store.perform(run.received(result.reply, now: clock.now()), in: &run, now: clock.now())
+    }
+    return results
+}
+
 let recipeURL = "https://www.yummly.com/recipe/BPC-983195"
 
 func publicRecipe(url: String = recipeURL, id: String = "r1") -> UserActivity {

@@ -26,15 +26,6 @@ import Testing
         return (store, path, directory)
     }
 
-    /// Every byte of the store file and its WAL.
-    private func fileBytes(_ path: String) throws -> Data {
-        var bytes = Data()
-        for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
-            bytes += try Data(contentsOf: URL(fileURLWithPath: path + suffix))
-        }
-        return bytes
-    }
-
     @Test func aDeletedItemsContentWaitsForABackupThatCoversItsDeletion() throws {
         let (store, _, _) = try storeWithADeletedNote()
         let report = try store.purge()

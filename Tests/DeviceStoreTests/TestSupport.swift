@@ -23,6 +23,15 @@ func item(_ identifier: String, domain: String? = nil, title: String? = nil, des
                           expirationDate: expires)
 }
 
+/// Every byte of the store file at `path` and its WAL.
+func fileBytes(_ path: String) throws -> Data {
+    var bytes = Data()
+    for suffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + suffix) {
+        bytes += try Data(contentsOf: URL(fileURLWithPath: path + suffix))
+    }
+    return bytes
+}
+
 /// A fresh directory under the system's temporary directory, removed when the tests end.
 func temporaryDirectory() throws -> URL {
     try ScratchDirectory.make("sightline-tests")

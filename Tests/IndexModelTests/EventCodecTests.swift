@@ -181,6 +181,10 @@ private let sampleEvents: [JournalEvent] = {
         .cloudReindexAsked(epoch: Epoch(1_790_000_000_000), seq: OutboxSeq(300)),
         .votesReindexRequested(VoteReindexRequest(afterEpoch: Epoch(1), afterSeq: OutboxSeq(3), throughEpoch: Epoch(1_790_000_000_000),
                                                   throughSeq: OutboxSeq(2), hashes: [[UInt8](repeating: 9, count: 32)], more: true)),
+        .activityPurged(PurgedActivity(key: PurgedActivity.pseudonym(digest: [UInt8](repeating: 0xa5, count: 16)),
+                                       publicHash: [UInt8](repeating: 9, count: 32),
+                                       webpageURL: PurgedActivity.pseudonym(digest: [UInt8](repeating: 0x0f, count: 16)),
+                                       relatedUniqueIdentifier: "1", weakRelatedUniqueIdentifier: nil)),
     ]
 }()
 
@@ -215,7 +219,7 @@ private let sampleEvents: [JournalEvent] = {
 
 @Test func unknownFormatVersionIsRefused() {
     let valid = EventCodec.encode(.resultShown(ref: "1"))
-    for version: UInt8 in [0, 7, 255] {
+    for version: UInt8 in [0, 8, 255] {
         var bytes = valid
         bytes[0] = version
         expectDecodeFails(bytes, with: .unknownVersion, at: 0)
@@ -223,7 +227,7 @@ private let sampleEvents: [JournalEvent] = {
 }
 
 @Test func unknownEventKindIsRefused() {
-    for kind: UInt8 in [0, 19, 255] {
+    for kind: UInt8 in [0, 20, 255] {
         expectDecodeFails([1, kind, 1, 0x31], with: .unknownKind, at: 1)
     }
 }
@@ -606,8 +610,8 @@ private let sampleEvents: [JournalEvent] = {
         #expect(throws: CodecError(.nonCanonical, at: 0, "a publicContentRequested event is written with format version 2, not 3")) {
             try EventCodec.decode(newer)
         }
-        newer[0] = 7
-        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 7 is not supported (this build reads versions 1 to 6)")) {
+        newer[0] = 8
+        #expect(throws: CodecError(.unknownVersion, at: 0, "event format version 8 is not supported (this build reads versions 1 to 7)")) {
             try EventCodec.decode(newer)
         }
     }

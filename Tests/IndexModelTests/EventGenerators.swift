@@ -98,6 +98,15 @@ enum RandomEvents {
                 afterEpoch: Epoch(after.0), afterSeq: OutboxSeq(after.1),
                 throughEpoch: Epoch(through.0), throughSeq: OutboxSeq(through.0 == after.0 ? max(through.1, after.1) : through.1),
                 hashes: Array(Set(hashes)).sorted { $0.lexicographicallyPrecedes($1) }, more: Bool.random(using: &rng)))
+        case .activityPurged:
+            func pseudonym(_ rng: inout some RandomNumberGenerator) -> String {
+                PurgedActivity.pseudonym(digest: (0..<16).map { _ in UInt8.random(in: 0...255, using: &rng) })
+            }
+            let hash = Bool.random(using: &rng) ? (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) } : nil
+            return .activityPurged(PurgedActivity(
+                key: pseudonym(&rng), publicHash: hash, webpageURL: Bool.random(using: &rng) ? pseudonym(&rng) : nil,
+                relatedUniqueIdentifier: Bool.random(using: &rng) ? string(&rng) : nil,
+                weakRelatedUniqueIdentifier: Bool.random(using: &rng) ? string(&rng) : nil))
         }
     }
 

@@ -17,12 +17,22 @@ enum EventFixtures {
         var jsonLinesName: String { "events-v\(number).jsonl" }
     }
 
-    /// Version 1's file holds the kinds it introduced; versions 2, 3, 5 and
-    /// 6 the kinds each added, version 4 the field it added. Every version is
-    /// read by this build.
+    /// Version 1's file holds the kinds it introduced; versions 2, 3, 5, 6
+    /// and 7 the kinds each added, version 4 the field it added. Every
+    /// version is read by this build.
     static let versions = [Version(number: 1, events: events), Version(number: 2, events: versionTwoEvents),
                            Version(number: 3, events: versionThreeEvents), Version(number: 4, events: versionFourEvents),
-                           Version(number: 5, events: versionFiveEvents), Version(number: 6, events: versionSixEvents)]
+                           Version(number: 5, events: versionFiveEvents), Version(number: 6, events: versionSixEvents),
+                           Version(number: 7, events: versionSevenEvents)]
+
+    static let versionSevenEvents: [JournalEvent] = [
+        .activityPurged(PurgedActivity(key: PurgedActivity.pseudonym(digest: (0..<16).map { UInt8($0 * 17) }), publicHash: nil,
+                                       webpageURL: nil, relatedUniqueIdentifier: nil, weakRelatedUniqueIdentifier: nil)),
+        .activityPurged(PurgedActivity(key: PurgedActivity.pseudonym(digest: [UInt8](repeating: 0xAB, count: 16)),
+                                       publicHash: (0..<32).map { UInt8($0 * 7 + 3) },
+                                       webpageURL: PurgedActivity.pseudonym(digest: [UInt8](repeating: 0x01, count: 16)),
+                                       relatedUniqueIdentifier: "n-1", weakRelatedUniqueIdentifier: "ñ-2")),
+    ]
 
     static let versionSixEvents: [JournalEvent] = [
         .cloudReindexAsked(epoch: Epoch(1), seq: .beforeFirst),

@@ -63,6 +63,32 @@ import Workloads
         #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
     }
 
+    /// A private activity deleted and backed up: its recording, its
+    /// deletion and the engagement with its URL keep pseudonyms only.
+    @Test func purgeTakesADeletedActivityAndTheEngagementWithItsURL() throws {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        let url = "https://clinic.example/appointments/42"
+        try write([
+            #"{"op":"activity","type":"com.example.health/appointment","title":"Oncology follow-up","url":"\#(url)","searchable":true}"#,
+            #"{"op":"engage","ref":"\#(url)"}"#,
+            #"{"op":"deleteAllActivities"}"#,
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, ops.path]).status == 0)
+        let early = try CLIRunner.json(["journal", "purge", "--db", db, "--json"])
+        #expect(early["activitiesWaiting"]?.array?.first?["waitsFor"] == .string("backup"), "\(early)")
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", db, "--out", directory.appendingPathComponent("b.slsnap").path]).status == 0)
+        let purged = try CLIRunner.run(["journal", "purge", "--db", db])
+        #expect(purged.status == 0 && purged.stdout.contains("purged the content of 1 deleted activity and the reference of 1 engagement event"),
+                "\(purged.stdout)")
+        let exported = try CLIRunner.run(["journal", "export", "--db", db])
+        #expect(exported.status == 0 && exported.stdout.contains("activityPurged") && !exported.stdout.contains("clinic.example")
+                && !exported.stdout.contains("Oncology"), "\(exported.stdout)")
+        #expect(try CLIRunner.run(["journal", "verify", "--db", db]).status == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("Oncology".utf8)) == nil)
+    }
+
     @Test func anAutomaticPurgeRunsAfterTheNextSnapshot() throws {
         let directory = try temporaryDirectory()
         let ops = directory.appendingPathComponent("ops.jsonl")

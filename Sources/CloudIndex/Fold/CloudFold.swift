@@ -81,8 +81,12 @@ package struct CloudFold<Rows: FoldRows> {
                 recordedPages = true
                 continue
             }
-            // What a purge left of content: nothing to fold, so no key to compute.
-            if case .contentPurged = message { continue }
+            // What a purge left of content, or a device's withheld answer:
+            // nothing to fold, so no key to compute.
+            switch message {
+            case .contentPurged, .contentWithheld: continue
+            default: break
+            }
             guard let hash = message.hash else {
                 if case .report(let report) = message { reports.append(report) }
                 continue
@@ -159,7 +163,7 @@ package struct CloudFold<Rows: FoldRows> {
                         memory.asks.changed(hash)
                     }
                 }
-            case .page, .report, .reindexAsk, .contentPurged:
+            case .page, .report, .reindexAsk, .contentPurged, .contentWithheld:
                 continue
             }
         }

@@ -209,12 +209,21 @@ package struct IngestCore {
 
     /// Whether a frame's message is the one the log holds at its position:
     /// the same message, or the content a purge left the keyed digest of.
+    /// A withheld answer (`contentWithheld`) is the same as any content
+    /// answer of its hash, either way round: a device that purged the
+    /// activity makes it again in place of the content it sent, and a
+    /// device restored from a backup older than that purge makes the content.
     static func same(_ message: OutboxMessage, asHeld held: OutboxMessage, app: AppID, secrets: CloudSecrets) -> Bool {
-        if case .contentPurged(let hash, let digest) = held {
+        switch (message, held) {
+        case (.contentWithheld(let sent), .content(let hash, _)), (.contentWithheld(let sent), .contentPurged(let hash, _)),
+             (.content(let sent, _), .contentWithheld(let hash)):
+            return sent == hash
+        case (_, .contentPurged(let hash, let digest)):
             guard case .content(let sent, let content) = message, sent == hash else { return false }
             return secrets.contentDigest(app: app, content: content) == digest
+        default:
+            return message == held
         }
-        return message == held
     }
 
     private func equivocation(_ frame: UploadFrame, at seq: OutboxSeq, head: OutboxPosition) -> Rejection {
@@ -246,7 +255,7 @@ package struct IngestCore {
             for message in messages {
                 switch message {
                 case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): check.insert(hash)
-                case .signal, .page, .report, .reindexAsk, .contentPurged: break
+                case .signal, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: break
                 }
             }
             for hash in check {

@@ -361,7 +361,7 @@ final class PostgresIngestTransaction: IngestTransaction {
         for message in messages {
             switch message {
             case .vote(let hash, _), .withdraw(let hash, _), .content(let hash, _): hashes.insert(hash)
-            case .signal, .page, .report, .reindexAsk, .contentPurged: break
+            case .signal, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: break
             }
         }
         let entries = memory.devices[stream]

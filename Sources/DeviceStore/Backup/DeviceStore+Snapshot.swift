@@ -81,6 +81,10 @@ public struct RestoreReport: Hashable, Sendable {
     /// Items the snapshot held live with content the replaced store (or the
     /// caller) had purged: the restore deleted them again.
     public var deletedAgain: [ItemKey] = []
+    /// Activities, by key, that the snapshot held live with content the
+    /// replaced store (or the caller) had purged, or that a cut left as a
+    /// purge's residue (under its key's pseudonym): the restore deleted them again.
+    public var activitiesDeletedAgain: [String] = []
     /// What the restore purged again of the items the replaced store had
     /// purged, when there were any (nil otherwise).
     public var purge: PurgeReport? = nil
@@ -265,7 +269,8 @@ extension DeviceStore {
         }
         timer.lap("replace the store")
         return RestoreReport(manifest: manifest, head: prepared.head, newEpoch: newEpoch, replacedStoreKeptAt: kept, phases: timer.phases,
-                             restoredThrough: prepared.restoredThrough, deletedAgain: prepared.deletedAgain, purge: prepared.purge)
+                             restoredThrough: prepared.restoredThrough, deletedAgain: prepared.deletedAgain,
+                             activitiesDeletedAgain: prepared.activitiesDeletedAgain, purge: prepared.purge)
     }
 
     /// The schema of a new device store of this build.
@@ -400,6 +405,7 @@ extension DeviceStore {
         /// The seq the journal was cut back to, if it was.
         var restoredThrough: Seq?
         var deletedAgain: [ItemKey] = []
+        var activitiesDeletedAgain: [String] = []
         var purge: PurgeReport?
     }
 
@@ -453,15 +459,20 @@ extension DeviceStore {
             for index in try DeviceStore.knownIndexes(db) {
                 try appender.append(.reindexRequested(index: index, identifiers: nil))
             }
-            // Items live again with purged content go again, in one call after the restore's.
+            // Items and activities live again with purged content go again, in one call after the restore's.
             let deletedAgain = try DeviceStore.itemsBack(db, purged: forgetting, cut: toSeq != nil)
-            if !deletedAgain.isEmpty { appender.startNextCall() }
+            let activitiesDeletedAgain = try DeviceStore.activitiesBack(db, purged: forgetting, cut: toSeq != nil)
+            if !deletedAgain.isEmpty || !activitiesDeletedAgain.isEmpty { appender.startNextCall() }
             for key in deletedAgain {
                 try appender.append(.itemDeleted(index: key.index, identifier: key.identifier, cause: .identifier))
             }
-            return (appender.head, deletedAgain)
+            for key in activitiesDeletedAgain {
+                try appender.append(.activityDeleted(key: key, cause: .identifier))
+            }
+            return (appender.head, deletedAgain, activitiesDeletedAgain)
         }
-        var prepared = PreparedRestore(head: outcome.0, restoredThrough: toSeq, deletedAgain: outcome.1)
+        var prepared = PreparedRestore(head: outcome.0, restoredThrough: toSeq, deletedAgain: outcome.1,
+                                       activitiesDeletedAgain: outcome.2)
         if !forgetting.isEmpty {
             prepared.purge = try store.purge()
         }

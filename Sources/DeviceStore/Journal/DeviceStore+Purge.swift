@@ -19,11 +19,43 @@ public struct PurgeReport: Hashable, Sendable {
     /// Deleted items a backup covers whose deletion is more recent than an
     /// automatic purge's delay (`purgeIfDue`).
     public var waitingForDelay: [ItemKey] = []
-    /// The earliest deletion among `waitingForDelay`, by the journal's time.
+    /// The deleted activities whose content went, by key, sorted.
+    public var activities: [String] = []
+    /// Engagement events (`shown`, `engage`) whose reference went with the activities.
+    public var references = 0
+    /// Deleted activities whose content stays for now, and why.
+    public var activitiesWaiting: [ActivityWait] = []
+    /// The earliest deletion among `waitingForDelay` and the activities
+    /// waiting for the delay, by the journal's time.
     public var earliestWaitingDeletion: Timestamp?
     /// Whether the WAL was emptied after the purge, so no page of it holds
     /// what went. False when another connection kept a read open on it.
     public var walEmptied = true
+}
+
+/// A deleted activity whose content a purge left, and why.
+public struct ActivityWait: Hashable, Sendable {
+    public enum Reason: String, Hashable, Sendable {
+        /// No backup covers its removal yet.
+        case backup
+        /// Its removal is more recent than an automatic purge's delay.
+        case delay
+        /// It was public, and the cloud's backup does not yet hold every
+        /// message the store sent before its removal (the outbox keeps some).
+        case cloud
+        /// It was public, and its web page URL is still named by an activity
+        /// the purge keeps or by an item: engagement with that URL stays, and
+        /// so does the activity, whose votes that engagement made.
+        case sharedURL
+    }
+
+    public var key: String
+    public var reason: Reason
+
+    public init(key: String, reason: Reason) {
+        self.key = key
+        self.reason = reason
+    }
 }
 
 extension DeviceStore {
@@ -36,6 +68,12 @@ extension DeviceStore {
     /// `purged_payload_hash`, so the chain still verifies. Items never reach
     /// the cloud, so a backup is the only copy the deletion must be in.
     ///
+    /// A deleted activity goes the same way (`PurgePlan`): its recordings,
+    /// its removal and the engagement with its URL up to the removal keep
+    /// pseudonyms, the public hash and its related identifiers. One that was
+    /// public waits, too, until the cloud's backup holds every message sent
+    /// before its removal (the outbox's durable watermark has passed them).
+    ///
     /// Before the rows change, the search index (if the store has one) is
     /// brought up to the journal, which takes the deleted items' words out of it. `secure_delete` is on,
     /// so SQLite overwrites what it frees with zeros, and afterwards the WAL
@@ -43,13 +81,15 @@ extension DeviceStore {
     /// keeps a purged payload. `dryRun` reports what would go and changes
     /// nothing.
     ///
-    /// `deletedBy`, when given, purges only the items deleted at or before
-    /// that instant (by the journal's time of the deletion).
+    /// `deletedBy`, when given, purges only the items and activities deleted
+    /// at or before that instant (by the journal's time of the deletion).
     public func purge(dryRun: Bool = false, deletedBy: Timestamp? = nil) throws(DeviceStoreError) -> PurgeReport {
         if dryRun {
             // A store of format 4, read-only, has no purged rows (nor a column for them).
             let marked = journalChain == .overPayloadHashes ? "purged_payload_hash IS NOT NULL" : "0"
-            return try read { db in try DeviceStore.purge(db, purgedColumn: marked, deletedBy: deletedBy, apply: false) }
+            return try read { db in
+                try DeviceStore.purge(db, purgedColumn: marked, deletedBy: deletedBy, keys: privacyKeys, apply: false)
+            }
         }
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
@@ -60,7 +100,8 @@ extension DeviceStore {
         }
         var report = try write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
-            return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, apply: true)
+            return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, keys: privacyKeys,
+                                         apply: true)
         }
         if !isInMemory && !report.purgedSeqs.isEmpty {
             report.walEmptied = try emptyWAL()
@@ -93,7 +134,7 @@ extension DeviceStore {
                 try db.execute(sql: "DELETE FROM store_meta WHERE key = 'purge_after_ms'")
             }
             // What the last automatic purge knew was for the old delay.
-            try db.execute(sql: "DELETE FROM store_meta WHERE key IN ('purge_scanned_through', 'purge_next_due')")
+            try db.execute(sql: "DELETE FROM store_meta WHERE key IN ('purge_scanned_through', 'purge_next_due', 'purge_scanned_floor')")
         }
     }
 
@@ -103,22 +144,27 @@ extension DeviceStore {
     /// `device snapshot`, `device apply` and `sync`; an app calls it as often
     /// as it likes.
     ///
-    /// Nothing becomes due but by a later backup or by the clock passing a
-    /// waiting deletion's time plus the delay, so the store remembers the
-    /// backup its last automatic purge read (`store_meta.purge_scanned_through`)
-    /// and when the next waiting deletion falls due (`purge_next_due`). Until
-    /// one of them moves, the journal is not read again and the report is
-    /// empty: reading every item event after each `device apply` would cost
-    /// a large store seconds a call.
+    /// Nothing becomes due but by a later backup, by the clock passing a
+    /// waiting deletion's time plus the delay, or by the outbox dropping
+    /// messages the cloud's backup now holds, so the store remembers the
+    /// backup its last automatic purge read (`store_meta.purge_scanned_through`),
+    /// when the next waiting deletion falls due (`purge_next_due`), and the
+    /// earliest event the outbox still held messages of (`purge_scanned_floor`).
+    /// Until one of them moves, the journal is not read again and the report
+    /// is empty: reading every item event after each `device apply` would
+    /// cost a large store seconds a call.
     public func purgeIfDue() throws(DeviceStoreError) -> PurgeReport? {
         guard !isReadOnly, let delay = try automaticPurgeDelay() else { return nil }
         let now = clock.now()
         let memo = try read { db in
             (backedUp: try DeviceStore.backedUpThrough(db),
              scanned: try DeviceStore.storedPosition(db, "purge_scanned_through"),
-             nextDue: try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'purge_next_due'"))
+             nextDue: try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'purge_next_due'"),
+             floor: try DeviceStore.outboxFloor(db),
+             scannedFloor: try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'purge_scanned_floor'"))
         }
-        if let scanned = memo.scanned, scanned == memo.backedUp, memo.nextDue.map({ now.millisecondsSince1970 < $0 }) ?? true {
+        if let scanned = memo.scanned, scanned == memo.backedUp, memo.scannedFloor == memo.floor ?? -1,
+           memo.nextDue.map({ now.millisecondsSince1970 < $0 }) ?? true {
             var report = PurgeReport()
             report.backedUpThrough = memo.backedUp
             return report
@@ -131,6 +177,10 @@ extension DeviceStore {
                 INSERT INTO store_meta (key, value) VALUES ('purge_scanned_through', ?)
                 ON CONFLICT (key) DO UPDATE SET value = excluded.value
                 """, arguments: [Int64(report.backedUpThrough.rawValue)])
+            try db.execute(sql: """
+                INSERT INTO store_meta (key, value) VALUES ('purge_scanned_floor', ?)
+                ON CONFLICT (key) DO UPDATE SET value = excluded.value
+                """, arguments: [memo.floor ?? -1])
             if let nextDue {
                 try db.execute(sql: """
                     INSERT INTO store_meta (key, value) VALUES ('purge_next_due', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
@@ -182,20 +232,7 @@ extension DeviceStore {
     /// has its content from a later row, and stays. Without a cut, every
     /// purged row is followed by its item's deletion, as verification checks.)
     static func itemsBack(_ db: Database, purged: Set<ChainHash>, cut: Bool) throws -> [ItemKey] {
-        guard cut || !purged.isEmpty else { return [] }
-        var back = Set<Int64>()
-        let rows = try Row.fetchCursor(db, sql: """
-            SELECT seq, payload, purged_payload_hash IS NOT NULL FROM event_journal WHERE kind IN (?, ?)
-            """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue])
-        while let row = try rows.next() {
-            let seq = try StoredValue.column(row, 0, "event_journal.seq", as: Int64.self)
-            if try StoredValue.column(row, 2, "whether journal seq \(seq) is purged", as: Bool.self) {
-                if cut { back.insert(seq) }
-            } else if !purged.isEmpty {
-                let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
-                if purged.contains(ChainHash.ofPayload([UInt8](payload))) { back.insert(seq) }
-            }
-        }
+        let back = try rowsBack(db, kinds: [.itemIndexed, .itemUpdated], purged: purged, cut: cut)
         guard !back.isEmpty else { return [] }
         var keys: [ItemKey] = []
         let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id, changed_seq FROM items")
@@ -205,6 +242,54 @@ extension DeviceStore {
                                 identifier: try StoredValue.column(item, 1, "items.item_id")))
         }
         return keys.sorted()
+    }
+
+    /// The live activities of the store in `db` whose current content a
+    /// purge took away, back with a restore, by key, as `itemsBack` finds
+    /// items. An activity a cut left as its bare residue is live under its
+    /// key's pseudonym, and goes under it.
+    static func activitiesBack(_ db: Database, purged: Set<ChainHash>, cut: Bool) throws -> [String] {
+        // A purged recording keeps its row's kind (`activityRecorded`).
+        let back = try rowsBack(db, kinds: [.activityRecorded], purged: purged, cut: cut)
+        guard !back.isEmpty else { return [] }
+        var keys: [String] = []
+        let activities = try Row.fetchCursor(db, sql: "SELECT activity_key, changed_seq FROM activities")
+        while let activity = try activities.next() {
+            guard back.contains(try StoredValue.column(activity, 1, "activities.changed_seq", as: Int64.self)) else { continue }
+            keys.append(try StoredValue.column(activity, 0, "activities.activity_key"))
+        }
+        return keys.sorted()
+    }
+
+    /// The seqs of the rows of `kinds` whose content a projection must not
+    /// keep after a restore: those whose payload's SHA-256 is in `purged`,
+    /// and, when `cut`, those purged here.
+    private static func rowsBack(_ db: Database, kinds: [EventKind], purged: Set<ChainHash>, cut: Bool) throws -> Set<Int64> {
+        guard cut || !purged.isEmpty else { return [] }
+        var back = Set<Int64>()
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT seq, payload, purged_payload_hash IS NOT NULL FROM event_journal
+            WHERE kind IN (\(kinds.map { String($0.rawValue) }.joined(separator: ", ")))
+            """)
+        while let row = try rows.next() {
+            let seq = try StoredValue.column(row, 0, "event_journal.seq", as: Int64.self)
+            if try StoredValue.column(row, 2, "whether journal seq \(seq) is purged", as: Bool.self) {
+                if cut { back.insert(seq) }
+            } else if !purged.isEmpty {
+                let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
+                if purged.contains(ChainHash.ofPayload([UInt8](payload))) { back.insert(seq) }
+            }
+        }
+        return back
+    }
+
+    /// The earliest journal seq some message of which the cloud's backup
+    /// may not hold yet (one after the outbox's durable watermark), nil when
+    /// there is none.
+    private static func outboxFloor(_ db: Database) throws -> Int64? {
+        let durable = try OutboxStore.durable(db)
+        return try Int64.fetchOne(db, sql: "SELECT min(journal_seq) FROM outbox WHERE (epoch, seq) > (?, ?)",
+                                  arguments: [durable.epoch, durable.seq])
     }
 
     /// The seq the store's latest backup snapshot covers.
@@ -229,19 +314,21 @@ extension DeviceStore {
     }
 
     /// `purgedColumn`: SQL saying whether a row is purged already.
-    private static func purge(_ db: Database, purgedColumn: String, deletedBy: Timestamp?, apply: Bool) throws -> PurgeReport {
+    private static func purge(_ db: Database, purgedColumn: String, deletedBy: Timestamp?, keys: PrivacyProjection.Keys,
+                              apply: Bool) throws -> PurgeReport {
         var report = PurgeReport()
         report.backedUpThrough = try backedUpThrough(db)
-        // Each item's rows that still hold content, since its last deletion.
-        var pending: [ItemKey: [Seq]] = [:]
-        var purged: [(Seq, ItemKey)] = []
-        var waiting = Set<ItemKey>()
-        var waitingForDelay = Set<ItemKey>()
-        var earliestWaiting: Int64?
+        // The cloud's backup holds every message the fold made of events before this seq.
+        let cloudHolds = try outboxFloor(db).map { Seq(UInt64(max($0, 0))) }
+        var plan = PurgePlan(backedUpThrough: report.backedUpThrough, deletedBy: deletedBy, cloudHoldsBefore: cloudHolds,
+                             app: keys.app)
         let rows = try Row.fetchCursor(db, sql: """
-            SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?) ORDER BY seq
+            SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ORDER BY seq
             """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
-                             EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue])
+                             EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue,
+                             EventKind.activityRecorded.rawValue, EventKind.activityDeleted.rawValue,
+                             EventKind.activityExpired.rawValue, EventKind.resultShown.rawValue,
+                             EventKind.resultEngaged.rawValue, EventKind.activityPurged.rawValue])
         while let row = try rows.next() {
             let seq = Seq(try StoredValue.position(StoredValue.column(row, 0, "event_journal.seq"), "event_journal.seq"))
             let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
@@ -253,43 +340,40 @@ extension DeviceStore {
             } catch {
                 throw DeviceStoreError(.corruptJournal, "seq \(seq): payload does not decode: \(error)", seq: seq)
             }
-            guard let key = event.itemKey else { continue }
-            if event.removesItem {
-                guard let contents = pending.removeValue(forKey: key) else { continue }
-                let due = deletedBy.map { time <= $0.millisecondsSince1970 } ?? true
-                if seq <= report.backedUpThrough && due {
-                    purged += contents.map { ($0, key) }
-                    waiting.remove(key)
-                    waitingForDelay.remove(key)
-                } else {
-                    pending[key] = contents
-                    if seq <= report.backedUpThrough {
-                        waitingForDelay.insert(key)
-                        earliestWaiting = min(earliestWaiting ?? time, time)
-                    } else {
-                        waiting.insert(key)
-                    }
-                }
-            } else if !isPurged {
-                pending[key, default: []].append(seq)
-            }
+            plan.read(event, seq: seq, time: time, isPurged: isPurged)
         }
-        purged.sort { $0.0 < $1.0 }
-        report.waitingForBackup = waiting.sorted()
-        report.waitingForDelay = waitingForDelay.subtracting(waiting).sorted()
-        report.earliestWaitingDeletion = earliestWaiting.map(Timestamp.init(millisecondsSince1970:))
-        report.items = Set(purged.map(\.1)).sorted()
-        report.purgedSeqs = purged.map(\.0)
+        let pseudonyms = Pseudonyms(voteSecret: keys.voteSecret)
+        let purged = try plan.finish(db, pseudonyms: pseudonyms)
+        report.waitingForBackup = plan.waitingItems.sorted()
+        report.waitingForDelay = plan.waitingForDelay.subtracting(plan.waitingItems).sorted()
+        report.earliestWaitingDeletion = plan.earliestWaiting.map(Timestamp.init(millisecondsSince1970:))
+        report.items = Set(plan.purgedItems.map(\.1)).sorted()
+        report.activities = plan.purgedActivities.sorted()
+        report.activitiesWaiting = plan.activitiesWaiting.sorted { $0.key < $1.key }
+        report.references = plan.purgedReferences.values.reduce(0) { $0 + $1.shown + $1.engaged }
+        report.purgedSeqs = purged.keys.sorted()
         let update = apply ? try db.cachedStatement(sql: """
             UPDATE event_journal SET payload = ?, purged_payload_hash = ? WHERE seq = ?
             """) : nil
-        for (seq, _) in purged {
+        for seq in report.purgedSeqs {
             let record = try purgeable(db, seq)
-            guard let residue = try record.event().purgedResidue else { continue }
+            guard let residue = try purged[seq]?.of(record.event()) else { continue }
             let encoded = EventCodec.encode(residue)
             report.bytes += record.payload.count - encoded.count
             if let update {
                 try update.execute(arguments: [Data(encoded), Data(ChainHash.ofPayload(record.payload).bytes), Int64(seq.rawValue)])
+            }
+        }
+        if apply {
+            // The residues count their engagement under the reference's pseudonym, so the projection does too.
+            for (reference, counts) in plan.purgedReferences.sorted(by: { $0.key < $1.key }) {
+                try db.execute(sql: """
+                    INSERT INTO engagement (ref, shown, engaged) VALUES (?, ?, ?)
+                    ON CONFLICT (ref) DO UPDATE SET shown = shown + excluded.shown, engaged = engaged + excluded.engaged
+                    """, arguments: [pseudonyms(reference), counts.shown, counts.engaged])
+                try db.execute(sql: "UPDATE engagement SET shown = shown - ?, engaged = engaged - ? WHERE ref = ?",
+                               arguments: [counts.shown, counts.engaged, reference])
+                try db.execute(sql: "DELETE FROM engagement WHERE ref = ? AND shown <= 0 AND engaged <= 0", arguments: [reference])
             }
         }
         return report

@@ -55,7 +55,9 @@ public struct JournalRecord: Hashable, Sendable {
         } catch {
             throw DeviceStoreError(.corruptJournal, "seq \(seq): payload does not decode: \(error)", seq: seq)
         }
-        guard event.kind.rawValue == kind else {
+        // A purged recording keeps its row's kind; its payload is the residue's.
+        let residueOfItsKind = isPurged && kind == EventKind.activityRecorded.rawValue && event.kind == .activityPurged
+        guard event.kind.rawValue == kind || residueOfItsKind else {
             throw DeviceStoreError(.corruptJournal,
                                    "seq \(seq): kind column says \(kind) but the payload is \(event.kind.name)", seq: seq)
         }

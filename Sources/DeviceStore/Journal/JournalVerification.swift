@@ -80,7 +80,7 @@ extension DeviceStore {
         }
         if result.firstProblem == nil, let (seq, key) = purges.withoutDeletion {
             result.firstProblem = DeviceStoreError(.corruptJournal, """
-                seq \(seq): its payload was purged, but no later deletion of \(key) follows it (a purge only takes a deleted item's content)
+                seq \(seq): its payload was purged, but no later deletion of \(key) follows it (a purge only takes the content of what was deleted)
                 """, seq: seq)
         }
         return result
@@ -103,13 +103,29 @@ extension DeviceStore {
 }
 
 /// What verification checks of purged rows (`Journal/FORMAT.md`, "Purged
-/// rows"): only an item's indexing or update is purged, its payload is
-/// exactly the residue, and a deletion of the item follows it.
+/// rows"): only an item's indexing or update, or an activity's recording,
+/// removal or engagement, is purged; its payload is exactly the residue; and
+/// a removal of the item or activity follows each purged recording.
 private struct PurgedRows {
     /// Items with a purged row and no deletion since: the first such row's seq.
     private var awaitingDeletion: [ItemKey: Seq] = [:]
+    /// Activities (by their key's pseudonym) with a purged recording and no removal since.
+    private var awaitingRemoval: [String: Seq] = [:]
 
     mutating func problem(_ record: JournalRecord, _ event: JournalEvent) -> String? {
+        switch event {
+        case .activityPurged(let residue):
+            guard record.isPurged else { return "an activityPurged event is what a purge leaves, and the row is not marked purged" }
+            if awaitingRemoval[residue.key] == nil { awaitingRemoval[residue.key] = record.seq }
+            return nil
+        case .activityDeleted(let key, _), .activityExpired(let key):
+            if !awaitingRemoval.isEmpty { awaitingRemoval[key] = nil }
+            return record.isPurged ? pseudonymProblem(key, event) : nil
+        case .resultShown(let ref), .resultEngaged(let ref):
+            return record.isPurged ? pseudonymProblem(ref, event) : nil
+        default:
+            break
+        }
         guard record.isPurged else {
             if !awaitingDeletion.isEmpty, event.removesItem, let key = event.itemKey {
                 awaitingDeletion[key] = nil
@@ -117,7 +133,7 @@ private struct PurgedRows {
             return nil
         }
         guard let residue = event.purgedResidue, let key = event.itemKey else {
-            return "a \(event.kind.name) row is marked purged, and only an item's indexing or update is ever purged"
+            return "a \(event.kind.name) row is marked purged, and only an item's indexing or update or an activity's events are ever purged"
         }
         guard residue == event else {
             return "the row is marked purged, but its payload holds more than the residue a purge leaves"
@@ -126,8 +142,15 @@ private struct PurgedRows {
         return nil
     }
 
-    /// The first purged row whose item no later row deletes.
-    var withoutDeletion: (Seq, ItemKey)? {
-        awaitingDeletion.min { $0.value < $1.value }.map { ($0.value, $0.key) }
+    private func pseudonymProblem(_ name: String, _ event: JournalEvent) -> String? {
+        PurgedActivity.isPseudonym(name) ? nil
+            : "the row is marked purged, but its \(event.kind.name) names its subject in the clear, not by a pseudonym"
+    }
+
+    /// The first purged row whose item or activity no later row removes, and what it was of.
+    var withoutDeletion: (Seq, String)? {
+        let item = awaitingDeletion.min { $0.value < $1.value }.map { ($0.value, $0.key.description) }
+        let activity = awaitingRemoval.min { $0.value < $1.value }.map { ($0.value, "activity \($0.key)") }
+        return [item, activity].compactMap { $0 }.min { $0.0 < $1.0 }
     }
 }

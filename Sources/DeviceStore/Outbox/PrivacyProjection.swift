@@ -94,6 +94,8 @@ final class PrivacyProjection {
         switch event {
         case .activityRecorded(let activity):
             return .activity(key: activity.key, try publicActivity(key: activity.key))
+        case .activityPurged(let residue):
+            return .activity(key: residue.key, try publicActivity(key: residue.key))
         case .activityDeleted(let key, _), .activityExpired(let key):
             return .activity(key: key, try publicActivity(key: key))
         case .itemDeleted(_, let identifier, _), .itemExpired(_, let identifier):
@@ -117,12 +119,16 @@ final class PrivacyProjection {
             if let content = PublicContent(activity), let hash = PublicHash.of(app: keys.app, content: content) {
                 let refs = Array(Set([activity.webpageURL, activity.relatedUniqueIdentifier,
                                       activity.weakRelatedUniqueIdentifier].compactMap { $0 })).sorted()
-                try insert(key: key, PublicActivity(hash: hash, refs: refs, isLive: true),
-                           related: activity.relatedUniqueIdentifier)
-                emptied.removeAll { $0 == hash }
-                if try hasVote(hash) {
-                    try signal(hash, Popularity(views: 1), epoch: epoch, seq: seq)
-                }
+                try recordPublic(key: key, hash: hash, refs: refs, related: activity.relatedUniqueIdentifier, emptied: &emptied,
+                                 epoch: epoch, seq: seq)
+            }
+        case (.activityPurged(let residue), .activity(let key, let old)):
+            // The residue keeps the public hash, and the references as the
+            // engagement events a purge left them name them.
+            if let old, try remove(key: key, old) { emptied.append(old.hash) }
+            if let hash = residue.publicHash.flatMap(PublicHash.init) {
+                try recordPublic(key: key, hash: hash, refs: residue.refs, related: residue.relatedUniqueIdentifier,
+                                 emptied: &emptied, epoch: epoch, seq: seq)
             }
         case (.activityDeleted, .activity(let key, let old?)), (.activityExpired, .activity(let key, let old?)):
             if try remove(key: key, old) { emptied.append(old.hash) }
@@ -156,8 +162,11 @@ final class PrivacyProjection {
             }
         case (.publicContentRequested(let requested), _):
             for hash in requested.compactMap(PublicHash.init) where try hasVote(hash) {
-                guard let content = try currentContent(hash) else { continue }
-                try send(.content(hash, content), epoch: epoch, seq: seq)
+                switch try currentContent(hash) {
+                case .none: continue
+                case .content(let content): try send(.content(hash, content), epoch: epoch, seq: seq)
+                case .purged: try send(.contentWithheld(hash), epoch: epoch, seq: seq)
+                }
             }
         case (.cloudReindexAsked(let askedEpoch, let askedSeq), _):
             try send(.reindexAsk(after: OutboxPosition(epoch: askedEpoch, seq: askedSeq)), epoch: epoch, seq: seq)
@@ -202,6 +211,17 @@ final class PrivacyProjection {
     }
 
     // MARK: - Public activities
+
+    /// A public activity recorded under `key`: its row and counts, and a view
+    /// signal when its hash holds a live vote.
+    private func recordPublic(key: String, hash: PublicHash, refs: [String], related: String?, emptied: inout [PublicHash],
+                              epoch: Epoch, seq: Seq) throws {
+        try insert(key: key, PublicActivity(hash: hash, refs: refs, isLive: true), related: related)
+        emptied.removeAll { $0 == hash }
+        if try hasVote(hash) {
+            try signal(hash, Popularity(views: 1), epoch: epoch, seq: seq)
+        }
+    }
 
     private func publicActivity(key: String) throws -> PublicActivity? {
         let statement = try prepared(.loadActivity)
@@ -297,13 +317,23 @@ final class PrivacyProjection {
         return try statement.step()
     }
 
-    /// The public content of the most recently recorded live activity of `hash`.
-    private func currentContent(_ hash: PublicHash) throws -> PublicContent? {
+    /// What a content request is answered with from a live activity.
+    private enum CurrentContent {
+        case content(PublicContent)
+        /// The activity was purged since: its row is a residue's, with no payload.
+        case purged
+    }
+
+    /// The public content of the most recently recorded live activity of
+    /// `hash`, nil when none has any.
+    private func currentContent(_ hash: PublicHash) throws -> CurrentContent? {
         let statement = try prepared(.latestPayload)
         defer { statement.reset() }
         statement.bind(1, hash.bytes)
         guard try statement.step() else { return nil }
-        return PublicContent(try EventCodec.decodeActivity(statement.blob(0)))
+        let payload = statement.blob(0)
+        if payload.isEmpty { return .purged }
+        return PublicContent(try EventCodec.decodeActivity(payload)).map(CurrentContent.content)
     }
 
     // MARK: - Popularity

@@ -75,7 +75,14 @@ final class Projector {
             // An activity event is the version and kind bytes followed by the
             // activity's own encoding (Journal/FORMAT.md).
             let encoded = payload.map { Array($0.dropFirst(2)) } ?? EventCodec.encode(activity)
-            try recordActivity(activity, encoded: encoded, seq: seq, time: time)
+            try recordActivity(activity, key: activity.key, encoded: encoded, seq: seq, time: time)
+        case .activityPurged(let residue):
+            // A bare row under the key's pseudonym, whose empty payload says
+            // it is a residue: the identifiers an item's deletion looks for,
+            // nothing searchable, until its removal (also under the pseudonym) takes it out.
+            let bare = UserActivity(activityType: "", relatedUniqueIdentifier: residue.relatedUniqueIdentifier,
+                                    weakRelatedUniqueIdentifier: residue.weakRelatedUniqueIdentifier)
+            try recordActivity(bare, key: residue.key, encoded: [], seq: seq, time: time)
         case .activityDeleted(let key, _), .activityExpired(let key):
             try removeActivity(key: key)
         case .resultShown(let ref):
@@ -258,9 +265,8 @@ final class Projector {
         }
     }
 
-    private func recordActivity(_ activity: UserActivity, encoded: [UInt8], seq: Seq, time: Timestamp) throws {
+    private func recordActivity(_ activity: UserActivity, key: String, encoded: [UInt8], seq: Seq, time: Timestamp) throws {
         let text = ActivityText(activity)
-        let key = activity.key
         let expires = activity.expirationDate?.millisecondsSince1970
         noteExpiry(expires)
         // Binds activity_type through eligible_public (13 columns) from `first`.

@@ -69,7 +69,7 @@ extension DeviceStore {
     public func activities() throws(DeviceStoreError) -> [StoredActivity] {
         try read { db in
             try Row.fetchAll(db, sql: """
-                SELECT payload, view_count, related_deleted FROM activities ORDER BY activity_key
+                SELECT payload, view_count, related_deleted FROM activities WHERE length(payload) > 0 ORDER BY activity_key
                 """).map { row in
                 let payload: Data = row[0]
                 return StoredActivity(activity: try EventCodec.decodeActivity([UInt8](payload)),

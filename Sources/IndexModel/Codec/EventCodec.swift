@@ -79,6 +79,12 @@ public enum EventCodec {
             writer.uvarint(UInt64(request.hashes.count))
             for hash in request.hashes { writer.raw(hash) }
             writer.byte(request.more ? 1 : 0)
+        case .activityPurged(let residue):
+            writer.string(residue.key)
+            writer.optional(residue.publicHash) { $0.raw($1) }
+            writer.optional(residue.webpageURL) { $0.string($1) }
+            writer.optional(residue.relatedUniqueIdentifier) { $0.string($1) }
+            writer.optional(residue.weakRelatedUniqueIdentifier) { $0.string($1) }
         }
         return writer.bytes
     }
@@ -205,6 +211,22 @@ public enum EventCodec {
             guard more <= 1 else { throw CodecError(.nonCanonical, at: moreAt, "a reindex request's more flag is \(more), not 0 or 1") }
             event = .votesReindexRequested(VoteReindexRequest(afterEpoch: afterEpoch, afterSeq: afterSeq, throughEpoch: throughEpoch,
                                                                throughSeq: throughSeq, hashes: hashes, more: more == 1))
+        case .activityPurged:
+            func pseudonym(_ reader: inout BinaryReader, _ field: String) throws(CodecError) -> String {
+                let at = reader.offset
+                let text = try reader.string()
+                guard PurgedActivity.isPseudonym(text) else {
+                    throw CodecError(.nonCanonical, at: at, "a purged activity's \(field) is not a pseudonym (purged: and 32 hex digits)")
+                }
+                return text
+            }
+            let key = try pseudonym(&reader, "key")
+            let hash = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.fixedBytes(32, "public hash") }
+            let url = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try pseudonym(&reader, "web page URL") }
+            let related = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.string() }
+            let weak = try reader.optional { (reader: inout BinaryReader) throws(CodecError) in try reader.string() }
+            event = .activityPurged(PurgedActivity(key: key, publicHash: hash, webpageURL: url, relatedUniqueIdentifier: related,
+                                                   weakRelatedUniqueIdentifier: weak))
         }
         guard reader.isAtEnd else {
             throw CodecError(.trailingBytes, at: reader.offset, "\(reader.remaining) bytes follow the end of the event")

@@ -78,6 +78,12 @@ extension JournalEvent {
             object["through"] = .string("\(request.throughEpoch):\(request.throughSeq)")
             object["hashes"] = .array(request.hashes.map { .string($0.hexString) })
             object["more"] = .bool(request.more)
+        case .activityPurged(let residue):
+            object["key"] = .string(residue.key)
+            object["hash"] = residue.publicHash.map { .string($0.hexString) } ?? .null
+            object["url"] = residue.webpageURL.map(JSONValue.string) ?? .null
+            object["relatedUniqueIdentifier"] = residue.relatedUniqueIdentifier.map(JSONValue.string) ?? .null
+            object["weakRelatedUniqueIdentifier"] = residue.weakRelatedUniqueIdentifier.map(JSONValue.string) ?? .null
         }
         return .object(object)
     }

@@ -62,13 +62,18 @@ public enum JournalEvent: Hashable, Sendable {
     /// when the cloud ended an epoch before messages of it that it had not
     /// acknowledged, whose votes and withdrawals may then never count.
     case votesReindexRequested(VoteReindexRequest)
+    /// What a purge keeps of an `activityRecorded` whose activity was
+    /// deleted since (`Journal/FORMAT.md`, "Purged rows"): its key and URL as
+    /// pseudonyms, its public hash, and the identifiers it was related to.
+    /// Only a purged row holds one.
+    case activityPurged(PurgedActivity)
 
     /// The newest version of the event encoding this build writes. Each event is
     /// written with the version that introduced its kind (`EventKind.version`),
     /// so events of older kinds keep their bytes and their hashes; the one
     /// exception is an `epochAdvanced` that kept messages in its old epoch,
     /// whose count version 4 added (`formatVersionWritten`).
-    public static let formatVersion: UInt8 = 6
+    public static let formatVersion: UInt8 = 7
 
     /// The version this event is written with.
     public var formatVersionWritten: UInt8 {
@@ -96,6 +101,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .popularityModeLearned: .popularityModeLearned
         case .cloudReindexAsked: .cloudReindexAsked
         case .votesReindexRequested: .votesReindexRequested
+        case .activityPurged: .activityPurged
         }
     }
 
@@ -119,6 +125,7 @@ public enum JournalEvent: Hashable, Sendable {
         case .clientStateSet: nil
         case .activityRecorded(let activity): activity.key
         case .activityDeleted(let key, _), .activityExpired(let key): key
+        case .activityPurged(let residue): residue.key
         case .resultShown(let ref), .resultEngaged(let ref): ref
         case .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
              .popularityModeLearned, .cloudReindexAsked, .votesReindexRequested: nil
@@ -147,10 +154,12 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
     case popularityModeLearned = 16
     case cloudReindexAsked = 17
     case votesReindexRequested = 18
+    case activityPurged = 19
 
     /// The event format version that introduced the kind, which is the version
     /// its events are written with.
     public var version: UInt8 {
+        if rawValue >= EventKind.activityPurged.rawValue { return 7 }
         if rawValue >= EventKind.cloudReindexAsked.rawValue { return 6 }
         if rawValue >= EventKind.popularityModeLearned.rawValue { return 5 }
         if rawValue >= EventKind.epochAdvanced.rawValue { return 3 }
@@ -177,6 +186,7 @@ public enum EventKind: UInt8, CaseIterable, Hashable, Sendable, CustomStringConv
         case .popularityModeLearned: "popularityModeLearned"
         case .cloudReindexAsked: "cloudReindexAsked"
         case .votesReindexRequested: "votesReindexRequested"
+        case .activityPurged: "activityPurged"
         }
     }
 
@@ -246,8 +256,9 @@ public struct VoteReindexRequest: Hashable, Sendable {
 extension JournalEvent {
     /// What a purge keeps of this event (`Journal/FORMAT.md`, "Purged
     /// rows"): of an item's indexing or update, its index and identifier,
-    /// with nothing the app said about the item. Nil for the kinds a purge
-    /// never touches. Folding the residue in place of the event leaves the
+    /// with nothing the app said about the item. Nil for every other kind:
+    /// an activity's residues need pseudonyms, made under a secret of the
+    /// store (`PurgedActivity`), so the store makes them. Folding the residue in place of the event leaves the
     /// same projections once the item's deletion is folded too, since the
     /// fold reads nothing else of a deleted item.
     public var purgedResidue: JournalEvent? {
@@ -278,6 +289,59 @@ extension JournalEvent {
         case .itemDeleted, .itemExpired: true
         default: false
         }
+    }
+}
+
+/// What a purge keeps of an activity's recording (`JournalEvent.activityPurged`):
+/// what the fold needs to pair it with the activity's removal and to send
+/// the same votes, signals and withdrawals as before, and nothing the user
+/// did or read. The key and the URL are pseudonyms (`isPseudonym`): keyed
+/// digests under a secret of the store, so the same key or URL always has
+/// the same pseudonym on this device, and without the store's secret no
+/// guess can be checked against one.
+public struct PurgedActivity: Hashable, Sendable {
+    /// The pseudonym of the activity's key.
+    public var key: String
+    /// The activity's public hash (32 bytes) when it was public, else nil.
+    public var publicHash: [UInt8]?
+    /// The pseudonym of its web page URL, when it had one that is not also
+    /// one of its related identifiers.
+    public var webpageURL: String?
+    public var relatedUniqueIdentifier: String?
+    public var weakRelatedUniqueIdentifier: String?
+
+    public init(key: String, publicHash: [UInt8]?, webpageURL: String?, relatedUniqueIdentifier: String?,
+                weakRelatedUniqueIdentifier: String?) {
+        self.key = key
+        self.publicHash = publicHash
+        self.webpageURL = webpageURL
+        self.relatedUniqueIdentifier = relatedUniqueIdentifier
+        self.weakRelatedUniqueIdentifier = weakRelatedUniqueIdentifier
+    }
+
+    /// What every pseudonym begins with: no activity key (`id:`, `type:`) does.
+    public static let pseudonymPrefix = "purged:"
+    /// The bytes of the digest a pseudonym spells in hex.
+    public static let pseudonymDigestBytes = 16
+
+    /// The pseudonym spelling `digest` (its first 16 bytes, in lowercase hex).
+    public static func pseudonym(digest: some Sequence<UInt8>) -> String {
+        pseudonymPrefix + Array(digest.prefix(pseudonymDigestBytes)).hexString
+    }
+
+    /// Whether `text` is a pseudonym: the prefix and 32 lowercase hex digits.
+    public static func isPseudonym(_ text: String) -> Bool {
+        let utf8 = Array(text.utf8)
+        let prefix = Array(pseudonymPrefix.utf8)
+        guard utf8.count == prefix.count + 2 * pseudonymDigestBytes, utf8.starts(with: prefix) else { return false }
+        return utf8[prefix.count...].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0)
+            || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
+    /// The references engagement with the activity was matched by, as
+    /// `activityRecorded` has them: URL, related and weakly related identifier.
+    public var refs: [String] {
+        Array(Set([webpageURL, relatedUniqueIdentifier, weakRelatedUniqueIdentifier].compactMap { $0 })).sorted()
     }
 }
 

@@ -76,6 +76,9 @@ extension SimDevice {
         if session.uploader.durable > durableBefore {
             durableSeen[session.uploader.durable.epoch] = max(durableSeen[session.uploader.durable.epoch] ?? .beforeFirst,
                                                               session.uploader.durable.seq)
+            // The cloud's backup now holds more of what the device sent: a
+            // public activity deleted before it may be purged now.
+            _ = try store.purge()
         }
         takenReply = TakenReply(token: token, session: session, action: next,
                                 marks: marks, findings: findings, epochReuses: epochReuses, votesRestated: votesRestated)
@@ -109,7 +112,12 @@ extension SimDevice {
         // (the cloud holds the others there, `Rejection.ended`): the oracle
         // moves as many of the calls' messages, which must be the same ones.
         let moved = try store.outboxEntries(after: OutboxPosition(epoch: advanced, seq: .beforeFirst))
-            .filter { if case .content = $0.message { false } else { true } }
+            .filter {
+                switch $0.message {
+                case .content, .contentWithheld: false
+                default: true
+                }
+            }
             .map { CloudModel.expected($0.message, catalogue) }
         let old = expected.removeValue(forKey: epoch) ?? []
         if let (kept, carried) = SimDevice.split(old, moving: moved) {

@@ -75,7 +75,7 @@ struct CloudModel {
             if counts == Popularity(shown: 1) { return .shown(number) }
             if counts == Popularity(engaged: 1) { return .engaged(number) }
             return nil
-        case .content, .page, .report, .reindexAsk, .contentPurged: return nil
+        case .content, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: return nil
         }
     }
 }

@@ -269,8 +269,9 @@ struct Invariant: Sendable {
         run.evidence.deviceChecks.flatMap(\.returnedProblems)
     } holds: { run in
         """
-        no item the app deleted is in any index, every deletion a backup covers is purged, and restores deleted \
-        \(run.evidence.counters.itemsDeletedAgain) purged item(s) again
+        no item the app deleted is in any index, every deletion a backup covers (and, of a public activity, \
+        the cloud's backup too) is purged, and restores deleted \(run.evidence.counters.itemsDeletedAgain) purged item(s) \
+        and \(run.evidence.counters.activitiesDeletedAgain) purged activit(ies) again
         """
     }
 

@@ -45,10 +45,11 @@ struct Matching {
         }
         for (epoch, groups) in device.expected.sorted(by: { $0.key < $1.key }) {
             let messages = held[epoch] ?? []
-            // Content, and what a purge of the cloud log left of it, is checked on its own.
+            // Content, what a purge of the cloud log left of it, and a
+            // device's withheld answer are checked on their own.
             let plain = messages.filter {
                 switch $0.message {
-                case .content, .contentPurged: false
+                case .content, .contentPurged, .contentWithheld: false
                 default: true
                 }
             }

@@ -120,7 +120,7 @@ final class DeviceChecks: @unchecked Sendable {
             let unpurged = try store.purge(dryRun: true)
             if !unpurged.purgedSeqs.isEmpty {
                 result.returnedProblems.append("""
-                    device \(device.number) still holds the content of \(unpurged.items.prefix(3).map(\.description).joined(separator: ", ")) \
+                    device \(device.number) still holds the content of \((unpurged.items.map(\.description) + unpurged.activities).prefix(3).joined(separator: ", ")) \
                     (seqs \(unpurged.purgedSeqs.prefix(5).map(\.description).joined(separator: ", "))), deleted and backed up but not purged
                     """)
             }

@@ -118,6 +118,14 @@ struct StoreModel {
         return out
     }
 
+    /// An activity's deletion a restore journals on its own
+    /// (`RestoreReport.activitiesDeletedAgain`), by its key, after the items'.
+    mutating func deleteActivityAgain(_ key: String) -> [ExpectedMessage] {
+        var out: [ExpectedMessage] = []
+        removeActivity(key, into: &out)
+        return out
+    }
+
     /// The store journaled the popularity mode an ack announced: from then
     /// on an engagement of a voted entry is a report while the day's budget
     /// lasts, and views and impressions send nothing (`docs/SYNC.md`,

@@ -62,6 +62,8 @@ struct RunCounters {
     var epochReuses = 0
     /// Items a device restore deleted again because the wiped store had purged them.
     var itemsDeletedAgain = 0
+    /// Activities a device restore deleted again because the wiped store had purged them.
+    var activitiesDeletedAgain = 0
     /// Hashes whose vote a device stated again for a reindex request.
     var votesRestated = 0
     /// Searches the simulated users made (each checked against the oracle).

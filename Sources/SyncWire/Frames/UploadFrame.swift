@@ -45,8 +45,9 @@ public struct UploadFrame: Hashable, Sendable {
     /// Version 2 added `follows` and `isProbe`; version 3 `Rejection.ended`;
     /// version 4 the signature of the answered frame in every reply; version
     /// 5 the report message and the popularity mode in every ack; version 6
-    /// the reindex ask and the reindex request in an ack.
-    public static let version: UInt8 = 6
+    /// the reindex ask and the reindex request in an ack; version 7 the
+    /// withheld content answer.
+    public static let version: UInt8 = 7
 
     enum FrameType: UInt8 {
         case upload = 1, ack = 2, rejection = 3

@@ -30,12 +30,18 @@ public enum OutboxMessage: Hashable, Sendable {
     /// secret (as an offer is kept), so that a resent frame can still be
     /// compared with it. Only a purged log row holds it; no frame carries it.
     case contentPurged(PublicHash, digest: [UInt8])
+    /// The answer to a content request whose activity a device has since
+    /// purged from its journal (`DeviceStore.purge`): the device made it
+    /// again from its journal in place of the content it once sent, which it
+    /// no longer holds. The cloud takes it as no offer, and as the same
+    /// message as a content message of the same hash at its position.
+    case contentWithheld(PublicHash)
 
     /// The public hash the message is about; nil for a report, which names none.
     public var hash: PublicHash? {
         switch self {
         case .vote(let hash, _), .withdraw(let hash, _), .signal(let hash, _), .content(let hash, _), .page(let hash, _),
-             .contentPurged(let hash, _): hash
+             .contentPurged(let hash, _), .contentWithheld(let hash): hash
         case .report, .reindexAsk: nil
         }
     }
@@ -50,6 +56,7 @@ public enum OutboxMessage: Hashable, Sendable {
         case .report: "report"
         case .reindexAsk: "reindexAsk"
         case .contentPurged: "contentPurged"
+        case .contentWithheld: "contentWithheld"
         }
     }
 }
@@ -75,7 +82,7 @@ public struct Popularity: Hashable, Sendable {
 
 extension OutboxMessage {
     private enum Tag: UInt8 {
-        case vote = 1, withdraw, signal, content, page, report, reindexAsk, contentPurged
+        case vote = 1, withdraw, signal, content, page, report, reindexAsk, contentPurged, contentWithheld
     }
 
     /// The length of a purged content message's keyed digest.
@@ -117,6 +124,9 @@ extension OutboxMessage {
             writer.byte(Tag.contentPurged.rawValue)
             writer.raw(hash.bytes)
             writer.raw(digest)
+        case .contentWithheld(let hash):
+            writer.byte(Tag.contentWithheld.rawValue)
+            writer.raw(hash.bytes)
         }
     }
 
@@ -205,6 +215,8 @@ extension OutboxMessage {
                 throw CodecError(.unknownKind, at: reader.offset - 1, "a purged content message is only in a purged cloud log row, never in a frame")
             }
             return .contentPurged(hash, digest: try reader.fixedBytes(purgedDigestBytes, "purged content digest"))
+        case .contentWithheld:
+            return .contentWithheld(hash)
         }
     }
 
@@ -241,6 +253,8 @@ extension OutboxMessage {
             object["after"] = .string(after.description)
         case .contentPurged(_, let digest):
             object["purgedContentDigest"] = .string(digest.map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined())
+        case .contentWithheld:
+            break
         }
         return .object(object)
     }

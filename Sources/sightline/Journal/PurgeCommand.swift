@@ -70,6 +70,11 @@ struct PurgeCommand: ParsableCommand {
                 "backedUpThrough": .integer(Int64(report.backedUpThrough.rawValue)),
                 "waitingForBackup": .array(report.waitingForBackup.map(Self.json)),
                 "waitingForDelay": .array(report.waitingForDelay.map(Self.json)),
+                "activities": .array(report.activities.map(JSONValue.string)),
+                "references": .integer(Int64(report.references)),
+                "activitiesWaiting": .array(report.activitiesWaiting.map {
+                    .object(["key": .string($0.key), "waitsFor": .string($0.reason.rawValue)])
+                }),
                 "walEmptied": .bool(report.walEmptied),
             ]))
             return
@@ -79,12 +84,29 @@ struct PurgeCommand: ParsableCommand {
         Output.line("\(verb) \(events) event\(events == 1 ? "" : "s") of \(report.items.count) deleted "
                     + "item\(report.items.count == 1 ? "" : "s") (\(report.bytes) bytes of content)"
                     + (report.items.isEmpty ? "" : ": " + report.items.map(\.description).joined(separator: ", ")))
+        if !report.activities.isEmpty || report.references > 0 {
+            let count = report.activities.count
+            Output.line("\(verb) the content of \(count) deleted activit\(count == 1 ? "y" : "ies") and the reference of "
+                        + "\(report.references) engagement event\(report.references == 1 ? "" : "s")"
+                        + (report.activities.isEmpty ? "" : ": " + report.activities.joined(separator: ", ")))
+        }
         let backup = report.backedUpThrough == .none ? "no backup snapshot of this store yet" : "backed up through seq \(report.backedUpThrough)"
         let waiting = report.waitingForBackup.count
         Output.line(backup + (waiting == 0 ? "" : "; \(waiting) deleted item\(waiting == 1 ? " waits" : "s wait") for a backup "
                                                 + "that covers the deletion (device snapshot)"))
         if !report.waitingForDelay.isEmpty {
             Output.line("\(report.waitingForDelay.count) deleted item(s) wait for the automatic purge's delay")
+        }
+        for reason in [ActivityWait.Reason.backup, .delay, .cloud, .sharedURL] {
+            let count = report.activitiesWaiting.count { $0.reason == reason }
+            guard count > 0 else { continue }
+            let why = switch reason {
+            case .backup: "a backup that covers the deletion (device snapshot)"
+            case .delay: "the automatic purge's delay"
+            case .cloud: "the cloud's backup to hold what was sent before the deletion (sync)"
+            case .sharedURL: "the activities and items that name the same web page URL to go"
+            }
+            Output.line("\(count) deleted activit\(count == 1 ? "y waits" : "ies wait") for \(why)")
         }
         if !report.walEmptied {
             Output.error("warning: another connection kept the WAL open, so it may still hold purged pages until its next checkpoint")
@@ -124,6 +146,7 @@ enum AutomaticPurge {
         do {
             guard let report = try device.purgeIfDue(), !report.purgedSeqs.isEmpty else { return }
             Output.error("automatic purge: purged \(report.purgedSeqs.count) event(s) of \(report.items.count) deleted item(s) "
+                         + (report.activities.isEmpty ? "" : "and \(report.activities.count) deleted activit(ies) ")
                          + "(\(report.bytes) bytes of content)")
         } catch {
             Output.error("warning: the automatic purge failed and purged nothing: \(error.message)")

@@ -31,7 +31,7 @@ enum Target {
     static func seeds() throws -> [(String, [UInt8])] {
         let root = ProcessInfo.processInfo.environment["SIGHTLINE_ROOT"] ?? FileManager.default.currentDirectoryPath
         var seeds: [(String, [UInt8])] = []
-        for version in 1...6 {
+        for version in 1...Int(JournalEvent.formatVersion) {
             let fixture = try [UInt8](Data(contentsOf: URL(fileURLWithPath: root + "/Journal/fixtures/events-v\(version).bin")))
             var reader = BinaryReader(fixture)
             while !reader.isAtEnd {

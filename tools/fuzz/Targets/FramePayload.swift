@@ -55,7 +55,7 @@ enum Target {
                      && after.seq.rawValue <= WireLimits.maximumPosition, "a decoded reindex ask names a hash or a position past the limit")
         case .contentPurged:
             contract(false, "a frame's payload decoded to a purged content message, which only a purged log row holds")
-        case .vote, .withdraw:
+        case .vote, .withdraw, .contentWithheld:
             break
         }
         _ = JSONWriter.compact(message.jsonValue)
@@ -88,7 +88,8 @@ enum Target {
         let asks: [OutboxMessage] = [.reindexAsk(after: .nothing),
                                      .reindexAsk(after: OutboxPosition(epoch: Epoch(WireLimits.maximumPosition),
                                                                        seq: OutboxSeq(WireLimits.maximumPosition)))]
-        let mixed = [messages[0], reports[1], messages[1], reports[0], reports[2], messages[2], reports[1], asks[0], messages[4], asks[1]]
+        let mixed = [messages[0], reports[1], messages[1], reports[0], reports[2], messages[2], reports[1], asks[0], messages[4], asks[1],
+                     .contentWithheld(hashes[0])]
         func payload(_ messages: [OutboxMessage]) -> [UInt8] {
             [0, UInt8(messages.count)] + FramePayload.encode(messages.map(\.encoded))
         }
@@ -99,7 +100,7 @@ enum Target {
             ("payload-report-1", payload([reports[1]])),
             ("payload-mixed", payload(mixed)),
         ]
-        for message in messages.prefix(5) + messages.suffix(1) + reports.suffix(1) + asks.suffix(1) {
+        for message in messages.prefix(5) + messages.suffix(1) + reports.suffix(1) + asks.suffix(1) + [.contentWithheld(hashes[1])] {
             seeds.append(("message-\(message.kindName)", [1] + message.encoded))
         }
         return seeds

@@ -682,7 +682,7 @@ enum Target {
                     session.voters[hash, default: []].insert(device.name)
                     session.named[device.name, default: []].insert(hash)
                 case .withdraw(let hash, _): session.named[device.name, default: []].insert(hash)
-                case .signal, .page, .report, .reindexAsk, .contentPurged: break
+                case .signal, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: break
                 }
             }
         }

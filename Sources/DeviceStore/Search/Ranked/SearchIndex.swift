@@ -272,6 +272,8 @@ extension SearchIndex {
                     dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: activity.key))
                 case .activityDeleted(let key, _), .activityExpired(let key):
                     dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: key))
+                case .activityPurged(let residue):
+                    dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: residue.key))
                 case .resultShown(let ref), .resultEngaged(let ref):
                     refs.insert(ref)
                 case .clientStateSet, .publicContentRequested, .storeRestored, .reindexRequested, .reindexAcknowledged, .epochAdvanced,
