@@ -87,7 +87,7 @@ extension Simulator {
         }
         try handOff(device) { device in
             do {
-                try backup.write(device.store)
+                device.noteWaiting(try backup.write(device.store))
                 return SimDevice.Turn()
             } catch {
                 return SimDevice.Turn(failure: SimulationError("device \(device.number) could not be backed up: \(error)"))
@@ -129,7 +129,7 @@ extension Simulator {
         device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
         device.location = .file(path)
         // What the backup covers and the cloud's backup held may go at once.
-        _ = try device.store.purge()
+        try device.purge()
         if case .file(let old) = replaced { StoreFiles.remove(old) }
         // What the device was told was durable may be gone from a cloud
         // restored from an older backup; the restored journal has it or not.

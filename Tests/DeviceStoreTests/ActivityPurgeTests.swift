@@ -107,10 +107,18 @@ import Testing
         try store.record(recipe)
         try store.recordEngaged(ref: "https://example.com/soup")
         try store.perform(.deleteActivities(identifiers: ["soup"]))
+        // The same key again, private this time, and deleted again.
+        var privately = recipe
+        privately.eligibleForPublicIndexing = false
+        privately.webpageURL = "https://example.com/soup/private"
+        try store.record(privately)
+        try store.perform(.deleteActivities(identifiers: ["soup"]))
         try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
         let report = try store.purge()
-        #expect(report.purgedSeqs.isEmpty)
         #expect(report.activitiesWaiting == [ActivityWait(key: "id:soup", reason: .cloud)], "the vote and withdrawal are unsent")
+        #expect(report.activities == ["id:soup"] && report.purgedSeqs == [Seq(4), Seq(5)], "the private recording and its deletion go")
+        #expect(try store.purge().activitiesWaiting == report.activitiesWaiting, "the first deletion still waits, and says so")
+        #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
     }
 
     /// A residue is what a purge leaves: a purged row naming its subject in

@@ -10,7 +10,9 @@ public struct PurgeReport: Hashable, Sendable {
     public var purgedSeqs: [Seq] = []
     /// The deleted items whose content went, sorted.
     public var items: [ItemKey] = []
-    /// How many bytes of payload went: the payloads' sizes less their residues'.
+    /// How many bytes of payload went: the sizes of the payloads the
+    /// residues took the place of. (An activity's residues, with their
+    /// pseudonyms, are not always shorter than what they replaced.)
     public var bytes = 0
     /// The journal seq the store's latest backup snapshot covers (`Seq.none`: none yet).
     public var backedUpThrough: Seq = .none
@@ -23,7 +25,8 @@ public struct PurgeReport: Hashable, Sendable {
     public var activities: [String] = []
     /// Engagement events (`shown`, `engage`) whose reference went with the activities.
     public var references = 0
-    /// Deleted activities whose content stays for now, and why.
+    /// Deletions of activities whose content stays for now, and why, in the
+    /// journal's order (an activity deleted twice may wait twice).
     public var activitiesWaiting: [ActivityWait] = []
     /// The earliest deletion among `waitingForDelay` and the activities
     /// waiting for the delay, by the journal's time.
@@ -349,7 +352,7 @@ extension DeviceStore {
         report.earliestWaitingDeletion = plan.earliestWaiting.map(Timestamp.init(millisecondsSince1970:))
         report.items = Set(plan.purgedItems.map(\.1)).sorted()
         report.activities = plan.purgedActivities.sorted()
-        report.activitiesWaiting = plan.activitiesWaiting.sorted { $0.key < $1.key }
+        report.activitiesWaiting = plan.activitiesWaiting
         report.references = plan.purgedReferences.values.reduce(0) { $0 + $1.shown + $1.engaged }
         report.purgedSeqs = purged.keys.sorted()
         let update = apply ? try db.cachedStatement(sql: """
@@ -359,7 +362,7 @@ extension DeviceStore {
             let record = try purgeable(db, seq)
             guard let residue = try purged[seq]?.of(record.event()) else { continue }
             let encoded = EventCodec.encode(residue)
-            report.bytes += record.payload.count - encoded.count
+            report.bytes += record.payload.count
             if let update {
                 try update.execute(arguments: [Data(encoded), Data(ChainHash.ofPayload(record.payload).bytes), Int64(seq.rawValue)])
             }

@@ -74,10 +74,9 @@ struct PurgePlan {
     private(set) var purgedActivities = Set<String>()
     /// The engagement events purged, per reference: how many `shown` and how many `engage`.
     private(set) var purgedReferences: [String: (shown: Int, engaged: Int)] = [:]
-    private var waitingActivities: [String: ActivityWait.Reason] = [:]
-    var activitiesWaiting: [ActivityWait] {
-        waitingActivities.map { ActivityWait(key: $0.key, reason: $0.value) }
-    }
+    /// Each removal whose content stays, in seq order (an activity deleted
+    /// twice may wait twice).
+    private(set) var activitiesWaiting: [ActivityWait] = []
 
     /// Each item's rows that still hold content, since its last deletion.
     private var pendingItems: [ItemKey: [Seq]] = [:]
@@ -146,10 +145,9 @@ struct PurgePlan {
             }
             if let reason {
                 keep(removal.recordings)
-                waitingActivities[key] = reason
+                activitiesWaiting.append(ActivityWait(key: key, reason: reason))
             } else {
                 removals.append(removal)
-                waitingActivities[key] = nil
             }
         case .resultShown(let ref):
             if !isPurged { engagements.append((seq, ref, false)) }
@@ -220,7 +218,7 @@ struct PurgePlan {
                 }
                 if shared {
                     keep(removal.recordings)
-                    waitingActivities[removal.key] = .sharedURL
+                    activitiesWaiting.append(ActivityWait(key: removal.key, reason: .sharedURL))
                     changed = true
                 } else {
                     next.append(removal)
@@ -240,7 +238,6 @@ struct PurgePlan {
             }
             residues[removal.seq] = .removal(key: key)
             purgedActivities.insert(removal.key)
-            if waitingActivities[removal.key] == .sharedURL { waitingActivities[removal.key] = nil }
         }
         // Engagement with a hidden URL up to its removal goes too, unless something kept names it.
         var verdicts: [String: String?] = [:]

@@ -19,6 +19,16 @@ extension SimDevice {
         var votesRestated = 0
     }
 
+    /// Purges what is due (`DeviceStore.purge`) and notes whether a public
+    /// activity still waits for the cloud's backup.
+    func purge() throws(DeviceStoreError) {
+        noteWaiting(try store.purge())
+    }
+
+    func noteWaiting(_ report: PurgeReport) {
+        purgeWaitsForCloud = report.activitiesWaiting.contains { $0.reason == .cloud }
+    }
+
     /// Takes `bytes`, the reply to the request `session` had in flight: the
     /// store records the ack (or rewinds, or moves its epoch), the oracle
     /// follows what the store journaled, and the session says what to do
@@ -78,7 +88,7 @@ extension SimDevice {
                                                               session.uploader.durable.seq)
             // The cloud's backup now holds more of what the device sent: a
             // public activity deleted before it may be purged now.
-            _ = try store.purge()
+            if purgeWaitsForCloud { try purge() }
         }
         takenReply = TakenReply(token: token, session: session, action: next,
                                 marks: marks, findings: findings, epochReuses: epochReuses, votesRestated: votesRestated)

@@ -31,13 +31,14 @@ final class SimDevice {
 
         /// Writes the backup of `store`, which must be the device's store as
         /// the oracle's model describes it, then purges the deleted items'
-        /// content the backup made durable (`DeviceStore.purge`), as a
-        /// privacy-minded app would after every backup.
-        func write(_ store: DeviceStore) throws(DeviceStoreError) {
+        /// and activities' content the backup made durable
+        /// (`DeviceStore.purge`), as a privacy-minded app would after every
+        /// backup.
+        func write(_ store: DeviceStore) throws(DeviceStoreError) -> PurgeReport {
             let status = try store.syncStatus()
             journalHead = try store.snapshot(to: path).headSeq
             outboxHead = status.head
-            _ = try store.purge()
+            return try store.purge()
         }
     }
 
@@ -49,6 +50,10 @@ final class SimDevice {
     var workload: Workload
     var truth = AppTruth()
     var model = StoreModel()
+    /// Whether the store's last purge left a deleted public activity for
+    /// the cloud's backup to hold what was sent before its deletion: the
+    /// next ack that moves the durable watermark purges again.
+    var purgeWaitsForCloud = false
     /// The payloads any incarnation of the store purged, by SHA-256: a
     /// restore from a backup that holds them deletes their items again.
     var purged = Set<ChainHash>()
