@@ -51,19 +51,21 @@ enum PurgeResidue {
 ///
 /// An item's content goes once a backup covers its deletion. An activity's
 /// goes once a backup covers its removal and, when any of its recordings
-/// was public, once the outbox has dropped every message made before the
-/// removal (it drops one when the cloud's backup holds it, so the withdrawal
-/// is durable at the cloud). Its recordings keep the public hash and the
-/// identifiers it was related to, its key and URL become pseudonyms, and so
-/// does every engagement event up to the removal naming the URL, when nothing
-/// the purge keeps names that URL in the clear. (An engagement event after
-/// it is something the app said of the URL afterwards, and stays.) A public activity whose URL something kept
-/// names waits: engagement with the URL stays in the clear, and a replay
-/// must find the activity by it to make the same votes.
+/// was public, once the durable watermark has passed every message made
+/// before the removal (the cloud's backup holds them, the withdrawal
+/// included). Its recordings keep the public hash and the identifiers it
+/// was related to, its key and URL become pseudonyms, and so does every
+/// engagement event up to the removal naming the URL, when nothing the
+/// purge keeps names that URL in the clear. (An engagement event after the
+/// removal is something the app said of the URL afterwards, and stays.) A
+/// public activity whose URL something kept names waits: engagement with
+/// the URL stays in the clear, and a replay must find the activity by it to
+/// make the same votes.
 struct PurgePlan {
     let backedUpThrough: Seq
     let deletedBy: Timestamp?
-    /// The earliest event whose messages the outbox still holds; nil when it holds none.
+    /// The earliest event some message of which the cloud's backup may not
+    /// hold yet (it is after the durable watermark); nil when there is none.
     let cloudHoldsBefore: Seq?
     let app: AppID
 
