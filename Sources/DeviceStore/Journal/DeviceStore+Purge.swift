@@ -369,14 +369,16 @@ extension DeviceStore {
         }
         if apply {
             // The residues count their engagement under the reference's pseudonym, so the projection does too.
+            let add = try db.cachedStatement(sql: """
+                INSERT INTO engagement (ref, shown, engaged) VALUES (?, ?, ?)
+                ON CONFLICT (ref) DO UPDATE SET shown = shown + excluded.shown, engaged = engaged + excluded.engaged
+                """)
+            let subtract = try db.cachedStatement(sql: "UPDATE engagement SET shown = shown - ?, engaged = engaged - ? WHERE ref = ?")
+            let dropEmpty = try db.cachedStatement(sql: "DELETE FROM engagement WHERE ref = ? AND shown <= 0 AND engaged <= 0")
             for (reference, counts) in plan.purgedReferences.sorted(by: { $0.key < $1.key }) {
-                try db.execute(sql: """
-                    INSERT INTO engagement (ref, shown, engaged) VALUES (?, ?, ?)
-                    ON CONFLICT (ref) DO UPDATE SET shown = shown + excluded.shown, engaged = engaged + excluded.engaged
-                    """, arguments: [pseudonyms(reference), counts.shown, counts.engaged])
-                try db.execute(sql: "UPDATE engagement SET shown = shown - ?, engaged = engaged - ? WHERE ref = ?",
-                               arguments: [counts.shown, counts.engaged, reference])
-                try db.execute(sql: "DELETE FROM engagement WHERE ref = ? AND shown <= 0 AND engaged <= 0", arguments: [reference])
+                try add.execute(arguments: [pseudonyms(reference), counts.shown, counts.engaged])
+                try subtract.execute(arguments: [counts.shown, counts.engaged, reference])
+                try dropEmpty.execute(arguments: [reference])
             }
         }
         return report

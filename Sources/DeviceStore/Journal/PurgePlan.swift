@@ -8,17 +8,22 @@ import SyncWire
 /// (`PurgedActivity.isPseudonym`), under a key derived from the store's vote
 /// secret: a store and its backups name the same string the same way, and
 /// no one without the secret can check a guess against a pseudonym.
+///
+/// The HMAC is keyed once and copied for each string (its state is copied
+/// on write), which saves hashing the key's pads again for each.
 struct Pseudonyms {
-    private let key: SymmetricKey
+    private let keyed: HMAC<SHA256>
 
     init(voteSecret: [UInt8]) {
         let derived = HMAC<SHA256>.authenticationCode(for: Array("sightline purged activity pseudonyms".utf8),
                                                       using: SymmetricKey(data: voteSecret))
-        key = SymmetricKey(data: Data(derived))
+        keyed = HMAC<SHA256>(key: SymmetricKey(data: Data(derived)))
     }
 
     func callAsFunction(_ text: String) -> String {
-        PurgedActivity.pseudonym(digest: HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: key))
+        var hmac = keyed
+        hmac.update(data: Array(text.utf8))
+        return PurgedActivity.pseudonym(digest: hmac.finalize())
     }
 }
 
@@ -202,7 +207,8 @@ struct PurgePlan {
         var itemIdentifiers: [String: Bool] = [:]
         func isItem(_ identifier: String) throws -> Bool {
             if let known = itemIdentifiers[identifier] { return known }
-            let found = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)", arguments: [identifier]) ?? false
+            let found = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)"),
+                                          arguments: [identifier]) ?? false
             itemIdentifiers[identifier] = found
             return found
         }
