@@ -67,6 +67,37 @@ import Testing
         #expect(try cloud.verifyLog().isValid)
     }
 
+    /// Two public activities of one page: while one lives, engagement with
+    /// the page stays in the clear, and the deleted one waits with it, since
+    /// a replay finds it by that engagement; once both are deleted, both go.
+    @Test func aPublicActivityWaitsWhileAnotherActivityNamesItsURL() throws {
+        let harness = try SyncHarness(threshold: 2)
+        let device = try harness.addDevice()
+        let directory = try ScratchDirectory.make("sightline-shared-url")
+        var saved = publicRecipe(id: "r2")
+        saved.activityType = "com.yummly/saveRecipe"
+        try device.record(publicRecipe())
+        try device.record(saved)
+        try device.recordEngaged(ref: recipeURL)
+        try device.perform(.deleteActivities(identifiers: ["r1"]))
+        func backUpBothSides() throws {
+            try harness.sync(device)
+            try device.snapshot(to: directory.appendingPathComponent("device.slsnap").path)
+            try harness.cloud.snapshot(to: directory.appendingPathComponent("cloud.snap").path)
+            try harness.sync(device)
+        }
+        try backUpBothSides()
+        let waiting = try device.purge()
+        #expect(waiting.activities.isEmpty && waiting.activitiesWaiting == [ActivityWait(key: "id:r1", reason: .sharedURL)],
+                "\(waiting)")
+        try device.perform(.deleteActivities(identifiers: ["r2"]))
+        try backUpBothSides()
+        let report = try device.purge()
+        #expect(report.activities == ["id:r1", "id:r2"] && report.references == 1 && report.activitiesWaiting.isEmpty, "\(report)")
+        #expect(try device.verifyJournal().isValid)
+        #expect(try device.projectionDigest() == device.rebuiltProjectionDigest())
+    }
+
     /// The same message as the content it stands for, at the same position
     /// of the same hash, and no other.
     @Test func aWithheldAnswerReadsBackFromAFrameAndStandsForContentOfItsHashOnly() throws {

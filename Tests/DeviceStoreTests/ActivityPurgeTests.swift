@@ -98,6 +98,20 @@ import Testing
         #expect(try store.projectionDigest() == store.rebuiltProjectionDigest())
     }
 
+    @Test func theAutomaticPurgeTakesADeletedActivityOnceItsDelayHasPassed() throws {
+        let directory = try temporaryDirectory()
+        let clock = ManualClock(testStart)
+        let store = try DeviceStore(at: .file(directory.appendingPathComponent("d.sqlite").path), options: StoreOptions(clock: clock))
+        try store.setAutomaticPurge(afterMilliseconds: 60_000)
+        try store.record(Self.privateVisit())
+        try store.perform(.deleteAllActivities)
+        try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path)
+        let early = try #require(try store.purgeIfDue())
+        #expect(early.activities.isEmpty && early.activitiesWaiting == [ActivityWait(key: Self.privateVisit().key, reason: .delay)])
+        clock.advance(byMilliseconds: 60_000)
+        #expect(try store.purgeIfDue()?.activities == [Self.privateVisit().key])
+    }
+
     @Test func aPublicActivityWaitsUntilTheCloudsBackupHoldsWhatWasSentBeforeItsRemoval() throws {
         let directory = try temporaryDirectory()
         let store = try DeviceStore(at: .file(directory.appendingPathComponent("d.sqlite").path),
