@@ -32,8 +32,10 @@ enum Stores {
     }
 
     /// A device store file at `path` whose journal has purged rows: two
-    /// notes indexed, the first updated and deleted, a backup snapshot
-    /// beside it, then a purge (`DeviceStore.purge`).
+    /// notes indexed, the first updated and deleted, a private activity
+    /// shown, engaged with and deleted, a backup snapshot beside it, then a
+    /// purge (`DeviceStore.purge`), which leaves the activity's residue and
+    /// pseudonyms.
     static func purgedDeviceStore(at path: String) throws {
         removeStoreFiles(path)
         let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(start), random: SeededRandom(seed: 4),
@@ -45,6 +47,12 @@ enum Stores {
         change[.title] = .some(.string("private, revised"))
         _ = try notes.updateSearchableItems([ItemUpdate(uniqueIdentifier: "n1", attributes: change)])
         _ = try notes.deleteSearchableItems(withIdentifiers: ["n1"])
+        _ = try store.record(UserActivity(activityType: "com.example.visit", title: "private visit", keywords: ["visit"],
+                                          userInfo: ["who": "someone"], webpageURL: "https://example.com/private",
+                                          eligibleForSearch: true, relatedUniqueIdentifier: "n2"))
+        try store.recordShown(ref: "https://example.com/private")
+        try store.recordEngaged(ref: "https://example.com/private")
+        _ = try store.perform(.deleteAllActivities)
         let backup = path + ".backup"
         try store.snapshot(to: backup)
         removeStoreFiles(backup)
