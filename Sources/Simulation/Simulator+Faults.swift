@@ -128,8 +128,9 @@ extension Simulator {
         let replaced = device.location
         device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
         device.location = .file(path)
-        // What the backup covers and the cloud's backup held may go at once.
-        try device.purge()
+        // What the backup covers and the cloud's backup held may go at once;
+        // a restore that forgot what the wiped store purged has purged already.
+        if let purged = report.purge { device.noteWaiting(purged) } else { try device.purge() }
         if case .file(let old) = replaced { StoreFiles.remove(old) }
         // What the device was told was durable may be gone from a cloud
         // restored from an older backup; the restored journal has it or not.

@@ -127,9 +127,17 @@ extension UserActivity {
 }
 
 extension [UInt8] {
-    /// Lowercase hexadecimal, two digits a byte.
+    /// Lowercase hexadecimal, two digits a byte. Spelled into one buffer:
+    /// a purge spells a pseudonym for every key, URL and reference it hides.
     var hexString: String {
-        map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(2 * count)
+        for byte in self {
+            utf8.append(digits[Int(byte >> 4)])
+            utf8.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: utf8, as: UTF8.self)
     }
 }
 

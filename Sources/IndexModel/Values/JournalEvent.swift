@@ -326,14 +326,7 @@ public struct PurgedActivity: Hashable, Sendable {
 
     /// The pseudonym spelling `digest` (its first 16 bytes, in lowercase hex).
     public static func pseudonym(digest: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var utf8 = Array(pseudonymPrefix.utf8)
-        utf8.reserveCapacity(utf8.count + 2 * pseudonymDigestBytes)
-        for byte in digest.prefix(pseudonymDigestBytes) {
-            utf8.append(digits[Int(byte >> 4)])
-            utf8.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: utf8, as: UTF8.self)
+        pseudonymPrefix + Array(digest.prefix(pseudonymDigestBytes)).hexString
     }
 
     /// Whether `text` is a pseudonym: the prefix and 32 lowercase hex digits.
