@@ -17,8 +17,8 @@ public enum SnapshotFile {
     /// Read once: Foundation reads the cgroup's CPU quota and cpuset files
     /// each time it is asked, 4% of each small snapshot the simulator takes.
     static let processors = ProcessInfo.processInfo.activeProcessorCount
-    /// Chunks `write` deflates at a time by default: two per core.
-    public static let defaultWorkers = max(2, processors * 2)
+    /// Threads that deflate chunks in `write` by default: one per core.
+    public static let defaultWorkers = max(2, processors)
     /// A sealed chunk is at most its deflate bound plus the GCM tag.
     static let maximumSealedChunk = chunkBytes + chunkBytes / 100 + 4096
     static let maximumManifestBytes = 16 * 1024 * 1024
@@ -28,7 +28,10 @@ public enum SnapshotFile {
     /// fsynced, so a crash leaves the old file or the whole new one. `manifest`
     /// gets the content fields (`contentBytes`, `contentSHA256`, `chunkBytes`,
     /// `compression`, `encryption`) added.
-    /// `workers` chunks are deflated at a time, each on a thread of its own.
+    /// A source of more than one chunk, with more than one of `workers`, is
+    /// deflated (and sealed) on that many threads while one reads and hashes
+    /// it and this one writes the chunks in order; otherwise this thread does
+    /// it all.
     public static func write(source: String, destination: String, manifest: JSONObject,
                              key: SymmetricKey?, level: Int32 = 1, workers: Int = defaultWorkers) throws(SnapshotError) {
         let temporary = destination + ".writing-\(ProcessInfo.processInfo.processIdentifier)"
@@ -41,44 +44,20 @@ public enum SnapshotFile {
                   let output = FileHandle(forWritingAtPath: temporary) else {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
-            var hasher = SHA256()
-            var total = 0
             let nonceBase = key.map { _ in Array(AES.GCM.Nonce()) }
-            var index: UInt64 = 0
+            let encoding = ChunkEncoding(level: level, key: ChunkKey(key: key, nonceBase: nonceBase))
             do {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
-                // Chunks are deflated a few at a time on every core, and written in order.
-                let parallel = max(1, workers)
-                while true {
-                    var plains: [[UInt8]] = []
-                    while plains.count < parallel {
-                        let data = try input.read(upToCount: chunkBytes) ?? Data()
-                        if data.isEmpty { break }
-                        plains.append([UInt8](data))
-                    }
-                    if plains.isEmpty { break }
-                    let round = plains
-                    let deflated = RoundSlots<[UInt8]>(count: round.count)
-                    Parallel.perform(iterations: round.count) { item in
-                        deflated.set(item, Deflate.compress(round[item], level: level))
-                    }
-                    for (item, plain) in plains.enumerated() {
-                        hasher.update(data: plain)
-                        total += plain.count
-                        var sealed = deflated.take(item)
-                        if let key, let nonceBase {
-                            sealed = try sealChunk(sealed, key: key, nonceBase: nonceBase, index: index)
-                        }
-                        try output.write(contentsOf: le32(sealed.count) + sealed)
-                        index += 1
-                    }
-                }
+                let sourceBytes = try input.seekToEnd()
+                let content = workers > 1 && sourceBytes > UInt64(chunkBytes)
+                    ? try writeChunksOnThreads(from: input.fileDescriptor, to: output, encoding: encoding, workers: workers)
+                    : try writeChunks(from: input.fileDescriptor, to: output, encoding: encoding)
                 var complete = manifest
-                complete["contentBytes"] = .integer(Int64(total))
-                complete["contentSHA256"] = .string(hex(Array(hasher.finalize())))
+                complete["contentBytes"] = .integer(content.bytes)
+                complete["contentSHA256"] = .string(hex(content.digest))
                 complete["chunkBytes"] = .integer(Int64(chunkBytes))
-                complete["chunks"] = .integer(Int64(index))
+                complete["chunks"] = .integer(Int64(content.chunks))
                 complete["compression"] = .string("deflate")
                 complete["encryption"] = nonceBase.map {
                     .object(["algorithm": .string("AES-256-GCM"), "nonce": .string(Data($0).base64EncodedString())])
@@ -99,6 +78,158 @@ public enum SnapshotFile {
             try? FileManager.default.removeItem(atPath: temporary)
             throw SnapshotError(.io, "cannot write the snapshot \(destination): \(error)")
         }
+    }
+
+    /// What the chunks of a written snapshot hold, for its manifest.
+    private struct WrittenContent: Sendable {
+        var bytes: Int64
+        var digest: [UInt8]
+        var chunks: UInt64
+    }
+
+    /// How each chunk is stored: deflated at `level`, then sealed when there is a key.
+    private struct ChunkEncoding: Sendable {
+        let level: Int32
+        let key: ChunkKey
+
+        func encode(_ plain: [UInt8], index: UInt64) throws(SnapshotError) -> [UInt8] {
+            let deflated = Deflate.compress(plain, level: level)
+            guard let sealing = key.key, let nonceBase = key.nonceBase else { return deflated }
+            do {
+                return try sealChunk(deflated, key: sealing, nonceBase: nonceBase, index: index)
+            } catch {
+                throw SnapshotError(.io, "cannot seal chunk \(index): \(error)")
+            }
+        }
+    }
+
+    /// Reads the source in chunks, in order, hashing what it reads.
+    private struct SourceChunks {
+        let descriptor: Int32
+        private var hasher = SHA256()
+        private var offset: Int64 = 0
+        private var index: UInt64 = 0
+
+        init(descriptor: Int32) {
+            self.descriptor = descriptor
+        }
+
+        /// The next chunk and its number, nil at the end of the source.
+        mutating func next() throws(SnapshotError) -> (UInt64, [UInt8])? {
+            var failure: Int32 = 0
+            let chunk = [UInt8](unsafeUninitializedCapacity: chunkBytes) { buffer, count in
+                count = 0
+                while count < buffer.count {
+                    let result = pread(descriptor, buffer.baseAddress! + count, buffer.count - count, off_t(offset) + off_t(count))
+                    if result < 0 {
+                        if errno == EINTR { continue }
+                        failure = errno
+                        return
+                    }
+                    if result == 0 { return }
+                    count += result
+                }
+            }
+            guard failure == 0 else { throw SnapshotError(.io, "cannot read the snapshot's source (errno \(failure))") }
+            guard !chunk.isEmpty else { return nil }
+            hasher.update(data: chunk)
+            offset += Int64(chunk.count)
+            defer { index += 1 }
+            return (index, chunk)
+        }
+
+        /// What was read, once `next()` has returned nil.
+        var content: WrittenContent {
+            WrittenContent(bytes: offset, digest: Array(hasher.finalize()), chunks: index)
+        }
+    }
+
+    private static func writeChunk(_ stored: [UInt8], to output: FileHandle) throws(SnapshotError) {
+        do {
+            try output.write(contentsOf: le32(stored.count))
+            try output.write(contentsOf: stored)
+        } catch {
+            throw SnapshotError(.io, "cannot write the snapshot: \(error)")
+        }
+    }
+
+    /// Every chunk on this thread: read, hash, encode, write.
+    private static func writeChunks(from descriptor: Int32, to output: FileHandle, encoding: ChunkEncoding) throws(SnapshotError) -> WrittenContent {
+        var source = SourceChunks(descriptor: descriptor)
+        while let (index, plain) = try source.next() {
+            try writeChunk(try encoding.encode(plain, index: index), to: output)
+        }
+        return source.content
+    }
+
+    /// What the reading thread hands an encoding worker, and what a worker
+    /// hands on: a chunk (as read, then as stored), or the content once every
+    /// chunk was read, or why reading or encoding stopped.
+    private enum WritingChunk: Sendable {
+        case chunk(UInt64, [UInt8])
+        case end(WrittenContent)
+        case failure(SnapshotError)
+    }
+
+    /// One thread reads and hashes the chunks and hands chunk k to worker
+    /// k mod n, which encodes it; this thread takes them back in order and
+    /// writes them. Nobody waits for a round: the disk, the hash and the
+    /// workers all move at once, each with a chunk or two in hand.
+    private static func writeChunksOnThreads(from descriptor: Int32, to output: FileHandle, encoding: ChunkEncoding,
+                                             workers: Int) throws(SnapshotError) -> WrittenContent {
+        let read = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
+        let encoded = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
+        let running = DispatchGroup()
+        onThread(running) {
+            defer { for worker in read { worker.finish() } }
+            var source = SourceChunks(descriptor: descriptor)
+            var turn = 0
+            do throws(SnapshotError) {
+                while let (index, plain) = try source.next() {
+                    guard read[turn].put(.chunk(index, plain)) else { return }
+                    turn = (turn + 1) % workers
+                }
+                read[turn].put(.end(source.content))
+            } catch {
+                read[turn].put(.failure(error))
+            }
+        }
+        for worker in 0..<workers {
+            onThread(running) {
+                defer { encoded[worker].finish() }
+                while let item = read[worker].next() {
+                    var handed = item
+                    if case .chunk(let index, let plain) = item {
+                        do throws(SnapshotError) {
+                            handed = .chunk(index, try encoding.encode(plain, index: index))
+                        } catch {
+                            handed = .failure(error)
+                        }
+                    }
+                    guard encoded[worker].put(handed) else {
+                        read[worker].abandon()
+                        return
+                    }
+                }
+            }
+        }
+        defer {
+            for handoff in encoded { handoff.abandon() }
+            running.wait()
+        }
+        var turn = 0
+        while let item = encoded[turn].next() {
+            switch item {
+            case .chunk(_, let stored):
+                try writeChunk(stored, to: output)
+                turn = (turn + 1) % workers
+            case .end(let content):
+                return content
+            case .failure(let error):
+                throw error
+            }
+        }
+        throw SnapshotError(.io, "the snapshot's chunks stopped without an end")
     }
 
     /// Reads a snapshot's manifest without its content.
@@ -205,9 +336,9 @@ public enum SnapshotFile {
         }
     }
 
-    /// The key and nonce base that open sealed chunks (both nil when the
+    /// The key and nonce base that seal or open chunks (both nil when the
     /// snapshot is not sealed). `SymmetricKey` is not marked Sendable; it is
-    /// an immutable value that only the inflating thread reads.
+    /// an immutable value that the threads only read.
     private struct ChunkKey: @unchecked Sendable {
         let key: SymmetricKey?
         let nonceBase: [UInt8]?
@@ -480,32 +611,6 @@ public enum SnapshotFile {
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         if text.count == 64, let bytes = Hex.decode(text) { return SymmetricKey(data: bytes) }
         throw SnapshotError(.malformed, "the key file \(path) must hold 32 bytes or 64 hexadecimal digits")
-    }
-}
-
-/// The chunks of one round (deflated when writing, opened and inflated when
-/// reading), filled from several threads and taken in order.
-private final class RoundSlots<Value>: @unchecked Sendable {
-    private var slots: [Value?]
-    private let lock = NSLock()
-
-    init(count: Int) {
-        slots = Array(repeating: nil, count: count)
-    }
-
-    func set(_ index: Int, _ value: Value) {
-        lock.lock()
-        slots[index] = value
-        lock.unlock()
-    }
-
-    /// The value at `index`, which every iteration of the round sets.
-    func take(_ index: Int) -> Value {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let value = slots[index] else { preconditionFailure("slot \(index) of a round was never set") }
-        slots[index] = nil
-        return value
     }
 }
 

@@ -34,7 +34,14 @@ private func noise(_ count: Int) -> [UInt8] {
         #expect(Deflate.parameters(forInputBytes: 3_834) == (12, 6))
         #expect(Deflate.parameters(forInputBytes: 3_835) == (13, 7))
         #expect(Deflate.parameters(forInputBytes: 32_506) == (15, 8))
-        #expect(Deflate.parameters(forInputBytes: 10_000_000) == (15, 8))
+        #expect(Deflate.parameters(forInputBytes: 1_048_575) == (15, 8))
+    }
+
+    @Test func aSnapshotChunkGetsTheLargestMemoryLevelAndStillRoundTrips() throws {
+        #expect(Deflate.parameters(forInputBytes: 1_048_576) == (15, 9))
+        #expect(Deflate.parameters(forInputBytes: 10_000_000) == (15, 9))
+        let plain = sample(1_048_576 + 4_099)
+        #expect(try Deflate.decompress(Deflate.compress(plain, level: 1), limit: plain.count) == plain)
     }
 
     /// Each size on either side of a window boundary: a repeat as far back as

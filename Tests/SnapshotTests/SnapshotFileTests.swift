@@ -60,6 +60,28 @@ import Testing
         }
     }
 
+    /// Chunks deflated on several threads are written in order, so the file
+    /// is the very one a single thread writes, whether the content ends
+    /// inside a chunk or exactly at a chunk's end.
+    @Test(arguments: [0, 1, 2, 7])
+    func writingOnThreadsGivesTheSameFileAsOneThread(halfChunks: Int) throws {
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = directory.appendingPathComponent("content").path
+        let original = content().prefix(SnapshotFile.chunkBytes / 2 * halfChunks)
+        try original.write(to: URL(fileURLWithPath: source))
+        var files: [Data] = []
+        for workers in [1, 3] {
+            let snapshot = directory.appendingPathComponent("content-\(workers).snap").path
+            try SnapshotFile.write(source: source, destination: snapshot, manifest: testManifest, key: nil, workers: workers)
+            let manifest = try SnapshotFile.extract(snapshot, to: directory.appendingPathComponent("extracted-\(workers)").path, key: nil)
+            #expect(manifest["chunks"] == .integer(Int64((halfChunks + 1) / 2)))
+            #expect(FileManager.default.contents(atPath: directory.appendingPathComponent("extracted-\(workers)").path) == original)
+            files.append(try Data(contentsOf: URL(fileURLWithPath: snapshot)))
+        }
+        #expect(files[0] == files[1])
+    }
+
     /// The content, and a snapshot of it in `directory`, as bytes.
     private func snapshotOfContent(in directory: URL, key: SymmetricKey?) throws -> (content: [UInt8], snapshot: [UInt8]) {
         let source = directory.appendingPathComponent("content").path

@@ -12,6 +12,9 @@ struct RestoreBenchmark {
     let events: Int
     let seed: UInt64
     let directory: URL
+    /// Keep the built store (`restore-bench.sqlite`) in `directory`, for a
+    /// peer such as Litestream to snapshot and restore the same store.
+    var keep = false
 
     struct Result {
         var events = 0
@@ -92,7 +95,7 @@ struct RestoreBenchmark {
         let restoreStart = ContinuousClock.now
         result.restorePhases = try DeviceStore.restore(snapshot: snapshot, to: restored, options: StoreOptions(clock: clock)).phases
         result.restoreSeconds = restoreStart.duration(to: .now).seconds
-        for path in [store, snapshot, restored, vacuumed, copied] {
+        for path in [snapshot, restored, vacuumed, copied] + (keep ? [] : [store]) {
             StoreFiles.remove(path)
         }
         return result
@@ -134,6 +137,10 @@ struct RestoreBenchCommand: AsyncParsableCommand {
                                             valueName: "path"))
     var dir: String?
 
+    @Flag(name: .long, help: ArgumentHelp("Keep the built store in --dir as restore-bench.sqlite.",
+                                          discussion: "For a peer to snapshot and restore the same store (tools/bench/litestream-compare)."))
+    var keep = false
+
     @Flag(name: .long, help: "Exit with status 1 when a target is missed.")
     var check = false
 
@@ -143,11 +150,14 @@ struct RestoreBenchCommand: AsyncParsableCommand {
         guard (1000...10_000_000).contains(events) else {
             throw ValidationError("--events must be between 1000 and 10000000 (got \(events))")
         }
+        guard !keep || dir != nil else {
+            throw ValidationError("--keep needs --dir: the store is kept there")
+        }
     }
 
     func run() async throws {
         let result: RestoreBenchmark.Result = try await BenchRun.run(dir: dir, name: "restore") { directory, progress in
-            try RestoreBenchmark(events: events, seed: seed, directory: directory).run(progress: progress)
+            try RestoreBenchmark(events: events, seed: seed, directory: directory, keep: keep).run(progress: progress)
         }
         let scale = Double(result.events) / 1_000_000
         let snapshotTarget = RestoreBenchmark.targetSnapshotSeconds * max(scale, 0.001)
