@@ -121,7 +121,7 @@ extension CloudIndex {
         StoreFiles.remove(copy)
         do {
             guard StoreFiles.createPrivate(copy) else { throw CloudError(.database, "cannot create \(copy) (errno \(errno))") }
-            let destination = try DatabaseQueue(path: copy)
+            let destination = try DatabaseQueue.snapshotCopy(at: copy)
             let (manifest, held) = try queue.backupFromSnapshot(to: destination) { db in
                 let held = try Row.fetchAll(db, sql: """
                     SELECT app, device, epoch, last_seq FROM device_epochs e

@@ -127,10 +127,8 @@ extension DeviceStore {
         defer { StoreFiles.remove(copy) }
         let manifest: JSONObject
         do {
-            var configuration = Configuration()
-            configuration.journalMode = .default
             guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
-            let destination = try DatabaseQueue(path: copy, configuration: configuration)
+            let destination = try DatabaseQueue.snapshotCopy(at: copy)
             let createdAt = clock.now()
             manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
             try destination.close()
