@@ -49,10 +49,10 @@ public enum SnapshotFile {
             do {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
-                let sourceBytes = try input.seekToEnd()
-                let content = workers > 1 && sourceBytes > UInt64(chunkBytes)
-                    ? try writeChunksOnThreads(from: input.fileDescriptor, to: output, encoding: encoding, workers: workers)
-                    : try writeChunks(from: input.fileDescriptor, to: output, encoding: encoding)
+                let size = Int64(clamping: try input.seekToEnd())
+                let content = workers > 1 && size > Int64(chunkBytes)
+                    ? try writeChunksOnThreads(from: input.fileDescriptor, size: size, to: output, encoding: encoding, workers: workers)
+                    : try writeChunks(from: input.fileDescriptor, size: size, to: output, encoding: encoding)
                 var complete = manifest
                 complete["contentBytes"] = .integer(content.bytes)
                 complete["contentSHA256"] = .string(hex(content.digest))
@@ -103,24 +103,31 @@ public enum SnapshotFile {
         }
     }
 
-    /// Reads the source in chunks, in order, hashing what it reads.
+    /// Reads the source's `size` bytes in chunks, in order, hashing what it
+    /// reads. Each chunk is allocated at its own size, so the one chunk of a
+    /// small store costs no 4 MiB buffer.
     private struct SourceChunks {
         let descriptor: Int32
+        let size: Int64
         private var hasher = SHA256()
         private var offset: Int64 = 0
         private var index: UInt64 = 0
 
-        init(descriptor: Int32) {
+        init(descriptor: Int32, size: Int64) {
             self.descriptor = descriptor
+            self.size = size
         }
 
         /// The next chunk and its number, nil at the end of the source.
         mutating func next() throws(SnapshotError) -> (UInt64, [UInt8])? {
+            guard offset < size else { return nil }
+            let wanted = Int(min(Int64(chunkBytes), size - offset))
             var failure: Int32 = 0
-            let chunk = [UInt8](unsafeUninitializedCapacity: chunkBytes) { buffer, count in
+            let start = offset
+            let chunk = [UInt8](unsafeUninitializedCapacity: wanted) { buffer, count in
                 count = 0
-                while count < buffer.count {
-                    let result = pread(descriptor, buffer.baseAddress! + count, buffer.count - count, off_t(offset) + off_t(count))
+                while count < wanted, let base = buffer.baseAddress {
+                    let result = pread(descriptor, base + count, wanted - count, off_t(start) + off_t(count))
                     if result < 0 {
                         if errno == EINTR { continue }
                         failure = errno
@@ -131,9 +138,11 @@ public enum SnapshotFile {
                 }
             }
             guard failure == 0 else { throw SnapshotError(.io, "cannot read the snapshot's source (errno \(failure))") }
-            guard !chunk.isEmpty else { return nil }
+            guard chunk.count == wanted else {
+                throw SnapshotError(.io, "the snapshot's source ended at byte \(start + Int64(chunk.count)), before its \(size) bytes")
+            }
             hasher.update(data: chunk)
-            offset += Int64(chunk.count)
+            offset += Int64(wanted)
             defer { index += 1 }
             return (index, chunk)
         }
@@ -154,8 +163,9 @@ public enum SnapshotFile {
     }
 
     /// Every chunk on this thread: read, hash, encode, write.
-    private static func writeChunks(from descriptor: Int32, to output: FileHandle, encoding: ChunkEncoding) throws(SnapshotError) -> WrittenContent {
-        var source = SourceChunks(descriptor: descriptor)
+    private static func writeChunks(from descriptor: Int32, size: Int64, to output: FileHandle,
+                                    encoding: ChunkEncoding) throws(SnapshotError) -> WrittenContent {
+        var source = SourceChunks(descriptor: descriptor, size: size)
         while let (index, plain) = try source.next() {
             try writeChunk(try encoding.encode(plain, index: index), to: output)
         }
@@ -175,14 +185,14 @@ public enum SnapshotFile {
     /// k mod n, which encodes it; this thread takes them back in order and
     /// writes them. Nobody waits for a round: the disk, the hash and the
     /// workers all move at once, each with a chunk or two in hand.
-    private static func writeChunksOnThreads(from descriptor: Int32, to output: FileHandle, encoding: ChunkEncoding,
+    private static func writeChunksOnThreads(from descriptor: Int32, size: Int64, to output: FileHandle, encoding: ChunkEncoding,
                                              workers: Int) throws(SnapshotError) -> WrittenContent {
         let read = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
         let encoded = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
         let running = DispatchGroup()
         onThread(running) {
             defer { for worker in read { worker.finish() } }
-            var source = SourceChunks(descriptor: descriptor)
+            var source = SourceChunks(descriptor: descriptor, size: size)
             var turn = 0
             do throws(SnapshotError) {
                 while let (index, plain) = try source.next() {
@@ -289,7 +299,8 @@ public enum SnapshotFile {
                 onThread(running) { readChunks(of: path, until: layout.chunksEnd, into: stored) }
                 for worker in 0..<workers {
                     onThread(running) {
-                        inflateChunks(from: stored[worker], into: inflated[worker], opening: opening, writingTo: file)
+                        inflateChunks(from: stored[worker], into: inflated[worker], opening: opening, contentBytes: expectedBytes,
+                                      writingTo: file)
                     }
                 }
                 defer {
@@ -413,15 +424,19 @@ public enum SnapshotFile {
 
     /// One worker: opens (with the key) and inflates each chunk it is given,
     /// in order, passing the end or a failure on as it comes.
+    /// A chunk may hold no more than the manifest's `contentBytes` leave
+    /// from its place on.
     private static func inflateChunks(from stored: Handoff<StoredChunk>, into inflated: Handoff<InflatedChunk>,
-                                      opening: ChunkKey, writingTo file: ChunkFile) {
+                                      opening: ChunkKey, contentBytes: Int64, writingTo file: ChunkFile) {
         defer { inflated.finish() }
         while let item = stored.next() {
             let result: InflatedChunk
             switch item {
             case .chunk(let index, let bytes):
                 do throws(SnapshotError) {
-                    let plain = try openAndInflate(bytes, opening: opening, index: index)
+                    let (start, overflow) = index.multipliedReportingOverflow(by: UInt64(chunkBytes))
+                    let left = overflow || start >= UInt64(contentBytes) ? 0 : UInt64(contentBytes) - start
+                    let plain = try openAndInflate(bytes, opening: opening, index: index, limit: Int(min(UInt64(chunkBytes), left)))
                     try file.write(plain, at: index * UInt64(chunkBytes))
                     result = .plain(plain)
                 } catch {
@@ -459,13 +474,18 @@ public enum SnapshotFile {
     }
 
     /// Chunk `index` as stored: opened with the key when sealed, then inflated.
-    private static func openAndInflate(_ stored: [UInt8], opening: ChunkKey, index: UInt64) throws(SnapshotError) -> [UInt8] {
+    /// `limit` is the most it may inflate to: what the manifest's content
+    /// leaves for it, so a small store's one chunk is inflated into a
+    /// buffer of its size rather than of a whole chunk.
+    private static func openAndInflate(_ stored: [UInt8], opening: ChunkKey, index: UInt64, limit: Int) throws(SnapshotError) -> [UInt8] {
         var chunk = stored
         if let key = opening.key, let nonceBase = opening.nonceBase {
             chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
         }
         do {
-            return try Deflate.decompress(chunk, limit: chunkBytes)
+            return try Deflate.decompress(chunk, limit: limit)
+        } catch .tooLarge {
+            throw SnapshotError(.corrupt, "chunk \(index) inflates to more than the \(limit) bytes the manifest's contentBytes leave for it")
         } catch {
             throw SnapshotError(.corrupt, "chunk \(index) does not inflate: \(error)")
         }

@@ -177,6 +177,32 @@ import Testing
         #expect(error.code == .malformed && error.message.contains("negative"), "\(error)")
     }
 
+    /// Each chunk is inflated into no more than the manifest's contentBytes
+    /// leave for it, so a manifest that understates the content names the
+    /// first chunk that holds more.
+    @Test(arguments: [(-1, 3), (-(SnapshotFile.chunkBytes * 3 / 2), 2)])
+    func aChunkHoldingMoreThanTheManifestLeavesIsRefused(shortfall: Int, chunk: Int) throws {
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (original, raw) = try snapshotOfContent(in: directory, key: nil)
+        let trailer = SnapshotFile.trailerMagic.count + 4
+        let lengthAt = raw.count - trailer
+        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
+        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
+            Issue.record("no manifest")
+            return
+        }
+        let understated = original.count + shortfall
+        manifest["contentBytes"] = .integer(Int64(understated))
+        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
+        let altered = Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
+            + SnapshotFile.trailerMagic
+        let error = try refusal(of: altered, in: directory, key: nil)
+        let left = max(0, understated - chunk * SnapshotFile.chunkBytes)
+        #expect(error.code == .corrupt)
+        #expect(error.message == "chunk \(chunk) inflates to more than the \(left) bytes the manifest's contentBytes leave for it")
+    }
+
     @Test func aShortChunkBeforeTheLastIsRefused() throws {
         // Chunks are written at k × chunkBytes as they are inflated, so a
         // chunk shorter than that before the last would leave a hole.
