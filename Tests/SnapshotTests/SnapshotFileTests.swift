@@ -63,7 +63,7 @@ import Testing
     /// Chunks deflated on several threads are written in order, so the file
     /// is the very one a single thread writes, whether the content ends
     /// inside a chunk or exactly at a chunk's end.
-    @Test(arguments: [0, 1, 2, 7])
+    @Test(arguments: [0, 1, 2, 4, 7])
     func writingOnThreadsGivesTheSameFileAsOneThread(halfChunks: Int) throws {
         let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
