@@ -63,6 +63,28 @@ import Workloads
         #expect(try Data(contentsOf: URL(fileURLWithPath: db)).range(of: Data("birthday".utf8)) == nil)
     }
 
+    /// A purge of many items names the first ten and says how many more
+    /// went, so that its line stays readable; `--json` lists every one.
+    @Test func aLongPurgeNamesTenItemsAndCountsTheRest() throws {
+        let directory = try temporaryDirectory()
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        let ids = (1...12).map { String(format: "n%02d", $0) }
+        try write([
+            #"{"op":"index","index":"notes","items":["# + ids.map { #"{"id":"\#($0)","title":"note \#($0)"}"# }.joined(separator: ",") + "]}",
+            #"{"op":"delete","index":"notes","ids":["# + ids.map { "\"\($0)\"" }.joined(separator: ",") + "]}",
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, ops.path]).status == 0)
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", db, "--out", directory.appendingPathComponent("b.slsnap").path]).status == 0)
+        let all = try CLIRunner.json(["journal", "purge", "--db", db, "--dry-run", "--json"])
+        #expect(all["items"]?.array?.count == 12, "\(all)")
+        let purged = try CLIRunner.run(["journal", "purge", "--db", db])
+        let named = ids.prefix(10).map { "notes/\($0)" }.joined(separator: ", ")
+        #expect(purged.status == 0 && purged.stdout.contains("of 12 deleted items"), "\(purged.stdout)")
+        #expect(purged.stdout.contains(": \(named) and 2 more (--json lists them all)"), "\(purged.stdout)")
+        #expect(!purged.stdout.contains("notes/n11") && !purged.stdout.contains("notes/n12"), "\(purged.stdout)")
+    }
+
     /// A private activity deleted and backed up: its recording, its
     /// deletion and the engagement with its URL keep pseudonyms only.
     @Test func purgeTakesADeletedActivityAndTheEngagementWithItsURL() throws {

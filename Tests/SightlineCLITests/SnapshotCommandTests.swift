@@ -64,4 +64,32 @@ import Testing
         let garbled = try CLIRunner.run(["device", "restore", "--snapshot", snapshot, "--db", target + "3", "--to-time", "soon"])
         #expect(garbled.status == 64 && garbled.stderr.contains("--to-time must be an ISO 8601 instant"))
     }
+
+    /// Restoring a backup taken before an activity was deleted and purged
+    /// does not bring it back, and the restore says so in both outputs.
+    @Test func restoreNamesThePurgedActivityItDeletedAgain() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = directory.appendingPathComponent("device.sqlite").path
+        let recorded = directory.appendingPathComponent("recorded.jsonl")
+        try write([#"{"op":"activity","type":"com.example/visit","title":"Clinic visit","id":"visit-1","searchable":true}"#], to: recorded)
+        let deleted = directory.appendingPathComponent("deleted.jsonl")
+        try write([#"{"op":"deleteAllActivities"}"#], to: deleted)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, recorded.path]).status == 0)
+        let before = directory.appendingPathComponent("before.snap").path
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", store, "--out", before]).status == 0)
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, deleted.path]).status == 0)
+        #expect(try CLIRunner.run(["device", "snapshot", "--db", store, "--out", directory.appendingPathComponent("after.snap").path]).status == 0)
+        let purged = try CLIRunner.json(["journal", "purge", "--db", store, "--json"])
+        #expect(purged["activities"] == .array([.string("id:visit-1")]), "\(purged)")
+
+        let copy = store + ".copy"
+        try FileManager.default.copyItem(atPath: store, toPath: copy)
+        let restored = try CLIRunner.json(["device", "restore", "--snapshot", before, "--db", store, "--force", "--json"])
+        #expect(restored["activitiesDeletedAgain"] == .array([.string("id:visit-1")]), "\(restored)")
+        let text = try CLIRunner.run(["device", "restore", "--snapshot", before, "--db", copy, "--force"])
+        #expect(text.status == 0 && text.stdout.contains("deleted again 1 activity the replaced store had purged: id:visit-1"), "\(text.stdout)")
+        let search = try CLIRunner.json(["device", "search", "--db", store, "--json", "clinic"])
+        #expect(search["results"]?.array?.isEmpty == true, "\(search)")
+    }
 }

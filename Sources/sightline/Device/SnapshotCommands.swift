@@ -138,6 +138,7 @@ struct RestoreCommand: ParsableCommand {
             object["replacedStoreKeptAt"] = report.replacedStoreKeptAt.map(JSONValue.string) ?? .null
             object["restoredThrough"] = report.restoredThrough.map { .integer(Int64(clamping: $0.rawValue)) } ?? .null
             object["deletedAgain"] = .array(report.deletedAgain.map { .string($0.description) })
+            object["activitiesDeletedAgain"] = .array(report.activitiesDeletedAgain.map(JSONValue.string))
             object["purgedAgain"] = report.purge.map { .array($0.purgedSeqs.map { .integer(Int64(clamping: $0.rawValue)) }) } ?? .array([])
             Output.json(.object(object))
         } else {
@@ -147,7 +148,11 @@ struct RestoreCommand: ParsableCommand {
             if let kept = report.replacedStoreKeptAt { Output.line("the replaced store is kept at \(kept)") }
             if !report.deletedAgain.isEmpty {
                 Output.line("deleted again \(report.deletedAgain.count) item(s) the replaced store had purged: "
-                            + report.deletedAgain.map(\.description).joined(separator: ", "))
+                            + Output.list(report.deletedAgain.map(\.description), whole: "--json lists them all"))
+            }
+            if !report.activitiesDeletedAgain.isEmpty {
+                Output.line("deleted again \(report.activitiesDeletedAgain.count) activit\(report.activitiesDeletedAgain.count == 1 ? "y" : "ies") "
+                            + "the replaced store had purged: " + Output.list(report.activitiesDeletedAgain, whole: "--json lists them all"))
             }
             if let purge = report.purge, !purge.purgedSeqs.isEmpty {
                 Output.line("purged again \(purge.purgedSeqs.count) event(s) of \(purge.items.count) item(s) the replaced store had purged")

@@ -121,8 +121,7 @@ struct GrepCommand: ParsableCommand {
     /// Says on stderr what the output is missing, and fails when it is partial.
     private static func finish(_ result: JournalEntryScan) throws {
         if !result.undecodable.isEmpty {
-            let seqs = result.undecodable.prefix(10).map(\.description).joined(separator: ", ")
-            Output.error("skipped \(result.undecodable.count) undecodable event(s) at seq \(seqs)\(result.undecodable.count > 10 ? ", …" : "")")
+            Output.error("skipped \(result.undecodable.count) undecodable event(s) at seq \(Output.list(result.undecodable.map(\.description)))")
         }
         if RecordFormat.reportStop(result.scan) || !result.undecodable.isEmpty { throw ExitStatus.checkFailed }
     }

@@ -83,12 +83,12 @@ struct PurgeCommand: ParsableCommand {
         let events = report.purgedSeqs.count
         Output.line("\(verb) \(events) event\(events == 1 ? "" : "s") of \(report.items.count) deleted "
                     + "item\(report.items.count == 1 ? "" : "s") (\(report.bytes) bytes of content)"
-                    + (report.items.isEmpty ? "" : ": " + report.items.map(\.description).joined(separator: ", ")))
+                    + (report.items.isEmpty ? "" : ": " + Output.list(report.items.map(\.description), whole: "--json lists them all")))
         if !report.activities.isEmpty || report.references > 0 {
             let count = report.activities.count
             Output.line("\(verb) the content of \(count) deleted activit\(count == 1 ? "y" : "ies") and the reference of "
                         + "\(report.references) engagement event\(report.references == 1 ? "" : "s")"
-                        + (report.activities.isEmpty ? "" : ": " + report.activities.joined(separator: ", ")))
+                        + (report.activities.isEmpty ? "" : ": " + Output.list(report.activities, whole: "--json lists them all")))
         }
         let backup = report.backedUpThrough == .none ? "no backup snapshot of this store yet" : "backed up through seq \(report.backedUpThrough)"
         let waiting = report.waitingForBackup.count

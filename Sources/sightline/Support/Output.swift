@@ -16,6 +16,14 @@ enum Output {
         line(pretty ? JSONWriter.pretty(value) : JSONWriter.compact(value))
     }
 
+    /// The first `limit` of `names`, joined with commas, then how many more
+    /// there are, and `whole` (where to find them all) when any were left
+    /// out: a purge of 50,000 activities reads as one short line, not 3 MB.
+    static func list(_ names: [String], limit: Int = 10, whole: String? = nil) -> String {
+        guard names.count > limit else { return names.joined(separator: ", ") }
+        return names.prefix(limit).joined(separator: ", ") + " and \(names.count - limit) more" + (whole.map { " (\($0))" } ?? "")
+    }
+
     /// Left-aligned columns for human-readable tables.
     static func table(_ rows: [[String]]) {
         guard let width = rows.map(\.count).max() else { return }
