@@ -80,7 +80,7 @@ import Workloads
         #expect(all["items"]?.array?.count == 12, "\(all)")
         let purged = try CLIRunner.run(["journal", "purge", "--db", db])
         let named = ids.prefix(10).map { "notes/\($0)" }.joined(separator: ", ")
-        #expect(purged.status == 0 && purged.stdout.contains("of 12 deleted items"), "\(purged.stdout)")
+        #expect(purged.status == 0 && purged.stdout.contains("of 12 deleted items ("), "\(purged.stdout)")
         #expect(purged.stdout.contains(": \(named) and 2 more (--json lists them all)"), "\(purged.stdout)")
         #expect(!purged.stdout.contains("notes/n11") && !purged.stdout.contains("notes/n12"), "\(purged.stdout)")
     }
@@ -104,6 +104,7 @@ import Workloads
         let purged = try CLIRunner.run(["journal", "purge", "--db", db])
         #expect(purged.status == 0 && purged.stdout.contains("purged the content of 1 deleted activity and the reference of 1 engagement event"),
                 "\(purged.stdout)")
+        #expect(purged.stdout.contains("purged 3 events of 0 deleted items and 1 deleted activity ("), "\(purged.stdout)")
         let exported = try CLIRunner.run(["journal", "export", "--db", db])
         #expect(exported.status == 0 && exported.stdout.contains("activityPurged") && !exported.stdout.contains("clinic.example")
                 && !exported.stdout.contains("Oncology"), "\(exported.stdout)")

@@ -81,8 +81,11 @@ struct PurgeCommand: ParsableCommand {
         }
         let verb = dryRun ? "would purge" : "purged"
         let events = report.purgedSeqs.count
+        let activities = report.activities.count
         Output.line("\(verb) \(events) event\(events == 1 ? "" : "s") of \(report.items.count) deleted "
-                    + "item\(report.items.count == 1 ? "" : "s") (\(report.bytes) bytes of content)"
+                    + "item\(report.items.count == 1 ? "" : "s")"
+                    + (activities == 0 ? "" : " and \(activities) deleted activit\(activities == 1 ? "y" : "ies")")
+                    + " (\(report.bytes) bytes of content)"
                     + (report.items.isEmpty ? "" : ": " + Output.list(report.items.map(\.description), whole: "--json lists them all")))
         if !report.activities.isEmpty || report.references > 0 {
             let count = report.activities.count
