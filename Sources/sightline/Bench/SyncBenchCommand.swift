@@ -15,7 +15,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             `CloudIndex.ingest`, until every message is acknowledged. In the same run: the \
             request bytes beside the same messages as JSON Lines deflated at level 6, and the \
             same messages inserted as rows through the raw SQLite C API. Targets: at least \
-            150,000 messages per second end to end; wire bytes at most 0.5 times JSON + deflate.
+            150,000 messages per second end to end; wire bytes at most 0.35 times JSON + deflate.
 
             With --db postgres://USER@HOST:PORT/DATABASE the cloud is on PostgreSQL: the run \
             makes a new database on that server (the role must be allowed to create databases) \

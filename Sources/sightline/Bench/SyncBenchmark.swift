@@ -51,7 +51,7 @@ struct SyncBenchmark {
     static let app = AppID("com.example.bench")
     static let secret = "a-benchmark-enrolment-secret"
     static let targetMessagesPerSecond = 150_000.0
-    static let targetWireRatio = 0.5
+    static let targetWireRatio = 0.35
 
     func run(progress: (String) -> Void) async throws -> Result {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
