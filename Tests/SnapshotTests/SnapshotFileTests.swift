@@ -155,6 +155,21 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: extracted), "the snapshot as written still opens")
     }
 
+    /// The bytes of the unencrypted snapshot `raw` with its manifest
+    /// changed by `change` (and its length in the trailer to match).
+    private func withPlainManifest(of raw: [UInt8], _ change: (inout JSONObject) -> Void) throws -> [UInt8] {
+        let trailer = SnapshotFile.trailerMagic.count + 4
+        let lengthAt = raw.count - trailer
+        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
+        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
+            throw SnapshotError(.malformed, "the test snapshot has no manifest")
+        }
+        change(&manifest)
+        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
+        return Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
+            + SnapshotFile.trailerMagic
+    }
+
     /// A plaintext manifest is outside bytes: a negative chunk count or
     /// length is malformed, not a trap when the counts are compared.
     @Test(arguments: [("chunks", Int64(-1)), ("contentBytes", Int64.min)])
@@ -162,17 +177,7 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let raw = try snapshotOfContent(in: directory, key: nil).snapshot
-        let trailer = SnapshotFile.trailerMagic.count + 4
-        let lengthAt = raw.count - trailer
-        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
-        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
-            Issue.record("no manifest")
-            return
-        }
-        manifest[member] = .integer(value)
-        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
-        let altered = Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
-            + SnapshotFile.trailerMagic
+        let altered = try withPlainManifest(of: raw) { $0[member] = .integer(value) }
         let error = try refusal(of: altered, in: directory, key: nil)
         #expect(error.code == .malformed && error.message.contains("negative"), "\(error)")
     }
@@ -185,18 +190,8 @@ import Testing
         let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let (original, raw) = try snapshotOfContent(in: directory, key: nil)
-        let trailer = SnapshotFile.trailerMagic.count + 4
-        let lengthAt = raw.count - trailer
-        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
-        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
-            Issue.record("no manifest")
-            return
-        }
         let understated = original.count + shortfall
-        manifest["contentBytes"] = .integer(Int64(understated))
-        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
-        let altered = Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
-            + SnapshotFile.trailerMagic
+        let altered = try withPlainManifest(of: raw) { $0["contentBytes"] = .integer(Int64(understated)) }
         let error = try refusal(of: altered, in: directory, key: nil)
         let left = max(0, understated - chunk * SnapshotFile.chunkBytes)
         #expect(error.code == .corrupt)
