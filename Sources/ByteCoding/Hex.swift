@@ -1,15 +1,18 @@
 /// Bytes as lowercase hexadecimal digits, and back.
 public enum Hex {
     /// Two lowercase digits per byte.
+    /// Spelled into one UTF-8 buffer rather than a character at a time.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        let digits = Array("0123456789abcdef")
-        var text = ""
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(2 * bytes.underestimatedCount)
         for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0xF)])
+            utf8.append(digits[Int(byte >> 4)])
+            utf8.append(digits[Int(byte & 0xF)])
         }
-        return text
+        return String(decoding: utf8, as: UTF8.self)
     }
+
+    private static let digits = Array("0123456789abcdef".utf8)
 
     /// The bytes `text` spells in hexadecimal digits (either case), or nil
     /// when it has an odd length or any other character.

@@ -55,14 +55,14 @@ public enum SnapshotFile {
                     : try writeChunks(from: input.fileDescriptor, size: size, to: output, encoding: encoding)
                 var complete = manifest
                 complete["contentBytes"] = .integer(content.bytes)
-                complete["contentSHA256"] = .string(hex(content.digest))
+                complete["contentSHA256"] = .string(Hex.encode(content.digest))
                 complete["chunkBytes"] = .integer(Int64(chunkBytes))
                 complete["chunks"] = .integer(Int64(content.chunks))
                 complete["compression"] = .string("deflate")
                 complete["encryption"] = nonceBase.map {
                     .object(["algorithm": .string("AES-256-GCM"), "nonce": .string(Data($0).base64EncodedString())])
                 } ?? .null
-                if let key { complete["manifestMAC"] = .string(hex(manifestMAC(complete, key: key))) }
+                if let key { complete["manifestMAC"] = .string(Hex.encode(manifestMAC(complete, key: key))) }
                 let manifestBytes = Array(JSONWriter.pretty(.object(complete)).utf8)
                 try output.write(contentsOf: le32(0) + manifestBytes + le32(manifestBytes.count) + trailerMagic)
                 try output.synchronize()
@@ -332,7 +332,7 @@ public enum SnapshotFile {
                 guard index == UInt64(chunkCount), total == expectedBytes else {
                     throw SnapshotError(.truncated, "the snapshot holds \(index) chunks and \(total) bytes; its manifest says \(chunkCount) and \(expectedBytes)")
                 }
-                guard hex(Array(hasher.finalize())) == expectedHash else {
+                guard Hex.encode(Array(hasher.finalize())) == expectedHash else {
                     throw SnapshotError(.corrupt, "the content does not match the manifest's SHA-256")
                 }
                 try output.synchronize()
@@ -575,7 +575,7 @@ public enum SnapshotFile {
         guard case .string(let stored)? = manifest["manifestMAC"] else {
             throw SnapshotError(.malformed, "the encrypted snapshot's manifest has no manifestMAC")
         }
-        let expected = hex(manifestMAC(manifest, key: key))
+        let expected = Hex.encode(manifestMAC(manifest, key: key))
         guard stored.utf8.count == expected.utf8.count,
               zip(stored.utf8, expected.utf8).reduce(UInt8(0), { $0 | ($1.0 ^ $1.1) }) == 0 else {
             throw SnapshotError(.wrongKey, "the manifest is not authenticated by this key: the key is wrong or the manifest was altered")
@@ -607,10 +607,6 @@ public enum SnapshotFile {
         let bytes = [UInt8](data)
         guard bytes.count == 4 else { return UInt32.max }
         return UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
     }
 
     /// fsyncs the directory holding `path`, so a rename into it is durable.

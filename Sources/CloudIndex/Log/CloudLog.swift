@@ -90,7 +90,7 @@ package enum CloudLog {
             writer.uvarint(UInt64(clamping: head.rows))
             writer.raw(head.hash)
         }
-        return Array(SHA256.hash(data: writer.bytes)).map { String(format: "%02x", $0) }.joined()
+        return Hex.encode(SHA256.hash(data: writer.bytes))
     }
 }
 
