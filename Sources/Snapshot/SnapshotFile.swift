@@ -181,65 +181,42 @@ public enum SnapshotFile {
         case failure(SnapshotError)
     }
 
-    /// One thread reads and hashes the chunks and hands chunk k to worker
-    /// k mod n, which encodes it; this thread takes them back in order and
-    /// writes them. Nobody waits for a round: the disk, the hash and the
-    /// workers all move at once, each with a chunk or two in hand.
+    /// One thread reads and hashes the chunks, `workers` encode them, and
+    /// this one writes them in order (`Parallel.pipeline`).
     private static func writeChunksOnThreads(from descriptor: Int32, size: Int64, to output: FileHandle, encoding: ChunkEncoding,
                                              workers: Int) throws(SnapshotError) -> WrittenContent {
-        let read = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
-        let encoded = (0..<workers).map { _ in Handoff<WritingChunk>(capacity: 2) }
-        let running = DispatchGroup()
-        onThread(running) {
-            defer { for worker in read { worker.finish() } }
+        var content: WrittenContent?
+        try Parallel.pipeline(workers: workers, produce: { hand in
             var source = SourceChunks(descriptor: descriptor, size: size)
-            var turn = 0
             do throws(SnapshotError) {
                 while let (index, plain) = try source.next() {
-                    guard read[turn].put(.chunk(index, plain)) else { return }
-                    turn = (turn + 1) % workers
+                    guard hand(.chunk(index, plain)) else { return }
                 }
-                read[turn].put(.end(source.content))
+                _ = hand(.end(source.content))
             } catch {
-                read[turn].put(.failure(error))
+                _ = hand(.failure(error))
             }
-        }
-        for worker in 0..<workers {
-            onThread(running) {
-                defer { encoded[worker].finish() }
-                while let item = read[worker].next() {
-                    var handed = item
-                    if case .chunk(let index, let plain) = item {
-                        do throws(SnapshotError) {
-                            handed = .chunk(index, try encoding.encode(plain, index: index))
-                        } catch {
-                            handed = .failure(error)
-                        }
-                    }
-                    guard encoded[worker].put(handed) else {
-                        read[worker].abandon()
-                        return
-                    }
-                }
+        }, transform: { (item: WritingChunk) -> WritingChunk in
+            guard case .chunk(let index, let plain) = item else { return item }
+            do throws(SnapshotError) {
+                return .chunk(index, try encoding.encode(plain, index: index))
+            } catch {
+                return .failure(error)
             }
-        }
-        defer {
-            for handoff in encoded { handoff.abandon() }
-            running.wait()
-        }
-        var turn = 0
-        while let item = encoded[turn].next() {
+        }, consume: { (item: WritingChunk) throws(SnapshotError) -> Bool in
             switch item {
             case .chunk(_, let stored):
                 try writeChunk(stored, to: output)
-                turn = (turn + 1) % workers
-            case .end(let content):
-                return content
+                return true
+            case .end(let written):
+                content = written
+                return false
             case .failure(let error):
                 throw error
             }
-        }
-        throw SnapshotError(.io, "the snapshot's chunks stopped without an end")
+        })
+        guard let content else { throw SnapshotError(.io, "the snapshot's chunks stopped without an end") }
+        return content
     }
 
     /// Reads a snapshot's manifest without its content.
@@ -284,31 +261,18 @@ public enum SnapshotFile {
             var index: UInt64 = 0
             do {
                 defer { try? output.close() }
-                // One thread reads the chunks and hands chunk k to worker k mod n,
-                // which opens and inflates it and writes it at its place in the
-                // file (chunk k holds bytes from k × chunkBytes), while this
-                // one hashes them in order. The workers never wait for each
-                // other (in rounds, each waited for the slower of the round), and
-                // the writes, which were half of this thread's time, are shared.
+                // One thread reads the chunks; each worker opens and inflates
+                // its chunk and writes it at its place in the file (chunk k
+                // holds bytes from k × chunkBytes), so the writes are shared
+                // too; this thread hashes them in order.
                 let file = ChunkFile(descriptor: output.fileDescriptor)
-                let workers = max(2, processors)
-                let stored = (0..<workers).map { _ in Handoff<StoredChunk>(capacity: 2) }
-                let inflated = (0..<workers).map { _ in Handoff<InflatedChunk>(capacity: 2) }
                 let opening = ChunkKey(key: key, nonceBase: nonceBase)
-                let running = DispatchGroup()
-                onThread(running) { readChunks(of: path, until: layout.chunksEnd, into: stored) }
-                for worker in 0..<workers {
-                    onThread(running) {
-                        inflateChunks(from: stored[worker], into: inflated[worker], opening: opening, contentBytes: expectedBytes,
-                                      writingTo: file)
-                    }
-                }
-                defer {
-                    for handoff in inflated { handoff.abandon() }
-                    running.wait()
-                }
                 var end: UInt64?
-                reading: while let chunk = inflated[Int(index % UInt64(workers))].next() {
+                try Parallel.pipeline(workers: max(2, processors), produce: { hand in
+                    readChunks(of: path, until: layout.chunksEnd, handing: hand)
+                }, transform: { stored in
+                    inflate(stored, opening: opening, contentBytes: expectedBytes, writingTo: file)
+                }, consume: { (chunk: InflatedChunk) throws(SnapshotError) -> Bool in
                     switch chunk {
                     case .plain(let plain):
                         // Written at k × chunkBytes, so only the last may be shorter.
@@ -318,13 +282,14 @@ public enum SnapshotFile {
                         hasher.update(data: plain)
                         total += Int64(plain.count)
                         index += 1
+                        return true
                     case .end(let offset):
                         end = offset
-                        break reading
+                        return false
                     case .failure(let error):
                         throw error
                     }
-                }
+                })
                 guard let end else { throw SnapshotError(.io, "the snapshot's chunks stopped without an end marker") }
                 guard end == layout.chunksEnd else {
                     throw SnapshotError(.malformed, "\(layout.chunksEnd - end) bytes follow the end-of-chunks marker")
@@ -372,26 +337,11 @@ public enum SnapshotFile {
         case failure(SnapshotError)
     }
 
-    /// Runs `body` on a thread of its own, in `group`. Not dispatch's pool: a
-    /// restore runs on Swift's cooperative pool, which on Linux is dispatch's,
-    /// already as wide as the machine.
-    private static func onThread(_ group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
-        group.enter()
-        Thread.detachNewThread {
-            body()
-            group.leave()
-        }
-    }
-
-    /// Reads the chunks of the snapshot at `path` in order and hands chunk k
-    /// to `workers[k mod n]`; then the end marker, or the first problem, in
-    /// the next turn. Stops when a worker gives up (the extraction stopped).
-    private static func readChunks(of path: String, until chunksEnd: UInt64, into workers: [Handoff<StoredChunk>]) {
-        defer { for worker in workers { worker.finish() } }
+    /// Reads the chunks of the snapshot at `path` in order and hands each
+    /// over; then the end marker, or the first problem. Stops when `handOver`
+    /// says the extraction stopped.
+    private static func readChunks(of path: String, until chunksEnd: UInt64, handing handOver: (StoredChunk) -> Bool) {
         var index: UInt64 = 0
-        func handOver(_ item: StoredChunk) -> Bool {
-            workers[Int(index % UInt64(workers.count))].put(item)
-        }
         do {
             guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
             defer { try? input.close() }
@@ -422,35 +372,25 @@ public enum SnapshotFile {
         }
     }
 
-    /// One worker: opens (with the key) and inflates each chunk it is given,
-    /// in order, passing the end or a failure on as it comes.
-    /// A chunk may hold no more than the manifest's `contentBytes` leave
-    /// from its place on.
-    private static func inflateChunks(from stored: Handoff<StoredChunk>, into inflated: Handoff<InflatedChunk>,
-                                      opening: ChunkKey, contentBytes: Int64, writingTo file: ChunkFile) {
-        defer { inflated.finish() }
-        while let item = stored.next() {
-            let result: InflatedChunk
-            switch item {
-            case .chunk(let index, let bytes):
-                do throws(SnapshotError) {
-                    let (start, overflow) = index.multipliedReportingOverflow(by: UInt64(chunkBytes))
-                    let left = overflow || start >= UInt64(contentBytes) ? 0 : UInt64(contentBytes) - start
-                    let plain = try openAndInflate(bytes, opening: opening, index: index, limit: Int(min(UInt64(chunkBytes), left)))
-                    try file.write(plain, at: index * UInt64(chunkBytes))
-                    result = .plain(plain)
-                } catch {
-                    result = .failure(error)
-                }
-            case .end(let offset):
-                result = .end(offset)
-            case .failure(let error):
-                result = .failure(error)
+    /// One chunk as a worker makes it: opened (with the key), inflated into
+    /// no more than the manifest's `contentBytes` leave from its place on, and
+    /// written there; the end or a failure passed on as it comes.
+    private static func inflate(_ item: StoredChunk, opening: ChunkKey, contentBytes: Int64, writingTo file: ChunkFile) -> InflatedChunk {
+        switch item {
+        case .chunk(let index, let bytes):
+            do throws(SnapshotError) {
+                let (start, overflow) = index.multipliedReportingOverflow(by: UInt64(chunkBytes))
+                let left = overflow || start >= UInt64(contentBytes) ? 0 : UInt64(contentBytes) - start
+                let plain = try openAndInflate(bytes, opening: opening, index: index, limit: Int(min(UInt64(chunkBytes), left)))
+                try file.write(plain, at: index * UInt64(chunkBytes))
+                return .plain(plain)
+            } catch {
+                return .failure(error)
             }
-            guard inflated.put(result) else {
-                stored.abandon()
-                return
-            }
+        case .end(let offset):
+            return .end(offset)
+        case .failure(let error):
+            return .failure(error)
         }
     }
 

@@ -38,3 +38,65 @@ extension Parallel {
         return (mainResult, firstOutcome, secondOutcome)
     }
 }
+
+extension Parallel {
+    /// Items made in order on one thread, each transformed on one of
+    /// `workers` threads, and taken back in the order made on this one: a
+    /// snapshot's chunks, deflated as it is written and inflated as it is
+    /// extracted, on every core, with no thread waiting for a round.
+    ///
+    /// `produce` runs on a thread of its own and gives each item to `hand`,
+    /// which passes item k to worker k mod `workers` and returns false once
+    /// this side has stopped (`produce` should then return). Each worker
+    /// applies `transform` to its items in turn. `consume` gets the results
+    /// here, in the order produced, until it returns false, throws, or the
+    /// items run out. Every thread has ended when this returns or throws.
+    public static func pipeline<Item: Sendable, Result: Sendable, Failure: Error>(
+        workers: Int,
+        produce: @escaping @Sendable (_ hand: (Item) -> Bool) -> Void,
+        transform: @escaping @Sendable (Item) -> Result,
+        consume: (Result) throws(Failure) -> Bool
+    ) throws(Failure) {
+        let count = max(1, workers)
+        let made = (0..<count).map { _ in Handoff<Item>(capacity: 2) }
+        let done = (0..<count).map { _ in Handoff<Result>(capacity: 2) }
+        let running = DispatchGroup()
+        onThread(running) {
+            defer { for handoff in made { handoff.finish() } }
+            var turn = 0
+            produce { item in
+                defer { turn = (turn + 1) % count }
+                return made[turn].put(item)
+            }
+        }
+        for worker in 0..<count {
+            onThread(running) {
+                defer { done[worker].finish() }
+                while let item = made[worker].next() {
+                    guard done[worker].put(transform(item)) else {
+                        made[worker].abandon()
+                        return
+                    }
+                }
+            }
+        }
+        defer {
+            for handoff in done { handoff.abandon() }
+            running.wait()
+        }
+        var turn = 0
+        while let result = done[turn].next() {
+            guard try consume(result) else { return }
+            turn = (turn + 1) % count
+        }
+    }
+
+    /// Runs `body` on a thread of its own, in `group`.
+    private static func onThread(_ group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread.detachNewThread {
+            body()
+            group.leave()
+        }
+    }
+}
