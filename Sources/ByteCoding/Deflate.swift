@@ -5,13 +5,23 @@ import CZlib
 /// only repeat them.
 public enum Deflate {
     /// Compresses `input` whole. `level` is zlib's 0–9; frames use 6.
-    public static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
+    /// A `dictionary` (a preset dictionary, RFC 1951's "previous data": only
+    /// its last 32 KiB count) lets the input refer back into bytes the
+    /// inflater already holds; `decompress` must be given the same bytes.
+    public static func compress(_ input: [UInt8], level: Int32 = 6, dictionary: [UInt8] = []) -> [UInt8] {
         var stream = z_stream()
-        let (windowBits, memoryLevel) = parameters(forInputBytes: input.count)
+        let reach = min(dictionary.count, maximumDictionaryBytes)
+        let (windowBits, memoryLevel) = parameters(forInputBytes: reach + input.count)
         let status = deflateInit2_(&stream, level, Z_DEFLATED, -windowBits, memoryLevel, Z_DEFAULT_STRATEGY,
                                    ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "deflateInit2 failed (\(status)): zlib is out of memory")
         defer { deflateEnd(&stream) }
+        if reach > 0 {
+            let set = dictionary.withUnsafeBufferPointer { bytes in
+                deflateSetDictionary(&stream, bytes.baseAddress! + (bytes.count - reach), uInt(reach))
+            }
+            precondition(set == Z_OK, "deflateSetDictionary failed (\(set)) on a fresh stream")
+        }
         let bound = Int(deflateBound(&stream, uLong(input.count)))
         return input.withUnsafeBufferPointer { source in
             // zlib writes every byte it counts, so the bound need not be cleared first.
@@ -50,15 +60,26 @@ public enum Deflate {
     /// Inputs this large get zlib's largest memory level.
     static let largeInputBytes = 1 << 20
 
+    /// The most of a preset dictionary deflate can refer back into: its window.
+    public static let maximumDictionaryBytes = 1 << 15
+
     /// Inflates `input`, refusing to produce more than `limit` bytes: the limit
     /// is enforced while inflating, so a deflate bomb costs at most `limit`
     /// bytes of memory before it is refused. The stream must end exactly at the
-    /// end of `input`.
-    public static func decompress(_ input: [UInt8], limit: Int) throws(DeflateError) -> [UInt8] {
+    /// end of `input`. `dictionary` is the one `compress` was given; a stream
+    /// deflated against other bytes inflates to other bytes, or fails.
+    public static func decompress(_ input: [UInt8], limit: Int, dictionary: [UInt8] = []) throws(DeflateError) -> [UInt8] {
         var stream = z_stream()
         let status = inflateInit2_(&stream, -15, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size))
         guard status == Z_OK else { throw .corrupt("inflateInit2 failed (\(status))") }
         defer { inflateEnd(&stream) }
+        let reach = min(dictionary.count, maximumDictionaryBytes)
+        if reach > 0 {
+            let set = dictionary.withUnsafeBufferPointer { bytes in
+                inflateSetDictionary(&stream, bytes.baseAddress! + (bytes.count - reach), uInt(reach))
+            }
+            guard set == Z_OK else { throw .corrupt("inflateSetDictionary failed (\(set))") }
+        }
         // zlib writes straight into the result: callers know about how much
         // comes out (the limit is a frame's declared length, a snapshot's
         // chunk size), so it starts that large, with one byte more to see a

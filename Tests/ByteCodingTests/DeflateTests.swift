@@ -56,6 +56,29 @@ private func noise(_ count: Int) -> [UInt8] {
         #expect(try Deflate.decompress(compressed, limit: plain.count) == plain)
     }
 
+    @Test(arguments: [100, 4_000, 40_000])
+    func aPresetDictionaryLetsRepeatsOfItShrinkAndRoundTrips(size: Int) throws {
+        let dictionary = noise(size)
+        // The dictionary's last bytes again (only its last 32 KiB count), in
+        // another order, as a frame lists hashes a previous frame listed.
+        let tail = Array(dictionary.suffix(16_000))
+        let plain = Array(tail.suffix(tail.count / 2)) + Array(tail.prefix(tail.count / 2)) + noise(37)
+        let alone = Deflate.compress(plain)
+        let against = Deflate.compress(plain, dictionary: dictionary)
+        #expect(against.count < alone.count / 2)
+        #expect(try Deflate.decompress(against, limit: plain.count, dictionary: dictionary) == plain)
+    }
+
+    @Test func aStreamDeflatedAgainstADictionaryDoesNotInflateToItsBytesWithoutIt() {
+        let dictionary = noise(2_000)
+        let plain = dictionary + dictionary
+        let against = Deflate.compress(plain, dictionary: dictionary)
+        let withNone = try? Deflate.decompress(against, limit: plain.count)
+        let withOther = try? Deflate.decompress(against, limit: plain.count, dictionary: noise(1_999))
+        #expect(withNone != plain)
+        #expect(withOther != plain)
+    }
+
     @Test func outputBeyondTheFirstAllocationGrowsUntilTheLimit() throws {
         // Past the first allocation, the output doubles; zeros keep the
         // compressed form small.
