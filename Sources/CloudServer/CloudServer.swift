@@ -379,15 +379,15 @@ public struct CloudServer: Sendable {
                         return .deviceLimited(frame.device)
                     }
                     let inflated = CloudServer.step(tracer, "inflate", under: parent) { step in
-                        let messages = Result<[OutboxMessage], WireError> { () throws(WireError) in try frame.frame.messages() }
-                        if case .success(let messages) = messages { step.attributes["sightline.frame.messages"] = messages.count }
-                        return messages
+                        let opened = Result<OpenedFrame, WireError> { () throws(WireError) in try cloud.open(frame) }
+                        if case .success(let opened) = opened { step.attributes["sightline.frame.messages"] = opened.messages.count }
+                        return opened
                     }
                     switch inflated {
                     case .failure(let error):
                         return .result(.rejecting(error, device: frame.device, frame: frame.frame, key: frame.key))
-                    case .success(let messages):
-                        return .result(CloudServer.step(tracer, "ingest", under: parent) { _ in cloud.ingest(frame, messages: messages) })
+                    case .success(let opened):
+                        return .result(CloudServer.step(tracer, "ingest", under: parent) { _ in cloud.ingest(opened) })
                     }
                 }
             }
@@ -496,7 +496,7 @@ public struct CloudServer: Sendable {
         case .malformed: .badRequest
         case .tooLarge: .contentTooLarge
         case .badSignature: .unauthorized
-        case .gap, .equivocation: .conflict
+        case .gap, .equivocation, .unknownBase: .conflict
         case .unknownDevice: .forbidden
         case .rateLimited: .tooManyRequests
         case .refused: .unprocessableContent

@@ -43,10 +43,11 @@ final class SyncHarness {
     private(set) var devices: [DeviceStore] = []
     private(set) var wire: [[UInt8]] = []
 
-    init(threshold: Int = 3, location: CloudLocation = .memory, backend: Backend = .sqlite) throws {
+    init(threshold: Int = 3, location: CloudLocation = .memory, backend: Backend = .sqlite,
+         frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes) throws {
         self.backend = backend
-        (cloud, database) = try backend.makeCloud(options: CloudOptions(clock: clock, random: SeededRandom(seed: 99),
-                                                                        threshold: threshold), location: location)
+        (cloud, database) = try backend.makeCloud(options: CloudOptions(clock: clock, random: SeededRandom(seed: 99), threshold: threshold,
+                                                                        frameDictionaryBytes: frameDictionaryBytes), location: location)
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
     }
 

@@ -106,9 +106,9 @@ private func records(_ messages: [OutboxMessage], epoch: UInt64 = 1, from seq: U
         let error = try #require(throws: WireError.self) { try UploadFrame.parse(bytes) }
         #expect(error.code == .malformed && error.message.contains("must follow 1:3"), "\(error)")
         bytes[start + 5] = 3
-        bytes[start + 6] = 2
+        bytes[start + 6] = 4
         let flags = try #require(throws: WireError.self) { try UploadFrame.parse(bytes) }
-        #expect(flags.code == .malformed && flags.message.contains("unknown frame flags 2"), "\(flags)")
+        #expect(flags.code == .malformed && flags.message.contains("unknown frame flags 4"), "\(flags)")
     }
 
     @Test func aTruncatedFrameIsMalformed() throws {

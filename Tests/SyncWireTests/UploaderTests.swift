@@ -269,6 +269,61 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
         }
     }
 
+    /// Each frame after an acknowledged one is deflated against the hashes
+    /// the acknowledged frames listed, and names that dictionary.
+    @Test func afterAnAckTheNextFrameIsDeflatedAgainstTheHashesAcknowledgedFramesListed() throws {
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 3))
+        let records = outbox(6)
+        let firstSent = uploader.nextFrame(now: t0, pending: records)
+        let first = try #require(firstSent)
+        #expect(first.base == nil, "the run's first frame is deflated alone")
+        _ = uploader.receive(ack(for: uploader, 3), now: t0)
+        let expected = try FrameDictionary.empty.following(FramePayload.encode(records.prefix(3).map(\.encoded)))
+        #expect(uploader.dictionary == expected && expected.hashCount == 3)
+        let secondSent = uploader.nextFrame(now: t0, pending: Array(records.dropFirst(3)))
+        let second = try #require(secondSent)
+        #expect(second.base == expected.digest)
+        #expect(try UploadFrame.parse(second.encoded).messages(dictionary: expected).map(\.encoded) == records.dropFirst(3).map(\.encoded))
+    }
+
+    @Test func anUnknownDictionarySendsTheSameMessagesAgainDeflatedAlone() throws {
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 3))
+        let records = outbox(6)
+        #expect(uploader.nextFrame(now: t0, pending: records) != nil)
+        _ = uploader.receive(ack(for: uploader, 3), now: t0)
+        let basedSent = uploader.nextFrame(now: t0, pending: Array(records.dropFirst(3)))
+        let based = try #require(basedSent)
+        #expect(based.base != nil)
+        let rejection = CloudReply.rejection(Rejection(WireError(.unknownBase, "not held")))
+        #expect(uploader.receive(answer(rejection, uploader), now: t0) == [.dictionaryUnknown(reason: "not held")])
+        #expect(uploader.dictionary == .empty && uploader.acknowledged == OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(3)))
+        let aloneSent = uploader.nextFrame(now: t0, pending: Array(records.dropFirst(3)))
+        let alone = try #require(aloneSent, "sent again at once")
+        #expect(alone.base == nil && alone.first == based.first && alone.last == based.last)
+        #expect(try alone.messages().map(\.encoded) == records.dropFirst(3).map(\.encoded))
+    }
+
+    @Test func anUnknownDictionarySaidOfAFrameDeflatedAloneStopsTheUploader() throws {
+        var uploader = makeUploader()
+        let sent = uploader.nextFrame(now: t0, pending: outbox(2))
+        #expect(sent?.base == nil)
+        let rejection = CloudReply.rejection(Rejection(WireError(.unknownBase, "not held")))
+        #expect(uploader.receive(answer(rejection, uploader), now: t0) == [.stopped(WireError(.unknownBase, "not held"))])
+    }
+
+    @Test func aProbeLeavesTheDictionaryAsItWas() throws {
+        var uploader = makeUploader(UploaderConfiguration(maximumMessages: 3))
+        let records = outbox(3)
+        #expect(uploader.nextFrame(now: t0, pending: records) != nil)
+        _ = uploader.receive(ack(for: uploader, 3), now: t0)
+        let held = uploader.dictionary
+        let probeSent = uploader.probeFrame(now: t0, record: records[2])
+        let probe = try #require(probeSent)
+        #expect(probe.base == nil, "a probe is deflated alone")
+        _ = uploader.receive(ack(for: uploader, 3), now: t0)
+        #expect(uploader.dictionary == held)
+    }
+
     @Test func aMissingStretchOfTheOutboxStopsInsteadOfSkipping() throws {
         var uploader = makeUploader()
         #expect(uploader.nextFrame(now: t0, pending: outbox(3, from: 4)) == nil)

@@ -42,6 +42,18 @@ public struct AuthenticatedFrame: Sendable {
     public var device: DeviceID { frame.device }
 }
 
+/// An authenticated frame inflated and decoded (`CloudStore.open(_:)`), to
+/// be ingested (`CloudStore.ingest(_ opened:)`).
+public struct OpenedFrame: Sendable {
+    /// The frame, its payload deflated alone: as the cloud log keeps it.
+    public let authenticated: AuthenticatedFrame
+    public let messages: [OutboxMessage]
+    /// The payload inflated.
+    let plain: [UInt8]
+    /// What the frame was deflated against: empty when it was deflated alone.
+    let dictionary: FrameDictionary
+}
+
 /// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.
 public enum FrameAuthentication: Sendable {
     case authenticated(AuthenticatedFrame)

@@ -1,3 +1,4 @@
+import ByteCoding
 import Crypto
 import IndexModel
 import IndexQuery
@@ -32,6 +33,8 @@ public protocol CloudStore: AnyObject, Sendable {
     func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)]
     /// The sketches reading built, kept while the app's log does not move.
     var sketchCache: SketchCache { get }
+    /// The dictionaries this process's devices deflate their frames against.
+    var frameDictionaries: FrameDictionaries { get }
     /// Whether `app` is registered.
     func isRegistered(_ app: AppID) throws(CloudError) -> Bool
     /// Enrols a device and returns its 32-byte key; the same `proof` gets
@@ -40,8 +43,10 @@ public protocol CloudStore: AnyObject, Sendable {
     /// Reads a frame and checks its signature, storing nothing: the device is
     /// proven, or the refusal to send comes back (`docs/CLOUD.md`, "Ingest").
     func authenticate(_ frame: [UInt8]) -> FrameAuthentication
-    /// Ingests an authenticated frame whose messages the caller inflated
-    /// (`frame.frame.messages()`), and returns the reply; never throws.
+    /// Ingests an authenticated frame whose messages the caller inflated,
+    /// and returns the reply; never throws. The frame's payload is what the
+    /// log keeps, so it must be deflated alone (`open(_:)` makes it so, and
+    /// `ingest(_ opened:)` is how callers ingest).
     func ingest(_ frame: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult
 
     func entries(app: AppID) throws(CloudError) -> [HashEntry]
@@ -217,16 +222,54 @@ extension CloudStore {
     }
 
     /// Inflates an authenticated frame's messages and ingests them; never
-    /// throws: a frame whose messages do not decode is refused, and changes
-    /// nothing.
+    /// throws: a frame whose messages do not decode, or whose dictionary
+    /// this process does not hold, is refused, and changes nothing.
     public func ingest(_ authenticated: AuthenticatedFrame) -> IngestResult {
-        let messages: [OutboxMessage]
         do {
-            messages = try authenticated.frame.messages()
+            return ingest(try open(authenticated))
         } catch {
             return .rejecting(error, device: authenticated.device, frame: authenticated.frame, key: authenticated.key)
         }
-        return ingest(authenticated, messages: messages)
+    }
+
+    /// Inflates an authenticated frame, against the dictionary it names when
+    /// it names one (`unknownBase` when this process does not hold it), and
+    /// decodes its messages. Blocks on nothing but the CPU, so a server
+    /// calls it outside any transaction.
+    public func open(_ authenticated: AuthenticatedFrame) throws(WireError) -> OpenedFrame {
+        let frame = authenticated.frame
+        var dictionary = FrameDictionary.empty
+        if let base = frame.base {
+            guard let held = frameDictionaries.dictionary(app: authenticated.app, device: frame.device, digest: base) else {
+                throw WireError(.unknownBase, """
+                    the frame is deflated against dictionary \(Hex.encode(base.prefix(8))), which this cloud process does not hold: \
+                    send it again deflated alone
+                    """)
+            }
+            dictionary = held
+        }
+        let plain = try frame.plainPayload(dictionary: dictionary)
+        let messages = try UploadFrame.messages(in: plain, count: frame.count)
+        return OpenedFrame(authenticated: AuthenticatedFrame(frame: frame.deflatedAlone(plain), app: authenticated.app, key: authenticated.key),
+                           messages: messages, plain: plain, dictionary: dictionary)
+    }
+
+    /// Ingests an opened frame and returns the reply; never throws. Once the
+    /// frame is acknowledged (and is not a probe), this process holds the
+    /// dictionary the device's next frame is deflated against.
+    public func ingest(_ opened: OpenedFrame) -> IngestResult {
+        let result = ingest(opened.authenticated, messages: opened.messages)
+        let frame = opened.authenticated.frame
+        switch result.outcome {
+        case .accepted, .duplicate:
+            // A payload that decoded lists its hashes, so this does not throw.
+            if !frame.isProbe, let next = try? opened.dictionary.following(opened.plain) {
+                frameDictionaries.keep(next, app: opened.authenticated.app, device: frame.device)
+            }
+        case .rejected:
+            break
+        }
+        return result
     }
 
     /// Takes one upload frame and returns the reply; never throws: a frame

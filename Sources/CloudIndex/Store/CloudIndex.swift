@@ -49,6 +49,10 @@ public struct CloudOptions: Sendable {
     /// makes no locking calls. Another process cannot read the store until it
     /// is closed. Ignored when read-only.
     public var exclusive: Bool
+    /// The memory this process gives the dictionaries its devices deflate
+    /// frames against (`FrameDictionaries`); with 0 it holds none, and every
+    /// frame that names one is sent again deflated alone.
+    public var frameDictionaryBytes: Int
 
     /// How far a committed frame survives: `full` syncs the write-ahead log at
     /// every commit (an ack is never lost to power loss); `normal` at checkpoints
@@ -60,7 +64,7 @@ public struct CloudOptions: Sendable {
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
                 threshold: Int? = nil, agreement: Int? = nil, readOnly: Bool = false, durability: Durability = .full,
-                exclusive: Bool = false) {
+                exclusive: Bool = false, frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
@@ -68,6 +72,7 @@ public struct CloudOptions: Sendable {
         self.readOnly = readOnly
         self.durability = durability
         self.exclusive = exclusive
+        self.frameDictionaryBytes = frameDictionaryBytes
     }
 
     public static let defaultThreshold = 5
@@ -100,6 +105,7 @@ public final class CloudIndex: CloudStore {
     /// What the fold knows of vote rows between frames (`IngestMemory`).
     let ingestMemory = IngestMemory()
     public let sketchCache = SketchCache()
+    public let frameDictionaries: FrameDictionaries
     /// What the connection keeps across its transactions: BEGIN and COMMIT
     /// for every read and write, and the statements ingest runs for every
     /// frame (`CloudStatement`). From GRDB's cache, not owned: a restore
@@ -133,6 +139,7 @@ public final class CloudIndex: CloudStore {
             throw CloudError(.invalidOption, "the content agreement must be between 1 and 1,000,000, not \(agreement)")
         }
         self.location = location
+        frameDictionaries = FrameDictionaries(capacityBytes: options.frameDictionaryBytes)
         clock = options.clock
         random = options.random
         var configuration = Configuration()

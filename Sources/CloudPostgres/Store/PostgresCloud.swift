@@ -57,6 +57,7 @@ public final class PostgresCloud: CloudStore {
     /// What each app's last fold left (its rows and its acks' requests), kept between ingest transactions while exact.
     let keptFold = KeptFold()
     public let sketchCache = SketchCache()
+    public let frameDictionaries: FrameDictionaries
 
     public var threshold: Int { current.withLock { $0.threshold } }
     public var agreement: Int { current.withLock { $0.agreement } }
@@ -75,6 +76,7 @@ public final class PostgresCloud: CloudStore {
     public init(at location: PostgresLocation, password: String?, options: PostgresCloudOptions = PostgresCloudOptions())
         throws(CloudError) {
         let store = options.store
+        frameDictionaries = FrameDictionaries(capacityBytes: store.frameDictionaryBytes)
         if let threshold = store.threshold, !(1...1_000_000).contains(threshold) {
             throw CloudError(.invalidOption, "the threshold must be between 1 and 1,000,000, not \(threshold)")
         }

@@ -53,13 +53,22 @@ extension Simulator {
     }
 
     /// Every frame a device sends is searched for the canary that marks
-    /// private strings: in its bytes and in its inflated payload.
+    /// private strings: in its bytes and in its inflated payload, inflated
+    /// against the dictionary the device's uploader holds while the frame
+    /// is in flight. A frame that does not inflate against it counts as
+    /// carrying the canary: the oracle could not read it.
     func scanForCanary(_ bytes: [UInt8], from device: SimDevice) {
         // Messages encode their strings as UTF-8, so a frame that carries the
         // canary carries its bytes: as sent, or in the inflated payload.
         var found = Simulator.holdsCanary(bytes)
-        if !found, let frame = try? UploadFrame.parse(bytes), let plain = try? frame.plainPayload() {
-            found = Simulator.holdsCanary(plain)
+        if !found, let frame = try? UploadFrame.parse(bytes) {
+            let dictionary = device.session?.uploader.dictionary ?? .empty
+            if let plain = try? frame.plainPayload(dictionary: dictionary) {
+                found = Simulator.holdsCanary(plain)
+            } else if frame.base != nil {
+                found = true
+                findings.append("device \(device.number) sent a frame the oracle could not inflate against the device's dictionary")
+            }
         }
         if found {
             counters.leaks += 1

@@ -49,6 +49,7 @@ struct RunCounters {
     var probes = 0
     var retries = 0
     var rewinds = 0
+    var dictionaryResets = 0
     var messagesAcknowledged = 0
     var contentRequests = 0
     var sessionsGivenUp = 0
@@ -79,6 +80,7 @@ struct RunCounters {
         probes += report.probes
         retries += report.retries
         rewinds += report.rewinds
+        dictionaryResets += report.dictionaryResets
         messagesAcknowledged += report.messagesAcknowledged
         contentRequests += report.contentRequests
         if report.failure != nil { sessionsGivenUp += 1 }
@@ -131,6 +133,9 @@ public struct SimulationReport: Sendable {
     public let probes: Int
     public let retries: Int
     public let rewinds: Int
+    /// Frames sent again deflated alone because the cloud did not hold
+    /// their dictionary (it crashed or was restored since).
+    public let dictionaryResets: Int
     public let messagesAcknowledged: Int
     public let contentRequests: Int
     public let sessionsGivenUp: Int
@@ -177,6 +182,7 @@ public struct SimulationReport: Sendable {
         probes = counters.probes
         retries = counters.retries
         rewinds = counters.rewinds
+        dictionaryResets = counters.dictionaryResets
         messagesAcknowledged = counters.messagesAcknowledged
         contentRequests = counters.contentRequests
         sessionsGivenUp = counters.sessionsGivenUp

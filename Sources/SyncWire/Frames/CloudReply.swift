@@ -26,6 +26,10 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
         /// The cloud could not store the frame right now (its database failed);
         /// nothing was kept. Retry later.
         case unavailable = 9
+        /// The frame is deflated against a dictionary the cloud does not
+        /// hold (it restarted, or let it go): nothing was kept; send the
+        /// messages again in a frame deflated alone (`FrameDictionary`).
+        case unknownBase = 10
 
         public var name: String {
             switch self {
@@ -38,6 +42,7 @@ public struct WireError: Error, Hashable, Sendable, CustomStringConvertible {
             case .rateLimited: "rateLimited"
             case .refused: "refused"
             case .unavailable: "unavailable"
+            case .unknownBase: "unknownBase"
             }
         }
     }

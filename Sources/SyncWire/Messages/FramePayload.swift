@@ -38,6 +38,20 @@ public enum FramePayload {
         return writer.bytes
     }
 
+    /// The hashes the payload lists, in their order, as slices of it; throws
+    /// when it does not start with a count of hashes and that many hashes.
+    public static func listedHashes(_ payload: [UInt8]) throws(CodecError) -> [ArraySlice<UInt8>] {
+        var reader = BinaryReader(payload)
+        let count = try reader.uvarint()
+        guard count <= UInt64(reader.remaining / PublicHash.byteCount) else {
+            throw CodecError(.truncated, at: 0, "the payload lists \(count) hashes but holds \(reader.remaining) bytes after the count")
+        }
+        let start = reader.offset
+        return (0..<Int(count)).map { index in
+            payload[(start + index * PublicHash.byteCount)..<(start + (index + 1) * PublicHash.byteCount)]
+        }
+    }
+
     /// Exactly `count` messages, or the first reason the payload is not the
     /// canonical payload of `count` messages: the hashes must be distinct, in
     /// the order of their first use, and each used.

@@ -126,6 +126,8 @@ public struct SyncRun: Sendable {
                 report.reindexRequests.append(request)
             case .stopped(let error):
                 report.failure = error.description
+            case .dictionaryUnknown:
+                report.dictionaryResets += 1
             case .durable, .retryScheduled:
                 break
             }
@@ -147,6 +149,9 @@ public struct SyncReport: Hashable, Sendable {
     public var probes = 0
     public var messagesAcknowledged = 0
     public var retries = 0
+    /// Frames the cloud could not inflate because it did not hold their
+    /// dictionary (`UploadEffect.dictionaryUnknown`), sent again deflated alone.
+    public var dictionaryResets = 0
     public var rewinds = 0
     public var contentRequests = 0
     /// The cloud's answers to this device's reindex asks, in order.

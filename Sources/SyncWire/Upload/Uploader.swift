@@ -34,8 +34,12 @@ public struct UploaderConfiguration: Hashable, Sendable {
 ///   exponential backoff with seeded jitter; the cloud's dedupe makes that safe.
 /// - An ack moves `acknowledged` and `durable` forward and hands over content
 ///   requests; a gap rejection rewinds to where the cloud expects; any other
-///   rejection except rate limiting and unavailability stops the uploader with
-///   the cloud's reason.
+///   rejection except rate limiting, unavailability and an unknown dictionary
+///   stops the uploader with the cloud's reason.
+/// - Each frame after the first acknowledged one is deflated against the
+///   `FrameDictionary` of the frames acknowledged so far; a cloud that does
+///   not hold it (`unknownBase`) gets the messages again in a frame deflated
+///   alone, and the dictionary starts over from there.
 public struct Uploader: Sendable {
     /// Where the uploader stands with its frame.
     public enum State: Hashable, Sendable {
@@ -64,6 +68,11 @@ public struct Uploader: Sendable {
     /// How the app counts popularity, as the device holds it and then as the
     /// last ack said: an ack that says otherwise is an effect.
     public private(set) var popularity: PopularityMode
+    /// What the next frame is deflated against: the hashes of the frames
+    /// acknowledged in this run (empty before the first).
+    public private(set) var dictionary = FrameDictionary.empty
+    /// `dictionary` once the frame in flight is acknowledged.
+    private var dictionaryAfterAck: FrameDictionary?
     private var random: SplitMix64
 
     public init(app: AppID, device: DeviceID, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
@@ -128,7 +137,12 @@ public struct Uploader: Sendable {
             // The frame names the cursor it follows: on an epoch's first
             // frame, the cloud checks that it holds that much before it lets
             // the new epoch end the previous one.
-            let frame = UploadFrame(app: app, device: device, records: records, key: key, follows: acknowledged)
+            let plain = FramePayload.encode(records.map(\.encoded))
+            let frame = UploadFrame(app: app, device: device, records: records, plain: plain, key: key, follows: acknowledged,
+                                    isProbe: false, codec: .deflate, level: 6, dictionary: dictionary)
+            // The cloud makes the same dictionary from the same payload. (A
+            // payload made here lists its hashes, so this does not throw.)
+            dictionaryAfterAck = try? dictionary.following(plain)
             attempts = 1
             state = .awaitingReply(frame)
             return frame
@@ -144,6 +158,8 @@ public struct Uploader: Sendable {
     public mutating func probeFrame(now: Timestamp, record: OutboxRecord) -> UploadFrame? {
         guard state == .ready, record.position <= acknowledged, record.position.seq >= .first else { return nil }
         let frame = UploadFrame(app: app, device: device, records: [record], key: key, isProbe: true)
+        // A probe adds nothing, so it leaves the dictionary as it is.
+        dictionaryAfterAck = nil
         attempts = 1
         state = .awaitingReply(frame)
         return frame
@@ -191,6 +207,8 @@ public struct Uploader: Sendable {
             if let reindex = ack.reindex {
                 effects.append(.reindexRequested(reindex))
             }
+            if let next = dictionaryAfterAck { dictionary = next }
+            dictionaryAfterAck = nil
             state = .ready
             attempts = 0
             return effects
@@ -210,6 +228,16 @@ public struct Uploader: Sendable {
                 return resume(before: rejection) { .epochTaken(cloudHead: $0, reason: rejection.error.message) }
             case .rateLimited, .unavailable:
                 return failed(now: now, reason: rejection.error.message)
+            case .unknownBase where frame.base != nil:
+                // Nothing was kept: the same messages go again at once, in a
+                // frame deflated alone, and later frames build on that one.
+                // (Said of a frame deflated alone, it is a broken cloud's
+                // answer, and stops the uploader below.)
+                dictionary = .empty
+                dictionaryAfterAck = nil
+                state = .ready
+                attempts = 0
+                return [.dictionaryUnknown(reason: rejection.error.message)]
             default:
                 state = .stopped(rejection.error)
                 return [.stopped(rejection.error)]
@@ -282,6 +310,10 @@ public enum UploadEffect: Hashable, Sendable {
     /// the messages the cloud did not hold (added by the store as it
     /// persists, `SyncAction.persist`).
     case epochAdvanced(from: Epoch, to: Epoch)
+    /// The cloud does not hold the dictionary the frame was deflated
+    /// against (it restarted, or let it go): the messages go again at once,
+    /// deflated alone.
+    case dictionaryUnknown(reason: String)
     /// The frame goes again at `at`; `attempt` is the number it will be.
     case retryScheduled(at: Timestamp, attempt: Int, reason: String)
     /// The uploader stopped: the cloud refused for good.

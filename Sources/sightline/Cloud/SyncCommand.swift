@@ -114,6 +114,7 @@ struct SyncCommand: AsyncParsableCommand {
                 "messagesAcknowledged": .integer(Int64(report.messagesAcknowledged)),
                 "retries": .integer(Int64(report.retries)),
                 "rewinds": .integer(Int64(report.rewinds)),
+                "dictionaryResets": .integer(Int64(report.dictionaryResets)),
                 "contentRequests": .integer(Int64(report.contentRequests)),
                 "votesRestated": .integer(Int64(report.reindexRequests.reduce(0) { $0 + $1.hashes.count })),
                 "failure": report.failure.map(JSONValue.string) ?? .null,
@@ -137,6 +138,10 @@ struct SyncCommand: AsyncParsableCommand {
                         + "\(report.retries) retries, \(report.contentRequests) content requests answered")
             if let status = report.status {
                 Output.line("outbox head \(status.head), acknowledged through \(status.acknowledged), \(status.pending) pending")
+            }
+            if report.dictionaryResets > 0 {
+                Output.line("sent \(report.dictionaryResets) frame(s) again deflated alone: the cloud did not hold the dictionary "
+                            + "they were deflated against (it restarted, or another server took them)")
             }
             let restated = report.reindexRequests.reduce(0) { $0 + $1.hashes.count }
             if restated > 0 {

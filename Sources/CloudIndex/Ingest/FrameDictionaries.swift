@@ -1,0 +1,90 @@
+import IndexModel
+import Synchronization
+import SyncWire
+
+/// The frame dictionaries a cloud process holds for its devices
+/// (`FrameDictionary`): for each device, the two it made last, so that a
+/// frame retried after its ack was lost still finds the one it was deflated
+/// against. They live in memory only. A device whose dictionary is not held
+/// (the process restarted, the device's frames went to another server, or
+/// it was let go to stay within `capacityBytes`) is answered `unknownBase`
+/// and sends its messages again deflated alone, so losing one costs bytes on
+/// the wire, never a message.
+///
+/// Each device holds at most two dictionaries of 32 KiB, whatever it sends,
+/// and the devices used longest ago go first when the total passes
+/// `capacityBytes`: a hostile device can push others' dictionaries out, and
+/// so cost them a resend, but it cannot grow the cloud's memory.
+public final class FrameDictionaries: Sendable {
+    private struct Device: Hashable {
+        let app: AppID
+        let device: DeviceID
+    }
+
+    private struct Held {
+        /// Oldest first; at most `perDevice`.
+        var dictionaries: [FrameDictionary]
+        var lastUse: UInt64
+        var bytes: Int { dictionaries.reduce(0) { $0 + $1.bytes.count } }
+    }
+
+    private struct State {
+        var held: [Device: Held] = [:]
+        var bytes = 0
+        var uses: UInt64 = 0
+    }
+
+    private static let perDevice = 2
+    /// The total of the dictionaries' bytes held at once.
+    public let capacityBytes: Int
+    private let state = Mutex(State())
+
+    /// 64 MiB: the last two dictionaries of 1,024 devices that each list a
+    /// thousand hashes or more, or of far more devices that list fewer.
+    public static let defaultCapacityBytes = 64 << 20
+
+    public init(capacityBytes: Int = defaultCapacityBytes) {
+        self.capacityBytes = max(capacityBytes, 0)
+    }
+
+    /// The dictionary of `digest` that `device` of `app` made, if it is held.
+    public func dictionary(app: AppID, device: DeviceID, digest: [UInt8]) -> FrameDictionary? {
+        state.withLock { state in
+            let key = Device(app: app, device: device)
+            guard let held = state.held[key], let found = held.dictionaries.last(where: { $0.digest == digest }) else { return nil }
+            state.uses += 1
+            state.held[key]?.lastUse = state.uses
+            return found
+        }
+    }
+
+    /// Holds `dictionary` as the newest `device` of `app` made, letting go
+    /// of its oldest beyond two and, past `capacityBytes`, of the devices
+    /// used longest ago. An empty dictionary is not held: a frame names none.
+    public func keep(_ dictionary: FrameDictionary, app: AppID, device: DeviceID) {
+        guard !dictionary.isEmpty else { return }
+        state.withLock { state in
+            let key = Device(app: app, device: device)
+            state.uses += 1
+            var held = state.held[key] ?? Held(dictionaries: [], lastUse: 0)
+            state.bytes -= held.bytes
+            held.dictionaries.removeAll { $0.digest == dictionary.digest }
+            held.dictionaries.append(dictionary)
+            held.dictionaries = Array(held.dictionaries.suffix(FrameDictionaries.perDevice))
+            held.lastUse = state.uses
+            state.held[key] = held
+            state.bytes += held.bytes
+            guard state.bytes > capacityBytes else { return }
+            // Down to three quarters at once, so that the sort is paid for
+            // by many keeps after it.
+            for (evicted, entry) in state.held.sorted(by: { $0.value.lastUse < $1.value.lastUse }) {
+                guard state.bytes > capacityBytes / 4 * 3 else { break }
+                state.held[evicted] = nil
+                state.bytes -= entry.bytes
+            }
+        }
+    }
+
+    /// The bytes of the dictionaries held now.
+    public var heldBytes: Int { state.withLock { $0.bytes } }
+}

@@ -1,0 +1,69 @@
+import ByteCoding
+import Crypto
+import IndexModel
+
+/// The public hashes a device's acknowledged frames listed, the most recently
+/// listed last: the preset deflate dictionary its next frame is deflated
+/// against (`Journal/FORMAT.md`, "Frame dictionaries"). A busy device lists
+/// mostly the same popular hashes frame after frame, and 32 random bytes do
+/// not deflate; against the dictionary, a hash listed before costs a
+/// back-reference of about three bytes instead.
+///
+/// Device and cloud each make it the same way, from the frames the cloud
+/// acknowledged: `following(_:)` the empty dictionary for the first frame of
+/// a sync run, then for each acknowledged frame after. A frame names the
+/// dictionary it was deflated against by its `digest`, so the cloud inflates
+/// it only with those exact bytes, or answers `WireError.Code.unknownBase`.
+public struct FrameDictionary: Hashable, Sendable {
+    /// Hashes kept: as many as deflate's 32 KiB window reaches back over.
+    public static let maximumHashes = Deflate.maximumDictionaryBytes / PublicHash.byteCount
+
+    /// The hashes, 32 bytes each, oldest first.
+    public let bytes: [UInt8]
+    /// SHA-256 of `bytes`: the name a frame deflated against it carries.
+    public let digest: [UInt8]
+
+    /// The dictionary of a device that has no frame acknowledged in this
+    /// sync run: its frames are deflated alone.
+    public static let empty = FrameDictionary(bytes: [])
+
+    private init(bytes: [UInt8]) {
+        self.bytes = bytes
+        digest = Array(SHA256.hash(data: bytes))
+    }
+
+    public var isEmpty: Bool { bytes.isEmpty }
+    public var hashCount: Int { bytes.count / PublicHash.byteCount }
+
+    /// The dictionary once the frame whose uncompressed payload is `payload`
+    /// is acknowledged: the frame's listed hashes, in their order, move to
+    /// the end, and the oldest beyond `maximumHashes` go. Throws when the
+    /// payload does not start with a hash list (`FramePayload`).
+    public func following(_ payload: [UInt8]) throws(CodecError) -> FrameDictionary {
+        let listed = try FramePayload.listedHashes(payload).map(Listed.init)
+        let moved = Set(listed)
+        var kept: [Listed] = []
+        kept.reserveCapacity(hashCount + listed.count)
+        for start in stride(from: 0, to: bytes.count, by: PublicHash.byteCount) {
+            let hash = Listed(bytes: bytes[start..<(start + PublicHash.byteCount)])
+            if !moved.contains(hash) { kept.append(hash) }
+        }
+        kept.append(contentsOf: listed)
+        var next: [UInt8] = []
+        next.reserveCapacity(min(kept.count, FrameDictionary.maximumHashes) * PublicHash.byteCount)
+        for hash in kept.suffix(FrameDictionary.maximumHashes) { next.append(contentsOf: hash.bytes) }
+        return FrameDictionary(bytes: next)
+    }
+
+    /// A listed hash as a slice of its payload, hashed by its first eight
+    /// bytes (as `PublicHash` is) and compared whole.
+    private struct Listed: Hashable {
+        let bytes: ArraySlice<UInt8>
+
+        func hash(into hasher: inout Hasher) {
+            var prefix: UInt64 = 0
+            for byte in bytes.prefix(8) { prefix = prefix << 8 | UInt64(byte) }
+            hasher.combine(prefix)
+        }
+    }
+}

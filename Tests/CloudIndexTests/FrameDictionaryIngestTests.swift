@@ -1,0 +1,138 @@
+import CloudIndex
+import DeviceStore
+import IndexModel
+import SyncWire
+import Testing
+
+/// A device that visited four public recipes, each engaged: a dozen
+/// messages, two a frame with `twoAFrame`.
+private func busyDevice(_ harness: SyncHarness) throws -> DeviceStore {
+    let store = try harness.addDevice()
+    for index in 0..<4 {
+        let url = "https://www.yummly.com/recipe/dictionary-\(index)"
+        try store.record(publicRecipe(url: url, id: "r\(index)"))
+        try store.recordEngaged(ref: url)
+    }
+    return store
+}
+
+private let twoAFrame = UploaderConfiguration(maximumMessages: 2)
+
+private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
+    try stride(from: 0, to: harness.wire.count, by: 2).map { try UploadFrame.parse(harness.wire[$0]) }
+}
+
+@Suite struct FrameDictionaryIngestTests {
+    @Test(arguments: Backend.allCases)
+    func framesAfterTheFirstAreDeflatedAgainstTheDictionaryAndLoggedDeflatedAlone(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let store = try busyDevice(harness)
+        let results = try harness.sync(store, configuration: twoAFrame)
+        #expect(results.count > 2 && results.allSatisfy { if case .accepted = $0.outcome { true } else { false } })
+        let frames = try sentFrames(harness)
+        #expect(frames.first?.base == nil)
+        #expect(frames.dropFirst().allSatisfy { $0.base != nil }, "every frame after the first names a dictionary")
+        #expect(try store.syncStatus().pending == 0)
+        // The log's rows read alone: verifying inflates each without a dictionary.
+        let verification = try harness.cloud.verifyLog()
+        #expect(verification.isValid && verification.verifiedRows == frames.count, "\(verification.firstProblem ?? "")")
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+    }
+
+    /// Each frame that names a dictionary is answered `unknownBase` and
+    /// comes again deflated alone: the cloud ends as one that held them all.
+    @Test(arguments: Backend.allCases)
+    func aCloudThatHoldsNoDictionaryGetsEveryFrameAgainDeflatedAloneAndEndsTheSame(backend: Backend) throws {
+        let holding = try SyncHarness(backend: backend)
+        try holding.sync(try busyDevice(holding), configuration: twoAFrame)
+        let forgetting = try SyncHarness(backend: backend, frameDictionaryBytes: 0)
+        let store = try busyDevice(forgetting)
+        let results = try forgetting.sync(store, configuration: twoAFrame)
+        let refused = results.filter { if case .rejected(let error) = $0.outcome { error.code == .unknownBase } else { false } }
+        #expect(refused.count == results.count / 2, "every other frame: \(results.map(\.outcome))")
+        #expect(try store.syncStatus().pending == 0)
+        #expect(forgetting.cloud.frameDictionaries.heldBytes == 0)
+        #expect(try forgetting.cloud.projectionDigest() == holding.cloud.projectionDigest())
+        #expect(try forgetting.cloud.stats().logRows == holding.cloud.stats().logRows)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aFrameNamingADictionaryTheCloudDoesNotHoldIsRefusedWithASignedReplyAndChangesNothing(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let store = try harness.addDevice()
+        try vote([store])
+        try harness.sync(store)
+        try store.recordEngaged(ref: recipeURL)
+        let key = try #require(try store.deviceKey())
+        let records = try store.pendingOutbox(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), limit: 10)
+        // The cloud holds [recipe] (the first frame's one hash) for the device.
+        let other = OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)),
+                                 message: .signal(recipeHash(url: "https://example.com/other"), Popularity(views: 1)))
+        let unheld = try FrameDictionary.empty.following(FramePayload.encode([other.encoded] + records.map(\.encoded)))
+        let frame = UploadFrame(app: app, device: store.deviceID, records: records, key: key, dictionary: unheld)
+        let digest = try harness.cloud.projectionDigest()
+        let result = harness.deliver(frame.encoded)
+        guard case .rejected(let error) = result.outcome else {
+            Issue.record("a frame the cloud cannot inflate was taken: \(result.outcome)")
+            return
+        }
+        #expect(error.code == .unknownBase && error.message.contains("deflated alone"), "\(error)")
+        let reply = try CloudReply.decode(result.reply, device: store.deviceID, key: key)
+        #expect(reply.isAuthentic && reply.isAnswer(to: frame))
+        #expect(try harness.cloud.projectionDigest() == digest && harness.cloud.stats().logRows == 1)
+    }
+
+    /// The ack of a frame deflated against a dictionary is lost; the device
+    /// sends the same frame again, and the cloud, which already moved on to
+    /// the next dictionary, still holds the one before.
+    @Test(arguments: Backend.allCases)
+    func aFrameRetriedAfterItsAckWasLostStillFindsItsDictionary(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let store = try busyDevice(harness)
+        let now = harness.clock.now()
+        var run = try store.beginSync(configuration: twoAFrame)
+        var action = try store.perform(run.next(now: now), in: &run, now: now)
+        guard case .send(let first) = action else { throw HarnessError("no first frame: \(action)") }
+        action = try store.perform(run.received(harness.deliver(first.encoded).reply, now: now), in: &run, now: now)
+        guard case .send(let second) = action, second.base != nil else { throw HarnessError("no second frame named a dictionary: \(action)") }
+        #expect(harness.deliver(second.encoded).outcome == .accepted(messages: 2))
+        action = try store.perform(run.failed(reason: "the ack was lost", now: now), in: &run, now: now)
+        guard case .wait(let until) = action else { throw HarnessError("no backoff: \(action)") }
+        action = try store.perform(run.next(now: until), in: &run, now: until)
+        guard case .send(let again) = action else { throw HarnessError("no retry: \(action)") }
+        #expect(again == second)
+        #expect(harness.deliver(again.encoded).outcome == .duplicate)
+    }
+}
+
+@Suite struct FrameDictionariesTests {
+    private func dictionary(_ name: String) throws -> FrameDictionary {
+        let hash = PublicHash.of(app: app, activityType: "t", identity: name)
+        let record = OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: .signal(hash, Popularity(views: 1)))
+        return try FrameDictionary.empty.following(FramePayload.encode([record.encoded]))
+    }
+
+    @Test func aDeviceKeepsItsTwoNewestDictionaries() throws {
+        let held = FrameDictionaries()
+        let (a, b, c) = (try dictionary("a"), try dictionary("b"), try dictionary("c"))
+        for each in [a, b, c] { held.keep(each, app: app, device: DeviceID("d")) }
+        #expect(held.dictionary(app: app, device: DeviceID("d"), digest: a.digest) == nil)
+        #expect(held.dictionary(app: app, device: DeviceID("d"), digest: b.digest) == b)
+        #expect(held.dictionary(app: app, device: DeviceID("d"), digest: c.digest) == c)
+        #expect(held.dictionary(app: app, device: DeviceID("e"), digest: c.digest) == nil, "a device finds only its own")
+        #expect(held.heldBytes == 64)
+    }
+
+    /// Past the capacity, the devices used longest ago go until three
+    /// quarters of it are held.
+    @Test func pastItsCapacityTheDevicesUsedLongestAgoGoFirst() throws {
+        let held = FrameDictionaries(capacityBytes: 100)
+        let names = ["a", "b", "c", "d"]
+        let dictionaries = try names.map(dictionary)
+        for (name, each) in zip(names, dictionaries).prefix(3) { held.keep(each, app: app, device: DeviceID(name)) }
+        #expect(held.dictionary(app: app, device: DeviceID("a"), digest: dictionaries[0].digest) != nil)
+        held.keep(dictionaries[3], app: app, device: DeviceID("d"))
+        let kept = zip(names, dictionaries).filter { held.dictionary(app: app, device: DeviceID($0.0), digest: $0.1.digest) != nil }.map(\.0)
+        #expect(kept == ["a", "d"] && held.heldBytes == 64)
+    }
+}
