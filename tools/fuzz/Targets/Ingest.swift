@@ -13,7 +13,10 @@
 // changed); headers with a byte changed and signed again; frames signed with
 // a wrong key, naming a foreign app, or naming the crawler's stream
 // `~crawler` (`CrawlerRule`); replays of earlier frames; the clock moving on;
-// the cloud changing an app's popularity mode.
+// the cloud changing an app's popularity mode. A frame may be deflated
+// against the dictionary the cloud should hold for its device (the newest it
+// made from the device's taken frames, `FrameDictionary`), or against one
+// it never made.
 //
 // Contracts, checked after every frame and at the end of the input:
 // - a frame is accepted only from its enrolled device, signed with its key,
@@ -25,6 +28,9 @@
 //   that frame, and carries the app's popularity mode as the cloud has it;
 //   a reply to a frame whose signature failed is not signed;
 // - an accepted frame sent again is a duplicate and changes nothing;
+// - a frame within every limit, signed by its device, deflated against a
+//   dictionary the cloud never made for that device is `unknownBase` and
+//   changes nothing; against the newest one it made, never;
 // - a frame carrying a page message is never taken and changes nothing; a
 //   frame naming `~crawler` (or any `~` name) is never taken, and is
 //   `unknownDevice` when it is within every limit;
@@ -112,6 +118,9 @@ enum Target {
         /// The popularity mode the device's last ack announced (at first, the
         /// app's mode at the session's start): a device reports for its sketch.
         var popularity: PopularityMode = .exact
+        /// The dictionaries the cloud made from the device's taken frames,
+        /// its two newest, oldest first (`FrameDictionaries`).
+        var dictionaries: [FrameDictionary] = []
 
         /// The device's epoch and next seq, as the numbers the input's choices start from.
         var epoch: UInt64 { held.keys.max()?.rawValue ?? 1 }
@@ -138,6 +147,26 @@ enum Target {
         /// The fresh reports of each accepted frame that carried any, in the
         /// order the cloud accepted them.
         var reports: [(app: AppID, device: DeviceID, day: Int64, reports: [PrivateReport])] = []
+        /// Every dictionary the cloud made, by digest, to read the frames
+        /// deflated against them.
+        var dictionaries: [[UInt8]: FrameDictionary] = [:]
+
+        /// The messages of a frame's bytes, as the cloud reads them.
+        func messages(_ bytes: [UInt8]) -> [OutboxMessage]? {
+            guard let frame = try? UploadFrame.parse(bytes) else { return nil }
+            return try? frame.messages(dictionary: frame.base.flatMap { dictionaries[$0] } ?? .empty)
+        }
+
+        /// What the cloud holds once it took `bytes` (not a probe): the
+        /// dictionary made from the frame's payload, as its device's newest.
+        mutating func took(_ bytes: [UInt8]) {
+            guard let frame = try? UploadFrame.parse(bytes), !frame.isProbe,
+                  let index = devices.firstIndex(where: { $0.name == frame.device && $0.app == frame.app }) else { return }
+            let base = frame.base.flatMap { dictionaries[$0] } ?? .empty
+            guard let plain = try? frame.plainPayload(dictionary: base), let next = try? base.following(plain) else { return }
+            dictionaries[next.digest] = next
+            devices[index].dictionaries = Array((devices[index].dictionaries.filter { $0.digest != next.digest } + [next]).suffix(2))
+        }
     }
 
     final class Clock: StoreClock, @unchecked Sendable {
@@ -230,6 +259,7 @@ enum Target {
             }
             if outcome == .duplicate {
                 contract((try? cloud.projectionDigest()) == before, "a duplicate frame changed the projections")
+                session.took(bytes)
             }
         case 14 where action & 16 != 0:
             // The cloud changes the device's app's popularity mode; devices
@@ -320,8 +350,22 @@ enum Target {
             records.append(OutboxRecord(position: OutboxPosition(epoch: Epoch(epoch), seq: OutboxSeq(firstSeq + UInt64(offset))), encoded: encoded))
         }
         let flags = input.byte()
+        let dictionary: FrameDictionary
+        switch flags >> 4 {
+        case 0..<6:
+            dictionary = device.dictionaries.last ?? .empty
+        case 6:
+            // One the cloud never made: of a hash the input chooses.
+            let hash = PublicHash(Array((input.bytes(32) + [UInt8](repeating: 0, count: 32)).prefix(32)))
+                ?? hashes[0]
+            let listed = OutboxRecord(position: first, message: .signal(hash, Popularity(views: 1)))
+            dictionary = (try? FrameDictionary.empty.following(FramePayload.encode([listed.encoded]))) ?? .empty
+        default:
+            dictionary = .empty
+        }
         let frame = UploadFrame(app: frameApp ?? device.app, device: name ?? device.name, records: records, key: key ?? device.key,
-                                follows: follows, isProbe: flags & 7 == 0, codec: flags & 8 == 0 ? .deflate : .stored)
+                                follows: follows, isProbe: flags & 7 == 0, codec: flags & 8 == 0 ? .deflate : .stored,
+                                dictionary: dictionary)
         // And what it allows of a deflated payload: at most
         // `maximumCompressionRatio` inflated bytes per byte, and 1 KiB (a
         // page's long repeated strings may pass it).
@@ -617,7 +661,7 @@ enum Target {
     @discardableResult
     static func deliver(_ bytes: [UInt8], frame: UploadFrame?, signedBy signer: Device?, legal: Bool, cloud: CloudIndex,
                         clock: Clock, session: inout Session, index: Int) -> IngestResult.Outcome {
-        let read = try? UploadFrame.parse(bytes).messages()
+        let read = session.messages(bytes)
         let carriesPage = read?.contains { if case .page = $0 { true } else { false } } ?? false
         let before = carriesPage ? (try? cloud.projectionDigest()) : nil
         let result = cloud.ingest(bytes)
@@ -638,6 +682,13 @@ enum Target {
         }
         if legal, case .rejected(let error) = outcome {
             contract(error.code != .malformed && error.code != .tooLarge, "a frame within every limit was refused: \(error)")
+        }
+        if legal, let signer, let base = frame?.base {
+            let held = signer.dictionaries.contains { $0.digest == base }
+            let unknown = if case .rejected(let error) = outcome { error.code == .unknownBase } else { false }
+            contract(held ? !unknown : unknown, """
+                a frame of \(device.name) deflated against a dictionary the cloud \(held ? "made" : "never made") for it was answered \(outcome)
+                """)
         }
         if signer == nil {
             contract(isAuthentic(result.reply, device: device.name, key: device.key) != true,
@@ -671,10 +722,11 @@ enum Target {
                      "the reply to a taken frame does not name that frame")
         }
         session.sent.append(bytes)
+        session.took(bytes)
         session.days.insert(PopularityRule.day(milliseconds: clock.current.millisecondsSince1970))
         // The messages as the cloud read them (a header changed after
         // building may still be taken, with its own messages).
-        if let messages = try? UploadFrame.parse(bytes).messages() {
+        if let messages = session.messages(bytes) {
             for message in messages {
                 switch message {
                 case .content(let hash, let content): session.senders[hash, default: [:]][content, default: []].insert(device.name)
@@ -691,7 +743,7 @@ enum Target {
             session.acceptedMessages += count
             session.devices[index].held[parsed.epoch] = parsed.lastSeq
             // The fresh messages are the frame's last `count`.
-            let reports = ((try? parsed.messages()) ?? []).suffix(count).compactMap { if case .report(let report) = $0 { report } else { nil } }
+            let reports = (session.messages(bytes) ?? []).suffix(count).compactMap { if case .report(let report) = $0 { report } else { nil } }
             if !reports.isEmpty {
                 session.reports.append((app: parsed.app, device: parsed.device,
                                         day: PopularityRule.day(milliseconds: clock.current.millisecondsSince1970), reports: reports))
