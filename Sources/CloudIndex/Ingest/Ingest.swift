@@ -69,7 +69,7 @@ public enum FrameAuthentication: Sendable {
         do {
             frame = try UploadFrame.parse(bytes)
         } catch {
-            return .refused(.rejecting(error, device: nil, frame: nil, key: nil))
+            return .refused(.rejecting(error, device: nil, frame: nil, key: nil, version: UploadFrame.announcedVersion(in: bytes)))
         }
         guard !CrawlerRule.isReserved(frame.device) else {
             // The cloud's own streams are written by the cloud alone, so no

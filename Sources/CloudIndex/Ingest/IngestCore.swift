@@ -311,22 +311,27 @@ extension IngestDecision {
     package func result(name: DeviceID, frame: UploadFrame, key: [UInt8]) -> IngestResult {
         switch self {
         case .accepted(let ack, let count):
-            IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: key),
+            IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: key, version: frame.version),
                          outcome: .accepted(messages: count), device: name)
         case .duplicate(let ack):
-            IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: key),
+            IngestResult(reply: CloudReply.ack(ack).encoded(device: name, answering: frame.signature, key: key, version: frame.version),
                          outcome: .duplicate, device: name)
         case .rejected(let rejection):
-            IngestResult(reply: CloudReply.rejection(rejection).encoded(device: name, answering: frame.signature, key: key),
+            IngestResult(reply: CloudReply.rejection(rejection).encoded(device: name, answering: frame.signature, key: key,
+                                                                        version: frame.version),
                          outcome: .rejected(rejection.error), device: name)
         }
     }
 }
 
 extension IngestResult {
-    /// A rejection of `frame`, signed with `key` when the device proved itself.
-    package static func rejecting(_ error: WireError, device: DeviceID?, frame: UploadFrame?, key: [UInt8]?) -> IngestResult {
-        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device, answering: frame?.signature, key: key)
+    /// A rejection of `frame`, signed with `key` when the device proved
+    /// itself, in the frame's version; without a frame, in `version` (what
+    /// the unread bytes announced), or else in the newest.
+    package static func rejecting(_ error: WireError, device: DeviceID?, frame: UploadFrame?, key: [UInt8]?,
+                                  version: UInt8? = nil) -> IngestResult {
+        let reply = CloudReply.rejection(Rejection(error)).encoded(device: device, answering: frame?.signature, key: key,
+                                                                    version: frame?.version ?? version ?? UploadFrame.version)
         return IngestResult(reply: reply, outcome: .rejected(error), device: device)
     }
 }

@@ -256,14 +256,16 @@ extension CloudStore {
 
     /// Ingests an opened frame and returns the reply; never throws. Once the
     /// frame is acknowledged (and is not a probe), this process holds the
-    /// dictionary the device's next frame is deflated against.
+    /// dictionary the device's next frame is deflated against, unless the
+    /// device speaks a version without dictionaries.
     public func ingest(_ opened: OpenedFrame) -> IngestResult {
         let result = ingest(opened.authenticated, messages: opened.messages)
         let frame = opened.authenticated.frame
         switch result.outcome {
         case .accepted, .duplicate:
             // A payload that decoded lists its hashes, so this does not throw.
-            if !frame.isProbe, let next = try? opened.dictionary.following(opened.plain) {
+            if !frame.isProbe, frame.version >= UploadFrame.Flags.firstBasedVersion,
+               let next = try? opened.dictionary.following(opened.plain) {
                 frameDictionaries.keep(next, app: opened.authenticated.app, device: frame.device)
             }
         case .rejected:

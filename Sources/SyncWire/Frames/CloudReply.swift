@@ -203,12 +203,13 @@ public enum CloudReply: Hashable, Sendable {
     /// The reply's bytes to `device` (nil: a frame too malformed to name
     /// one, and the reply names nobody), answering the frame whose signature
     /// is `frameSignature` (nil: a frame that could not be read), signed with
-    /// `key` when given.
-    public func encoded(device: DeviceID?, answering frameSignature: [UInt8]?, key: [UInt8]?) -> [UInt8] {
+    /// `key` when given, in `version`: the answered frame's.
+    public func encoded(device: DeviceID?, answering frameSignature: [UInt8]?, key: [UInt8]?,
+                        version: UInt8 = UploadFrame.version) -> [UInt8] {
         let addressee = device?.rawValue ?? ""
         var writer = BinaryWriter(capacity: 128)
         writer.raw(UploadFrame.magic)
-        writer.byte(UploadFrame.version)
+        writer.byte(version)
         let answers = frameSignature.flatMap { $0.count == 32 ? $0 : nil } ?? CloudReply.unreadFrame
         switch self {
         case .ack(let ack):
@@ -252,7 +253,7 @@ public enum CloudReply: Hashable, Sendable {
             let magic = try reader.fixedBytes(4, "magic")
             guard magic == UploadFrame.magic else { throw WireError(.malformed, "not a Sightline sync reply") }
             let version = try reader.byte()
-            guard version == UploadFrame.version else {
+            guard (UploadFrame.oldestVersion...UploadFrame.version).contains(version) else {
                 throw WireError(.malformed, "sync reply version \(version) is not supported")
             }
             let type = try reader.byte()
@@ -302,7 +303,7 @@ public enum CloudReply: Hashable, Sendable {
                                                                    using: SymmetricKey(data: key))
             }
             guard reader.isAtEnd else { throw WireError(.malformed, "\(reader.remaining) bytes follow the reply") }
-            return ReceivedReply(reply: reply, answers: answers, isAuthentic: authentic)
+            return ReceivedReply(reply: reply, answers: answers, isAuthentic: authentic, version: version)
         } catch let error as WireError {
             throw error
         } catch {
@@ -319,6 +320,8 @@ public struct ReceivedReply: Hashable, Sendable {
     public var answers: [UInt8]
     /// Whether the device's key signed the reply (the frame it answers included).
     public var isAuthentic: Bool
+    /// The reply's version: the version of the frame it answers.
+    public var version: UInt8 = UploadFrame.version
 
     /// Whether the reply answers `frame` (and no other frame of the device).
     public func isAnswer(to frame: UploadFrame) -> Bool {

@@ -22,6 +22,10 @@ public struct UploadFrame: Hashable, Sendable {
     /// an epoch it is where the previous one ended, and the cloud begins the
     /// new epoch only when it holds that much (`docs/SYNC.md`, "Epochs").
     public var follows: OutboxPosition
+    /// The version of the frame's encoding: `version` for a frame built
+    /// here; a cloud also reads frames of `oldestVersion` on, and answers
+    /// each in its own version.
+    public var version: UInt8 = UploadFrame.version
     /// A probe asks whether the cloud still holds these messages and never
     /// adds any: the answer is an ack of what is held, or a gap.
     public var isProbe: Bool
@@ -52,12 +56,18 @@ public struct UploadFrame: Hashable, Sendable {
     /// the withheld content answer; version 8 the frame dictionary (`base`)
     /// and `WireError.Code.unknownBase`.
     public static let version: UInt8 = 8
+    /// The oldest version a cloud still reads, so that it can be upgraded
+    /// before its devices: version 7 frames are version 8's without a
+    /// dictionary, and the replies to them are the same but for the version.
+    public static let oldestVersion: UInt8 = 7
 
     /// The header's flags byte: which of these the frame is.
-    enum Flags {
+    package enum Flags {
         static let probe: UInt8 = 1
         static let based: UInt8 = 2
-        static let all: UInt8 = probe | based
+        /// The version that added `based`: older frames may only be probes.
+        package static let firstBasedVersion: UInt8 = 8
+        static func allowed(in version: UInt8) -> UInt8 { version < firstBasedVersion ? probe : probe | based }
     }
 
     enum FrameType: UInt8 {
@@ -136,7 +146,7 @@ public struct UploadFrame: Hashable, Sendable {
     private func encodeHeader() -> [UInt8] {
         var writer = BinaryWriter(capacity: 128)
         writer.raw(UploadFrame.magic)
-        writer.byte(UploadFrame.version)
+        writer.byte(version)
         writer.byte(FrameType.upload.rawValue)
         writer.string(app.rawValue)
         writer.string(device.rawValue)
@@ -159,6 +169,14 @@ public struct UploadFrame: Hashable, Sendable {
         header + signature + payload
     }
 
+    /// The version an upload frame's first bytes announce, when it is one a
+    /// cloud reads: what a reply to a frame that cannot be read is written
+    /// in, so that an older device can still read why.
+    public static func announcedVersion(in bytes: [UInt8]) -> UInt8? {
+        guard bytes.count > 5, Array(bytes[0..<4]) == magic, (oldestVersion...version).contains(bytes[4]) else { return nil }
+        return bytes[4]
+    }
+
     /// The sending device's name, read from the start of the header without
     /// reading the rest (for a rate limit in front of `parse`); nil when the
     /// bytes do not start like an upload frame.
@@ -177,7 +195,7 @@ public struct UploadFrame: Hashable, Sendable {
         }
         var reader = BinaryReader(bytes)
         do {
-            try FrameHeader.readPrologue(&reader, expecting: .upload)
+            let version = try FrameHeader.readPrologue(&reader, expecting: .upload)
             let app = AppID(try FrameHeader.identifier(&reader, "app"))
             let device = DeviceID(try FrameHeader.identifier(&reader, "device"))
             let epoch = Epoch(try FrameHeader.position(&reader, "epoch"))
@@ -206,7 +224,7 @@ public struct UploadFrame: Hashable, Sendable {
             }
             let flagsAt = reader.offset
             let flags = try reader.byte()
-            guard flags & ~Flags.all == 0 else {
+            guard flags & ~Flags.allowed(in: version) == 0 else {
                 throw WireError(.malformed, "unknown frame flags \(flags) at byte \(flagsAt)")
             }
             let codecAt = reader.offset
@@ -239,6 +257,7 @@ public struct UploadFrame: Hashable, Sendable {
                                     uncompressedLength: Int(uncompressed), digest: digest, base: base,
                                     payload: Array(bytes[reader.offset...]), signature: signature)
             frame.header = Array(bytes[..<headerEnd])
+            frame.version = version
             return frame
         } catch let error as CodecError {
             throw WireError(.malformed, "the frame is malformed: \(error)")
@@ -324,19 +343,25 @@ public struct UploadFrame: Hashable, Sendable {
 
 /// The prologue every frame starts with, and the identifier fields.
 enum FrameHeader {
-    static func readPrologue(_ reader: inout BinaryReader, expecting type: UploadFrame.FrameType) throws -> Void {
+    /// Reads magic, version and type, and returns the version: one from
+    /// `UploadFrame.oldestVersion` to `UploadFrame.version`.
+    @discardableResult
+    static func readPrologue(_ reader: inout BinaryReader, expecting type: UploadFrame.FrameType) throws -> UInt8 {
         let magic = try reader.fixedBytes(4, "magic")
         guard magic == UploadFrame.magic else {
             throw WireError(.malformed, "not a Sightline sync frame (the first bytes are not \"SLSY\")")
         }
         let version = try reader.byte()
-        guard version == UploadFrame.version else {
-            throw WireError(.malformed, "sync frame version \(version) is not supported (this build speaks version \(UploadFrame.version))")
+        guard (UploadFrame.oldestVersion...UploadFrame.version).contains(version) else {
+            throw WireError(.malformed, """
+                sync frame version \(version) is not supported (this build reads versions \(UploadFrame.oldestVersion) to \(UploadFrame.version))
+                """)
         }
         let typeByte = try reader.byte()
         guard typeByte == type.rawValue else {
             throw WireError(.malformed, "expected a frame of type \(type.rawValue), got \(typeByte)")
         }
+        return version
     }
 
     static let maximumIdentifierBytes = 256
