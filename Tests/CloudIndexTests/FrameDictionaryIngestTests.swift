@@ -4,17 +4,25 @@ import IndexModel
 import SyncWire
 import Testing
 
-/// A device that visited four public recipes, each engaged: a dozen
-/// messages, two a frame with `twoAFrame`.
+/// A device that visited four public recipes, each engaged (a vote and a
+/// signal each), then engaged each three times more: with `twoAFrame`, four
+/// frames that each list a new hash, then six that list hashes listed
+/// before.
 private func busyDevice(_ harness: SyncHarness) throws -> DeviceStore {
     let store = try harness.addDevice()
-    for index in 0..<4 {
-        let url = "https://www.yummly.com/recipe/dictionary-\(index)"
+    let urls = (0..<4).map { "https://www.yummly.com/recipe/dictionary-\($0)" }
+    for (index, url) in urls.enumerated() {
         try store.record(publicRecipe(url: url, id: "r\(index)"))
         try store.recordEngaged(ref: url)
     }
+    for _ in 0..<3 {
+        for url in urls { try store.recordEngaged(ref: url) }
+    }
     return store
 }
+
+/// The frames of `busyDevice`.
+private let busyFrames = 10
 
 private let twoAFrame = UploaderConfiguration(maximumMessages: 2)
 
@@ -30,8 +38,8 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         let results = try harness.sync(store, configuration: twoAFrame)
         #expect(results.count > 2 && results.allSatisfy { if case .accepted = $0.outcome { true } else { false } })
         let frames = try sentFrames(harness)
-        #expect(frames.first?.base == nil)
-        #expect(frames.dropFirst().allSatisfy { $0.base != nil }, "every frame after the first names a dictionary")
+        #expect(frames.count == busyFrames && frames.first?.base == nil)
+        #expect(frames.dropFirst().allSatisfy { $0.base != nil }, "every frame after the first names the dictionary")
         #expect(try store.syncStatus().pending == 0)
         // The log's rows read alone: verifying inflates each without a dictionary.
         let verification = try harness.cloud.verifyLog()
@@ -49,7 +57,7 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         let store = try busyDevice(forgetting)
         let results = try forgetting.sync(store, configuration: twoAFrame)
         let refused = results.filter { if case .rejected(let error) = $0.outcome { error.code == .unknownBase } else { false } }
-        #expect(refused.count == results.count / 2, "every other frame: \(results.map(\.outcome))")
+        #expect(refused.count == busyFrames - 1 && results.count == 2 * busyFrames - 1, "\(results.map(\.outcome))")
         #expect(try store.syncStatus().pending == 0)
         #expect(forgetting.cloud.frameDictionaries.heldBytes == 0)
         #expect(try forgetting.cloud.projectionDigest() == holding.cloud.projectionDigest())
@@ -82,6 +90,32 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         #expect(try harness.cloud.projectionDigest() == digest && harness.cloud.stats().logRows == 1)
     }
 
+    /// A frame that names a dictionary the cloud holds but does not inflate
+    /// to its digest against it (damaged, or deflated against another of
+    /// the same name) is answered `unknownBase`: deflated alone it reads.
+    @Test func aFrameThatDoesNotInflateAgainstItsDictionaryIsSentAgainAlone() throws {
+        let harness = try SyncHarness()
+        let store = try busyDevice(harness)
+        let now = harness.clock.now()
+        var run = try store.beginSync(configuration: twoAFrame)
+        var action = try store.perform(run.next(now: now), in: &run, now: now)
+        guard case .send(let first) = action else { throw HarnessError("no first frame: \(action)") }
+        action = try store.perform(run.received(harness.deliver(first.encoded).reply, now: now), in: &run, now: now)
+        guard case .send(let second) = action, second.base != nil else { throw HarnessError("no frame named a dictionary: \(action)") }
+        var damaged = second.encoded
+        damaged[damaged.count - 1] ^= 0x40
+        let result = harness.deliver(damaged)
+        guard case .rejected(let error) = result.outcome else {
+            Issue.record("a damaged frame was taken: \(result.outcome)")
+            return
+        }
+        #expect(error.code == .unknownBase && error.message.contains("does not inflate against dictionary"), "\(error)")
+        action = try store.perform(run.received(result.reply, now: now), in: &run, now: now)
+        guard case .send(let alone) = action else { throw HarnessError("the messages were not sent again: \(action)") }
+        #expect(alone.base == nil && alone.first == second.first)
+        #expect(harness.deliver(alone.encoded).outcome == .accepted(messages: 2))
+    }
+
     /// The ack of a frame deflated against a dictionary is lost; the device
     /// sends the same frame again, and the cloud, which already moved on to
     /// the next dictionary, still holds the one before.
@@ -92,9 +126,12 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         let now = harness.clock.now()
         var run = try store.beginSync(configuration: twoAFrame)
         var action = try store.perform(run.next(now: now), in: &run, now: now)
-        guard case .send(let first) = action else { throw HarnessError("no first frame: \(action)") }
-        action = try store.perform(run.received(harness.deliver(first.encoded).reply, now: now), in: &run, now: now)
-        guard case .send(let second) = action, second.base != nil else { throw HarnessError("no second frame named a dictionary: \(action)") }
+        // The frames of new hashes go through; the first that names a
+        // dictionary is the one whose ack is lost.
+        while case .send(let frame) = action, frame.base == nil {
+            action = try store.perform(run.received(harness.deliver(frame.encoded).reply, now: now), in: &run, now: now)
+        }
+        guard case .send(let second) = action else { throw HarnessError("no frame named a dictionary: \(action)") }
         #expect(harness.deliver(second.encoded).outcome == .accepted(messages: 2))
         action = try store.perform(run.failed(reason: "the ack was lost", now: now), in: &run, now: now)
         guard case .wait(let until) = action else { throw HarnessError("no backoff: \(action)") }
@@ -102,6 +139,48 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         guard case .send(let again) = action else { throw HarnessError("no retry: \(action)") }
         #expect(again == second)
         #expect(harness.deliver(again.encoded).outcome == .duplicate)
+    }
+}
+
+/// A device syncs in many short runs; the store hands the dictionary of
+/// one run to the next.
+@Suite struct FrameDictionaryAcrossRunsTests {
+    @Test(arguments: Backend.allCases)
+    func aLaterSyncRunStartsFromTheDictionaryTheLastOneEndedWith(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let store = try busyDevice(harness)
+        try harness.sync(store)
+        #expect(try sentFrames(harness).first?.base == nil)
+        try store.recordEngaged(ref: "https://www.yummly.com/recipe/dictionary-1")
+        let before = harness.wire.count
+        let results = try harness.sync(store)
+        let later = try UploadFrame.parse(harness.wire[before])
+        #expect(later.base != nil, "the next run's first frame names the dictionary")
+        #expect(results.map(\.outcome) == [.accepted(messages: 1)], "an engagement signal")
+        #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
+    }
+
+    /// The cloud process restarted between two runs: it holds no dictionary,
+    /// so the device's next frame comes again deflated alone.
+    @Test func aCloudThatRestartedBetweenRunsGetsTheNextFrameAgainDeflatedAlone() throws {
+        let directory = try temporaryDirectory("dictionary-restart")
+        let location = CloudLocation.file(directory.appendingPathComponent("cloud.sqlite").path)
+        let harness = try SyncHarness(location: location)
+        let store = try busyDevice(harness)
+        try harness.sync(store)
+        try store.recordEngaged(ref: "https://www.yummly.com/recipe/dictionary-2")
+        let restarted = try CloudIndex(at: location, options: CloudOptions(clock: harness.clock, random: SeededRandom(seed: 7)))
+        var run = try store.beginSync()
+        var action = try store.perform(run.next(now: harness.clock.now()), in: &run, now: harness.clock.now())
+        var outcomes: [IngestResult.Outcome] = []
+        while case .send(let frame) = action {
+            let result = restarted.ingest(frame.encoded)
+            outcomes.append(result.outcome)
+            action = try store.perform(run.received(result.reply, now: harness.clock.now()), in: &run, now: harness.clock.now())
+        }
+        guard case .finished(let report) = action else { throw HarnessError("the run did not finish: \(action)") }
+        #expect(outcomes.count == 2 && outcomes.last == .accepted(messages: 1), "\(outcomes)")
+        #expect(report.dictionaryResets == 1 && report.failure == nil && report.status?.pending == 0)
     }
 }
 

@@ -65,14 +65,14 @@ private func listed(_ dictionary: FrameDictionary) -> [PublicHash] {
         #expect(throws: WireError.self) { try parsed.messages(dictionary: other) }
     }
 
-    @Test func deflatedAloneTheFrameReadsWithoutItsDictionary() throws {
+    @Test func asTheLogKeepsItAFrameReadsWithoutItsDictionary() throws {
         let dictionary = try FrameDictionary.empty.following(payload(signals([1, 2])))
         let records = signals([2, 1, 3], from: 3)
         let based = try UploadFrame.parse(UploadFrame(app: AppID("app"), device: DeviceID("d1"), records: records, key: key,
                                                       dictionary: dictionary).encoded)
-        let alone = based.deflatedAlone(try based.plainPayload(dictionary: dictionary))
-        #expect(alone.base == nil && alone.digest == based.digest && alone.signature == based.signature)
-        #expect(try alone.messages().map(\.encoded) == records.map(\.encoded))
+        let logged = based.asLogged(try based.plainPayload(dictionary: dictionary))
+        #expect(logged.base == nil && logged.codec == .stored && logged.digest == based.digest && logged.signature == based.signature)
+        #expect(try logged.messages().map(\.encoded) == records.map(\.encoded))
     }
 
     @Test func aDictionaryNamedOnAStoredPayloadIsMalformed() throws {

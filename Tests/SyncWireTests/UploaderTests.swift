@@ -14,6 +14,16 @@ private func outbox(_ count: Int, epoch: UInt64 = 1, from seq: UInt64 = 1, size:
     }
 }
 
+/// Signals from seq 1 for three hashes in turn: after the first three,
+/// each lists a hash listed before.
+private func relisting(_ count: Int) -> [OutboxRecord] {
+    (0..<count).map { index in
+        let hash = PublicHash.of(app: AppID("app"), activityType: "t", identity: "title:\(index % 3)")
+        return OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1 + UInt64(index))),
+                            message: .signal(hash, Popularity(views: 1)))
+    }
+}
+
 /// The reply's bytes as the cloud sends them to the uploader's frame in flight.
 private func answer(_ reply: CloudReply, _ uploader: Uploader, key signingKey: [UInt8]? = key) -> [UInt8] {
     guard case .awaitingReply(let frame) = uploader.state else { return reply.encoded(device: DeviceID("d1"), answering: nil, key: signingKey) }
@@ -273,7 +283,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
     /// the acknowledged frames listed, and names that dictionary.
     @Test func afterAnAckTheNextFrameIsDeflatedAgainstTheHashesAcknowledgedFramesListed() throws {
         var uploader = makeUploader(UploaderConfiguration(maximumMessages: 3))
-        let records = outbox(6)
+        let records = relisting(6)
         let firstSent = uploader.nextFrame(now: t0, pending: records)
         let first = try #require(firstSent)
         #expect(first.base == nil, "the run's first frame is deflated alone")
@@ -288,7 +298,7 @@ private func makeUploader(_ configuration: UploaderConfiguration = UploaderConfi
 
     @Test func anUnknownDictionarySendsTheSameMessagesAgainDeflatedAlone() throws {
         var uploader = makeUploader(UploaderConfiguration(maximumMessages: 3))
-        let records = outbox(6)
+        let records = relisting(6)
         #expect(uploader.nextFrame(now: t0, pending: records) != nil)
         _ = uploader.receive(ack(for: uploader, 3), now: t0)
         let basedSent = uploader.nextFrame(now: t0, pending: Array(records.dropFirst(3)))

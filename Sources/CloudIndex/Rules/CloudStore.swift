@@ -45,7 +45,7 @@ public protocol CloudStore: AnyObject, Sendable {
     func authenticate(_ frame: [UInt8]) -> FrameAuthentication
     /// Ingests an authenticated frame whose messages the caller inflated,
     /// and returns the reply; never throws. The frame's payload is what the
-    /// log keeps, so it must be deflated alone (`open(_:)` makes it so, and
+    /// log keeps, so it must name no dictionary (`open(_:)` makes it so, and
     /// `ingest(_ opened:)` is how callers ingest).
     func ingest(_ frame: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult
 
@@ -248,9 +248,16 @@ extension CloudStore {
             }
             dictionary = held
         }
-        let plain = try frame.plainPayload(dictionary: dictionary)
+        let plain: [UInt8]
+        do {
+            plain = try frame.plainPayload(dictionary: dictionary)
+        } catch where frame.base != nil {
+            // Deflated against another dictionary of the same name (or
+            // damaged): either way, deflated alone it can be read.
+            throw WireError(.unknownBase, "the frame does not inflate against dictionary \(Hex.encode(dictionary.digest)): \(error.message); send it again deflated alone")
+        }
         let messages = try UploadFrame.messages(in: plain, count: frame.count)
-        return OpenedFrame(authenticated: AuthenticatedFrame(frame: frame.deflatedAlone(plain), app: authenticated.app, key: authenticated.key),
+        return OpenedFrame(authenticated: AuthenticatedFrame(frame: frame.asLogged(plain), app: authenticated.app, key: authenticated.key),
                            messages: messages, plain: plain, dictionary: dictionary)
     }
 

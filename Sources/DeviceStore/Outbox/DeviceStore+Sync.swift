@@ -57,7 +57,8 @@ extension DeviceStore {
             throw DeviceStoreError(.sync, "the device is not enrolled: it has no device key")
         }
         let uploader = Uploader(app: app, device: deviceID, key: key, acknowledged: status.acknowledged,
-                                durable: status.durable, popularity: try popularityMode(), configuration: configuration)
+                                durable: status.durable, popularity: try popularityMode(), configuration: configuration,
+                                dictionary: frameDictionary.withLock { $0 })
         let probe = status.pending == 0 ? try retainedRecord(at: status.acknowledged) : nil
         return SyncRun(uploader: uploader, probe: probe, maximumAttempts: maximumAttempts)
     }
@@ -86,6 +87,7 @@ extension DeviceStore {
                     effects.append(.recoveredFromJournal(count: outcome.recovered))
                 }
                 effects += outcome.restated.map(UploadEffect.reindexRequested)
+                frameDictionary.withLock { $0 = run.uploader.dictionary }
                 action = run.persisted(effects, now: now)
             case .finished(var report):
                 if report.status == nil { report.status = try syncStatus() }

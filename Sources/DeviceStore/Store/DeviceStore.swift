@@ -80,6 +80,11 @@ public final class DeviceStore: Sendable {
     /// its answer (`recordContentRequests`). Forgetting it costs at most an
     /// answer sent twice.
     let answersInFlight = Mutex<[PublicHash: OutboxPosition]>([:])
+    /// The frame dictionary the last sync run ended with, which the next
+    /// one starts from (`FrameDictionary`). In memory only, as the cloud
+    /// holds it: after a restart both start over, and a dictionary the
+    /// cloud no longer holds costs one frame sent again.
+    let frameDictionary = Mutex(FrameDictionary.empty)
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
 

@@ -10,8 +10,9 @@ import IndexModel
 /// back-reference of about three bytes instead.
 ///
 /// Device and cloud each make it the same way, from the frames the cloud
-/// acknowledged: `following(_:)` the empty dictionary for the first frame of
-/// a sync run, then for each acknowledged frame after. A frame names the
+/// acknowledged: `following(_:)` the empty dictionary for a device's first
+/// frame, then for each acknowledged frame after (the device store hands it
+/// from one sync run to the next, in memory). A frame names the
 /// dictionary it was deflated against by its `digest`, so the cloud inflates
 /// it only with those exact bytes, or answers `WireError.Code.unknownBase`.
 public struct FrameDictionary: Hashable, Sendable {
@@ -20,16 +21,24 @@ public struct FrameDictionary: Hashable, Sendable {
 
     /// The hashes, 32 bytes each, oldest first.
     public let bytes: [UInt8]
-    /// SHA-256 of `bytes`: the name a frame deflated against it carries.
+    /// The first `digestBytes` of SHA-256 of `bytes`: the name a frame
+    /// deflated against it carries.
     public let digest: [UInt8]
+    /// 8 bytes: a cloud compares a name with the two dictionaries it holds
+    /// for the sending device, so 2^-64 is the chance that two differ and
+    /// share it; and then the frame does not inflate to its digest, which
+    /// the cloud answers `unknownBase` too. A device that syncs often sends
+    /// frames of a few messages, for which the whole SHA-256 would be a
+    /// tenth of the frame.
+    public static let digestBytes = 8
 
-    /// The dictionary of a device that has no frame acknowledged in this
-    /// sync run: its frames are deflated alone.
+    /// The dictionary of a device that has no frame acknowledged yet (or
+    /// that starts over): its frames are deflated alone.
     public static let empty = FrameDictionary(bytes: [])
 
     private init(bytes: [UInt8]) {
         self.bytes = bytes
-        digest = Array(SHA256.hash(data: bytes))
+        digest = Array(SHA256.hash(data: bytes).prefix(FrameDictionary.digestBytes))
     }
 
     public var isEmpty: Bool { bytes.isEmpty }

@@ -118,10 +118,13 @@ public struct UploadFrame: Hashable, Sendable {
         signature = Array(HMAC<SHA256>.authenticationCode(for: header, using: SymmetricKey(data: key)))
     }
 
-    /// How `plain` is carried. A payload that deflates past the ratio every
-    /// receiver holds a deflated payload to (a deflate bomb's bound) goes
-    /// stored: deflated, an honest but repetitive frame would be refused for
-    /// good.
+    /// How `plain` is carried: deflated against `dictionary` unless it is
+    /// empty. A frame names the dictionary whenever it has one, even when
+    /// its hashes are all new, because device and cloud make the next
+    /// dictionary from the named one (or from none). A payload that
+    /// deflates past the ratio every receiver holds a deflated payload to (a
+    /// deflate bomb's bound) goes stored: deflated, an honest but
+    /// repetitive frame would be refused for good.
     private static func carried(_ plain: [UInt8], codec: Codec, level: Int32,
                                 dictionary: FrameDictionary) -> (Codec, [UInt8], base: [UInt8]?) {
         guard codec == .deflate else { return (.stored, plain, nil) }
@@ -130,16 +133,16 @@ public struct UploadFrame: Hashable, Sendable {
         return (.deflate, deflated, dictionary.isEmpty ? nil : dictionary.digest)
     }
 
-    /// The frame as the cloud log keeps it: its payload deflated alone, from
-    /// `plain` (this frame's `plainPayload`), so that a log row never needs
-    /// another to be read. The header and signature stay the ones the device
-    /// sent: the reply names that signature. Level 1: a frame's payload is
-    /// mostly hashes, which no level shrinks, so level 6 took over twice
-    /// the CPU for under 3% fewer bytes, on ingest's path.
-    public func deflatedAlone(_ plain: [UInt8]) -> UploadFrame {
+    /// The frame as the cloud log keeps it: a payload deflated against a
+    /// dictionary replaced by `plain` (this frame's `plainPayload`) stored,
+    /// so that a log row never needs another to be read. Deflating it again,
+    /// even at level 1, cost ingest more than the bytes it saved the log
+    /// (`docs/benchmarks.md`). The header and signature stay the ones the
+    /// device sent: the reply names that signature.
+    public func asLogged(_ plain: [UInt8]) -> UploadFrame {
         guard base != nil else { return self }
         var frame = self
-        (frame.codec, frame.payload, frame.base) = UploadFrame.carried(plain, codec: .deflate, level: 1, dictionary: .empty)
+        (frame.codec, frame.payload, frame.base) = (.stored, plain, nil)
         return frame
     }
 
@@ -239,7 +242,7 @@ public struct UploadFrame: Hashable, Sendable {
                 throw WireError(.tooLarge, "the payload inflates to \(uncompressed) bytes; at most \(WireLimits.maximumPayloadBytes) are accepted")
             }
             let digest = try reader.fixedBytes(32, "payload digest")
-            let base = flags & Flags.based != 0 ? try reader.fixedBytes(32, "dictionary digest") : nil
+            let base = flags & Flags.based != 0 ? try reader.fixedBytes(FrameDictionary.digestBytes, "dictionary digest") : nil
             let payloadLength = try reader.uvarint()
             let headerEnd = reader.offset
             let signature = try reader.fixedBytes(32, "signature")

@@ -36,10 +36,11 @@ public struct UploaderConfiguration: Hashable, Sendable {
 ///   requests; a gap rejection rewinds to where the cloud expects; any other
 ///   rejection except rate limiting, unavailability and an unknown dictionary
 ///   stops the uploader with the cloud's reason.
-/// - Each frame after the first acknowledged one is deflated against the
-///   `FrameDictionary` of the frames acknowledged so far; a cloud that does
-///   not hold it (`unknownBase`) gets the messages again in a frame deflated
-///   alone, and the dictionary starts over from there.
+/// - Each frame is deflated against the `FrameDictionary` of the frames
+///   acknowledged so far (the device store hands the last run's on to the
+///   next); a cloud that does not hold it (`unknownBase`) gets the messages
+///   again in a frame deflated alone, and the dictionary starts over from
+///   there.
 public struct Uploader: Sendable {
     /// Where the uploader stands with its frame.
     public enum State: Hashable, Sendable {
@@ -69,14 +70,15 @@ public struct Uploader: Sendable {
     /// last ack said: an ack that says otherwise is an effect.
     public private(set) var popularity: PopularityMode
     /// What the next frame is deflated against: the hashes of the frames
-    /// acknowledged in this run (empty before the first).
-    public private(set) var dictionary = FrameDictionary.empty
+    /// the cloud acknowledged, from the dictionary the uploader began with.
+    public private(set) var dictionary: FrameDictionary
     /// `dictionary` once the frame in flight is acknowledged.
     private var dictionaryAfterAck: FrameDictionary?
     private var random: SplitMix64
 
     public init(app: AppID, device: DeviceID, key: [UInt8], acknowledged: OutboxPosition, durable: OutboxPosition,
-                popularity: PopularityMode = .exact, configuration: UploaderConfiguration = UploaderConfiguration()) {
+                popularity: PopularityMode = .exact, configuration: UploaderConfiguration = UploaderConfiguration(),
+                dictionary: FrameDictionary = .empty) {
         self.app = app
         self.device = device
         self.key = key
@@ -84,6 +86,7 @@ public struct Uploader: Sendable {
         self.durable = durable
         self.popularity = popularity
         self.configuration = configuration
+        self.dictionary = dictionary
         random = SplitMix64(seed: configuration.jitterSeed)
     }
 
