@@ -5,6 +5,7 @@ import DeviceStore
 import Foundation
 import IndexModel
 import Logging
+import SyncWire
 
 /// `bench rebuild --db postgres://…`: how fast the PostgreSQL backend
 /// replays its log into fresh projections.
@@ -40,8 +41,11 @@ struct PostgresRebuildBenchmark {
             _ = try session.query("SELECT 1")
             let rawStart = ContinuousClock.now
             var inflated = 0
-            for row in try session.query("SELECT payload, uncompressed_length FROM cloud_log ORDER BY app, seq") {
-                inflated += try Deflate.decompress(try row[0].bytea, limit: Int(try row[1].int64)).count
+            for row in try session.query("SELECT codec, payload, uncompressed_length FROM cloud_log ORDER BY app, seq") {
+                // A frame deflated against a dictionary is logged stored.
+                let payload = try row[1].bytea
+                inflated += try row[0].int64 == Int64(UploadFrame.Codec.deflate.rawValue)
+                    ? Deflate.decompress(payload, limit: Int(try row[2].int64)).count : payload.count
             }
             result.rawSeconds = rawStart.duration(to: .now).seconds
             return inflated

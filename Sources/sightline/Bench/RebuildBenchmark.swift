@@ -46,12 +46,14 @@ struct RebuildBenchmark {
 
         progress("baseline: raw SQLite scan and zlib inflate of the log")
         let database = try RawSQLite(path: path)
-        let scan = try database.prepare("SELECT payload, uncompressed_length FROM cloud_log ORDER BY app, seq")
+        let scan = try database.prepare("SELECT codec, payload, uncompressed_length FROM cloud_log ORDER BY app, seq")
         let rawStart = ContinuousClock.now
         var inflated = 0
         try scan.forEachRow { row in
-            guard case .blob(let payload) = row[0], case .integer(let length) = row[1] else { return }
-            inflated += try Deflate.decompress(payload, limit: Int(length)).count
+            guard case .integer(let codec) = row[0], case .blob(let payload) = row[1], case .integer(let length) = row[2] else { return }
+            // A frame deflated against a dictionary is logged stored.
+            inflated += codec == Int64(UploadFrame.Codec.deflate.rawValue)
+                ? try Deflate.decompress(payload, limit: Int(length)).count : payload.count
         }
         result.rawSeconds = rawStart.duration(to: .now).seconds
         guard inflated > 0 || result.messages == 0 else { throw RawSQLiteError(message: "the baseline inflated nothing") }
