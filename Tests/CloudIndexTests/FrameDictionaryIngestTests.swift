@@ -67,12 +67,7 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
     @Test(arguments: Backend.allCases)
     func aFrameNamingADictionaryTheCloudDoesNotHoldIsRefusedWithASignedReplyAndChangesNothing(backend: Backend) throws {
         let harness = try SyncHarness(backend: backend)
-        let store = try harness.addDevice()
-        try vote([store])
-        try harness.sync(store)
-        try store.recordEngaged(ref: recipeURL)
-        let key = try #require(try store.deviceKey())
-        let records = try store.pendingOutbox(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), limit: 10)
+        let (store, key, records) = try votedThenEngaged(harness)
         // The cloud holds [recipe] (the first frame's one hash) for the device.
         let other = OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)),
                                  message: .signal(recipeHash(url: "https://example.com/other"), Popularity(views: 1)))

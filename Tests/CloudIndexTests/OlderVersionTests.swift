@@ -40,12 +40,7 @@ private func asVersion(_ version: UInt8, _ frame: UploadFrame, key: [UInt8]) -> 
     @Test(arguments: Backend.allCases)
     func aVersion7FrameNamingADictionaryIsMalformedAndAnsweredInVersion7(backend: Backend) throws {
         let harness = try SyncHarness(backend: backend)
-        let store = try harness.addDevice()
-        try vote([store])
-        try harness.sync(store)
-        try store.recordEngaged(ref: recipeURL)
-        let key = try #require(try store.deviceKey())
-        let records = try store.pendingOutbox(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), limit: 10)
+        let (store, key, records) = try votedThenEngaged(harness)
         let dictionary = try FrameDictionary.empty.following(FramePayload.encode(records.map(\.encoded)))
         let based = UploadFrame(app: app, device: store.deviceID, records: records, key: key, dictionary: dictionary)
         #expect(based.base != nil)

@@ -130,6 +130,17 @@ func recipeHash(url: String = recipeURL) -> PublicHash {
 }
 
 /// Every device records the recipe and engages with it.
+/// A device of `harness` that voted, synced, then engaged once more: its
+/// key and the one message pending (seq 3).
+func votedThenEngaged(_ harness: SyncHarness) throws -> (store: DeviceStore, key: [UInt8], pending: [OutboxRecord]) {
+    let store = try harness.addDevice()
+    try vote([store])
+    try harness.sync(store)
+    try store.recordEngaged(ref: recipeURL)
+    guard let key = try store.deviceKey() else { throw HarnessError("the device has no key") }
+    return (store, key, try store.pendingOutbox(after: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(2)), limit: 10))
+}
+
 func vote(_ stores: [DeviceStore]) throws {
     for store in stores {
         try store.record(publicRecipe())
