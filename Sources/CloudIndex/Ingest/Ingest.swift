@@ -45,7 +45,8 @@ public struct AuthenticatedFrame: Sendable {
 /// An authenticated frame inflated and decoded (`CloudStore.open(_:)`), to
 /// be ingested (`CloudStore.ingest(_ opened:)`).
 public struct OpenedFrame: Sendable {
-    /// The frame, its payload deflated alone: as the cloud log keeps it.
+    /// The frame as the cloud log keeps it: a payload deflated against a
+    /// dictionary is stored instead (`UploadFrame.asLogged`).
     public let authenticated: AuthenticatedFrame
     public let messages: [OutboxMessage]
     /// The payload inflated.

@@ -242,7 +242,7 @@ extension CloudStore {
         if let base = frame.base {
             guard let held = frameDictionaries.dictionary(app: authenticated.app, device: frame.device, digest: base) else {
                 throw WireError(.unknownBase, """
-                    the frame is deflated against dictionary \(Hex.encode(base.prefix(8))), which this cloud process does not hold: \
+                    the frame is deflated against dictionary \(Hex.encode(base)), which this cloud process does not hold: \
                     send it again deflated alone
                     """)
             }

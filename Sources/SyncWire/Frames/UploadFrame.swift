@@ -33,8 +33,8 @@ public struct UploadFrame: Hashable, Sendable {
     public var uncompressedLength: Int
     /// SHA-256 of the uncompressed payload.
     public var digest: [UInt8]
-    /// The digest of the `FrameDictionary` the payload is deflated against;
-    /// nil when it is deflated alone (or stored).
+    /// The name (`FrameDictionary.digest`, 8 bytes) of the dictionary the
+    /// payload is deflated against; nil when it is deflated alone (or stored).
     public var base: [UInt8]?
     /// The payload as carried (compressed when `codec` is deflate).
     public var payload: [UInt8]
@@ -317,7 +317,7 @@ public struct UploadFrame: Hashable, Sendable {
     /// dictionary of that digest: given another, it throws `unknownBase`.
     public func plainPayload(dictionary: FrameDictionary = .empty) throws(WireError) -> [UInt8] {
         if let base, base != dictionary.digest {
-            throw WireError(.unknownBase, "the frame is deflated against dictionary \(Hex.encode(base.prefix(8))), which the cloud does not hold")
+            throw WireError(.unknownBase, "the frame is deflated against dictionary \(Hex.encode(base)), not against the one given")
         }
         let plain: [UInt8]
         switch codec {
