@@ -41,15 +41,25 @@ public enum FramePayload {
     /// The hashes the payload lists, in their order, as slices of it; throws
     /// when it does not start with a count of hashes and that many hashes.
     public static func listedHashes(_ payload: [UInt8]) throws(CodecError) -> [ArraySlice<UInt8>] {
+        try table(payload).hashes
+    }
+
+    /// The listed hashes and the offset where the messages begin; at most
+    /// `limit` hashes, refused before any is read.
+    private static func table(_ payload: [UInt8], limit: Int = .max) throws(CodecError) -> (hashes: [ArraySlice<UInt8>], end: Int) {
         var reader = BinaryReader(payload)
         let count = try reader.uvarint()
+        guard count <= UInt64(limit) else {
+            throw CodecError(.limitExceeded, at: 0, "\(count) hashes for \(limit) messages")
+        }
         guard count <= UInt64(reader.remaining / PublicHash.byteCount) else {
             throw CodecError(.truncated, at: 0, "the payload lists \(count) hashes but holds \(reader.remaining) bytes after the count")
         }
         let start = reader.offset
-        return (0..<Int(count)).map { index in
+        let hashes = (0..<Int(count)).map { index in
             payload[(start + index * PublicHash.byteCount)..<(start + (index + 1) * PublicHash.byteCount)]
         }
+        return (hashes, start + hashes.count * PublicHash.byteCount)
     }
 
     /// Exactly `count` messages, or the first reason the payload is not the
@@ -58,23 +68,19 @@ public enum FramePayload {
     /// `purged` allows the residues a purge of the cloud log leaves
     /// (`OutboxMessage.contentPurged`); a frame never carries one.
     public static func decode(_ payload: [UInt8], count: Int, purged: Bool = false) throws(CodecError) -> [OutboxMessage] {
-        var reader = BinaryReader(payload)
-        let hashCountAt = reader.offset
-        let hashCount = try reader.uvarint()
-        guard hashCount <= UInt64(count), hashCount * UInt64(PublicHash.byteCount) <= UInt64(reader.remaining) else {
-            throw CodecError(.limitExceeded, at: hashCountAt, "\(hashCount) hashes for \(count) messages")
-        }
+        let hashCountAt = 0
+        let (listed, tableEnd) = try table(payload, limit: count)
         var hashes: [PublicHash] = []
-        hashes.reserveCapacity(Int(hashCount))
+        hashes.reserveCapacity(listed.count)
         var seen = Set<PublicHash>()
-        for _ in 0..<hashCount {
-            let at = reader.offset
-            let hash = PublicHash(unchecked: try reader.fixedBytes(PublicHash.byteCount, "public hash"))
+        for slice in listed {
+            let hash = PublicHash(unchecked: Array(slice))
             guard seen.insert(hash).inserted else {
-                throw CodecError(.nonCanonical, at: at, "a hash is listed twice in the frame")
+                throw CodecError(.nonCanonical, at: slice.startIndex, "a hash is listed twice in the frame")
             }
             hashes.append(hash)
         }
+        var reader = BinaryReader(payload, offset: tableEnd)
         var messages: [OutboxMessage] = []
         messages.reserveCapacity(count)
         var used = 0
