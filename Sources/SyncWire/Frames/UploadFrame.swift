@@ -242,7 +242,7 @@ public struct UploadFrame: Hashable, Sendable {
                 throw WireError(.tooLarge, "the payload inflates to \(uncompressed) bytes; at most \(WireLimits.maximumPayloadBytes) are accepted")
             }
             let digest = try reader.fixedBytes(32, "payload digest")
-            let base = flags & Flags.based != 0 ? try reader.fixedBytes(FrameDictionary.digestBytes, "dictionary digest") : nil
+            let base = flags & Flags.based != 0 ? try reader.fixedBytes(FrameDictionary.digestBytes, "dictionary name") : nil
             let payloadLength = try reader.uvarint()
             let headerEnd = reader.offset
             let signature = try reader.fixedBytes(32, "signature")
