@@ -41,6 +41,50 @@ private func listed(_ dictionary: FrameDictionary) -> [PublicHash] {
         #expect(dictionary.bytes.count == Deflate.maximumDictionaryBytes)
     }
 
+    /// The frames' payloads oldest first, and the dictionary a device holds
+    /// after each, from the empty one.
+    private func history(_ frames: [[Int]]) throws -> (payloads: [[UInt8]], dictionaries: [FrameDictionary]) {
+        var dictionaries: [FrameDictionary] = []
+        var seq: UInt64 = 1
+        let payloads = frames.map { indexes in
+            defer { seq += UInt64(indexes.count) }
+            return payload(signals(indexes, from: seq))
+        }
+        for each in payloads { dictionaries.append(try (dictionaries.last ?? .empty).following(each)) }
+        return (payloads, dictionaries)
+    }
+
+    /// A cloud that does not hold a device's dictionary makes it again from
+    /// the device's newest frames: after the newest, or after the one before
+    /// (its ack was lost), and from wherever the device started.
+    @Test func aDictionaryIsRecoveredFromTheNewestFramesWhereverTheDeviceStartedIt() throws {
+        let (payloads, dictionaries) = try history([[1, 2, 3], [4, 2], [5], [3, 6, 1], [2]])
+        let newestFirst = Array(payloads.reversed())
+        #expect(FrameDictionary.recover(digest: dictionaries[4].digest, fromNewestFirst: newestFirst) == dictionaries[4])
+        #expect(FrameDictionary.recover(digest: dictionaries[3].digest, fromNewestFirst: newestFirst) == dictionaries[3])
+        #expect(FrameDictionary.recover(digest: dictionaries[2].digest, fromNewestFirst: newestFirst) == nil,
+                "two frames back: a device holds at most one frame unacknowledged")
+        // The device started over (a restart, or a reset) at the fourth frame.
+        let restarted = try FrameDictionary.empty.following(payloads[3]).following(payloads[4])
+        #expect(restarted != dictionaries[4])
+        #expect(FrameDictionary.recover(digest: restarted.digest, fromNewestFirst: newestFirst) == restarted)
+        let unlisted = try FrameDictionary.empty.following(payload(signals([9])))
+        #expect(FrameDictionary.recover(digest: unlisted.digest, fromNewestFirst: newestFirst) == nil, "a hash no frame listed")
+        #expect(FrameDictionary.recover(digest: dictionaries[0].digest, fromNewestFirst: []) == nil)
+    }
+
+    /// Once 1,024 hashes are listed, older frames cannot change the
+    /// dictionary; a payload that lists no hash table ends the walk.
+    @Test func aRecoveryStopsAt1024HashesAndAtAPayloadWithoutAHashTable() throws {
+        let (payloads, dictionaries) = try history([[2_000], Array(0..<700), Array(700..<1_100), [5]])
+        let newestFirst = Array(payloads.reversed())
+        #expect(dictionaries[3].hashCount == FrameDictionary.maximumHashes)
+        #expect(FrameDictionary.recover(digest: dictionaries[3].digest, fromNewestFirst: newestFirst) == dictionaries[3])
+        let damaged = [newestFirst[0], [0x80]] + newestFirst.dropFirst(2)
+        #expect(FrameDictionary.recover(digest: dictionaries[3].digest, fromNewestFirst: damaged) == nil)
+        #expect(FrameDictionary.recover(digest: try FrameDictionary.empty.following(payloads[3]).digest, fromNewestFirst: damaged) != nil)
+    }
+
     @Test func aPayloadThatDoesNotStartWithItsHashesIsRefused() {
         #expect(throws: CodecError.self) { try FrameDictionary.empty.following([3] + [UInt8](repeating: 1, count: 64)) }
         #expect(throws: CodecError.self) { try FrameDictionary.empty.following([0x80]) }

@@ -64,6 +64,38 @@ public struct FrameDictionary: Hashable, Sendable {
         return FrameDictionary(bytes: next)
     }
 
+    /// The dictionary named `digest` that a device may hold after the
+    /// frames whose uncompressed payloads are `newestFirst` (its newest
+    /// logged frames, newest first), or nil. The device made it from some
+    /// run of them ending at the newest frame, or at the one before when
+    /// the newest's ack was lost, and starting from the empty dictionary at
+    /// some frame (its store or its last reset) or far enough back that
+    /// 1,024 hashes were listed since. Walking back from the end, a hash
+    /// keeps its place at its latest listing, so each start is one more
+    /// frame's hashes put in front of the last start's dictionary: at most
+    /// two digests a frame, each of at most 32 KiB, and none once 1,024
+    /// hashes are reached. A payload that lists no hash table ends the walk.
+    public static func recover(digest: [UInt8], fromNewestFirst newestFirst: [[UInt8]]) -> FrameDictionary? {
+        for end in 0..<min(2, newestFirst.count) {
+            var seen = Set<Listed>()
+            // Newest first: reversed, the dictionary's order.
+            var hashes: [Listed] = []
+            for payload in newestFirst[end...] {
+                guard let listed = try? FramePayload.listedHashes(payload) else { break }
+                for hash in listed.reversed().map(Listed.init) where hashes.count < maximumHashes && seen.insert(hash).inserted {
+                    hashes.append(hash)
+                }
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(hashes.count * PublicHash.byteCount)
+                for hash in hashes.reversed() { bytes.append(contentsOf: hash.bytes) }
+                let candidate = FrameDictionary(bytes: bytes)
+                if !candidate.isEmpty && candidate.digest == digest { return candidate }
+                if hashes.count == maximumHashes { break }
+            }
+        }
+        return nil
+    }
+
     /// A listed hash as a slice of its payload, hashed by its first eight
     /// bytes (as `PublicHash` is) and compared whole.
     private struct Listed: Hashable {
