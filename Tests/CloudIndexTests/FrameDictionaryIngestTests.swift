@@ -1,5 +1,7 @@
 import CloudIndex
 import DeviceStore
+import Foundation
+import GRDB
 import IndexModel
 import SyncWire
 import Testing
@@ -47,17 +49,20 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
     }
 
-    /// Each frame that names a dictionary is answered `unknownBase` and
-    /// comes again deflated alone: the cloud ends as one that held them all.
+    /// A cloud that holds no dictionary makes each one again from the
+    /// device's newest log rows: every frame is taken the first time, and
+    /// the cloud ends as one that held them all.
     @Test(arguments: Backend.allCases)
-    func aCloudThatHoldsNoDictionaryGetsEveryFrameAgainDeflatedAloneAndEndsTheSame(backend: Backend) throws {
+    func aCloudThatHoldsNoDictionaryRecoversEachFromTheLogAndEndsTheSame(backend: Backend) throws {
         let holding = try SyncHarness(backend: backend)
         try holding.sync(try busyDevice(holding), configuration: twoAFrame)
         let forgetting = try SyncHarness(backend: backend, frameDictionaryBytes: 0)
         let store = try busyDevice(forgetting)
         let results = try forgetting.sync(store, configuration: twoAFrame)
-        let refused = results.filter { if case .rejected(let error) = $0.outcome { error.code == .unknownBase } else { false } }
-        #expect(refused.count == busyFrames - 1 && results.count == 2 * busyFrames - 1, "\(results.map(\.outcome))")
+        #expect(results.count == busyFrames && results.allSatisfy { if case .accepted = $0.outcome { true } else { false } },
+                "\(results.map(\.outcome))")
+        #expect(forgetting.cloud.frameDictionaries.recoveries == .init(recovered: busyFrames - 1, unrecovered: 0))
+        #expect(holding.cloud.frameDictionaries.recoveries == .init())
         #expect(try store.syncStatus().pending == 0)
         #expect(forgetting.cloud.frameDictionaries.heldBytes == 0)
         #expect(try forgetting.cloud.projectionDigest() == holding.cloud.projectionDigest())
@@ -79,7 +84,9 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
             Issue.record("a frame the cloud cannot inflate was taken: \(result.outcome)")
             return
         }
-        #expect(error.code == .unknownBase && error.message.contains("deflated alone"), "\(error)")
+        #expect(error.code == .unknownBase && error.message.contains("cannot make from the device's newest log rows (1 read)")
+                && error.message.contains("deflated alone"), "\(error)")
+        #expect(harness.cloud.frameDictionaries.recoveries == .init(recovered: 0, unrecovered: 1))
         let reply = try CloudReply.decode(result.reply, device: store.deviceID, key: key)
         #expect(reply.isAuthentic && reply.isAnswer(to: frame))
         #expect(try harness.cloud.projectionDigest() == digest && harness.cloud.stats().logRows == 1)
@@ -155,16 +162,21 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         #expect(try harness.cloud.rebuiltProjectionDigest() == harness.cloud.projectionDigest())
     }
 
-    /// The cloud process restarted between two runs: it holds no dictionary,
-    /// so the device's next frame comes again deflated alone.
-    @Test func aCloudThatRestartedBetweenRunsGetsTheNextFrameAgainDeflatedAlone() throws {
+    /// A busy device syncs with a cloud in a file and engages once more;
+    /// `tamper` gets the file, and the device's next run goes to the cloud
+    /// opened again (a restarted process): each frame's outcome, the run's
+    /// report and that cloud.
+    private func runAfterRestart(tamper: (String) throws -> Void = { _ in }) throws
+        -> (outcomes: [IngestResult.Outcome], report: SyncReport, cloud: CloudIndex) {
         let directory = try temporaryDirectory("dictionary-restart")
-        let location = CloudLocation.file(directory.appendingPathComponent("cloud.sqlite").path)
-        let harness = try SyncHarness(location: location)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let harness = try SyncHarness(location: .file(path))
         let store = try busyDevice(harness)
         try harness.sync(store)
         try store.recordEngaged(ref: "https://www.yummly.com/recipe/dictionary-2")
-        let restarted = try CloudIndex(at: location, options: CloudOptions(clock: harness.clock, random: SeededRandom(seed: 7)))
+        try tamper(path)
+        let restarted = try CloudIndex(at: .file(path), options: CloudOptions(clock: harness.clock, random: SeededRandom(seed: 7)))
         var run = try store.beginSync()
         var action = try store.perform(run.next(now: harness.clock.now()), in: &run, now: harness.clock.now())
         var outcomes: [IngestResult.Outcome] = []
@@ -174,8 +186,34 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
             action = try store.perform(run.received(result.reply, now: harness.clock.now()), in: &run, now: harness.clock.now())
         }
         guard case .finished(let report) = action else { throw HarnessError("the run did not finish: \(action)") }
-        #expect(outcomes.count == 2 && outcomes.last == .accepted(messages: 1), "\(outcomes)")
-        #expect(report.dictionaryResets == 1 && report.failure == nil && report.status?.pending == 0)
+        return (outcomes, report, restarted)
+    }
+
+    /// The cloud process restarted between two runs: it holds no
+    /// dictionary, and makes the one the device's next frame names from the
+    /// log.
+    @Test func aCloudThatRestartedBetweenRunsRecoversTheDictionaryFromItsLog() throws {
+        let (outcomes, report, restarted) = try runAfterRestart()
+        #expect(outcomes == [.accepted(messages: 1)])
+        #expect(report.dictionaryResets == 0 && report.failure == nil && report.status?.pending == 0)
+        #expect(restarted.frameDictionaries.recoveries == .init(recovered: 1, unrecovered: 0))
+    }
+
+    /// A log row someone edited cannot make the dictionary: the refusal
+    /// names the row, and the device sends its messages again alone.
+    @Test func aLogRowSomeoneEditedIsNamedWhenADictionaryCannotBeRecovered() throws {
+        let (outcomes, report, restarted) = try runAfterRestart { path in
+            try DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE cloud_log SET digest = zeroblob(32)") }
+        }
+        guard case .rejected(let error) = outcomes.first, outcomes.count == 2 else {
+            Issue.record("the frame was not refused once: \(outcomes)")
+            return
+        }
+        #expect(error.code == .unknownBase && error.message.contains("could not recover from its log (app \(app) log seq 1:")
+                && error.message.contains("does not match its digest"), "\(error)")
+        #expect(outcomes.last == .accepted(messages: 1))
+        #expect(report.dictionaryResets == 1 && report.status?.pending == 0)
+        #expect(restarted.frameDictionaries.recoveries == .init(recovered: 0, unrecovered: 1))
     }
 }
 

@@ -101,6 +101,38 @@ import Testing
         #expect(try servers[1].verifyLog().isValid)
     }
 
+    /// A device whose frames alternate between two servers names, in each
+    /// frame after its first, a dictionary the other server made: the
+    /// server makes it from the device's log rows, so no frame comes twice.
+    @Test func aDeviceAlternatingBetweenTwoServersSendsEachFrameOnce() throws {
+        let database = try TestDatabase()
+        let clock = ManualClock(harnessStart)
+        let servers = [try cloud(database, clock: clock), try cloud(database, clock: clock)]
+        try servers[0].registerApp(app, enrolmentSecret: enrolmentSecret)
+        let store = try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: 1)))
+        try store.setDeviceKey(servers[0].enrol(app: app, device: store.deviceID, enrolmentSecret: enrolmentSecret))
+        let urls = (0..<3).map { "https://www.yummly.com/recipe/alternating-\($0)" }
+        for (index, url) in urls.enumerated() { try store.record(publicRecipe(url: url, id: "r\(index)")) }
+        for _ in 0..<3 { for url in urls { try store.recordEngaged(ref: url) } }
+        var run = try store.beginSync(configuration: UploaderConfiguration(maximumMessages: 2))
+        var action = try store.perform(run.next(now: clock.now()), in: &run, now: clock.now())
+        var frames: [UploadFrame] = []
+        var outcomes: [IngestResult.Outcome] = []
+        while case .send(let frame) = action {
+            let result = servers[frames.count % 2].ingest(frame.encoded)
+            frames.append(frame)
+            outcomes.append(result.outcome)
+            action = try store.perform(run.received(result.reply, now: clock.now()), in: &run, now: clock.now())
+        }
+        guard case .finished(let report) = action else { throw HarnessError("the run did not finish: \(action)") }
+        #expect(frames.count == 6 && frames.dropFirst().allSatisfy { $0.base != nil })
+        #expect(outcomes.allSatisfy { if case .accepted = $0 { true } else { false } }, "\(outcomes)")
+        #expect(report.dictionaryResets == 0 && report.status?.pending == 0)
+        let recovered = servers.map(\.frameDictionaries.recoveries.recovered)
+        #expect(recovered == [2, 3], "each based frame went to the server that did not take the one before")
+        #expect(try servers[0].projectionDigest() == servers[1].rebuiltProjectionDigest())
+    }
+
     /// A server that opens the store with another K folds the log again; a
     /// server still holding the old K finds the new one under the app's lock
     /// and folds with it.

@@ -5,11 +5,13 @@ import SyncWire
 /// The frame dictionaries a cloud process holds for its devices
 /// (`FrameDictionary`): for each device, the two it made last, so that a
 /// frame retried after its ack was lost still finds the one it was deflated
-/// against. They live in memory only. A device whose dictionary is not held
-/// (the process restarted, the device's frames went to another server, or
-/// it was let go to stay within `capacityBytes`) is answered `unknownBase`
-/// and sends its messages again deflated alone, so losing one costs bytes on
-/// the wire, never a message.
+/// against. They live in memory only. A dictionary not held (the process
+/// restarted, the device's frames went to another server, or it was let go
+/// to stay within `capacityBytes`) is recovered from the device's newest
+/// `recoveryRows` log rows (`CloudStore.open`); when they do not make it,
+/// the frame is answered `unknownBase` and the device sends its messages
+/// again deflated alone, so losing one costs bytes on the wire, never a
+/// message.
 ///
 /// Each device holds at most two dictionaries of 32 KiB, whatever it sends,
 /// and the devices used longest ago go first when the total passes
@@ -32,12 +34,32 @@ public final class FrameDictionaries: Sendable {
         var held: [Device: Held] = [:]
         var bytes = 0
         var uses: UInt64 = 0
+        var recoveries = Recoveries()
+    }
+
+    /// How many dictionaries this process recovered from the log, and how
+    /// many frames named one it could not recover.
+    public struct Recoveries: Equatable, Sendable {
+        public var recovered: Int
+        public var unrecovered: Int
+
+        public init(recovered: Int = 0, unrecovered: Int = 0) {
+            self.recovered = recovered
+            self.unrecovered = unrecovered
+        }
     }
 
     private static let perDevice = 2
     /// The total of the dictionaries' bytes held at once.
     public let capacityBytes: Int
     private let state = Mutex(State())
+
+    /// The log rows a recovery reads, newest first: a device's dictionary
+    /// holds the hashes of its frames since it started it, up to 1,024, so
+    /// a device that sent more frames than this since then, listing fewer
+    /// hashes, sends its next frame again alone. One recovery reads at most
+    /// this many rows and hashes at most twice as many dictionaries.
+    public static let recoveryRows = 64
 
     /// 64 MiB: the last two dictionaries of 1,024 devices that each list a
     /// thousand hashes or more, or of far more devices that list fewer.
@@ -61,9 +83,12 @@ public final class FrameDictionaries: Sendable {
     /// Holds `dictionary` as the newest `device` of `app` made, letting go
     /// of its oldest beyond two and, past `capacityBytes`, of the devices
     /// used longest ago. An empty dictionary is not held: a frame names none.
-    public func keep(_ dictionary: FrameDictionary, app: AppID, device: DeviceID) {
+    /// `recovered`: made from the log rather than from a frame this process
+    /// acknowledged (counted in `recoveries`).
+    public func keep(_ dictionary: FrameDictionary, app: AppID, device: DeviceID, recovered: Bool = false) {
         guard !dictionary.isEmpty else { return }
         state.withLock { state in
+            if recovered { state.recoveries.recovered += 1 }
             let key = Device(app: app, device: device)
             state.uses += 1
             var held = state.held[key] ?? Held(dictionaries: [], lastUse: 0)
@@ -84,6 +109,13 @@ public final class FrameDictionaries: Sendable {
             }
         }
     }
+
+    /// Counts a frame whose dictionary the log did not make.
+    public func noteUnrecovered() {
+        state.withLock { $0.recoveries.unrecovered += 1 }
+    }
+
+    public var recoveries: Recoveries { state.withLock { $0.recoveries } }
 
     /// The bytes of the dictionaries held now.
     public var heldBytes: Int { state.withLock { $0.bytes } }

@@ -67,6 +67,14 @@ package enum CloudLog {
             }
             return messages
         }
+        return try FramePayload.decode(plain(codec: codec, uncompressedLength: uncompressedLength, payload: payload, digest: digest),
+                                       count: count)
+    }
+
+    /// A logged payload uncompressed and checked against its digest, or a
+    /// purged row's residue as it is.
+    package static func plain(codec: Int64, uncompressedLength: Int, payload: [UInt8], digest: [UInt8]) throws -> [UInt8] {
+        if codec == purgedCodec { return payload }
         let plain: [UInt8]
         switch UploadFrame.Codec(rawValue: UInt8(clamping: codec)) {
         case .stored: plain = payload
@@ -76,7 +84,7 @@ package enum CloudLog {
         guard Array(SHA256.hash(data: plain)) == digest else {
             throw CloudError(.corruptLog, "a logged payload does not match its digest")
         }
-        return try FramePayload.decode(plain, count: count)
+        return plain
     }
 
     /// One hex digest of every app's chain head, as a snapshot's manifest

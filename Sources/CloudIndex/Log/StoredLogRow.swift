@@ -67,6 +67,18 @@ package struct StoredLogRow: Sendable {
         messages[firstSeq.count(before: acceptedFrom)...]
     }
 
+    /// The frame's payload uncompressed and checked against the digest (a
+    /// purged row's residue as it is).
+    package func plainPayload() throws(CloudError) -> [UInt8] {
+        do {
+            return try CloudLog.plain(codec: codec, uncompressedLength: uncompressedLength, payload: payload, digest: digest)
+        } catch let error as CloudError {
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
+        } catch {
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error)")
+        }
+    }
+
     /// The frame's messages from `firstSeq`, checked against the digest.
     package func messages() throws(CloudError) -> [OutboxMessage] {
         do {

@@ -69,6 +69,11 @@ public protocol CloudStore: AnyObject, Sendable {
     func contentRequestHead(app: AppID) throws(CloudError) -> Int64
 
     func verifyLog() throws(CloudError) -> CloudLogVerification
+    /// The uncompressed payloads of the newest `limit` log rows of `device`
+    /// of `app`, newest first (by epoch, then last seq), each checked
+    /// against its digest: what `FrameDictionaries` recovers a dictionary
+    /// from.
+    func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]]
     /// Reads the cloud log of `app` (of every app, one after another, when
     /// nil) from log seq `start` on, until `body` returns false.
     func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
@@ -233,20 +238,20 @@ extension CloudStore {
     }
 
     /// Inflates an authenticated frame, against the dictionary it names when
-    /// it names one (`unknownBase` when this process does not hold it), and
-    /// decodes its messages. Blocks on nothing but the CPU, so a server
-    /// calls it outside any transaction.
+    /// it names one, and decodes its messages. A dictionary this process
+    /// does not hold is recovered from the device's newest log rows
+    /// (`FrameDictionary.recover`), or the frame is answered `unknownBase`.
+    /// Reads nothing but those rows, and only then, so a server calls it
+    /// outside any transaction.
     public func open(_ authenticated: AuthenticatedFrame) throws(WireError) -> OpenedFrame {
         let frame = authenticated.frame
         var dictionary = FrameDictionary.empty
         if let base = frame.base {
-            guard let held = frameDictionaries.dictionary(app: authenticated.app, device: frame.device, digest: base) else {
-                throw WireError(.unknownBase, """
-                    the frame is deflated against dictionary \(Hex.encode(base)), which this cloud process does not hold: \
-                    send it again deflated alone
-                    """)
+            if let held = frameDictionaries.dictionary(app: authenticated.app, device: frame.device, digest: base) {
+                dictionary = held
+            } else {
+                dictionary = try recoverDictionary(app: authenticated.app, device: frame.device, digest: base)
             }
-            dictionary = held
         }
         let plain: [UInt8]
         do {
@@ -259,6 +264,26 @@ extension CloudStore {
         let messages = try UploadFrame.messages(in: plain, count: frame.count)
         return OpenedFrame(authenticated: AuthenticatedFrame(frame: frame.asLogged(plain), app: authenticated.app, key: authenticated.key),
                            messages: messages, plain: plain, dictionary: dictionary)
+    }
+
+    /// The dictionary of `digest` made from `device`'s newest log rows, now
+    /// held; `unknownBase` when none of them makes it (the device's frames
+    /// since it started its dictionary are not the newest rows, or the log
+    /// cannot be read).
+    private func recoverDictionary(app: AppID, device: DeviceID, digest: [UInt8]) throws(WireError) -> FrameDictionary {
+        let reason: String
+        do {
+            let payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.recoveryRows)
+            if let recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads) {
+                frameDictionaries.keep(recovered, app: app, device: device, recovered: true)
+                return recovered
+            }
+            reason = "which this cloud process does not hold and cannot make from the device's newest log rows (\(payloads.count) read)"
+        } catch {
+            reason = "which this cloud process does not hold and could not recover from its log (\(error.message))"
+        }
+        frameDictionaries.noteUnrecovered()
+        throw WireError(.unknownBase, "the frame is deflated against dictionary \(Hex.encode(digest)), \(reason): send it again deflated alone")
     }
 
     /// Ingests an opened frame and returns the reply; never throws. Once the

@@ -187,6 +187,14 @@ extension CloudIndex {
         RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))
     }
 
+    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(StoredLogRow.columns) FROM cloud_log WHERE app = ? AND device = ? ORDER BY epoch DESC, last_seq DESC LIMIT ?
+                """), arguments: [app, device, max(limit, 0)]).map { row throws(CloudError) in try StoredLogRow(row).plainPayload() }
+        }
+    }
+
     /// Reads the cloud log of `app` (every app when nil, one after another)
     /// from `seq` on, in order, until `body` returns false.
     public func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {

@@ -50,8 +50,8 @@ public struct CloudOptions: Sendable {
     /// is closed. Ignored when read-only.
     public var exclusive: Bool
     /// The memory this process gives the dictionaries its devices deflate
-    /// frames against (`FrameDictionaries`); with 0 it holds none, and every
-    /// frame that names one is sent again deflated alone.
+    /// frames against (`FrameDictionaries`); with 0 it holds none, and makes
+    /// each one a frame names again from the device's log rows.
     public var frameDictionaryBytes: Int
 
     /// How far a committed frame survives: `full` syncs the write-ahead log at

@@ -55,6 +55,16 @@ extension PostgresCloud {
 
     static let logColumnList = logColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 
+    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]] {
+        try read { session in
+            try session.query("""
+                SELECT \(PostgresCloud.logColumns) FROM cloud_log WHERE app = $1 AND device = $2 ORDER BY epoch DESC, last_seq DESC LIMIT $3
+                """, [.text(app.rawValue), .text(device.rawValue), .int64(Int64(max(limit, 0)))]).map { row throws(CloudError) in
+                try PostgresCloud.logRow(row).plainPayload()
+            }
+        }
+    }
+
     public func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
         try read { session in
             let condition = app == nil ? "seq >= $1" : "seq >= $1 AND app = $2"

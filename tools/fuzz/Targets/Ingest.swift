@@ -15,8 +15,9 @@
 // `~crawler` (`CrawlerRule`); replays of earlier frames; the clock moving on;
 // the cloud changing an app's popularity mode. A frame may be deflated
 // against the dictionary the cloud should hold for its device (the newest it
-// made from the device's taken frames, `FrameDictionary`), or against one
-// it never made.
+// made from the device's taken frames, `FrameDictionary`), against one it
+// never made, or against the one a device that started again at its newest
+// logged frame holds, which the cloud makes again from its log.
 //
 // Contracts, checked after every frame and at the end of the input:
 // - a frame is accepted only from its enrolled device, signed with its key,
@@ -29,8 +30,10 @@
 //   a reply to a frame whose signature failed is not signed;
 // - an accepted frame sent again is a duplicate and changes nothing;
 // - a frame within every limit, signed by its device, deflated against a
-//   dictionary the cloud never made for that device is `unknownBase` and
-//   changes nothing; against the newest one it made, never;
+//   dictionary the cloud neither made for that device nor can make again
+//   from the device's newest log rows is `unknownBase` and changes nothing;
+//   against the newest one it made, or one its log makes, never; the cloud
+//   recovers a dictionary exactly when a model of its log makes it;
 // - a frame carrying a page message is never taken and changes nothing; a
 //   frame naming `~crawler` (or any `~` name) is never taken, and is
 //   `unknownDevice` when it is within every limit;
@@ -118,9 +121,13 @@ enum Target {
         /// The popularity mode the device's last ack announced (at first, the
         /// app's mode at the session's start): a device reports for its sketch.
         var popularity: PopularityMode = .exact
-        /// The dictionaries the cloud made from the device's taken frames,
-        /// its two newest, oldest first (`FrameDictionaries`).
+        /// The dictionaries the cloud made from the device's taken frames
+        /// or recovered from its log, its two newest, oldest first
+        /// (`FrameDictionaries`).
         var dictionaries: [FrameDictionary] = []
+        /// The frames of the device the cloud logged: each accepted frame's
+        /// position and uncompressed payload.
+        var logged: [(epoch: UInt64, lastSeq: UInt64, plain: [UInt8])] = []
 
         /// The device's epoch and next seq, as the numbers the input's choices start from.
         var epoch: UInt64 { held.keys.max()?.rawValue ?? 1 }
@@ -155,6 +162,13 @@ enum Target {
         func messages(_ bytes: [UInt8]) -> [OutboxMessage]? {
             guard let frame = try? UploadFrame.parse(bytes) else { return nil }
             return try? frame.messages(dictionary: frame.base.flatMap { dictionaries[$0] } ?? .empty)
+        }
+
+        /// The dictionary of `digest` the cloud makes again from the newest
+        /// log rows of device `index` (by epoch, then last seq), if they make it.
+        func recoverable(_ digest: [UInt8], device index: Int) -> FrameDictionary? {
+            let newest = devices[index].logged.sorted { ($0.epoch, $0.lastSeq) > ($1.epoch, $1.lastSeq) }
+            return FrameDictionary.recover(digest: digest, fromNewestFirst: newest.prefix(FrameDictionaries.recoveryRows).map(\.plain))
         }
 
         /// What the cloud holds once it took `bytes` (not a probe): the
@@ -360,6 +374,12 @@ enum Target {
                 ?? hashes[0]
             let listed = OutboxRecord(position: first, message: .signal(hash, Popularity(views: 1)))
             dictionary = (try? FrameDictionary.empty.following(FramePayload.encode([listed.encoded]))) ?? .empty
+        case 7:
+            // A device that started its dictionary again at its newest
+            // logged frame (a restart): the cloud holds another one, and
+            // makes this one again from the log.
+            let newest = device.logged.max { ($0.epoch, $0.lastSeq) < ($1.epoch, $1.lastSeq) }
+            dictionary = newest.flatMap { try? FrameDictionary.empty.following($0.plain) } ?? .empty
         default:
             dictionary = .empty
         }
@@ -661,6 +681,16 @@ enum Target {
     @discardableResult
     static func deliver(_ bytes: [UInt8], frame: UploadFrame?, signedBy signer: Device?, legal: Bool, cloud: CloudIndex,
                         clock: Clock, session: inout Session, index: Int) -> IngestResult.Outcome {
+        // A dictionary the cloud does not hold for the frame's device, which
+        // the device's newest log rows make: the cloud inflates against it.
+        let parsed = try? UploadFrame.parse(bytes)
+        let owner = parsed.flatMap { parsed in session.devices.firstIndex { $0.name == parsed.device && $0.app == parsed.app } }
+        var recoverable: FrameDictionary?
+        if let base = parsed?.base, let owner, !session.devices[owner].dictionaries.contains(where: { $0.digest == base }) {
+            recoverable = session.recoverable(base, device: owner)
+            if let recoverable { session.dictionaries[recoverable.digest] = recoverable }
+        }
+        let recoveriesBefore = cloud.frameDictionaries.recoveries
         let read = session.messages(bytes)
         let carriesPage = read?.contains { if case .page = $0 { true } else { false } } ?? false
         let before = carriesPage ? (try? cloud.projectionDigest()) : nil
@@ -672,6 +702,18 @@ enum Target {
             note("ingest: \(device.name) \(frame.map { "\($0.first)...\($0.last) follows \($0.follows)" } ?? "changed"): \(outcome) \(messages)")
         }
         contract(!outcome.isUnavailable, "the in-memory cloud failed: \(outcome)")
+        let recoveries = cloud.frameDictionaries.recoveries
+        if trace && recoveries != recoveriesBefore { note("dictionary recovery: \(recoveries)") }
+        if recoveries.recovered > recoveriesBefore.recovered {
+            contract(recoverable != nil, "the cloud recovered a dictionary for \(device.name) that its newest log rows do not make")
+            if let recoverable, let owner {
+                let held = session.devices[owner].dictionaries.filter { $0.digest != recoverable.digest } + [recoverable]
+                session.devices[owner].dictionaries = Array(held.suffix(2))
+            }
+        }
+        if recoveries.unrecovered > recoveriesBefore.unrecovered {
+            contract(recoverable == nil, "the cloud did not recover a dictionary for \(device.name) that its newest log rows make")
+        }
         if carriesPage {
             // Only the cloud's crawler records pages: the fold refuses a page
             // message from a device, and a frame's positions held already
@@ -684,7 +726,7 @@ enum Target {
             contract(error.code != .malformed && error.code != .tooLarge, "a frame within every limit was refused: \(error)")
         }
         if legal, let signer, let base = frame?.base {
-            let held = signer.dictionaries.contains { $0.digest == base }
+            let held = signer.dictionaries.contains { $0.digest == base } || recoverable?.digest == base
             let unknown = if case .rejected(let error) = outcome { error.code == .unknownBase } else { false }
             contract(held ? !unknown : unknown, """
                 a frame of \(device.name) deflated against a dictionary the cloud \(held ? "made" : "never made") for it was answered \(outcome)
@@ -742,6 +784,9 @@ enum Target {
             session.acceptedFrames += 1
             session.acceptedMessages += count
             session.devices[index].held[parsed.epoch] = parsed.lastSeq
+            if !parsed.isProbe, let plain = try? parsed.plainPayload(dictionary: parsed.base.flatMap { session.dictionaries[$0] } ?? .empty) {
+                session.devices[index].logged.append((epoch: parsed.epoch.rawValue, lastSeq: parsed.lastSeq.rawValue, plain: plain))
+            }
             // The fresh messages are the frame's last `count`.
             let reports = (session.messages(bytes) ?? []).suffix(count).compactMap { if case .report(let report) = $0 { report } else { nil } }
             if !reports.isEmpty {
