@@ -368,7 +368,7 @@ public struct CloudServer: Sendable {
         let started = ContinuousClock.now
         let ingested: Ingested
         do {
-            ingested = try await blocking { [cloud, devices, addresses, tracer, parent = span.context] () -> Ingested in
+            ingested = try await blocking { [cloud, devices, addresses, metrics, tracer, parent = span.context] () -> Ingested in
                 let authentication = CloudServer.step(tracer, "verify", under: parent) { _ in cloud.authenticate(body) }
                 switch authentication {
                 case .refused(let refusal):
@@ -380,7 +380,13 @@ public struct CloudServer: Sendable {
                     }
                     let inflated = CloudServer.step(tracer, "inflate", under: parent) { step in
                         let opened = Result<OpenedFrame, WireError> { () throws(WireError) in try cloud.open(frame) }
-                        if case .success(let opened) = opened { step.attributes["sightline.frame.messages"] = opened.messages.count }
+                        if case .success(let opened) = opened {
+                            step.attributes["sightline.frame.messages"] = opened.messages.count
+                            if opened.recoveredDictionary {
+                                step.attributes["sightline.frame.dictionary_recovered"] = true
+                                metrics.dictionaryRecovered()
+                            }
+                        }
                         return opened
                     }
                     switch inflated {
@@ -537,6 +543,7 @@ struct ServerMetrics: Sendable {
     private let messages: CoreMetrics.Counter
     private let bytes: CoreMetrics.Counter
     private let duplicates: CoreMetrics.Counter
+    private let recoveredDictionaries: CoreMetrics.Counter
     private let frameSizes: CoreMetrics.Recorder
     private let frameMessages: CoreMetrics.Recorder
     /// Made once: a metric made per frame would look itself up in the registry each time.
@@ -566,6 +573,7 @@ struct ServerMetrics: Sendable {
         messages = CoreMetrics.Counter(label: "sightline_messages_accepted_total", factory: factory)
         bytes = CoreMetrics.Counter(label: "sightline_frame_bytes_accepted_total", factory: factory)
         duplicates = CoreMetrics.Counter(label: "sightline_frames_duplicate_total", factory: factory)
+        recoveredDictionaries = CoreMetrics.Counter(label: "sightline_frame_dictionaries_recovered_total", factory: factory)
         frameSizes = CoreMetrics.Recorder(label: ServerMetrics.frameSize, aggregate: true, factory: factory)
         frameMessages = CoreMetrics.Recorder(label: ServerMetrics.messagesPerFrame, aggregate: true, factory: factory)
         ingestDurations = Dictionary(uniqueKeysWithValues: ServerMetrics.outcomes.map { outcome in
@@ -591,6 +599,12 @@ struct ServerMetrics: Sendable {
 
     func duplicate() {
         duplicates.increment()
+    }
+
+    /// A frame named a dictionary this process did not hold, and the
+    /// device's log rows made it again.
+    func dictionaryRecovered() {
+        recoveredDictionaries.increment()
     }
 
     func rejected(_ code: WireError.Code) {

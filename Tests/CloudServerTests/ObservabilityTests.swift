@@ -89,6 +89,32 @@ import Tracing
         #expect(samples[#"sightline_enrolments_refused_total{reason="enrolmentRefused"}"#] == 1)
     }
 
+    /// A server started again on the same store holds no frame
+    /// dictionary: it makes the one the device's next frame names from the
+    /// log, counts it, and marks the frame's inflate step.
+    @Test func aDictionaryRecoveredFromTheLogIsCountedAndMarkedOnItsSpan() async throws {
+        let directory = try ScratchDirectory.make("sightline-recovered-dictionary")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let location = CloudLocation.file(directory.appendingPathComponent("cloud.sqlite").path)
+        let first = try await RunningServer.start(location: location)
+        let store = try await first.enrolledDevice(seed: 71)
+        try PublicRecipe.engage(store)
+        #expect(try await SyncClient(store: store, transport: HTTPTransport(baseURL: first.url)).run().failure == nil)
+        await first.stop()
+
+        let tracer = InMemoryTracer()
+        let restarted = try await RunningServer.start(location: location, tracer: tracer)
+        defer { Task { await restarted.stop() } }
+        try store.recordEngaged(ref: PublicRecipe.url)
+        let report = try await SyncClient(store: store, transport: HTTPTransport(baseURL: restarted.url)).run()
+        #expect(report.failure == nil && report.framesSent == 1 && report.dictionaryResets == 0)
+        let samples = try Self.samples(try await restarted.admin("/metrics").body)
+        #expect(samples["sightline_frame_dictionaries_recovered_total"] == 1)
+        #expect(samples[#"sightline_frames_rejected_total{reason="unknownBase"}"#] == nil)
+        let inflate = tracer.finishedSpans.first { $0.operationName == "inflate" }
+        #expect(inflate?.attributes["sightline.frame.dictionary_recovered"]?.toSpanAttribute() == .bool(true))
+    }
+
     @Test func thePublicSearchExplainsItsScoresWhenAsked() async throws {
         let server = try await RunningServer.start(threshold: 2)
         defer { Task { await server.stop() } }

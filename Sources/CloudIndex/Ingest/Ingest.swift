@@ -53,6 +53,9 @@ public struct OpenedFrame: Sendable {
     let plain: [UInt8]
     /// What the frame was deflated against: empty when it was deflated alone.
     let dictionary: FrameDictionary
+    /// Whether that dictionary was made again from the device's log rows,
+    /// this process not holding it (`FrameDictionaries`).
+    public let recoveredDictionary: Bool
 }
 
 /// What `CloudStore.authenticate` found: a frame to ingest, or the refusal to send.

@@ -246,11 +246,13 @@ extension CloudStore {
     public func open(_ authenticated: AuthenticatedFrame) throws(WireError) -> OpenedFrame {
         let frame = authenticated.frame
         var dictionary = FrameDictionary.empty
+        var recovered = false
         if let base = frame.base {
             if let held = frameDictionaries.dictionary(app: authenticated.app, device: frame.device, digest: base) {
                 dictionary = held
             } else {
                 dictionary = try recoverDictionary(app: authenticated.app, device: frame.device, digest: base)
+                recovered = true
             }
         }
         let plain: [UInt8]
@@ -263,7 +265,7 @@ extension CloudStore {
         }
         let messages = try UploadFrame.messages(in: plain, count: frame.count)
         return OpenedFrame(authenticated: AuthenticatedFrame(frame: frame.asLogged(plain), app: authenticated.app, key: authenticated.key),
-                           messages: messages, plain: plain, dictionary: dictionary)
+                           messages: messages, plain: plain, dictionary: dictionary, recoveredDictionary: recovered)
     }
 
     /// The dictionary of `digest` made from `device`'s newest log rows, now
