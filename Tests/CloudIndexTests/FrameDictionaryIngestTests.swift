@@ -61,8 +61,9 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         let results = try forgetting.sync(store, configuration: twoAFrame)
         #expect(results.count == busyFrames && results.allSatisfy { if case .accepted = $0.outcome { true } else { false } },
                 "\(results.map(\.outcome))")
-        #expect(forgetting.cloud.frameDictionaries.recoveries == .init(recovered: busyFrames - 1, unrecovered: 0))
-        #expect(holding.cloud.frameDictionaries.recoveries == .init())
+        let recoveries = forgetting.cloud.frameDictionaries.recoveries
+        #expect(recoveries.recovered == busyFrames - 1 && recoveries.unrecovered == 0)
+        #expect(holding.cloud.frameDictionaries.recoveries.recovered == 0)
         #expect(try store.syncStatus().pending == 0)
         #expect(forgetting.cloud.frameDictionaries.heldBytes == 0)
         #expect(try forgetting.cloud.projectionDigest() == holding.cloud.projectionDigest())
@@ -86,7 +87,8 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         }
         #expect(error.code == .unknownBase && error.message.contains("cannot make from the device's newest log rows (1 read)")
                 && error.message.contains("deflated alone"), "\(error)")
-        #expect(harness.cloud.frameDictionaries.recoveries == .init(recovered: 0, unrecovered: 1))
+        let recoveries = harness.cloud.frameDictionaries.recoveries
+        #expect(recoveries.recovered == 0 && recoveries.unrecovered == 1)
         let reply = try CloudReply.decode(result.reply, device: store.deviceID, key: key)
         #expect(reply.isAuthentic && reply.isAnswer(to: frame))
         #expect(try harness.cloud.projectionDigest() == digest && harness.cloud.stats().logRows == 1)
@@ -196,7 +198,8 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         let (outcomes, report, restarted) = try runAfterRestart()
         #expect(outcomes == [.accepted(messages: 1)])
         #expect(report.dictionaryResets == 0 && report.failure == nil && report.status?.pending == 0)
-        #expect(restarted.frameDictionaries.recoveries == .init(recovered: 1, unrecovered: 0))
+        let recoveries = restarted.frameDictionaries.recoveries
+        #expect(recoveries.recovered == 1 && recoveries.unrecovered == 0)
     }
 
     /// A log row someone edited cannot make the dictionary: the refusal
@@ -213,7 +216,8 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
                 && error.message.contains("does not match its digest"), "\(error)")
         #expect(outcomes.last == .accepted(messages: 1))
         #expect(report.dictionaryResets == 1 && report.status?.pending == 0)
-        #expect(restarted.frameDictionaries.recoveries == .init(recovered: 0, unrecovered: 1))
+        let recoveries = restarted.frameDictionaries.recoveries
+        #expect(recoveries.recovered == 0 && recoveries.unrecovered == 1)
     }
 }
 

@@ -40,13 +40,8 @@ public final class FrameDictionaries: Sendable {
     /// How many dictionaries this process recovered from the log, and how
     /// many frames named one it could not recover.
     public struct Recoveries: Equatable, Sendable {
-        public var recovered: Int
-        public var unrecovered: Int
-
-        public init(recovered: Int = 0, unrecovered: Int = 0) {
-            self.recovered = recovered
-            self.unrecovered = unrecovered
-        }
+        public var recovered = 0
+        public var unrecovered = 0
     }
 
     private static let perDevice = 2
