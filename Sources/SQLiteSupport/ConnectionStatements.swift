@@ -55,6 +55,13 @@ public final class ConnectionStatements: @unchecked Sendable {
         self.owned = owned
     }
 
+    /// Lets every kept statement go (an owned one is finalized once no copy
+    /// of it is left); each is prepared again when next taken. Called on
+    /// the connection's queue, outside its transactions.
+    public func releaseAll() {
+        for index in slots.indices { slots[index] = nil }
+    }
+
     /// The slots of group `index`.
     public func group(_ index: Int) -> StatementSlots {
         StatementSlots(kept: self, offset: offsets[index], count: (offsets.dropFirst(index + 1).first ?? transactionsAt) - offsets[index])

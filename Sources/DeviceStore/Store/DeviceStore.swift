@@ -418,6 +418,18 @@ public final class DeviceStore: Sendable {
         }
     }
 
+    /// Lets go of the prepared statements the store keeps for its next
+    /// calls (a few hundred KiB for a store the simulator drove); each is
+    /// prepared again when next used. For a store that is done with its
+    /// calls while many others are kept open: the simulator calls it once
+    /// its end checks have read a device.
+    public func releaseStatements() {
+        queue.inDatabase { db in
+            writePath.connection.releaseAll()
+            db.releaseMemory()
+        }
+    }
+
     // MARK: - Calls
 
     /// The store's current time.
