@@ -254,3 +254,38 @@ import Testing
     }
     #expect(error.code == .corruptStore && error.message.contains("sqlite_master"), "\(error)")
 }
+
+/// A store that let its prepared statements go prepares them again: its
+/// calls, searches and sync state come out as a store's that kept them.
+@Suite struct ReleasedStatementsTests {
+    private func calls(_ store: DeviceStore, from first: Int) throws {
+        for number in first..<(first + 5) {
+            try store.index(named: "notes").indexSearchableItems([item("n\(number)", title: "Potato note \(number)")])
+            try store.record(UserActivity(activityType: "com.example.read", title: "Potato recipe \(number)",
+                                          webpageURL: "https://example.com/\(number)", eligibleForSearch: true,
+                                          eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/\(number)")
+        }
+    }
+
+    @Test(arguments: [false, true])
+    func aStoreThatLetItsStatementsGoWorksAsOneThatKeptThem(onFile: Bool) throws {
+        let directory = try temporaryDirectory()
+        func open(_ name: String) throws -> DeviceStore {
+            let location: StoreLocation = onFile ? .file(directory.appendingPathComponent(name).path) : .memory
+            return try DeviceStore(at: location, options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 3)))
+        }
+        let kept = try open("kept.sqlite"), released = try open("released.sqlite")
+        for store in [kept, released] {
+            try calls(store, from: 0)
+            _ = try store.search("potato")
+        }
+        released.releaseStatements()
+        for store in [kept, released] { try calls(store, from: 5) }
+        #expect(try released.resultTitles("potato") == kept.resultTitles("potato"))
+        #expect(try released.resultTitles("potato").count == 20)
+        #expect(try released.projectionDigest() == kept.projectionDigest())
+        #expect(try released.syncStatus() == kept.syncStatus())
+        #expect(try released.verifyJournal().firstProblem == nil)
+    }
+}
