@@ -49,11 +49,11 @@ public final class FrameDictionaries: Sendable {
     public let capacityBytes: Int
     private let state = Mutex(State())
 
-    /// The log rows a recovery reads, newest first: a device's dictionary
-    /// holds the hashes of its frames since it started it, up to 1,024, so
-    /// a device that sent more frames than this since then, listing fewer
-    /// hashes, sends its next frame again alone. One recovery reads at most
-    /// this many rows and hashes at most twice as many dictionaries.
+    /// The log rows a recovery reads, newest first. A device's dictionary
+    /// holds the hashes of its frames since it started it, up to 1,024: one
+    /// that holds a hash only older frames listed cannot be made from them,
+    /// and the frame comes again alone. One recovery reads at most this many
+    /// rows and hashes at most twice as many dictionaries.
     public static let recoveryRows = 64
 
     /// 64 MiB: the last two dictionaries of 1,024 devices that each list a
