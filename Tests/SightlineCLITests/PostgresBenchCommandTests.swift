@@ -52,6 +52,23 @@ import Testing
         #expect(try server.leftDatabases().isEmpty)
     }
 
+    /// Each request to the next server: every frame after a device's
+    /// first names a dictionary the other server made, which it makes
+    /// again from the log, so no frame goes twice.
+    @Test func syncWithEachRequestToTheNextServerSendsNoFrameTwice() throws {
+        let server = try BenchServer()
+        let result = try CLIRunner.run(["bench", "sync", "--db", server.url, "--password-file", server.passwordFile,
+                                        "--servers", "2", "--spread", "frame", "--devices", "2", "--calls", "10000", "--json",
+                                        "--dir", server.directory.path])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let report = try JSONReader.parse(result.stdout)
+        #expect(report["spread"] == .string("frame") && report["servers"] == .integer(2))
+        let frames = try #require(report["frames"]?.integer)
+        #expect(frames >= 4, "at least two frames a device, so that some name a dictionary")
+        #expect(report["dictionaryResets"] == .integer(0) && report["retries"] == .integer(0))
+        #expect(try server.leftDatabases().isEmpty)
+    }
+
     @Test func rebuildOnPostgresReplaysTheLogToTheSameDigest() throws {
         let server = try BenchServer()
         let result = try CLIRunner.run(["bench", "rebuild", "--db", server.url, "--password-file", server.passwordFile,
@@ -67,9 +84,11 @@ import Testing
     }
 
     @Test func serversAndAPathAreRefusedWithoutAPostgresURL() throws {
-        let servers = try CLIRunner.run(["bench", "sync", "--servers", "2"])
-        #expect(servers.status == 64)
-        #expect(servers.stderr.contains("--servers needs --db"))
+        for option in [["--servers", "2"], ["--spread", "frame"]] {
+            let refused = try CLIRunner.run(["bench", "sync"] + option)
+            #expect(refused.status == 64)
+            #expect(refused.stderr.contains("--servers and --spread need --db"), "\(refused.stderr)")
+        }
         let path = try CLIRunner.run(["bench", "rebuild", "--db", "/tmp/cloud.sqlite"])
         #expect(path.status == 64)
         #expect(path.stderr.contains("--db takes a postgres:// URL"))

@@ -41,6 +41,7 @@ struct PostgresSyncBenchmark {
     let directory: URL
     let databases: BenchDatabases
     let servers: Int
+    let spread: SyncBenchmark.Spread
     let poolSize: Int
     let statementTimeout: Int
 
@@ -60,6 +61,7 @@ struct PostgresSyncBenchmark {
         var setupSeconds = 0.0
         var publicItems = 0
         var retries = 0
+        var dictionaryResets = 0
         var serverVersion = ""
 
         var messagesPerSecond: Double { Double(messages) / seconds }
@@ -113,9 +115,9 @@ struct PostgresSyncBenchmark {
 
         progress("syncing \(result.messages) messages from \(devices) devices over \(urls.joined(separator: ", "))")
         let configuration = UploaderConfiguration()
-        let sync = try await SyncBenchmark.syncAll(stores, urls: urls, configuration: configuration)
+        let sync = try await SyncBenchmark.syncAll(stores, urls: urls, configuration: configuration, spread: spread)
         result.seconds = sync.seconds
-        (result.frames, result.wireBytes, result.retries) = (sync.frames, sync.wireBytes, sync.retries)
+        (result.frames, result.wireBytes, result.retries, result.dictionaryResets) = (sync.frames, sync.wireBytes, sync.retries, sync.dictionaryResets)
         for process in processes { process.stop() }
         let stats = try cloud.stats()
         // Content answers are journaled during the run, so the cloud holds at least the messages counted here.

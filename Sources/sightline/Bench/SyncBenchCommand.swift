@@ -40,6 +40,12 @@ struct SyncBenchCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With --db: the cloud serve processes the devices are spread over.", valueName: "count"))
     var servers: Int = 1
 
+    @Option(name: .long, help: ArgumentHelp("""
+        With --db: how requests go to the servers: each device to one (device), or each request to the next \
+        server (frame), as a round-robin load balancer sends them.
+        """, valueName: "device|frame"))
+    var spread: SyncBenchmark.Spread = .device
+
     @OptionGroup var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
@@ -49,8 +55,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
             try CloudStoreOption.validatePostgresURL(db, option: "--db",
                                                      otherwise: "without --db the cloud is a SQLite file in --dir")
             guard (1...16).contains(servers) else { throw ValidationError("--servers must be between 1 and 16 (got \(servers))") }
-        } else if servers != 1 {
-            throw ValidationError("--servers needs --db")
+        } else if servers != 1 || spread != .device {
+            throw ValidationError("--servers and --spread need --db")
         }
     }
 
@@ -97,7 +103,7 @@ extension SyncBenchCommand {
         defer { databases.dropAll() }
         let result: PostgresSyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
             try await PostgresSyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory,
-                                            databases: databases, servers: servers, poolSize: postgres.poolSize,
+                                            databases: databases, servers: servers, spread: spread, poolSize: postgres.poolSize,
                                             statementTimeout: postgres.statementTimeout).run(progress: progress)
         }
         let meetsRate = result.messagesPerSecond >= PostgresSyncBenchmark.targetMessagesPerSecond
@@ -109,6 +115,7 @@ extension SyncBenchCommand {
                 "backend": .string("postgres"),
                 "postgresVersion": .string(result.serverVersion),
                 "servers": .integer(Int64(servers)),
+                "spread": .string(spread.rawValue),
                 "poolSize": .integer(Int64(postgres.poolSize)),
                 "logRows": .integer(Int64(result.logRows)),
                 "copySeconds": .double(result.copySeconds),
@@ -128,9 +135,10 @@ extension SyncBenchCommand {
             Output.json(.object(object))
         } else {
             Output.line("bench sync  seed=\(fleet.seed)  devices=\(fleet.devices)  calls=\(result.calls)  PostgreSQL \(result.serverVersion)  "
-                        + "servers=\(servers)  pool-size=\(postgres.poolSize)")
-            Output.line(String(format: "setup (untimed): %.1f s; %d messages in %d frames (%d retries), %d log rows, %d public items",
-                               result.setupSeconds, result.messages, result.frames, result.retries, result.logRows, result.publicItems))
+                        + "servers=\(servers)  spread=\(spread.rawValue)  pool-size=\(postgres.poolSize)")
+            Output.line(String(format: "setup (untimed): %.1f s; %d messages in %d frames (%d retries, %d sent again alone), %d log rows, %d public items",
+                               result.setupSeconds, result.messages, result.frames, result.retries, result.dictionaryResets, result.logRows,
+                               result.publicItems))
             Output.table([
                 ["", "messages/s", "ratio", "target", ""],
                 ["end to end (HTTP)", String(format: "%.0f", result.messagesPerSecond), "", "≥ 100000", meetsRate ? "met" : "MISSED"],
@@ -155,6 +163,8 @@ protocol SyncFigures {
     var messages: Int { get }
     var frames: Int { get }
     var retries: Int { get }
+    /// Frames sent again deflated alone: the cloud could not make their dictionary.
+    var dictionaryResets: Int { get }
     var publicItems: Int { get }
     var seconds: Double { get }
     var messagesPerSecond: Double { get }
@@ -178,6 +188,7 @@ extension SyncBenchCommand {
             "messages": .integer(Int64(result.messages)),
             "frames": .integer(Int64(result.frames)),
             "retries": .integer(Int64(result.retries)),
+            "dictionaryResets": .integer(Int64(result.dictionaryResets)),
             "publicItems": .integer(Int64(result.publicItems)),
             "seconds": .double(result.seconds),
             "messagesPerSecond": .double(result.messagesPerSecond.rounded()),

@@ -1,3 +1,4 @@
+import ArgumentParser
 import ByteCoding
 import CloudIndex
 import CloudServer
@@ -42,6 +43,7 @@ struct SyncBenchmark {
         var setupSeconds = 0.0
         var publicItems = 0
         var retries = 0
+        var dictionaryResets = 0
 
         var messagesPerSecond: Double { Double(messages) / seconds }
         var rawMessagesPerSecond: Double { Double(messages) / rawSeconds }
@@ -90,7 +92,7 @@ struct SyncBenchmark {
         let configuration = UploaderConfiguration()
         let sync = try await SyncBenchmark.syncAll(stores, urls: [url], configuration: configuration)
         result.seconds = sync.seconds
-        (result.frames, result.wireBytes, result.retries) = (sync.frames, sync.wireBytes, sync.retries)
+        (result.frames, result.wireBytes, result.retries, result.dictionaryResets) = (sync.frames, sync.wireBytes, sync.retries, sync.dictionaryResets)
         let stats = try cloud.stats()
         // Content answers are journaled during the run, so the cloud holds at least the messages counted here.
         guard stats.messages >= result.messages else {
@@ -126,13 +128,24 @@ struct SyncBenchmark {
     /// The timed part: every device syncs its whole outbox at once, device
     /// `i` to `urls[i % urls.count]`, one `SyncClient` each, until every
     /// message is acknowledged. Throws the first device's failure.
-    static func syncAll(_ stores: [DeviceStore], urls: [String],
-                        configuration: UploaderConfiguration) async throws -> (seconds: Double, frames: Int, wireBytes: Int, retries: Int) {
+    /// How the devices' requests go to the servers: each device to one (a
+    /// load balancer that keeps a device on a server), or each request to
+    /// the next one (round robin), so that each frame names a dictionary
+    /// another server made.
+    enum Spread: String, CaseIterable, ExpressibleByArgument {
+        case device
+        case frame
+    }
+
+    static func syncAll(_ stores: [DeviceStore], urls: [String], configuration: UploaderConfiguration, spread: Spread = .device)
+        async throws -> (seconds: Double, frames: Int, wireBytes: Int, retries: Int, dictionaryResets: Int) {
         let counter = RequestCounter()
         let start = ContinuousClock.now
         let reports = try await withThrowingTaskGroup(of: SyncReport.self) { group in
             for (index, store) in stores.enumerated() {
-                let transport = CountingTransport(inner: HTTPTransport(baseURL: urls[index % urls.count]), counter: counter)
+                let servers = (0..<urls.count).map { HTTPTransport(baseURL: urls[(index + $0) % urls.count]) }
+                let inner: any Transport = spread == .frame && servers.count > 1 ? RoundRobinTransport(servers) : servers[0]
+                let transport = CountingTransport(inner: inner, counter: counter)
                 group.addTask {
                     try await SyncClient(store: store, transport: transport, configuration: configuration).run()
                 }
@@ -146,7 +159,7 @@ struct SyncBenchmark {
             throw RawSQLiteError(message: "sync failed: \(failure)")
         }
         let (frames, wireBytes) = counter.totals
-        return (seconds, frames, wireBytes, reports.reduce(0) { $0 + $1.retries })
+        return (seconds, frames, wireBytes, reports.reduce(0) { $0 + $1.retries }, reports.reduce(0) { $0 + $1.dictionaryResets })
     }
 
     /// The wire baseline: each device's messages cut into frames of `frame`
@@ -240,6 +253,24 @@ struct CountingTransport: Transport {
     func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
         counter.add(bytes: frame.count)
         return try await inner.exchange(frame)
+    }
+}
+
+/// Each exchange to the next of `servers`, in turn.
+final class RoundRobinTransport: Transport {
+    private let servers: [HTTPTransport]
+    private let next = Mutex(0)
+
+    init(_ servers: [HTTPTransport]) {
+        self.servers = servers
+    }
+
+    func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
+        let index = next.withLock { index in
+            defer { index = (index + 1) % servers.count }
+            return index
+        }
+        return try await servers[index].exchange(frame)
     }
 }
 
