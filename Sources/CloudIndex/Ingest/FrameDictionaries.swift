@@ -55,6 +55,9 @@ public final class FrameDictionaries: Sendable {
     /// and the frame comes again alone. One recovery reads at most this many
     /// rows and hashes at most twice as many dictionaries.
     public static let recoveryRows = 64
+    /// The rows a recovery reads first, and all it reads when they make
+    /// the dictionary.
+    public static let firstRecoveryRows = 4
 
     /// 64 MiB: the last two dictionaries of 1,024 devices that each list a
     /// thousand hashes or more, or of far more devices that list fewer.

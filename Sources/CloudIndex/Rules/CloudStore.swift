@@ -275,8 +275,15 @@ extension CloudStore {
     private func recoverDictionary(app: AppID, device: DeviceID, digest: [UInt8]) throws(WireError) -> FrameDictionary {
         let reason: String
         do {
-            let payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.recoveryRows)
-            if let recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads) {
+            // A busy device's few newest frames list 1,024 hashes already,
+            // and frames are up to a MiB: read more only when those do not do.
+            var payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.firstRecoveryRows)
+            var recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads)
+            if recovered == nil && payloads.count == FrameDictionaries.firstRecoveryRows {
+                payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.recoveryRows)
+                recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads)
+            }
+            if let recovered {
                 frameDictionaries.keep(recovered, app: app, device: device, recovered: true)
                 return recovered
             }
