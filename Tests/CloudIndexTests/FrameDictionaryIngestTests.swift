@@ -70,6 +70,26 @@ private func sentFrames(_ harness: SyncHarness) throws -> [UploadFrame] {
         #expect(try forgetting.cloud.stats().logRows == holding.cloud.stats().logRows)
     }
 
+    /// A payload may be 16 MiB: a recovery reads only the newest rows whose
+    /// uncompressed lengths fit in its budget together.
+    @Test(arguments: Backend.allCases)
+    func aRecoveryReadsOnlyTheNewestRowsThatFitItsBudget(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let store = try busyDevice(harness)
+        try harness.sync(store, configuration: twoAFrame)
+        func newest(_ limit: Int, within bytes: Int) throws -> [[UInt8]] {
+            try harness.cloud.newestLoggedPayloads(app: app, device: store.deviceID, limit: limit, maximumBytes: bytes)
+        }
+        let all = try newest(64, within: FrameDictionaries.recoveryBytes)
+        #expect(all.count == busyFrames)
+        #expect(try newest(3, within: FrameDictionaries.recoveryBytes) == Array(all.prefix(3)))
+        #expect(try newest(64, within: all[0].count + all[1].count) == Array(all.prefix(2)))
+        #expect(try newest(64, within: all[0].count - 1).isEmpty)
+        #expect(FrameDictionaries.rows([10, 20, 30], within: 30) == 2)
+        #expect(FrameDictionaries.rows([10, -1, 5], within: 100) == 1, "a length no payload has ends the rows read")
+        #expect(FrameDictionaries.rows([Int64(WireLimits.maximumPayloadBytes) + 1], within: .max) == 0)
+    }
+
     @Test(arguments: Backend.allCases)
     func aFrameNamingADictionaryTheCloudDoesNotHoldIsRefusedWithASignedReplyAndChangesNothing(backend: Backend) throws {
         let harness = try SyncHarness(backend: backend)

@@ -58,6 +58,24 @@ public final class FrameDictionaries: Sendable {
     /// The rows a recovery reads first, and all it reads when they make
     /// the dictionary.
     public static let firstRecoveryRows = 4
+    /// The uncompressed bytes of the rows one read of a recovery takes, at
+    /// most: a payload may be 16 MiB, and a frame that names a dictionary
+    /// costs its sender a few dozen bytes. A device's frames of a few
+    /// thousand messages fit by the dozen.
+    public static let recoveryBytes = 1 << 20
+
+    /// How many of the newest rows, whose uncompressed lengths are
+    /// `lengths` (newest first, as stored), fit in `maximumBytes` together:
+    /// the rows up to the first that would pass it, or whose length is not
+    /// a payload's.
+    public static func rows(_ lengths: [Int64], within maximumBytes: Int) -> Int {
+        var total: Int64 = 0
+        for (index, length) in lengths.enumerated() {
+            guard (0...Int64(WireLimits.maximumPayloadBytes)).contains(length), total + length <= Int64(maximumBytes) else { return index }
+            total += length
+        }
+        return lengths.count
+    }
 
     /// 64 MiB: the last two dictionaries of 1,024 devices that each list a
     /// thousand hashes or more, or of far more devices that list fewer.

@@ -69,11 +69,13 @@ public protocol CloudStore: AnyObject, Sendable {
     func contentRequestHead(app: AppID) throws(CloudError) -> Int64
 
     func verifyLog() throws(CloudError) -> CloudLogVerification
-    /// The uncompressed payloads of the newest `limit` log rows of `device`
-    /// of `app`, newest first (by epoch, then last seq), each checked
-    /// against its digest: what `FrameDictionaries` recovers a dictionary
-    /// from.
-    func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]]
+    /// The uncompressed payloads of the newest log rows of `device` of
+    /// `app`, newest first (by epoch, then last seq), each checked against
+    /// its digest: at most `limit` rows, and only as many as fit in
+    /// `maximumBytes` uncompressed together (`FrameDictionaries.rows`), read
+    /// from their lengths before any payload is. What `FrameDictionaries`
+    /// recovers a dictionary from.
+    func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int, maximumBytes: Int) throws(CloudError) -> [[UInt8]]
     /// Reads the cloud log of `app` (of every app, one after another, when
     /// nil) from log seq `start` on, until `body` returns false.
     func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
@@ -277,10 +279,11 @@ extension CloudStore {
         do {
             // A busy device's few newest frames list 1,024 hashes already,
             // and frames are up to a MiB: read more only when those do not do.
-            var payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.firstRecoveryRows)
+            let budget = FrameDictionaries.recoveryBytes
+            var payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.firstRecoveryRows, maximumBytes: budget)
             var recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads)
             if recovered == nil && payloads.count == FrameDictionaries.firstRecoveryRows {
-                payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.recoveryRows)
+                payloads = try newestLoggedPayloads(app: app, device: device, limit: FrameDictionaries.recoveryRows, maximumBytes: budget)
                 recovered = FrameDictionary.recover(digest: digest, fromNewestFirst: payloads)
             }
             if let recovered {

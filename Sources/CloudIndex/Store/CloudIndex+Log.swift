@@ -187,11 +187,16 @@ extension CloudIndex {
         RowDigest.hex(try RowDigest.compute(db, digestQueries.map { ($0, []) }))
     }
 
-    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]] {
+    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int, maximumBytes: Int) throws(CloudError) -> [[UInt8]] {
         try read { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT \(StoredLogRow.columns) FROM cloud_log WHERE app = ? AND device = ? ORDER BY epoch DESC, last_seq DESC LIMIT ?
-                """), arguments: [app, device, max(limit, 0)]).map { row throws(CloudError) in try StoredLogRow(row).plainPayload() }
+            let order = "WHERE app = ? AND device = ? ORDER BY epoch DESC, last_seq DESC LIMIT ?"
+            let lengths = try Row.fetchAll(db.cachedStatement(sql: "SELECT uncompressed_length FROM cloud_log \(order)"),
+                                           arguments: [app, device, max(limit, 0)])
+                .map { row throws(CloudError) in try Stored.column(row, 0, "cloud_log.uncompressed_length", as: Int64.self) }
+            let rows = FrameDictionaries.rows(lengths, within: maximumBytes)
+            guard rows > 0 else { return [] }
+            return try Row.fetchAll(db.cachedStatement(sql: "SELECT \(StoredLogRow.columns) FROM cloud_log \(order)"),
+                                    arguments: [app, device, rows]).map { row throws(CloudError) in try StoredLogRow(row).plainPayload() }
         }
     }
 

@@ -55,13 +55,26 @@ extension PostgresCloud {
 
     static let logColumnList = logColumns.split(separator: ",").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 
-    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int) throws(CloudError) -> [[UInt8]] {
+    public func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int, maximumBytes: Int) throws(CloudError) -> [[UInt8]] {
         try read { session in
-            try session.query("""
-                SELECT \(PostgresCloud.logColumns) FROM cloud_log WHERE app = $1 AND device = $2 ORDER BY epoch DESC, last_seq DESC LIMIT $3
-                """, [.text(app.rawValue), .text(device.rawValue), .int64(Int64(max(limit, 0)))]).map { row throws(CloudError) in
-                try PostgresCloud.logRow(row).plainPayload()
+            let order = "WHERE app = $1 AND device = $2 ORDER BY epoch DESC, last_seq DESC LIMIT $3"
+            let lengths = try session.query("SELECT uncompressed_length FROM cloud_log \(order)",
+                                            [.text(app.rawValue), .text(device.rawValue), .int64(Int64(max(limit, 0)))])
+                .map { row throws(CloudError) in try row.integer(0, "cloud_log.uncompressed_length") }
+            let rows = FrameDictionaries.rows(lengths, within: maximumBytes)
+            guard rows > 0 else { return [] }
+            // A row another server logged since is newer: the rows read are
+            // then those newest, each checked against the budget again.
+            var budget = Int64(maximumBytes)
+            var payloads: [[UInt8]] = []
+            for row in try session.query("SELECT \(PostgresCloud.logColumns) FROM cloud_log \(order)",
+                                         [.text(app.rawValue), .text(device.rawValue), .int64(Int64(rows))]) {
+                let stored = try PostgresCloud.logRow(row)
+                budget -= Int64(stored.uncompressedLength)
+                guard budget >= 0 else { break }
+                payloads.append(try stored.plainPayload())
             }
+            return payloads
         }
     }
 

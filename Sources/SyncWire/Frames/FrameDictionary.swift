@@ -73,18 +73,22 @@ public struct FrameDictionary: Hashable, Sendable {
     /// 1,024 hashes were listed since. Walking back from the end, a hash
     /// keeps its place at its latest listing, so each start is one more
     /// frame's hashes put in front of the last start's dictionary: at most
-    /// two digests a frame, each of at most 32 KiB, and none once 1,024
-    /// hashes are reached. A payload that lists no hash table ends the walk.
+    /// two digests a frame, each of at most 32 KiB, none for a frame that
+    /// lists no new hash, and none once 1,024 hashes are reached. A payload
+    /// that lists no hash table ends the walk.
     public static func recover(digest: [UInt8], fromNewestFirst newestFirst: [[UInt8]]) -> FrameDictionary? {
         for end in 0..<min(2, newestFirst.count) {
             var seen = Set<Listed>()
             // Newest first: reversed, the dictionary's order.
             var hashes: [Listed] = []
-            for payload in newestFirst[end...] {
+            for (index, payload) in newestFirst[end...].enumerated() {
                 guard let listed = try? FramePayload.listedHashes(payload) else { break }
+                let before = hashes.count
                 for hash in listed.reversed().map(Listed.init) where hashes.count < maximumHashes && seen.insert(hash).inserted {
                     hashes.append(hash)
                 }
+                // A frame that lists no new hash starts the same dictionary as the one after it.
+                if index > 0 && hashes.count == before { continue }
                 var bytes: [UInt8] = []
                 bytes.reserveCapacity(hashes.count * PublicHash.byteCount)
                 for hash in hashes.reversed() { bytes.append(contentsOf: hash.bytes) }

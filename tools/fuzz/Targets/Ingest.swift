@@ -166,9 +166,25 @@ enum Target {
 
         /// The dictionary of `digest` the cloud makes again from the newest
         /// log rows of device `index` (by epoch, then last seq), if they make it.
+        /// It reads the newest `firstRecoveryRows`, then `recoveryRows` when
+        /// those were as many and did not make it, each read as many rows as
+        /// fit in `recoveryBytes`.
         func recoverable(_ digest: [UInt8], device index: Int) -> FrameDictionary? {
             let newest = devices[index].logged.sorted { ($0.epoch, $0.lastSeq) > ($1.epoch, $1.lastSeq) }
-            return FrameDictionary.recover(digest: digest, fromNewestFirst: newest.prefix(FrameDictionaries.recoveryRows).map(\.plain))
+            func read(_ limit: Int) -> [[UInt8]] {
+                var total = 0
+                var payloads: [[UInt8]] = []
+                for row in newest.prefix(limit) {
+                    total += row.plain.count
+                    guard total <= FrameDictionaries.recoveryBytes else { break }
+                    payloads.append(row.plain)
+                }
+                return payloads
+            }
+            let first = read(FrameDictionaries.firstRecoveryRows)
+            if let found = FrameDictionary.recover(digest: digest, fromNewestFirst: first) { return found }
+            guard first.count == FrameDictionaries.firstRecoveryRows else { return nil }
+            return FrameDictionary.recover(digest: digest, fromNewestFirst: read(FrameDictionaries.recoveryRows))
         }
 
         /// What the cloud holds once it took `bytes` (not a probe): the
