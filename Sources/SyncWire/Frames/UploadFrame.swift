@@ -135,10 +135,9 @@ public struct UploadFrame: Hashable, Sendable {
 
     /// The frame as the cloud log keeps it: a payload deflated against a
     /// dictionary replaced by `plain` (this frame's `plainPayload`) stored,
-    /// so that a log row never needs another to be read. Deflating it again,
-    /// even at level 1, cost ingest more than the bytes it saved the log
-    /// (`docs/benchmarks.md`). The header and signature stay the ones the
-    /// device sent: the reply names that signature.
+    /// so that a log row never needs another to be read, and ingest does
+    /// not deflate it a second time. The header and signature stay the ones
+    /// the device sent: the reply names that signature.
     public func asLogged(_ plain: [UInt8]) -> UploadFrame {
         guard base != nil else { return self }
         var frame = self

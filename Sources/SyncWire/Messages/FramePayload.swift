@@ -68,7 +68,6 @@ public enum FramePayload {
     /// `purged` allows the residues a purge of the cloud log leaves
     /// (`OutboxMessage.contentPurged`); a frame never carries one.
     public static func decode(_ payload: [UInt8], count: Int, purged: Bool = false) throws(CodecError) -> [OutboxMessage] {
-        let hashCountAt = 0
         let (listed, tableEnd) = try table(payload, limit: count)
         var hashes: [PublicHash] = []
         hashes.reserveCapacity(listed.count)
@@ -105,7 +104,7 @@ public enum FramePayload {
             throw CodecError(.truncated, at: reader.offset, "the payload holds \(messages.count) messages, not \(count)")
         }
         guard used == hashes.count else {
-            throw CodecError(.nonCanonical, at: hashCountAt, "\(hashes.count - used) listed hashes are never used")
+            throw CodecError(.nonCanonical, at: 0, "\(hashes.count - used) listed hashes are never used")
         }
         return messages
     }
