@@ -87,7 +87,7 @@ package enum PostgresSchema {
             wanted_seq bigint,
             has_content bigint NOT NULL DEFAULT 0,
             PRIMARY KEY (app, key)
-        );
+        ) WITH (fillfactor = 70);
         CREATE INDEX hashes_wanted ON sightline.hashes (app, wanted_seq) WHERE wanted_seq IS NOT NULL;
         CREATE TABLE sightline.votes (
             app text COLLATE "C" NOT NULL,
@@ -100,7 +100,7 @@ package enum PostgresSchema {
             day_shown bigint NOT NULL DEFAULT 0,
             day_engaged bigint NOT NULL DEFAULT 0,
             PRIMARY KEY (app, key, voter)
-        );
+        ) WITH (fillfactor = 70);
         CREATE TABLE sightline.public_content (
             app text COLLATE "C" NOT NULL,
             key bytea NOT NULL,
