@@ -175,10 +175,15 @@ final class PostgresIngestTransaction: IngestTransaction {
             }
         }
         let voteSet = Set(entries.map { WorkingSet.VoteKey(key: $0.key, voter: Data($0.voter)) })
+        // The pages at the URLs the frame's content names, which an offer looks for.
+        var urls = Set<String>()
+        for case .content(_, let content) in messages {
+            if let url = content.webpageURL { urls.insert(url) }
+        }
         let kept = self.kept.take(app: app)
         let held = kept?.rows
         let read = try load(app: app, keys: held.map { rows in keySet.filter { !rows.holds($0) } } ?? keySet,
-                            votes: held.map { rows in voteSet.filter { !rows.holds($0) } } ?? voteSet)
+                            votes: held.map { rows in voteSet.filter { !rows.holds($0) } } ?? voteSet, urls: urls)
         guard read.settings == settings else { throw SettingsChanged(settings: read.settings) }
         head = read.head
 
@@ -193,14 +198,16 @@ final class PostgresIngestTransaction: IngestTransaction {
             rows.loaded(keys: read.keys, votes: read.votes, hashes: read.hashes, votes: read.voteRows, offers: read.offers)
             if held != nil {
                 // What was taken as kept is not exact: its rows are read too.
-                let rest = try load(app: app, keys: keySet.subtracting(read.keys), votes: voteSet.subtracting(read.votes))
+                let rest = try load(app: app, keys: keySet.subtracting(read.keys), votes: voteSet.subtracting(read.votes), urls: [])
                 rows.loaded(keys: rest.keys, votes: rest.votes, hashes: rest.hashes, votes: rest.voteRows, offers: rest.offers)
             }
         }
         let session = self.session
+        let storedURLs = read.pages
         rows.storedPage = { url in
-            try session.query("SELECT EXISTS (SELECT 1 FROM pages WHERE app = $1 AND url = $2)",
-                              [.text(app.rawValue), .text(url)])[0].flag(0, "a page's presence")
+            if urls.contains(url) { return storedURLs.contains(url) }
+            return try session.query("SELECT EXISTS (SELECT 1 FROM pages WHERE app = $1 AND url = $2)",
+                                     [.text(app.rawValue), .text(url)])[0].flag(0, "a page's presence")
         }
         rows.storedAllowance = { device in
             try session.query("SELECT day, reports FROM report_allowances WHERE app = $1 AND device = $2",
@@ -220,14 +227,17 @@ final class PostgresIngestTransaction: IngestTransaction {
         var hashes: [Data: WorkingSet.HashRow] = [:]
         var voteRows: [WorkingSet.VoteKey: WorkingSet.VoteRow] = [:]
         var offers: [Data: [Data: Data]] = [:]
+        /// Of the URLs asked for, those the app has a page at.
+        var pages: Set<String> = []
         var head: (seq: Int64, hash: [UInt8]) = (0, CloudLog.genesis)
         var wantedSeq: Int64 = 0
         var settings = FoldSettings(threshold: 1, agreement: 1)
     }
 
     /// Reads, in one statement, the rows of `keys` (the hashes' and their
-    /// offers) and of `votes`, with the app's log head, wanted seq and settings.
-    private func load(app: AppID, keys: Set<Data>, votes: Set<WorkingSet.VoteKey>) throws -> Loaded {
+    /// offers) and of `votes`, which of `urls` the app has pages at, and the
+    /// app's log head, wanted seq and settings.
+    private func load(app: AppID, keys: Set<Data>, votes: Set<WorkingSet.VoteKey>, urls: Set<String>) throws -> Loaded {
         let keyList = Array(keys)
         let voteList = Array(votes)
         let rows = try session.query("""
@@ -250,8 +260,11 @@ final class PostgresIngestTransaction: IngestTransaction {
             UNION ALL
             SELECT 5, NULL, NULL, NULL, \(PostgresCloud.settingColumns), NULL, NULL, NULL, NULL, NULL
               FROM cloud_meta WHERE key IN ('threshold', 'agreement')
+            UNION ALL
+            SELECT 6, NULL, NULL, convert_to(url, 'UTF8'), NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM pages WHERE app = $1 AND url = ANY($5::text[])
             """, [.text(app.rawValue), .byteaArray(keyList.map { [UInt8]($0) }), .byteaArray(voteList.map { [UInt8]($0.key) }),
-                  .byteaArray(voteList.map { [UInt8]($0.voter) })])
+                  .byteaArray(voteList.map { [UInt8]($0.voter) }), .textArray(Array(urls))])
         var loaded = Loaded(keys: keys, votes: votes)
         loaded.hashes.reserveCapacity(keyList.count)
         loaded.voteRows.reserveCapacity(voteList.count)
@@ -267,7 +280,12 @@ final class PostgresIngestTransaction: IngestTransaction {
                     Data(try row.bytes(3, "content_offers.digest"))
             case 3: loaded.head = (try row.integer(4, "cloud_log.seq of app \(app)"), try row.bytes(3, "cloud_log.hash of app \(app)"))
             case 4: loaded.wantedSeq = try row.count(4, "app_state.wanted_seq of \(app)")
-            default: stored.append((try row.integer(4, "a setting's name"), try row.optionalInteger(5, "a setting")))
+            case 5: stored.append((try row.integer(4, "a setting's name"), try row.optionalInteger(5, "a setting")))
+            default:
+                guard let url = String(validating: try row.bytes(3, "pages.url of app \(app)"), as: UTF8.self) else {
+                    throw CloudError(.corruptStore, "pages.url of app \(app) is not UTF-8")
+                }
+                loaded.pages.insert(url)
             }
         }
         loaded.settings = try FoldSettings(stored)
