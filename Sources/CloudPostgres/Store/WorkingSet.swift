@@ -144,11 +144,26 @@ final class WorkingSet: FoldRows {
         }
     }
 
-    private func changeHash(_ key: Data, _ change: (inout HashRow) -> Void) {
-        guard var row = hashes[key] else { return }
-        change(&row)
-        hashes[key] = row
+    /// Changes the row of `key` in place, if there is one. Every row held
+    /// was loaded or made from a loaded key, so a row found needs no other
+    /// check: one lookup where a check, a read and a write would take three.
+    private func changeHash(_ key: Data, _ change: (inout HashRow) -> Void) throws {
+        guard let index = hashes.index(forKey: key) else {
+            try checkHeld(key)
+            return
+        }
+        change(&hashes.values[index])
         changedHashes.insert(key)
+    }
+
+    /// `changeHash` for the vote row of `vote`.
+    private func changeVote(_ vote: VoteKey, _ change: (inout VoteRow) -> Void) throws {
+        guard let index = votes.index(forKey: vote) else {
+            try checkHeld(vote)
+            return
+        }
+        change(&votes.values[index])
+        changedVotes.insert(vote)
     }
 
     private func changeOffers(_ key: Data, _ change: (inout [Data: Data]) -> Void) {
@@ -174,70 +189,65 @@ final class WorkingSet: FoldRows {
 
     func readVote(app: AppID, key: Data, voter: [UInt8]) throws -> FoldMemory.Vote? {
         let vote = VoteKey(key: key, voter: Data(voter))
-        try checkHeld(vote)
-        return votes[vote].map {
-            FoldMemory.Vote(token: $0.token, live: $0.live, allowance: PopularityRule.Allowance(day: $0.day, used: $0.used))
+        guard let row = votes[vote] else {
+            try checkHeld(vote)
+            return nil
         }
+        return FoldMemory.Vote(token: row.token, live: row.live, allowance: PopularityRule.Allowance(day: row.day, used: row.used))
     }
 
     func setVote(live: Bool, app: AppID, key: Data, voter: [UInt8]) throws {
-        let vote = VoteKey(key: key, voter: Data(voter))
-        try checkHeld(vote)
-        guard var row = votes[vote] else { return }
-        row.live = live
-        votes[vote] = row
-        changedVotes.insert(vote)
+        try changeVote(VoteKey(key: key, voter: Data(voter))) { $0.live = live }
     }
 
     func writeAllowance(_ allowance: PopularityRule.Allowance, app: AppID, key: Data, voter: [UInt8]) throws {
-        let vote = VoteKey(key: key, voter: Data(voter))
-        try checkHeld(vote)
-        guard var row = votes[vote] else { return }
-        row.day = allowance.day
-        row.used = allowance.used
-        votes[vote] = row
-        changedVotes.insert(vote)
+        try changeVote(VoteKey(key: key, voter: Data(voter))) { row in
+            row.day = allowance.day
+            row.used = allowance.used
+        }
     }
 
     func changeVotes(app: AppID, key: Data, live: Int64, voters: Int64) throws -> FoldHashState? {
-        try checkHeld(key)
-        if var row = hashes[key] {
-            row.liveVotes += live
-            row.voters += voters
-            hashes[key] = row
+        let row: HashRow
+        if let index = hashes.index(forKey: key) {
+            hashes.values[index].liveVotes += live
+            hashes.values[index].voters += voters
+            row = hashes.values[index]
         } else {
-            hashes[key] = HashRow(hash: nil, liveVotes: live, voters: voters, views: 0, shown: 0, engaged: 0, wantedSeq: nil,
-                                  hasContent: false)
+            try checkHeld(key)
+            row = HashRow(hash: nil, liveVotes: live, voters: voters, views: 0, shown: 0, engaged: 0, wantedSeq: nil, hasContent: false)
+            hashes[key] = row
         }
         changedHashes.insert(key)
-        return try hashState(app: app, key: key)
+        return FoldHashState(liveVotes: row.liveVotes, isWanted: row.wantedSeq != nil, hasContent: row.hasContent)
     }
 
     func hashState(app: AppID, key: Data) throws -> FoldHashState? {
-        try checkHeld(key)
-        return hashes[key].map { FoldHashState(liveVotes: $0.liveVotes, isWanted: $0.wantedSeq != nil, hasContent: $0.hasContent) }
+        guard let row = hashes[key] else {
+            try checkHeld(key)
+            return nil
+        }
+        return FoldHashState(liveVotes: row.liveVotes, isWanted: row.wantedSeq != nil, hasContent: row.hasContent)
     }
 
     func addSignals(_ counted: Popularity, app: AppID, key: Data) throws {
-        try checkHeld(key)
         let views = Int64(clamping: counted.views), shown = Int64(clamping: counted.shown), engaged = Int64(clamping: counted.engaged)
-        guard var row = hashes[key] else {
+        guard let index = hashes.index(forKey: key) else {
+            try checkHeld(key)
             hashes[key] = HashRow(hash: nil, liveVotes: 0, voters: 0, views: views, shown: shown, engaged: engaged, wantedSeq: nil,
                                   hasContent: false)
             changedHashes.insert(key)
             return
         }
         let limit = Stored.maximumCount
-        row.views = min(row.views.addingReportingOverflow(views).partialValue, limit)
-        row.shown = min(row.shown.addingReportingOverflow(shown).partialValue, limit)
-        row.engaged = min(row.engaged.addingReportingOverflow(engaged).partialValue, limit)
-        hashes[key] = row
+        hashes.values[index].views = min(hashes.values[index].views.addingReportingOverflow(views).partialValue, limit)
+        hashes.values[index].shown = min(hashes.values[index].shown.addingReportingOverflow(shown).partialValue, limit)
+        hashes.values[index].engaged = min(hashes.values[index].engaged.addingReportingOverflow(engaged).partialValue, limit)
         changedHashes.insert(key)
     }
 
     func keepRawHash(_ hash: PublicHash, app: AppID, key: Data) throws {
-        try checkHeld(key)
-        changeHash(key) { $0.hash = hash.bytes }
+        try changeHash(key) { $0.hash = hash.bytes }
     }
 
     func markWanted(app: AppID, key: Data) throws {
@@ -245,7 +255,7 @@ final class WorkingSet: FoldRows {
         wantedSeq += 1
         wantedSeqChanged = true
         let next = wantedSeq
-        changeHash(key) { $0.wantedSeq = next }
+        try changeHash(key) { $0.wantedSeq = next }
     }
 
     func dropContent(app: AppID, key: Data) throws {
@@ -264,8 +274,7 @@ final class WorkingSet: FoldRows {
     }
 
     func clearPublicState(app: AppID, key: Data) throws {
-        try checkHeld(key)
-        changeHash(key) { row in
+        try changeHash(key) { row in
             row.hash = nil
             row.wantedSeq = nil
             row.hasContent = false
@@ -281,7 +290,7 @@ final class WorkingSet: FoldRows {
     func publish(_ content: PublicContent, app: AppID, key: Data, logSeq: Int64) throws {
         try checkHeld(key)
         contents[key] = .some(ContentRow(content: content, logSeq: logSeq))
-        changeHash(key) { row in
+        try changeHash(key) { row in
             row.wantedSeq = nil
             row.hasContent = true
         }
