@@ -249,6 +249,8 @@ package struct IngestCore {
         let asks = memory.asks
         let stream = DeviceStream(app: app, device: device)
         var requests: [PublicHash: AskMemory.Request]
+        // The fold's entries name the key and pseudonym of each hash the frame touched.
+        let entries = memory.devices[stream]
         if let known = asks.device(stream), let changed = asks.changes(since: known.mark) {
             requests = known.requests
             var check = Set(changed)
@@ -259,14 +261,17 @@ package struct IngestCore {
                 }
             }
             for hash in check {
-                requests[hash] = try request(hash, key: Data(secrets.key(app: app, hash: hash)), device: device, app: app,
-                                             memory: memory, in: transaction)
+                let entry = entries?[hash]
+                requests[hash] = try request(hash, key: entry?.key ?? Data(secrets.key(app: app, hash: hash)),
+                                             voter: entry?.voter ?? secrets.voter(device: device, hash: hash), app: app,
+                                             in: transaction)
             }
         } else {
             requests = [:]
             for wanted in try transaction.wantedHashes(app: app) {
-                requests[wanted.hash] = try request(wanted.hash, key: wanted.key, device: device, app: app, memory: memory,
-                                                    in: transaction)
+                requests[wanted.hash] = try request(wanted.hash, key: wanted.key,
+                                                    voter: entries?[wanted.hash]?.voter ?? secrets.voter(device: device, hash: wanted.hash),
+                                                    app: app, in: transaction)
             }
         }
         asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: stream)
@@ -277,12 +282,11 @@ package struct IngestCore {
                    popularity: popularity)
     }
 
-    /// `hash` as a request to `device`, or nil when the device is not asked
-    /// for it (`ContentRule.asksVoter`; the hash must be wanted). The
-    /// device's pseudonym comes from the fold's memory when it has one.
-    private func request<Transaction: IngestTransaction>(_ hash: PublicHash, key: Data, device: DeviceID, app: AppID,
-                                                         memory: FoldMemory, in transaction: Transaction) throws -> AskMemory.Request? {
-        let voter = memory.devices[DeviceStream(app: app, device: device)]?[hash]?.voter ?? secrets.voter(device: device, hash: hash)
+    /// `hash` as a request to the device whose pseudonym for it is `voter`,
+    /// or nil when the device is not asked for it (`ContentRule.asksVoter`;
+    /// the hash must be wanted).
+    private func request<Transaction: IngestTransaction>(_ hash: PublicHash, key: Data, voter: [UInt8], app: AppID,
+                                                         in transaction: Transaction) throws -> AskMemory.Request? {
         guard let state = try transaction.askState(app: app, key: key, voter: voter), let wantedSeq = state.wantedSeq,
               ContentRule.asksVoter(isLive: state.isLive, hasOffer: state.hasOffer, liveVotes: state.liveVotes,
                                     threshold: threshold, hasContent: state.hasContent) else { return nil }

@@ -382,14 +382,19 @@ final class PostgresIngestTransaction: IngestTransaction {
             case .signal, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: break
             }
         }
+        // The fold's entries name the key and pseudonym of each hash the frame touched.
         let entries = memory.devices[stream]
-        let unread = hashes.filter { hash in
-            let key = Data(secrets.key(app: app, hash: hash))
-            return askStates[key] == nil && !absentAskStates.contains(key)
+        var keys: [Data] = []
+        var voters: [[UInt8]] = []
+        for hash in hashes {
+            let entry = entries?[hash]
+            let key = entry?.key ?? Data(secrets.key(app: app, hash: hash))
+            guard askStates[key] == nil, !absentAskStates.contains(key) else { continue }
+            keys.append(key)
+            voters.append(entry?.voter ?? secrets.voter(device: device, hash: hash))
         }
-        guard !unread.isEmpty else { return }
-        try readAskStates(app: app, keys: unread.map { Data(secrets.key(app: app, hash: $0)) },
-                          voters: unread.map { entries?[$0]?.voter ?? secrets.voter(device: device, hash: $0) })
+        guard !keys.isEmpty else { return }
+        try readAskStates(app: app, keys: keys, voters: voters)
     }
 
     func askState(app: AppID, key: Data, voter: [UInt8]) throws -> AskState? {
