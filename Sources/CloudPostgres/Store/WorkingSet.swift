@@ -144,26 +144,27 @@ final class WorkingSet: FoldRows {
         }
     }
 
-    /// Changes the row of `key` in place, if there is one. Every row held
-    /// was loaded or made from a loaded key, so a row found needs no other
-    /// check: one lookup where a check, a read and a write would take three.
-    private func changeHash(_ key: Data, _ change: (inout HashRow) -> Void) throws {
-        guard let index = hashes.index(forKey: key) else {
-            try checkHeld(key)
+    /// Changes the row of `key` in `rows` in place, if there is one, and
+    /// notes the key in `changed`; a key without a row must pass `check`.
+    /// Every row held was loaded or made from a loaded key, so a row found
+    /// needs no other check: one lookup where a check, a read and a write
+    /// would take three.
+    private static func change<Key: Hashable, Row>(_ key: Key, in rows: inout [Key: Row], noting changed: inout Set<Key>,
+                                                   check: (Key) throws -> Void, _ change: (inout Row) -> Void) throws {
+        guard let index = rows.index(forKey: key) else {
+            try check(key)
             return
         }
-        change(&hashes.values[index])
-        changedHashes.insert(key)
+        change(&rows.values[index])
+        changed.insert(key)
     }
 
-    /// `changeHash` for the vote row of `vote`.
+    private func changeHash(_ key: Data, _ change: (inout HashRow) -> Void) throws {
+        try WorkingSet.change(key, in: &hashes, noting: &changedHashes, check: checkHeld, change)
+    }
+
     private func changeVote(_ vote: VoteKey, _ change: (inout VoteRow) -> Void) throws {
-        guard let index = votes.index(forKey: vote) else {
-            try checkHeld(vote)
-            return
-        }
-        change(&votes.values[index])
-        changedVotes.insert(vote)
+        try WorkingSet.change(vote, in: &votes, noting: &changedVotes, check: checkHeld, change)
     }
 
     private func changeOffers(_ key: Data, _ change: (inout [Data: Data]) -> Void) {
