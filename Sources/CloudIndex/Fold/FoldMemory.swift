@@ -65,6 +65,37 @@ package final class FoldMemory {
         self.limit = limit
     }
 
+    /// What one device's hashes are filed and voted under (`names(for:secrets:)`).
+    package struct Names {
+        private let stream: DeviceStream
+        private let entries: [PublicHash: Entry]?
+        private let secrets: CloudSecrets
+
+        fileprivate init(stream: DeviceStream, entries: [PublicHash: Entry]?, secrets: CloudSecrets) {
+            self.stream = stream
+            self.entries = entries
+            self.secrets = secrets
+        }
+
+        /// The keyed hash of `hash` and the device's pseudonym for it.
+        package func of(_ hash: PublicHash) -> (key: Data, voter: [UInt8]) {
+            if let entry = entries?[hash] { return (entry.key, entry.voter) }
+            return (Data(secrets.key(app: stream.app, hash: hash)), secrets.voter(device: stream.device, hash: hash))
+        }
+
+        /// The device's pseudonym for `hash`.
+        package func voter(_ hash: PublicHash) -> [UInt8] {
+            entries?[hash]?.voter ?? secrets.voter(device: stream.device, hash: hash)
+        }
+    }
+
+    /// The keyed hash and pseudonym of each hash for the device of `stream`:
+    /// taken from the entries, which hold both for every hash a frame of the
+    /// device touched, else computed from `secrets` (an HMAC each).
+    package func names(for stream: DeviceStream, secrets: CloudSecrets) -> Names {
+        Names(stream: stream, entries: devices[stream], secrets: secrets)
+    }
+
     package func forget() {
         devices.removeAll(keepingCapacity: true)
         unwritten.removeAll(keepingCapacity: true)

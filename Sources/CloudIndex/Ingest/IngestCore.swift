@@ -249,8 +249,7 @@ package struct IngestCore {
         let asks = memory.asks
         let stream = DeviceStream(app: app, device: device)
         var requests: [PublicHash: AskMemory.Request]
-        // The fold's entries name the key and pseudonym of each hash the frame touched.
-        let entries = memory.devices[stream]
+        let names = memory.names(for: stream, secrets: secrets)
         if let known = asks.device(stream), let changed = asks.changes(since: known.mark) {
             requests = known.requests
             var check = Set(changed)
@@ -261,17 +260,14 @@ package struct IngestCore {
                 }
             }
             for hash in check {
-                let entry = entries?[hash]
-                requests[hash] = try request(hash, key: entry?.key ?? Data(secrets.key(app: app, hash: hash)),
-                                             voter: entry?.voter ?? secrets.voter(device: device, hash: hash), app: app,
-                                             in: transaction)
+                let named = names.of(hash)
+                requests[hash] = try request(hash, key: named.key, voter: named.voter, app: app, in: transaction)
             }
         } else {
             requests = [:]
             for wanted in try transaction.wantedHashes(app: app) {
-                requests[wanted.hash] = try request(wanted.hash, key: wanted.key,
-                                                    voter: entries?[wanted.hash]?.voter ?? secrets.voter(device: device, hash: wanted.hash),
-                                                    app: app, in: transaction)
+                requests[wanted.hash] = try request(wanted.hash, key: wanted.key, voter: names.voter(wanted.hash), app: app,
+                                                    in: transaction)
             }
         }
         asks.remember(AskMemory.Device(mark: asks.head, requests: requests), for: stream)

@@ -343,7 +343,8 @@ final class PostgresIngestTransaction: IngestTransaction {
             wanted.append((hash, Data(try row.bytes(1, "hashes.key")), try row.integer(2, "hashes.wanted_seq")))
         }
         guard !wanted.isEmpty else { return [] }
-        try readAskStates(app: app, keys: wanted.map(\.key), voters: wanted.map { secrets.voter(device: device, hash: $0.hash) })
+        let names = memory.names(for: DeviceStream(app: app, device: device), secrets: secrets)
+        try readAskStates(app: app, keys: wanted.map(\.key), voters: wanted.map { names.voter($0.hash) })
         return wanted
     }
 
@@ -382,16 +383,14 @@ final class PostgresIngestTransaction: IngestTransaction {
             case .signal, .page, .report, .reindexAsk, .contentPurged, .contentWithheld: break
             }
         }
-        // The fold's entries name the key and pseudonym of each hash the frame touched.
-        let entries = memory.devices[stream]
+        let names = memory.names(for: stream, secrets: secrets)
         var keys: [Data] = []
         var voters: [[UInt8]] = []
         for hash in hashes {
-            let entry = entries?[hash]
-            let key = entry?.key ?? Data(secrets.key(app: app, hash: hash))
-            guard askStates[key] == nil, !absentAskStates.contains(key) else { continue }
-            keys.append(key)
-            voters.append(entry?.voter ?? secrets.voter(device: device, hash: hash))
+            let named = names.of(hash)
+            guard askStates[named.key] == nil, !absentAskStates.contains(named.key) else { continue }
+            keys.append(named.key)
+            voters.append(named.voter)
         }
         guard !keys.isEmpty else { return }
         try readAskStates(app: app, keys: keys, voters: voters)
