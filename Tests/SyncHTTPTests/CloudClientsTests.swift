@@ -62,18 +62,26 @@ private struct TestPKI {
         defer { Task { await server.stop() } }
 
         let client = try CloudClients.trusting(caFile: pki.caFile)
-        let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 61)))
-        let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: store.app, device: store.deviceID,
-                                                secret: RunningServer.secret, proof: store.enrolmentProof, timeout: .seconds(10),
-                                                client: client)
-        try store.setDeviceKey(key)
-        try store.record(UserActivity(activityType: "com.example/read", title: "Over TLS", webpageURL: "https://example.com/tls",
-                                      eligibleForSearch: true, eligibleForPublicIndexing: true))
-        try store.recordEngaged(ref: "https://example.com/tls")
-        let transport = HTTPTransport(baseURL: server.url, timeout: .seconds(10), client: client)
-        let report = try await SyncClient(store: store, transport: transport).run()
-        #expect(report.failure == nil && report.messagesAcknowledged > 0, "\(report)")
-        #expect(try server.cloud.stats().messages == Int64(report.messagesAcknowledged))
+        // Shut down on every path: a client let go without it stops the
+        // whole test process (AsyncHTTPClient's debug check), hiding the
+        // error that ended the test.
+        do {
+            let store = try DeviceStore(at: .memory, options: StoreOptions(random: SeededRandom(seed: 61)))
+            let key = try await HTTPEnrolment.enrol(baseURL: server.url, app: store.app, device: store.deviceID,
+                                                    secret: RunningServer.secret, proof: store.enrolmentProof, timeout: .seconds(30),
+                                                    client: client)
+            try store.setDeviceKey(key)
+            try store.record(UserActivity(activityType: "com.example/read", title: "Over TLS", webpageURL: "https://example.com/tls",
+                                          eligibleForSearch: true, eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/tls")
+            let transport = HTTPTransport(baseURL: server.url, timeout: .seconds(30), client: client)
+            let report = try await SyncClient(store: store, transport: transport).run()
+            #expect(report.failure == nil && report.messagesAcknowledged > 0, "\(report)")
+            #expect(try server.cloud.stats().messages == Int64(report.messagesAcknowledged))
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
         try await client.shutdown()
 
         // The system's trust store does not know the test CA: no request gets through.
