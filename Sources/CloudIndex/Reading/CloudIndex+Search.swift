@@ -154,9 +154,9 @@ extension HashEntry {
         var object: JSONObject = [
             "liveVotes": .integer(Int64(liveVotes)),
             "devices": .integer(Int64(voters)),
-            "views": .integer(Int64(popularity.views)),
-            "shown": .integer(Int64(popularity.shown)),
-            "engaged": .integer(Int64(popularity.engaged)),
+            "views": .integer(Int64(clamping: popularity.views)),
+            "shown": .integer(Int64(clamping: popularity.shown)),
+            "engaged": .integer(Int64(clamping: popularity.engaged)),
             "engagementRatio": engagementRatio.map(JSONValue.double) ?? .null,
             "public": .bool(isPublic),
         ]

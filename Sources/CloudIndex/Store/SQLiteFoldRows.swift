@@ -49,9 +49,9 @@ struct SQLiteFoldRows: FoldRows {
     func writeAllowance(_ allowance: PopularityRule.Allowance, app: AppID, key: Data, voter: [UInt8]) throws {
         let spend = try statements.statement(.spendSignals, db)
         spend.bind(1, allowance.day)
-        spend.bind(2, Int64(allowance.used.views))
-        spend.bind(3, Int64(allowance.used.shown))
-        spend.bind(4, Int64(allowance.used.engaged))
+        spend.bind(2, Int64(clamping: allowance.used.views))
+        spend.bind(3, Int64(clamping: allowance.used.shown))
+        spend.bind(4, Int64(clamping: allowance.used.engaged))
         spend.bind(5, app)
         spend.bind(6, key)
         spend.bind(7, voter)
@@ -82,9 +82,9 @@ struct SQLiteFoldRows: FoldRows {
         let add = try statements.statement(.addSignals, db)
         add.bind(1, app)
         add.bind(2, key)
-        add.bind(3, Int64(counted.views))
-        add.bind(4, Int64(counted.shown))
-        add.bind(5, Int64(counted.engaged))
+        add.bind(3, Int64(clamping: counted.views))
+        add.bind(4, Int64(clamping: counted.shown))
+        add.bind(5, Int64(clamping: counted.engaged))
         try add.execute()
     }
 

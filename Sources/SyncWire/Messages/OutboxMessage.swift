@@ -235,9 +235,9 @@ extension OutboxMessage {
         case .vote(_, let token), .withdraw(_, let token):
             object["token"] = .string(token.description)
         case .signal(_, let counts):
-            object["views"] = .integer(Int64(counts.views))
-            object["shown"] = .integer(Int64(counts.shown))
-            object["engaged"] = .integer(Int64(counts.engaged))
+            object["views"] = .integer(Int64(clamping: counts.views))
+            object["shown"] = .integer(Int64(clamping: counts.shown))
+            object["engaged"] = .integer(Int64(clamping: counts.engaged))
         case .content(_, let content):
             content.addJSONFields(to: &object)
         case .page(_, let page):
