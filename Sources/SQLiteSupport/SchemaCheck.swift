@@ -93,8 +93,8 @@ public enum SchemaCheck {
     ///   clause (a CHECK, a foreign key) may be added.
     /// - Each index is defined as expected.
     /// - Tables named in `derived` (and their indexes) may be missing, and
-    ///   when one is defined otherwise (an older build's layout) they are
-    ///   all to be dropped.
+    ///   when one is defined otherwise or is one this build no longer makes
+    ///   (an older build's layout) they are all to be dropped.
     public static func verdict(found: [SchemaObject], expected: [SchemaObject], isCurrentVersion: Bool,
                                derived: Set<String> = [], isHistoric: (SchemaObject) -> Bool = { _ in false }) -> Verdict {
         let wanted = Dictionary(expected.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -105,6 +105,11 @@ public enum SchemaCheck {
             }
             guard let model = wanted[object.name], model.type == object.type, model.table == object.table else {
                 if isHistoric(object) { continue }
+                // A derived table this build no longer makes (or an index on one) is dropped with the others.
+                if object.type == "table" ? derived.contains(object.name) : derived.contains(object.table) {
+                    derivedDiffers = true
+                    continue
+                }
                 return .refused("the restored file holds a \(object.type) \(object.name) that no store of this build has")
             }
             if let difference = difference(object, model, isCurrentVersion: isCurrentVersion) {

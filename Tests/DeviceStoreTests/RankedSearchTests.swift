@@ -152,12 +152,7 @@ extension SearchDocument {
                 """) {
                 lines.append("doc \(row[0] as Int64) \(row[1] as String) \(row[2] as String) \(row[3] as Double) \(row[4] as String)")
             }
-            for row in try Row.fetchAll(db, sql: """
-                SELECT p.term, p.rank, d.kind, d.index_name, d.identifier FROM search_postings p JOIN search_docs d ON d.doc = p.doc
-                ORDER BY p.term, p.rank, d.kind, d.index_name, d.identifier
-                """) {
-                lines.append("posting \(row[0] as String) \(row[1] as Double) \(row[2] as Int64) \(row[3] as String) \(row[4] as String)")
-            }
+            lines.append(contentsOf: try postings(db).map { "posting \($0.term) \($0.rank) \($0.owner)" })
             for row in try Row.fetchAll(db, sql: "SELECT term, df FROM search_terms ORDER BY term") {
                 lines.append("term \(row[0] as String) \(row[1] as Int64)")
             }
@@ -198,6 +193,29 @@ extension SearchDocument {
         }
     }
 
+    /// Every posting of `search_runs`, by word and rank, with the document it
+    /// names (kind, index, identifier); checks that each word's runs hold
+    /// their postings in order, each run keyed by its first.
+    func postings(_ db: Database) throws -> [(term: String, rank: Double, owner: String)] {
+        var postings: [(term: String, rank: Double, owner: String)] = []
+        var previous: (term: String, posting: SearchIndex.RankedPosting)?
+        for row in try Row.fetchAll(db, sql: "SELECT term, rank, doc, entries FROM search_runs ORDER BY term, rank, doc") {
+            let term: String = row[0]
+            var run: [SearchIndex.RankedPosting] = []
+            try [UInt8]((row[3] as Data)).withUnsafeBytes { try SearchIndex.Run.decode($0, term: term, into: &run) }
+            #expect(run.first == SearchIndex.RankedPosting(rank: row[1], doc: row[2]))
+            #expect(run.count <= 2 * SearchIndex.Run.length)
+            for posting in run {
+                if let previous, previous.term == term { #expect(SearchIndex.RankedPosting.precedes(previous.posting, posting)) }
+                previous = (term, posting)
+                let owner = try Row.fetchOne(db, sql: "SELECT kind, index_name, identifier FROM search_docs WHERE doc = ?",
+                                             arguments: [posting.doc])
+                postings.append((term, posting.rank, owner.map { "\($0[0] as Int64) \($0[1] as String) \($0[2] as String)" } ?? "missing"))
+            }
+        }
+        return postings.sorted { ($0.term, $0.rank, $0.owner) < ($1.term, $1.rank, $1.owner) }
+    }
+
     @Test func theIndexFoldedCallByCallEqualsOneBuiltFromScratch() throws {
         let store = try makeStore()
         var generator = SearchCorpus(seed: 9, vocabularySize: 80)
@@ -230,16 +248,60 @@ extension SearchDocument {
         #expect(try searchIndexContents(store) == folded)
     }
 
+    /// A word in hundreds of documents, folded a batch at a time with
+    /// updates, deletions and engagement moving its postings, ends in runs
+    /// that split as they grew, and the index equals one built at once.
+    @Test func aCommonWordsRunsSplitAsTheyGrowAndEqualAFullBuild() throws {
+        let store = try makeStore()
+        let words = ["amber", "birch", "cedar", "dune", "ember", "fjord", "grove"]
+        for batch in 0..<12 {
+            try store.index(named: "t").indexSearchableItems((0..<25).map { offset in
+                let number = batch * 25 + offset
+                return item("\(number)", title: "common \(words[number % words.count]) \(number)",
+                            description: String(repeating: "filler ", count: number % 5) + "common")
+            })
+            if batch > 0 {
+                try store.index(named: "t").indexSearchableItems([item("\(batch * 7)", title: "common edited \(batch)")])
+                try store.index(named: "t").deleteSearchableItems(withIdentifiers: ["\(batch * 11)"])
+                try store.recordEngaged(ref: "\(batch * 13)")
+            }
+            #expect(try !store.search("common").isEmpty)
+        }
+        let runs = try store.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM search_runs WHERE term = 'common'") ?? 0 }
+        #expect(runs >= 300 / (2 * SearchIndex.Run.length))
+        let folded = try searchIndexContents(store)
+        try store.rebuildProjections()
+        #expect(try store.refreshSearchIndex().fullBuild)
+        #expect(try searchIndexContents(store) == folded)
+        #expect(try store.resultTitles("common edited 11") == ["common edited 11"])
+    }
+
+    /// A run that an edit of the store file cut short is an error naming the
+    /// table and the word, not a crash or a wrong answer.
+    @Test func aDamagedRunIsAnErrorNamingItsWord() throws {
+        let store = try makeStore()
+        try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])
+        _ = try store.refreshSearchIndex()
+        try store.write { db in try db.execute(sql: "UPDATE search_runs SET entries = x'000000000000F03F80' WHERE term = 'harbour'") }
+        let error = try #require(throws: DeviceStoreError.self) { try store.search("harbour") }
+        #expect(error.message.contains("search_runs") && error.message.contains("harbour"), "\(error)")
+    }
+
     @Test func anIndexOfAnotherLayoutIsBuiltAgain() throws {
         let store = try makeStore()
         try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])
         _ = try store.refreshSearchIndex()
         try store.write { db in
-            try db.execute(sql: "UPDATE search_meta SET value = 1 WHERE key = 'layout'")
+            try db.execute(sql: "UPDATE search_meta SET value = 4 WHERE key = 'layout'")
             try db.execute(sql: "DELETE FROM search_heads")
+            try db.execute(sql: """
+                CREATE TABLE search_postings (term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
+                PRIMARY KEY (term, rank, doc)) WITHOUT ROWID
+                """)
         }
         let refresh = try store.refreshSearchIndex()
         #expect(refresh.fullBuild)
+        #expect(try store.read { try $0.tableExists("search_postings") } == false)
         #expect(try store.read { try SearchIndex.documentCount($0) } == 1)
         #expect(try store.resultTitles("h") == ["Harbour lights"])
     }

@@ -444,4 +444,28 @@ func tampered(_ snapshot: String, in directory: URL, _ edit: (Database) throws -
         #expect(try restored.resultTitles("sunrise") == ["Sunrise"])
         #expect(try restored.verifyJournal().isValid)
     }
+
+    /// A snapshot an older build took holds tables of its search index that
+    /// this build no longer makes: the restore drops them with the rest of
+    /// the index, and the next search builds it again.
+    @Test func aSearchIndexWithARetiredTableIsDroppedAndBuiltAgain() throws {
+        let directory = try temporaryDirectory()
+        let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
+        #expect(try store.resultTitles("sunrise") == ["Sunrise"])
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        try store.snapshot(to: snapshot)
+        let older = try tampered(snapshot, in: directory) { db in
+            try db.execute(sql: """
+                DROP TABLE search_runs;
+                CREATE TABLE search_postings (term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
+                PRIMARY KEY (term, rank, doc)) WITHOUT ROWID;
+                UPDATE search_meta SET value = 4 WHERE key = 'layout';
+                """)
+        }
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        _ = try DeviceStore.restore(snapshot: older, to: target)
+        let restored = try DeviceStore(at: .file(target))
+        #expect(try restored.resultTitles("sunrise") == ["Sunrise"])
+        #expect(try restored.read { try $0.tableExists("search_postings") } == false)
+    }
 }

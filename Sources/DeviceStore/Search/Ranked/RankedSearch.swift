@@ -675,13 +675,16 @@ private struct Posting {
     var key: Double
 }
 
-/// One posting list, read in batches that grow as it is read further.
+/// One posting list, read a few runs at a time, more as it is read further.
 private final class TermCursor {
     private let term: String
     private let db: Database
-    private var rows: [(rank: Double, doc: Int64)] = []
+    private var rows: [SearchIndex.RankedPosting] = []
     private var position = 0
-    private var batch = 16
+    /// Runs the next read takes.
+    private var batch = 1
+    /// The key of the last run read.
+    private var lastRun: SearchIndex.RankedPosting?
     private var exhausted = false
 
     init(db: Database, term: String) throws {
@@ -702,25 +705,32 @@ private final class TermCursor {
 
     private func fill() throws {
         let statement: DirectStatement
-        if let last = rows.last {
+        if let lastRun {
             statement = try DirectStatement(db, """
-                SELECT rank, doc FROM search_postings WHERE term = ? AND (rank, doc) > (?, ?) ORDER BY rank, doc LIMIT ?
+                SELECT rank, doc, entries FROM search_runs WHERE term = ? AND (rank, doc) > (?, ?) ORDER BY rank, doc LIMIT ?
                 """)
             statement.bind(1, term)
-            statement.bind(2, last.rank)
-            statement.bind(3, last.doc)
+            statement.bind(2, lastRun.rank)
+            statement.bind(3, lastRun.doc)
             statement.bind(4, Int64(batch))
         } else {
-            statement = try DirectStatement(db, "SELECT rank, doc FROM search_postings WHERE term = ? ORDER BY rank, doc LIMIT ?")
+            statement = try DirectStatement(db, "SELECT rank, doc, entries FROM search_runs WHERE term = ? ORDER BY rank, doc LIMIT ?")
             statement.bind(1, term)
             statement.bind(2, Int64(batch))
         }
         defer { statement.reset() }
         rows.removeAll(keepingCapacity: true)
         position = 0
-        while try statement.step() { rows.append((statement.double(0), statement.int64(1))) }
-        exhausted = rows.count < batch
-        batch = min(batch * 4, 1024)
+        var runs = 0
+        while try statement.step() {
+            lastRun = SearchIndex.RankedPosting(rank: statement.double(0), doc: statement.int64(1))
+            try statement.withBlob(2) { bytes in try SearchIndex.Run.decode(bytes, term: term, into: &rows) }
+            runs += 1
+        }
+        exhausted = runs < batch
+        batch = min(batch * 4, 32)
+        // A run with no postings (only an edited file has one) ends nothing.
+        if rows.isEmpty, !exhausted { try fill() }
     }
 }
 

@@ -18,8 +18,11 @@ import SQLiteSupport
 ///   (journal seq) and `documents`;
 /// - `search_docs(doc, kind, index_name, identifier, multiplier, terms)`: one row per
 ///   searchable item or activity, with its words and impacts (`SearchDocument`);
-/// - `search_postings(term, rank, doc)`: for every word of every document,
-///   `rank = -(impact × multiplier)`, so that the primary key order is best first;
+/// - `search_runs(term, rank, doc, entries)`: every word's postings, best first,
+///   in runs of consecutive postings (`SearchIndex.Run`): a posting is a document
+///   and `rank = -(impact × multiplier)`, ordered by `(rank, doc)`, and each row
+///   is keyed by its run's first posting, so that the primary key order is best
+///   first and a batch of postings is written a run at a time;
 /// - `search_terms(term, df, max_key)`: the vocabulary, with each word's document
 ///   count and an upper bound of its keys (never lowered, so always a bound);
 /// - `search_refs(ref, doc)`: which documents an engagement reference affects;
@@ -31,8 +34,11 @@ import SQLiteSupport
 ///   characters, with `rank = -max_key`, so that a search for a short prefix opens
 ///   the words it starts best first without reading all of them.
 enum SearchIndex {
-    static let tables = ["search_meta", "search_docs", "search_postings", "search_terms", "search_refs", "search_heads",
+    static let tables = ["search_meta", "search_docs", "search_runs", "search_terms", "search_refs", "search_heads",
                          "search_high", "search_low"]
+
+    /// Tables of older layouts, dropped when the index is built again.
+    static let retiredTables = ["search_postings"]
 
     /// Postings of at least this impact (a word in a title, display name or
     /// keywords; a description alone stays below it) are also kept in
@@ -107,7 +113,7 @@ enum SearchIndex {
 
     /// The tables and index of `ddl`: derived data a store builds again when
     /// they are missing (a restore drops them when an older layout made them).
-    static let schemaObjects: Set<String> = Set(tables + ["search_refs_by_doc"])
+    static let schemaObjects: Set<String> = Set(tables + retiredTables + ["search_refs_by_doc"])
 
     static let ddl = """
         CREATE TABLE IF NOT EXISTS search_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
@@ -120,8 +126,8 @@ enum SearchIndex {
             terms BLOB NOT NULL,
             UNIQUE (identifier, index_name, kind)
         );
-        CREATE TABLE IF NOT EXISTS search_postings (
-            term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
+        CREATE TABLE IF NOT EXISTS search_runs (
+            term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL, entries BLOB NOT NULL,
             PRIMARY KEY (term, rank, doc)
         ) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS search_terms (
@@ -155,7 +161,7 @@ enum SearchIndex {
 
     /// The layout of these tables. An index of another layout (built by another
     /// version of Sightline) counts as never built, and the next refresh replaces it.
-    static let layout: Int64 = 4
+    static let layout: Int64 = 5
 
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
@@ -195,7 +201,10 @@ enum SearchIndex {
         // there is none: GRDB forgets every cached statement of the connection
         // after a schema statement, even `CREATE TABLE IF NOT EXISTS` that
         // creates nothing, and a search refreshes the index each time.
-        if through == nil { try db.execute(sql: ddl) }
+        if through == nil {
+            for table in retiredTables { try db.execute(sql: "DROP TABLE IF EXISTS \(table)") }
+            try db.execute(sql: ddl)
+        }
 
         var builder = Builder(db: db)
         let documents = try documentCount(db)
@@ -492,21 +501,27 @@ extension SearchIndex {
             }
             removals.sort(by: ordered)
             additions.sort(by: ordered)
-            try write(removals, words: words, "DELETE FROM search_postings WHERE term = ? AND rank = ? AND doc = ?")
-            try write(additions, words: words, "INSERT INTO search_postings (term, rank, doc) VALUES (?, ?, ?)")
+            try writeRuns(removals, additions, words: words, order: order)
             try writeBlocks(highChanges, into: "search_high", words: words, position: position)
             try writeBlocks(lowChanges, into: "search_low", words: words, position: position)
             try writeVocabulary(order.map { words[$0] }, dfDelta: order.map { dfDelta[$0] ?? 0 }, maxKey: order.map { maxKey[$0] })
         }
 
-        /// Runs `sql` (deleting or inserting a posting) once per posting.
-        private func write(_ postings: [Posting], words: [String], _ sql: String) throws {
-            let statement = try DirectStatement(db, sql)
-            for posting in postings {
-                statement.bind(1, words[posting.term])
-                statement.bind(2, posting.rank)
-                statement.bind(3, posting.doc)
-                try statement.execute()
+        /// Writes each word's posting changes (both lists in key order) into its runs.
+        private func writeRuns(_ removals: [Posting], _ additions: [Posting], words: [String], order: [Int]) throws {
+            let writer = try RunWriter(db)
+            var removal = removals.startIndex
+            var addition = additions.startIndex
+            for term in order {
+                let removalsEnd = removals[removal...].firstIndex { $0.term != term } ?? removals.endIndex
+                let additionsEnd = additions[addition...].firstIndex { $0.term != term } ?? additions.endIndex
+                guard removal < removalsEnd || addition < additionsEnd else { continue }
+                try writer.write(term: words[term],
+                                 removing: removals[removal..<removalsEnd].map { RankedPosting(rank: $0.rank, doc: $0.doc) }[...],
+                                 adding: additions[addition..<additionsEnd].map { RankedPosting(rank: $0.rank, doc: $0.doc) }[...],
+                                 isNew: fresh)
+                removal = removalsEnd
+                addition = additionsEnd
             }
         }
 
@@ -524,12 +539,15 @@ extension SearchIndex {
             for block in blocks {
                 guard let change = changes[block] else { continue }
                 var entries: [(doc: Int64, key: Double)] = []
-                readBlock.bind(1, words[block.term])
-                readBlock.bind(2, block.block)
-                if try readBlock.step() {
-                    readBlock.withBlob(0) { SearchIndex.decodeHigh($0, block: block.block, into: &entries) }
+                // A full build starts from empty tables.
+                if !fresh {
+                    readBlock.bind(1, words[block.term])
+                    readBlock.bind(2, block.block)
+                    if try readBlock.step() {
+                        readBlock.withBlob(0) { SearchIndex.decodeHigh($0, block: block.block, into: &entries) }
+                    }
+                    readBlock.reset()
                 }
-                readBlock.reset()
                 entries.removeAll { change.drop.contains($0.doc) }
                 entries.append(contentsOf: change.add)
                 entries.sort { $0.doc < $1.doc }
