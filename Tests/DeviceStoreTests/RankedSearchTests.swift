@@ -287,6 +287,34 @@ extension SearchDocument {
         #expect(error.message.contains("search_runs") && error.message.contains("harbour"), "\(error)")
     }
 
+    /// A store file someone edited may hold any count: document frequencies,
+    /// engagement and the document count at Int64.max are summed and folded
+    /// saturating, and searches still answer.
+    @Test func countsAtTheirLargestInAnEditedStoreDoNotOverflow() throws {
+        let store = try makeStore()
+        try store.index(named: "t").indexSearchableItems([
+            item("1", title: "Harbour lights", url: "https://example.com/1"),
+            item("2", title: "Harbours bells", url: "https://example.com/2"),
+        ])
+        for ref in ["1", "https://example.com/1", "2", "https://example.com/2"] { try store.recordShown(ref: ref) }
+        _ = try store.refreshSearchIndex()
+        let largest = Int64.max
+        try store.write { db in
+            try db.execute(sql: "UPDATE search_terms SET df = ?", arguments: [largest])
+            try db.execute(sql: "UPDATE engagement SET shown = ?, engaged = ?", arguments: [largest, largest])
+            try db.execute(sql: "UPDATE search_meta SET value = ? WHERE key = 'documents'", arguments: [largest])
+        }
+        // Two words under one prefix, whole and lazily read, and a result whose references' counts add up past Int64.max.
+        #expect(try store.resultTitles("harb").count == 2)
+        #expect(try store.resultTitles("h").count == 2)
+        #expect(try store.resultTitles("harbour lights") == ["Harbour lights"])
+        // Folding a new document and engagement into those counts.
+        try store.index(named: "t").indexSearchableItems([item("3", title: "Harbour", url: "https://example.com/3")])
+        try store.recordEngaged(ref: "https://example.com/1")
+        #expect(try store.resultTitles("harbour ").count == 2)
+        #expect(try store.read { try SearchIndex.documentCount($0) } == largest)
+    }
+
     @Test func anIndexOfAnotherLayoutIsBuiltAgain() throws {
         let store = try makeStore()
         try store.index(named: "t").indexSearchableItems([item("1", title: "Harbour lights")])

@@ -647,12 +647,21 @@ private final class Vocabulary {
     }
 
     func documentFrequency() throws -> Int64 {
-        lazy ? try readFrequencies().documents : wordFrequencies.reduce(0, +)
+        lazy ? try readFrequencies().documents : wordFrequencies.reduce(0) { $0.addingSaturated($1) }
     }
 
     /// The most rows one word can have in the block layers: one per block and table.
     private static func rowsPerWord(_ db: Database) throws -> Double {
         2 * Double(try SearchIndex.blockCount(db))
+    }
+
+    /// A sum SQLite gave as a double, as a count: an edited file's counts
+    /// may sum past what an Int64 holds, or to infinity.
+    private static func clamped(_ total: Double) -> Int64 {
+        if total.isNaN { return 0 }
+        if total >= 0x1p63 { return .max }
+        if total < -0x1p63 { return .min }
+        return Int64(total)
     }
 
     /// For a lazy word: both sums, from one range read of the vocabulary.
@@ -663,7 +672,7 @@ private final class Vocabulary {
         statement.bind(1, try Vocabulary.rowsPerWord(db))
         statement.bind(2, word.text)
         statement.bind(3, word.text + "\u{10FFFF}")
-        let read = try statement.step() ? (Int64(statement.double(0)), statement.double(1)) : (0, 0)
+        let read = try statement.step() ? (Vocabulary.clamped(statement.double(0)), statement.double(1)) : (0, 0)
         frequencies = read
         return read
     }

@@ -114,8 +114,8 @@ struct ResultAssembler {
             for ref in Set(members.flatMap(\.refs)).sorted() {
                 counts.bind(1, ref)
                 if try counts.step() {
-                    shown += Int(counts.int64(0))
-                    engaged += Int(counts.int64(1))
+                    shown = shown.addingSaturated(Int(counts.int64(0)))
+                    engaged = engaged.addingSaturated(Int(counts.int64(1)))
                 }
                 counts.reset()
             }
@@ -183,8 +183,8 @@ struct ResultAssembler {
         for ref in refs {
             counts.bind(1, ref)
             if try counts.step() {
-                shown += Int(counts.int64(0))
-                engaged += Int(counts.int64(1))
+                shown = shown.addingSaturated(Int(counts.int64(0)))
+                engaged = engaged.addingSaturated(Int(counts.int64(1)))
             }
             counts.reset()
         }

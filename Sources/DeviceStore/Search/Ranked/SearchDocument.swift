@@ -233,6 +233,17 @@ extension SearchDocument {
     }
 }
 
+extension FixedWidthInteger where Self: SignedInteger {
+    /// `self + other`, held at the type's bounds instead of overflowing: the
+    /// search index sums counts read from the store, and a store file someone
+    /// edited may hold any count.
+    func addingSaturated(_ other: Self) -> Self {
+        let (sum, overflow) = addingReportingOverflow(other)
+        guard overflow else { return sum }
+        return other < 0 ? .min : .max
+    }
+}
+
 struct SearchIndexError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }

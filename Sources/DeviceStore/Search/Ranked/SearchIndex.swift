@@ -223,7 +223,7 @@ enum SearchIndex {
         try setMeta.execute(arguments: ["layout", layout])
         try setMeta.execute(arguments: ["max_multiplier", maximum])
         try setMeta.execute(arguments: ["indexed_through", head])
-        try setMeta.execute(arguments: ["documents", (full ? 0 : documents) + builder.documentDelta])
+        try setMeta.execute(arguments: ["documents", (full ? 0 : documents).addingSaturated(builder.documentDelta)])
         return Refresh(fullBuild: full, documentsWritten: builder.documentsWritten, indexedThrough: head)
     }
 }
@@ -338,8 +338,8 @@ extension SearchIndex {
             var engaged = 0
             for ref in refs {
                 let count = try counts(ref)
-                shown += count.shown
-                engaged += count.engaged
+                shown = shown.addingSaturated(count.shown)
+                engaged = engaged.addingSaturated(count.engaged)
             }
             return (shown, engaged)
         }
@@ -587,7 +587,7 @@ extension SearchIndex {
                 findTerm.bind(1, term)
                 let old: (df: Int64, maxKey: Double)? = try findTerm.step() ? (findTerm.int64(0), findTerm.double(1)) : nil
                 findTerm.reset()
-                let df = (old?.df ?? 0) + Int64(delta)
+                let df = (old?.df ?? 0).addingSaturated(Int64(delta))
                 let newMax = max(old?.maxKey ?? -.infinity, maxKey[index] ?? -.infinity)
                 let headsChange = df <= 0 || old?.maxKey != newMax
                 if let old, headsChange { try file(term, maxKey: old.maxKey, under: deleteHead) }
