@@ -427,45 +427,30 @@ func tampered(_ snapshot: String, in directory: URL, _ edit: (Database) throws -
         #expect(!FileManager.default.fileExists(atPath: target))
     }
 
-    /// The search index is derived: one of another layout (an older build's)
-    /// is dropped by the restore and built again by the next search.
-    @Test func aSearchIndexOfAnotherLayoutIsDroppedAndBuiltAgain() throws {
+    /// The search index is derived: one of another layout (an older build's:
+    /// a table defined otherwise, or one this build no longer makes) is
+    /// dropped by the restore and built again by the next search.
+    @Test(arguments: [
+        "DROP TABLE search_terms; CREATE TABLE search_terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID",
+        """
+        DROP TABLE search_runs;
+        CREATE TABLE search_postings (term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
+        PRIMARY KEY (term, rank, doc)) WITHOUT ROWID;
+        UPDATE search_meta SET value = 4 WHERE key = 'layout';
+        """,
+    ])
+    func aSearchIndexOfAnotherLayoutIsDroppedAndBuiltAgain(olderLayout: String) throws {
         let directory = try temporaryDirectory()
         let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
         #expect(try store.resultTitles("sunrise") == ["Sunrise"])
         let snapshot = directory.appendingPathComponent("device.snap").path
         try store.snapshot(to: snapshot)
-        let older = try tampered(snapshot, in: directory) { db in
-            try db.execute(sql: "DROP TABLE search_terms; CREATE TABLE search_terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID")
-        }
+        let older = try tampered(snapshot, in: directory) { db in try db.execute(sql: olderLayout) }
         let target = directory.appendingPathComponent("restored.sqlite").path
         _ = try DeviceStore.restore(snapshot: older, to: target)
         let restored = try DeviceStore(at: .file(target))
         #expect(try restored.resultTitles("sunrise") == ["Sunrise"])
         #expect(try restored.verifyJournal().isValid)
-    }
-
-    /// A snapshot an older build took holds tables of its search index that
-    /// this build no longer makes: the restore drops them with the rest of
-    /// the index, and the next search builds it again.
-    @Test func aSearchIndexWithARetiredTableIsDroppedAndBuiltAgain() throws {
-        let directory = try temporaryDirectory()
-        let store = try filledStore(at: directory.appendingPathComponent("device.sqlite").path)
-        #expect(try store.resultTitles("sunrise") == ["Sunrise"])
-        let snapshot = directory.appendingPathComponent("device.snap").path
-        try store.snapshot(to: snapshot)
-        let older = try tampered(snapshot, in: directory) { db in
-            try db.execute(sql: """
-                DROP TABLE search_runs;
-                CREATE TABLE search_postings (term TEXT NOT NULL, rank REAL NOT NULL, doc INTEGER NOT NULL,
-                PRIMARY KEY (term, rank, doc)) WITHOUT ROWID;
-                UPDATE search_meta SET value = 4 WHERE key = 'layout';
-                """)
-        }
-        let target = directory.appendingPathComponent("restored.sqlite").path
-        _ = try DeviceStore.restore(snapshot: older, to: target)
-        let restored = try DeviceStore(at: .file(target))
-        #expect(try restored.resultTitles("sunrise") == ["Sunrise"])
         #expect(try restored.read { try $0.tableExists("search_postings") } == false)
     }
 }
