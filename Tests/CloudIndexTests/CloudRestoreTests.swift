@@ -334,6 +334,28 @@ import Testing
         #expect(refused.message.contains("--force"))
     }
 
+    /// A cloud store file edited to hold a value of the wrong type where a
+    /// snapshot reads each device's position is refused with an error naming
+    /// the column, not a trap, and no snapshot is written.
+    @Test(arguments: [
+        ("UPDATE device_epochs SET app = X'FF00FE'", "device_epochs.app"),
+        ("UPDATE device_epochs SET epoch = 'first'", "device_epochs.epoch"),
+        ("UPDATE device_epochs SET last_seq = X''", "device_epochs.last_seq"),
+    ])
+    func aSnapshotOfACloudStoreEditedToHoldAWrongTypeIsRefusedNamingTheColumn(edit: String, named: String) async throws {
+        let directory = try temporaryDirectory("sightline-cloud-edited")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.snap").path
+        let (switchboard, stores) = try fleet(at: path, clock: ManualClock(harnessStart))
+        try vote(stores)
+        try await sync(stores, through: switchboard)
+        try await DatabaseQueue(path: path).write { db in try db.execute(sql: edit) }
+        let refused = try #require(throws: CloudError.self) { try switchboard.cloud.snapshot(to: snapshot) }
+        #expect(refused.message.contains("\(named) cannot be read"), "\(refused.code): \(refused.message)")
+        #expect(!FileManager.default.fileExists(atPath: snapshot))
+    }
+
     /// A restore in two steps (the simulator stages one while its cloud is
     /// down): staging extracts and checks the backup beside the store and
     /// leaves the store as it is; finishing puts the backup in its place. A

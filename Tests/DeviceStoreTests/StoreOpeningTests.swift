@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import IndexQuery
 import Testing
 
 @Suite struct StoreOpeningTests {
@@ -227,6 +228,65 @@ import Testing
                 try read()
             } catch let error as DeviceStoreError {
                 #expect(error.code == .corruptStore && error.message.contains(named), "\(error)")
+                refused += 1
+            }
+        }
+        #expect(refused >= 1, "no read noticed \(edit)")
+    }
+}
+
+/// A column holding a value of a type this build never writes there (SQLite
+/// keeps whatever an edit puts in a column of a rowid table) is a
+/// `corruptStore` error naming the column when a search, a query, a read or a
+/// snapshot reads it, never a trap.
+@Suite struct WrongTypeInAnEditedStoreTests {
+    @Test(arguments: [
+        ("UPDATE items SET attributes = 1.5", "items.attributes"),
+        ("UPDATE items SET expires = 'soon'", "items.expires"),
+        ("UPDATE items SET item_id = X'FF00FE'", "items.item_id"),
+        ("UPDATE items SET index_name = X'FF00FE'", "items.index_name"),
+        ("UPDATE items SET domain = X'FF00FE'", "items.domain"),
+        ("UPDATE activities SET view_count = 'many'", "activities.view_count"),
+        ("UPDATE activities SET activity_key = X'FF00FE'", "activities.activity_key"),
+        ("UPDATE engagement SET ref = NULL", "engagement.ref"),
+        ("UPDATE engagement SET shown = 'often'", "engagement.shown"),
+        ("UPDATE client_states SET state = -1", "client_states.state"),
+        ("UPDATE client_states SET index_name = NULL", "client_states.index_name"),
+        ("UPDATE event_journal SET hash = 1.5 WHERE seq = (SELECT max(seq) FROM event_journal)", "hash of journal seq"),
+        ("UPDATE event_journal SET hash = X'0102' WHERE seq = (SELECT max(seq) FROM event_journal)", "hash of journal seq"),
+    ])
+    func aValueOfTheWrongTypeIsACorruptStoreErrorNamingItsColumn(edit: String, named: String) throws {
+        let directory = try temporaryDirectory()
+        let path = directory.appendingPathComponent("edited.sqlite").path
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+            var attributes = AttributeSet()
+            attributes.title = "Harbour lights"
+            attributes.contentURL = "https://example.com/h"
+            var batch = store.index(named: "t").beginBatch()
+            batch.indexSearchableItems([SearchableItem(uniqueIdentifier: "h", domainIdentifier: "d", attributes: attributes)])
+            try store.index(named: "t").endBatch(batch, clientState: [1, 2, 3])
+            try store.record(UserActivity(activityType: "t", title: "Harbour walk", webpageURL: "https://example.com/w",
+                                          eligibleForSearch: true, eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/h")
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: edit) }
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+        let reads: [() throws -> Void] = [
+            { _ = try store.search("harbour") },
+            { _ = try store.query(try QueryParser.parse("title == \"*\"")) },
+            { _ = try store.items(in: "t") },
+            { _ = try store.activities() },
+            { _ = try store.engagement(ref: "https://example.com/h") },
+            { _ = try store.snapshot(to: directory.appendingPathComponent("backup.slsnap").path) },
+        ]
+        var refused = 0
+        for read in reads {
+            do {
+                try read()
+            } catch let error as DeviceStoreError {
+                #expect(error.code == .corruptStore || error.code == .corruptJournal, "\(error)")
+                #expect(error.message.contains(named), "\(error)")
                 refused += 1
             }
         }

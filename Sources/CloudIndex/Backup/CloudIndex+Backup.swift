@@ -126,7 +126,12 @@ extension CloudIndex {
                 let held = try Row.fetchAll(db, sql: """
                     SELECT app, device, epoch, last_seq FROM device_epochs e
                     WHERE epoch = (SELECT max(epoch) FROM device_epochs WHERE app = e.app AND device = e.device) ORDER BY app, device
-                    """).map { CloudSnapshotCopy.HeldPosition(app: $0[0], device: $0[1], epoch: $0[2], seq: $0[3]) }
+                    """).map { row throws(CloudError) in
+                    CloudSnapshotCopy.HeldPosition(app: try Stored.column(row, 0, "device_epochs.app"),
+                                                   device: try Stored.column(row, 1, "device_epochs.device"),
+                                                   epoch: try Stored.column(row, 2, "device_epochs.epoch"),
+                                                   seq: try Stored.column(row, 3, "device_epochs.last_seq"))
+                }
                 let manifest = CloudSnapshotCopy.manifest(heads: try logHeads(db),
                                                           devices: try Int64.fetchOne(db, sql: "SELECT count(*) FROM devices") ?? 0,
                                                           threshold: threshold, createdAt: clock.now())

@@ -170,7 +170,18 @@ extension DeviceStore {
         let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
         var clientStates = JSONObject()
         for row in try Row.fetchAll(db, sql: "SELECT index_name, state FROM client_states ORDER BY index_name") {
-            clientStates[row[0] as String] = .string((row[1] as Data).base64EncodedString())
+            let state: Data = try StoredValue.column(row, 1, "client_states.state")
+            clientStates[try StoredValue.column(row, 0, "client_states.index_name")] = .string(state.base64EncodedString())
+        }
+        var headSeq: Int64 = 0
+        var headHash = ChainHash.genesis.hex
+        if let head {
+            headSeq = try StoredValue.column(head, 0, "the journal's last seq")
+            let hash: Data = try StoredValue.column(head, 1, "the hash of journal seq \(headSeq)")
+            guard let chained = ChainHash([UInt8](hash)) else {
+                throw DeviceStoreError(.corruptJournal, "the hash of journal seq \(headSeq) holds \(hash.count) bytes, not 32")
+            }
+            headHash = chained.hex
         }
         return [
             "format": .string("sightline-snapshot"),
@@ -179,8 +190,8 @@ extension DeviceStore {
             "device": .string(String.fromDatabaseValue(try meta("device_id")) ?? ""),
             "app": .string(String.fromDatabaseValue(try meta("app")) ?? ""),
             "epoch": .integer(Int64.fromDatabaseValue(try meta("epoch")) ?? 1),
-            "headSeq": .integer(head.map { $0[0] as Int64 } ?? 0),
-            "headHash": .string(head.map { ChainHash(unchecked: [UInt8]($0[1] as Data)).hex } ?? ChainHash.genesis.hex),
+            "headSeq": .integer(headSeq),
+            "headHash": .string(headHash),
             "outboxHead": .string(try OutboxStore.head(db).description),
             "acknowledged": .string(try OutboxStore.acknowledged(db).description),
             "durable": .string(try OutboxStore.durable(db).description),
@@ -389,8 +400,8 @@ extension DeviceStore {
                                            arguments: [time.millisecondsSince1970]) else {
             return try Int64.fetchOne(db, sql: "SELECT max(seq) FROM event_journal").map { Seq(UInt64(max($0, 0))) }
         }
-        let firstAfter: Int64 = after[0]
-        let call: Int64 = after[1]
+        let firstAfter: Int64 = try StoredValue.column(after, 0, "event_journal.seq")
+        let call: Int64 = try StoredValue.column(after, 1, "event_journal.call of seq \(firstAfter)")
         let callStart = try Int64.fetchOne(db, sql: "SELECT min(seq) FROM event_journal WHERE call = ? AND seq <= ?",
                                            arguments: [call, firstAfter]) ?? firstAfter
         return callStart > 1 ? Seq(UInt64(callStart - 1)) : nil

@@ -49,12 +49,7 @@ extension DeviceStore {
         }
         return try read { db in
             try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
-                let blob: Data = row[4]
-                let expires: Int64? = row[3]
-                let item = SearchableItem(uniqueIdentifier: row[1], domainIdentifier: row[2],
-                                          attributes: try EventCodec.decodeAttributes([UInt8](blob)),
-                                          expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
-                return QueryMatch(index: row[0], item: item)
+                QueryMatch(index: try StoredValue.column(row, 0, "items.index_name"), item: try StoredValue.item(row, from: 1))
             }
         }
     }

@@ -27,7 +27,8 @@ struct CallExecutor {
             SELECT index_name, item_id FROM items WHERE expires IS NOT NULL AND expires <= ? ORDER BY expires, rowid
             """), arguments: [now.millisecondsSince1970])
         for row in items {
-            try appender.append(.itemExpired(index: row[0], identifier: row[1]))
+            try appender.append(.itemExpired(index: StoredValue.column(row, 0, "items.index_name"),
+                                             identifier: StoredValue.column(row, 1, "items.item_id")))
             outcome.expired += 1
         }
         let activities = try String.fetchAll(db.cachedStatement(sql: """

@@ -26,13 +26,7 @@ extension DeviceStore {
             let rows = try Row.fetchAll(db, sql: """
                 SELECT item_id, domain, expires, attributes FROM items WHERE index_name = ? ORDER BY item_id
                 """, arguments: [index])
-            return try rows.map { row in
-                let blob: Data = row[3]
-                let expires: Int64? = row[2]
-                return SearchableItem(uniqueIdentifier: row[0], domainIdentifier: row[1],
-                                      attributes: try EventCodec.decodeAttributes([UInt8](blob)),
-                                      expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
-            }
+            return try rows.map { row throws(DeviceStoreError) in try StoredValue.item(row, from: 0) }
         }
     }
 
@@ -71,17 +65,21 @@ extension DeviceStore {
             try Row.fetchAll(db, sql: """
                 SELECT payload, view_count, related_deleted FROM activities WHERE length(payload) > 0 ORDER BY activity_key
                 """).map { row in
-                let payload: Data = row[0]
+                let payload: Data = try StoredValue.column(row, 0, "activities.payload")
                 return StoredActivity(activity: try EventCodec.decodeActivity([UInt8](payload)),
-                                      viewCount: row[1], relatedItemDeleted: row[2])
+                                      viewCount: try StoredValue.column(row, 1, "activities.view_count"),
+                                      relatedItemDeleted: try StoredValue.column(row, 2, "activities.related_deleted"))
             }
         }
     }
 
     public func engagement(ref: String) throws(DeviceStoreError) -> EngagementCounts {
         try read { db in
-            let row = try Row.fetchOne(db, sql: "SELECT shown, engaged FROM engagement WHERE ref = ?", arguments: [ref])
-            return EngagementCounts(shown: row?[0] ?? 0, engaged: row?[1] ?? 0)
+            guard let row = try Row.fetchOne(db, sql: "SELECT shown, engaged FROM engagement WHERE ref = ?", arguments: [ref]) else {
+                return EngagementCounts(shown: 0, engaged: 0)
+            }
+            return EngagementCounts(shown: try StoredValue.column(row, 0, "engagement.shown of \(ref)"),
+                                    engaged: try StoredValue.column(row, 1, "engagement.engaged of \(ref)"))
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import IndexModel
 import SyncWire
@@ -19,6 +20,23 @@ enum StoredValue {
     /// checks it and named `prefix` + "epoch" and `prefix` + "seq".
     static func outboxPosition(epoch: Int64, seq: Int64, _ prefix: @autoclosure () -> String) throws(DeviceStoreError) -> OutboxPosition {
         OutboxPosition(epoch: Epoch(try position(epoch, prefix() + "epoch")), seq: OutboxSeq(try position(seq, prefix() + "seq")))
+    }
+
+    /// The item in columns `first` through `first + 3` of `row`: item_id,
+    /// domain, expires and attributes, in that order.
+    static func item(_ row: Row, from first: Int) throws(DeviceStoreError) -> SearchableItem {
+        let identifier: String = try column(row, first, "items.item_id")
+        let attributes: Data = try column(row, first + 3, "items.attributes of \(identifier)")
+        let expires = try column(row, first + 2, "items.expires of \(identifier)", as: Int64?.self)
+        let decoded: AttributeSet
+        do {
+            decoded = try EventCodec.decodeAttributes([UInt8](attributes))
+        } catch {
+            throw DeviceStoreError(.corruptStore, "items.attributes of \(identifier) does not decode: \(error)")
+        }
+        return SearchableItem(uniqueIdentifier: identifier,
+                              domainIdentifier: try column(row, first + 1, "items.domain of \(identifier)", as: String?.self),
+                              attributes: decoded, expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
     }
 
     /// Column `index` of `row`, decoded with GRDB's throwing decoding, which

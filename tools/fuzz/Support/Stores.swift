@@ -28,6 +28,8 @@ enum Stores {
             _ = try store.record(UserActivity(activityType: "com.example.read", title: "A page", keywords: ["page"],
                                               webpageURL: "https://example.com/a", eligibleForSearch: true,
                                               eligibleForPublicIndexing: true))
+            try store.recordEngaged(ref: "https://example.com/a")
+            _ = try store.refreshSearchIndex()
         }
     }
 

@@ -300,8 +300,9 @@ extension SearchIndex {
             for ref in refs.sorted() {
                 let rows = try Row.fetchAll(affected, arguments: [ref])
                 for row in rows {
-                    guard let kind = SearchDocument.Kind(rawValue: row[0]) else { continue }
-                    dirty.insert(DocumentKey(kind: kind, indexName: row[1], identifier: row[2]))
+                    guard let kind = SearchDocument.Kind(rawValue: try StoredValue.column(row, 0, "search_docs.kind")) else { continue }
+                    dirty.insert(DocumentKey(kind: kind, indexName: try StoredValue.column(row, 1, "search_docs.index_name"),
+                                             identifier: try StoredValue.column(row, 2, "search_docs.identifier")))
                 }
             }
         }
@@ -310,15 +311,19 @@ extension SearchIndex {
             fresh = true
             var counts: [String: (shown: Int, engaged: Int)] = [:]
             let rows = try Row.fetchCursor(db, sql: "SELECT ref, shown, engaged FROM engagement")
-            while let row = try rows.next() { counts[row[0]] = (row[1], row[2]) }
+            while let row = try rows.next() {
+                counts[try StoredValue.column(row, 0, "engagement.ref")] = (try StoredValue.column(row, 1, "engagement.shown"),
+                                                                            try StoredValue.column(row, 2, "engagement.engaged"))
+            }
             engagement = counts
             let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id FROM items")
             while let row = try items.next() {
-                dirty.insert(DocumentKey(kind: .item, indexName: row[0], identifier: row[1]))
+                dirty.insert(DocumentKey(kind: .item, indexName: try StoredValue.column(row, 0, "items.index_name"),
+                                         identifier: try StoredValue.column(row, 1, "items.item_id")))
             }
             let activities = try Row.fetchCursor(db, sql: "SELECT activity_key FROM activities WHERE eligible_search = 1")
             while let row = try activities.next() {
-                dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: row[0]))
+                dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: try StoredValue.column(row, 0, "activities.activity_key")))
             }
         }
 
