@@ -307,6 +307,8 @@ extension SearchIndex {
             }
         }
 
+        /// Makes the next `apply` a full build: every document is read by
+        /// one scan of its table, and the engagement counts are loaded whole.
         mutating func loadEverything() throws {
             fresh = true
             var counts: [String: (shown: Int, engaged: Int)] = [:]
@@ -316,15 +318,6 @@ extension SearchIndex {
                                                                             try StoredValue.column(row, 2, "engagement.engaged"))
             }
             engagement = counts
-            let items = try Row.fetchCursor(db, sql: "SELECT index_name, item_id FROM items")
-            while let row = try items.next() {
-                dirty.insert(DocumentKey(kind: .item, indexName: try StoredValue.column(row, 0, "items.index_name"),
-                                         identifier: try StoredValue.column(row, 1, "items.item_id")))
-            }
-            let activities = try Row.fetchCursor(db, sql: "SELECT activity_key FROM activities WHERE eligible_search = 1")
-            while let row = try activities.next() {
-                dirty.insert(DocumentKey(kind: .activity, indexName: "", identifier: try StoredValue.column(row, 0, "activities.activity_key")))
-            }
         }
 
         // MARK: Reading documents
@@ -349,46 +342,90 @@ extension SearchIndex {
             return (shown, engaged)
         }
 
-        /// The document as the projections hold it now, or nil when it is gone or
-        /// not searchable. Expiry is checked by each search, against its clock.
+        static let itemColumns = "title, display_name, content_description, keywords, content_url, ranking_hint"
+        static let activityColumns = "title, keywords, content_description, webpage_url, related, weak_related, view_count"
+
+        /// Each document to write with its key: for a full build, every item
+        /// and searchable activity, each table read by one scan in the order
+        /// it holds them; otherwise the dirty keys in key order, each read by
+        /// its key, with nil for a document that is gone or not searchable.
+        /// Expiry is checked by each search, against its clock.
+        func forEachDocument(_ body: (DocumentKey, SearchDocument?) throws -> Void) throws {
+            guard fresh else {
+                for key in dirty.sorted() { try body(key, try document(key)) }
+                return
+            }
+            let items = try DirectStatement(db, "SELECT index_name, item_id, \(Builder.itemColumns) FROM items")
+            defer { items.reset() }
+            while try items.step() {
+                let key = DocumentKey(kind: .item, indexName: try Builder.required(items, 0, "items.index_name"),
+                                      identifier: try Builder.required(items, 1, "items.item_id"))
+                try body(key, try item(key, items, from: 2))
+            }
+            let activities = try DirectStatement(db, """
+                SELECT activity_key, \(Builder.activityColumns) FROM activities WHERE eligible_search = 1
+                """)
+            defer { activities.reset() }
+            while try activities.step() {
+                let key = DocumentKey(kind: .activity, indexName: "", identifier: try Builder.required(activities, 0, "activities.activity_key"))
+                try body(key, try activity(key, activities, from: 1))
+            }
+        }
+
+        /// Column `column`, which this build only ever fills with text; an edited store may hold anything there.
+        private static func required(_ statement: DirectStatement, _ column: Int32, _ what: String) throws -> String {
+            guard statement.isText(column), let text = statement.text(column) else {
+                throw DeviceStoreError(.corruptStore, "\(what) is not text")
+            }
+            return text
+        }
+
+        /// The document as the projections hold it now, or nil when it is gone or not searchable.
         func document(_ key: DocumentKey) throws -> SearchDocument? {
-            let tieBreak = SearchDocument.tieBreak(kind: key.kind, indexName: key.indexName, identifier: key.identifier)
             switch key.kind {
             case .item:
-                let statement = try DirectStatement(db, """
-                    SELECT title, display_name, content_description, keywords, content_url, ranking_hint
-                    FROM items WHERE item_id = ? AND index_name = ?
-                    """)
+                let statement = try DirectStatement(db, "SELECT \(Builder.itemColumns) FROM items WHERE item_id = ? AND index_name = ?")
                 defer { statement.reset() }
                 statement.bind(1, key.identifier)
                 statement.bind(2, key.indexName)
                 guard try statement.step() else { return nil }
-                let terms = SearchDocument.terms(of: SearchDocument.itemFields(
-                    title: statement.text(0), displayName: statement.text(1),
-                    contentDescription: statement.text(2), keywords: statement.text(3)))
-                let refs = [key.identifier] + (statement.text(4).map { [$0] } ?? [])
-                let counts = try engagement(refs)
-                let multiplier = SearchDocument.Multiplier.item(hint: statement.optionalDouble(5), shown: counts.shown,
-                                                                engaged: counts.engaged, tieBreak: tieBreak)
-                return SearchDocument(kind: .item, indexName: key.indexName, identifier: key.identifier,
-                                      terms: terms, multiplier: multiplier.value, refs: refs)
+                return try item(key, statement, from: 0)
             case .activity:
                 let statement = try DirectStatement(db, """
-                    SELECT title, keywords, content_description, webpage_url, related, weak_related, view_count
-                    FROM activities WHERE activity_key = ? AND eligible_search = 1
+                    SELECT \(Builder.activityColumns) FROM activities WHERE activity_key = ? AND eligible_search = 1
                     """)
                 defer { statement.reset() }
                 statement.bind(1, key.identifier)
                 guard try statement.step() else { return nil }
-                let terms = SearchDocument.terms(of: SearchDocument.activityFields(
-                    title: statement.text(0), keywords: statement.text(1), contentDescription: statement.text(2)))
-                let refs = [statement.text(4), statement.text(5), statement.text(3)].compactMap { $0 }
-                let counts = try engagement(refs)
-                let multiplier = SearchDocument.Multiplier.activity(views: statement.int64(6), shown: counts.shown,
-                                                                    engaged: counts.engaged, tieBreak: tieBreak)
-                return SearchDocument(kind: .activity, indexName: "", identifier: key.identifier,
-                                      terms: terms, multiplier: multiplier.value, refs: refs)
+                return try activity(key, statement, from: 0)
             }
+        }
+
+        /// The item document in `itemColumns` of `statement`'s row, from column `first`.
+        private func item(_ key: DocumentKey, _ statement: DirectStatement, from first: Int32) throws -> SearchDocument {
+            let terms = SearchDocument.terms(of: SearchDocument.itemFields(
+                title: statement.text(first), displayName: statement.text(first + 1),
+                contentDescription: statement.text(first + 2), keywords: statement.text(first + 3)))
+            let refs = [key.identifier] + (statement.text(first + 4).map { [$0] } ?? [])
+            let counts = try engagement(refs)
+            let tieBreak = SearchDocument.tieBreak(kind: key.kind, indexName: key.indexName, identifier: key.identifier)
+            let multiplier = SearchDocument.Multiplier.item(hint: statement.optionalDouble(first + 5), shown: counts.shown,
+                                                            engaged: counts.engaged, tieBreak: tieBreak)
+            return SearchDocument(kind: .item, indexName: key.indexName, identifier: key.identifier,
+                                  terms: terms, multiplier: multiplier.value, refs: refs)
+        }
+
+        /// The activity document in `activityColumns` of `statement`'s row, from column `first`.
+        private func activity(_ key: DocumentKey, _ statement: DirectStatement, from first: Int32) throws -> SearchDocument {
+            let terms = SearchDocument.terms(of: SearchDocument.activityFields(
+                title: statement.text(first), keywords: statement.text(first + 1), contentDescription: statement.text(first + 2)))
+            let refs = [statement.text(first + 4), statement.text(first + 5), statement.text(first + 3)].compactMap { $0 }
+            let counts = try engagement(refs)
+            let tieBreak = SearchDocument.tieBreak(kind: key.kind, indexName: key.indexName, identifier: key.identifier)
+            let multiplier = SearchDocument.Multiplier.activity(views: statement.int64(first + 6), shown: counts.shown,
+                                                                engaged: counts.engaged, tieBreak: tieBreak)
+            return SearchDocument(kind: .activity, indexName: "", identifier: key.identifier,
+                                  terms: terms, multiplier: multiplier.value, refs: refs)
         }
 
         // MARK: Writing
@@ -421,8 +458,9 @@ extension SearchIndex {
             let insertRef = try DirectStatement(db, "INSERT OR IGNORE INTO search_refs (ref, doc) VALUES (?, ?)")
             let deleteRefs = try DirectStatement(db, "DELETE FROM search_refs WHERE doc = ?")
 
-            for key in dirty.sorted() {
-                let new = try document(key)
+            // Counted apart from `self`, which `forEachDocument` reads while the body runs.
+            var written = (documents: 0, delta: Int64(0), maximumMultiplier: maximumMultiplier)
+            try forEachDocument { key, new in
                 var old: (doc: Int64, multiplier: Double, terms: [UInt8])?
                 if !fresh {
                     findDoc.bind(1, key.identifier)
@@ -432,7 +470,7 @@ extension SearchIndex {
                     findDoc.reset()
                 }
                 let newTerms = new.map { SearchDocument.encode($0.terms) }
-                if let old, let new, old.multiplier == new.multiplier, old.terms == newTerms { continue }
+                if let old, let new, old.multiplier == new.multiplier, old.terms == newTerms { return }
 
                 let doc: Int64
                 if let old {
@@ -458,11 +496,11 @@ extension SearchIndex {
                     } else {
                         deleteDoc.bind(1, old.doc)
                         try deleteDoc.execute()
-                        documentDelta -= 1
+                        written.delta -= 1
                     }
                     doc = old.doc
                 } else {
-                    guard let new, let newTerms else { continue }
+                    guard let new, let newTerms else { return }
                     insertDoc.bind(1, key.kind.rawValue)
                     insertDoc.bind(2, key.indexName)
                     insertDoc.bind(3, key.identifier)
@@ -470,10 +508,10 @@ extension SearchIndex {
                     insertDoc.bind(5, newTerms)
                     try insertDoc.execute()
                     doc = insertDoc.lastInsertedRowID
-                    documentDelta += 1
+                    written.delta += 1
                 }
-                documentsWritten += 1
-                guard let new else { continue }
+                written.documents += 1
+                guard let new else { return }
                 for term in new.terms {
                     let id = termID(term.text)
                     let key = new.key(term)
@@ -487,13 +525,17 @@ extension SearchIndex {
                         lowChanges[block, default: ([], [])].add.append((doc, key))
                     }
                 }
-                maximumMultiplier = max(maximumMultiplier, new.multiplier)
+                written.maximumMultiplier = max(written.maximumMultiplier, new.multiplier)
                 for ref in new.refs {
                     insertRef.bind(1, ref)
                     insertRef.bind(2, doc)
                     try insertRef.execute()
                 }
             }
+
+            documentsWritten += written.documents
+            documentDelta += written.delta
+            maximumMultiplier = written.maximumMultiplier
 
             // Postings and vocabulary in key order.
             let order = words.indices.sorted { words[$0] < words[$1] }
