@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IndexModel
 import IndexQuery
+import SyncWire
 import Testing
 
 @Suite struct StoreOpeningTests {
@@ -292,6 +293,35 @@ import Testing
         }
         #expect(refused >= 1, "no read noticed \(edit)")
     }
+}
+
+/// A sync run sends the outbox's bytes as they are; an outbox message an
+/// edit has made into something that is not a message stops the run with an
+/// error naming its position, before anything is sent.
+@Test(arguments: ["X'FF00FE'", "'text'", "X''"])
+func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String) async throws {
+    struct Unreachable: Transport {
+        func exchange(_ frame: [UInt8]) async throws(TransportError) -> [UInt8] {
+            Issue.record("a frame was sent")
+            throw TransportError("this test sends nothing")
+        }
+    }
+    let path = try temporaryDirectory().appendingPathComponent("edited.sqlite").path
+    do {
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+        try store.setDeviceKey([UInt8](repeating: 7, count: 32))
+        try store.record(UserActivity(activityType: "t", title: "Edited", webpageURL: "https://example.com/e",
+                                      eligibleForSearch: true, eligibleForPublicIndexing: true))
+        try store.recordEngaged(ref: "https://example.com/e")
+    }
+    try await DatabaseQueue(path: path).write { db in
+        try db.execute(sql: "UPDATE outbox SET message = \(edit) WHERE seq = (SELECT max(seq) FROM outbox)")
+    }
+    let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart)))
+    let error = await #expect(throws: DeviceStoreError.self) {
+        _ = try await SyncClient(store: store, transport: Unreachable(), sleep: { _ in }).run()
+    }
+    #expect(error?.code == .corruptJournal && error?.message.contains("outbox message 1:") == true, "\(String(describing: error))")
 }
 
 /// Found by the snapshot-restore fuzz target: the store inside

@@ -68,7 +68,15 @@ extension DeviceStore {
             var records: [OutboxRecord] = []
             while try statement.step() {
                 let position = try StoredValue.outboxPosition(epoch: statement.int64(0), seq: statement.int64(1), "outbox.")
-                records.append(OutboxRecord(position: position, encoded: statement.blob(2)))
+                let encoded = statement.blob(2)
+                // The frame's payload is made of these bytes as they are; an
+                // edited store's must be a message before they go anywhere.
+                do {
+                    _ = try OutboxMessage.decode(encoded)
+                } catch {
+                    throw DeviceStoreError(.corruptJournal, "outbox message \(position) does not decode: \(error)")
+                }
+                records.append(OutboxRecord(position: position, encoded: encoded))
             }
             return records
         }
