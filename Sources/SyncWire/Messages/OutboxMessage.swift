@@ -94,6 +94,14 @@ extension OutboxMessage {
         tag == Tag.report.rawValue || tag == Tag.reindexAsk.rawValue
     }
 
+    /// Whether `bytes` has the shape a frame payload takes a message in
+    /// (`FramePayload.encode`): a known tag, then a hash unless the tag has
+    /// none. The fields after them are checked where the message is decoded.
+    public static func hasFrameShape(_ bytes: [UInt8]) -> Bool {
+        guard let tag = bytes.first, Tag(rawValue: tag) != nil else { return false }
+        return isHashless(tag) || bytes.count > PublicHash.byteCount
+    }
+
     public func encode(to writer: inout BinaryWriter) {
         switch self {
         case .vote(let hash, let token), .withdraw(let hash, let token):
