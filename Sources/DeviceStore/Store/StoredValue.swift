@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IndexModel
+import SQLiteSupport
 import SyncWire
 
 /// Numbers read back from a store file, checked: the file is outside bytes
@@ -37,6 +38,15 @@ enum StoredValue {
         return SearchableItem(uniqueIdentifier: identifier,
                               domainIdentifier: try column(row, first + 1, "items.domain of \(identifier)", as: String?.self),
                               attributes: decoded, expirationDate: expires.map { Timestamp(millisecondsSince1970: $0) })
+    }
+
+    /// Column `column` of the row `statement` is on, which this build only
+    /// ever fills with text: anything else is `corruptStore` naming `what`.
+    static func text(_ statement: DirectStatement, _ column: Int32, _ what: @autoclosure () -> String) throws(DeviceStoreError) -> String {
+        guard statement.isText(column), let text = statement.text(column) else {
+            throw DeviceStoreError(.corruptStore, "\(what()) is not text")
+        }
+        return text
     }
 
     /// Column `index` of `row`, decoded with GRDB's throwing decoding, which

@@ -358,8 +358,8 @@ extension SearchIndex {
             let items = try DirectStatement(db, "SELECT index_name, item_id, \(Builder.itemColumns) FROM items")
             defer { items.reset() }
             while try items.step() {
-                let key = DocumentKey(kind: .item, indexName: try Builder.required(items, 0, "items.index_name"),
-                                      identifier: try Builder.required(items, 1, "items.item_id"))
+                let key = DocumentKey(kind: .item, indexName: try StoredValue.text(items, 0, "items.index_name"),
+                                      identifier: try StoredValue.text(items, 1, "items.item_id"))
                 try body(key, try item(key, items, from: 2))
             }
             let activities = try DirectStatement(db, """
@@ -367,17 +367,9 @@ extension SearchIndex {
                 """)
             defer { activities.reset() }
             while try activities.step() {
-                let key = DocumentKey(kind: .activity, indexName: "", identifier: try Builder.required(activities, 0, "activities.activity_key"))
+                let key = DocumentKey(kind: .activity, indexName: "", identifier: try StoredValue.text(activities, 0, "activities.activity_key"))
                 try body(key, try activity(key, activities, from: 1))
             }
-        }
-
-        /// Column `column`, which this build only ever fills with text; an edited store may hold anything there.
-        private static func required(_ statement: DirectStatement, _ column: Int32, _ what: String) throws -> String {
-            guard statement.isText(column), let text = statement.text(column) else {
-                throw DeviceStoreError(.corruptStore, "\(what) is not text")
-            }
-            return text
         }
 
         /// The document as the projections hold it now, or nil when it is gone or not searchable.
