@@ -1,6 +1,7 @@
 @testable import DeviceStore
 import Foundation
 import GRDB
+import GRDBSQLite
 import IndexModel
 import IndexQuery
 import SyncWire
@@ -377,5 +378,73 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
         #expect(try released.projectionDigest() == kept.projectionDigest())
         #expect(try released.syncStatus() == kept.syncStatus())
         #expect(try released.verifyJournal().firstProblem == nil)
+    }
+}
+
+/// A store keeps the statements of its calls' path for its connection's
+/// life, and compiles those of rarer events for each use: a simulation
+/// keeps thousands of stores, and each kept statement costs every one of
+/// them 1 to 2 KiB for its life.
+@Suite struct KeptStatementsTests {
+    /// Fragments of the SQL of rare events' statements.
+    static let rare = [
+        "related_deleted = 1",              // a strongly related item's deletion
+        "SELECT related_deleted FROM",      // ... reaching a public activity
+        "SET live = 0",
+        "DELETE FROM public_votes",         // a withdrawal
+        "domain >= ?",                      // deletions by domain
+        "WHERE index_name = ? ORDER BY",    // deletion of all items
+        "FROM activities WHERE activity_key = ?)",  // deletion of activities by identifier
+        "INSERT INTO store_meta",           // the store's creation
+        "pragma_table_info",                // the journal's columns
+        "engaged = engaged - ?",            // a purge's engagement counts
+        "shown <= 0",
+        "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)",
+    ]
+
+    private func liveSQL(_ store: DeviceStore) -> [String] {
+        store.queue.inDatabase { db in
+            var texts: [String] = []
+            var statement = sqlite3_next_stmt(db.sqliteConnection, nil)
+            while let current = statement {
+                texts.append(sqlite3_sql(current).map { String(cString: $0) } ?? "")
+                statement = sqlite3_next_stmt(db.sqliteConnection, current)
+            }
+            return texts
+        }
+    }
+
+    @Test func aStoreKeepsNoStatementOfARareEventAfterIt() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(clock: clock)
+        let notes = store.index(named: "notes")
+        for number in 0..<6 {
+            _ = try notes.indexSearchableItems([item("n\(number)", domain: "d\(number % 2)", title: "Potato note \(number)")])
+            _ = try store.record(UserActivity(activityType: "com.example.read", title: "Potato recipe \(number)",
+                                              webpageURL: "https://example.com/\(number)", eligibleForSearch: true,
+                                              eligibleForPublicIndexing: true, relatedUniqueIdentifier: "n\(number)",
+                                              persistentIdentifier: "a\(number)"))
+            try store.recordShown(ref: "https://example.com/\(number)")
+            try store.recordEngaged(ref: "https://example.com/\(number)")
+        }
+        _ = try store.search("potato")
+        let kept = liveSQL(store)
+        _ = try notes.deleteSearchableItems(withIdentifiers: ["n0"])
+        _ = try notes.deleteSearchableItems(withDomainIdentifiers: ["d1"])
+        _ = try store.perform(.deleteActivities(identifiers: ["a2"]))
+        _ = try notes.deleteAllSearchableItems()
+        _ = try store.purge()
+        _ = try store.scanJournal { _ in true }
+        _ = try store.search("potato")
+        let after = liveSQL(store)
+        for fragment in KeptStatementsTests.rare {
+            #expect(!after.contains { $0.contains(fragment) }, "a statement with \"\(fragment)\" is still kept")
+        }
+        // The rare events ran their statements: one activity went, and the
+        // others lost their strongly related items.
+        let activities = try store.activities()
+        #expect(activities.count == 5)
+        #expect(activities.filter { !$0.relatedItemDeleted }.isEmpty, "\(activities)")
+        #expect(!kept.isEmpty)
     }
 }

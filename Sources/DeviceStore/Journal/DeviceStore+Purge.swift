@@ -98,7 +98,7 @@ extension DeviceStore {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         // A store never searched has no index to hold the words; one is not built for this.
-        if try read({ db in try db.tableExists("search_meta") }) {
+        if try read({ db in try SchemaLookup.hasTable(db, "search_meta") }) {
             _ = try refreshSearchIndex()
         }
         var report = try write { db in
@@ -369,12 +369,12 @@ extension DeviceStore {
         }
         if apply {
             // The residues count their engagement under the reference's pseudonym, so the projection does too.
-            let add = try db.cachedStatement(sql: """
+            let add = try db.makeStatement(sql: """
                 INSERT INTO engagement (ref, shown, engaged) VALUES (?, ?, ?)
                 ON CONFLICT (ref) DO UPDATE SET shown = shown + excluded.shown, engaged = engaged + excluded.engaged
                 """)
-            let subtract = try db.cachedStatement(sql: "UPDATE engagement SET shown = shown - ?, engaged = engaged - ? WHERE ref = ?")
-            let dropEmpty = try db.cachedStatement(sql: "DELETE FROM engagement WHERE ref = ? AND shown <= 0 AND engaged <= 0")
+            let subtract = try db.makeStatement(sql: "UPDATE engagement SET shown = shown - ?, engaged = engaged - ? WHERE ref = ?")
+            let dropEmpty = try db.makeStatement(sql: "DELETE FROM engagement WHERE ref = ? AND shown <= 0 AND engaged <= 0")
             for (reference, counts) in plan.purgedReferences.sorted(by: { $0.key < $1.key }) {
                 try add.execute(arguments: [pseudonyms(reference), counts.shown, counts.engaged])
                 try subtract.execute(arguments: [counts.shown, counts.engaged, reference])

@@ -22,7 +22,7 @@ extension DeviceStore {
     public func scanJournal(from start: Seq = Seq(1), _ body: (JournalRecord) throws -> Bool) throws(DeviceStoreError) -> JournalScan {
         var scan: JournalScan?
         do {
-            try queue.snapshotRead { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
+            try queue.snapshotRead(writePath.connection) { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
         } catch let error as DeviceStoreError {
             throw error
         } catch {
@@ -98,7 +98,8 @@ struct JournalRows {
         // the journal too is stepping it: then one of its own. Compiling it
         // for every scan was 40,000 compiles of a 10,000-device simulation,
         // one for each search's fold.
-        let sql = try JournalRows.hasPurgeColumn(db) ? JournalRows.sql : JournalRows.sqlBeforeVersion5
+        let sql = try SchemaLookup.hasColumn(db, table: "event_journal", column: "purged_payload_hash")
+            ? JournalRows.sql : JournalRows.sqlBeforeVersion5
         let cached = try DirectStatement(db, sql)
         statement = cached.isBusy ? try DirectStatement(uncached: db, sql) : cached
         statement.bind(1, Int64(start.rawValue))
@@ -114,16 +115,6 @@ struct JournalRows {
         SELECT seq, epoch, call, kind, time, payload, prev_hash, hash, NULL FROM event_journal
         WHERE seq >= ? ORDER BY seq
         """
-
-    /// Whether the journal table has `purged_payload_hash`. Asked through a
-    /// statement the connection keeps, which costs one step per scan.
-    private static func hasPurgeColumn(_ db: Database) throws -> Bool {
-        let statement = try DirectStatement(db, """
-            SELECT count(*) FROM pragma_table_info('event_journal') WHERE name = 'purged_payload_hash'
-            """)
-        defer { statement.reset() }
-        return try statement.step() && statement.int64(0) == 1
-    }
 
     /// The next record, nil after the last.
     func next() throws -> JournalRecord? {

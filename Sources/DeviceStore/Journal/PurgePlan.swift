@@ -205,10 +205,12 @@ struct PurgePlan {
             for recording in removal.recordings { keep([recording.related, recording.weakRelated]) }
         }
         var itemIdentifiers: [String: Bool] = [:]
+        var itemExists: Statement?
         func isItem(_ identifier: String) throws -> Bool {
             if let known = itemIdentifiers[identifier] { return known }
-            let found = try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)"),
-                                          arguments: [identifier]) ?? false
+            let statement = try itemExists ?? db.makeStatement(sql: "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)")
+            itemExists = statement
+            let found = try Bool.fetchOne(statement, arguments: [identifier]) ?? false
             itemIdentifiers[identifier] = found
             return found
         }

@@ -185,7 +185,7 @@ extension DeviceStore {
     /// read-only, which cannot have learned one).
     public func popularityMode() throws(DeviceStoreError) -> PopularityMode {
         try read { db in
-            guard try db.tableExists("popularity_mode"),
+            guard try SchemaLookup.hasTable(db, "popularity_mode"),
                   let bytes = try Data.fetchOne(db, sql: "SELECT mode FROM popularity_mode WHERE id = 1") else { return .exact }
             do {
                 return try PopularityMode.decode([UInt8](bytes))
@@ -200,7 +200,7 @@ extension DeviceStore {
     /// that never reported, or of version 3 opened read-only.
     public func privacyLedger() throws(DeviceStoreError) -> [Int64: Int64] {
         try read { db in
-            guard try db.tableExists("privacy_budget") else { return [:] }
+            guard try SchemaLookup.hasTable(db, "privacy_budget") else { return [:] }
             var ledger: [Int64: Int64] = [:]
             for row in try Row.fetchAll(db, sql: "SELECT day, spent FROM privacy_budget") {
                 ledger[try StoredValue.column(row, 0, "privacy_budget.day")] = try StoredValue.column(row, 1, "privacy_budget.spent")
@@ -287,27 +287,38 @@ struct OutboxState {
     /// One statement, for `syncStatus()` and the ack alike. It is kept in the
     /// connection's `slots` and read column by column: through GRDB's
     /// statement cache and rows it cost a 10,000-device simulation's event
-    /// loop 6 s, for a status read before nearly every sync.
+    /// loop 6 s, for a status read before nearly every sync. Its rows are
+    /// tagged by what they hold: 0 the epoch, 1 the outbox head, 2 to 5 the
+    /// acknowledged and durable positions' halves. One row of seven scalar
+    /// subqueries would compile to twice the memory (11 KiB), in each of a
+    /// simulation's thousands of connections.
     static func read(_ db: Database, _ slots: StatementSlots) throws -> OutboxState {
         let statement = try slots.statement(Statement.state.rawValue, db, """
-                SELECT (SELECT value FROM store_meta WHERE key = 'epoch'),
-                       (SELECT value FROM sync_state WHERE key = 'acknowledged_epoch'),
-                       (SELECT value FROM sync_state WHERE key = 'acknowledged_seq'),
-                       (SELECT value FROM sync_state WHERE key = 'durable_epoch'),
-                       (SELECT value FROM sync_state WHERE key = 'durable_seq'),
-                       (SELECT epoch FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1),
-                       (SELECT seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1)
+                SELECT 0, value, NULL FROM store_meta WHERE key = 'epoch'
+                UNION ALL SELECT 1, epoch, seq FROM (SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1)
+                UNION ALL SELECT CASE key WHEN 'acknowledged_epoch' THEN 2 WHEN 'acknowledged_seq' THEN 3
+                                          WHEN 'durable_epoch' THEN 4 ELSE 5 END, value, NULL
+                          FROM sync_state WHERE key IN ('acknowledged_epoch', 'acknowledged_seq', 'durable_epoch', 'durable_seq')
                 """)
         defer { statement.reset() }
-        // A SELECT of scalar subqueries always returns its one row.
-        _ = try statement.step()
-        func position(_ epoch: Int32, _ seq: Int32, _ what: String) throws(DeviceStoreError) -> OutboxPosition {
-            guard let epoch = statement.optionalInt64(epoch), let seq = statement.optionalInt64(seq) else { return .start }
+        var epoch: Int64?
+        var head: (epoch: Int64?, seq: Int64?) = (nil, nil)
+        var halves = [Int64?](repeating: nil, count: 4)
+        while try statement.step() {
+            switch statement.int64(0) {
+            case 0: epoch = statement.optionalInt64(1)
+            case 1: head = (statement.optionalInt64(1), statement.optionalInt64(2))
+            case let tag: halves[Int(tag - 2)] = statement.optionalInt64(1)
+            }
+        }
+        func position(_ epoch: Int64?, _ seq: Int64?, _ what: String) throws(DeviceStoreError) -> OutboxPosition {
+            guard let epoch, let seq else { return .start }
             return try StoredValue.outboxPosition(epoch: epoch, seq: seq, "the \(what) ")
         }
-        return OutboxState(epoch: Epoch(try StoredValue.position(statement.optionalInt64(0) ?? 1, "store_meta.epoch")),
-                           head: try position(5, 6, "outbox head"),
-                           acknowledged: try position(1, 2, "acknowledged"), durable: try position(3, 4, "durable"))
+        return OutboxState(epoch: Epoch(try StoredValue.position(epoch ?? 1, "store_meta.epoch")),
+                           head: try position(head.epoch, head.seq, "outbox head"),
+                           acknowledged: try position(halves[0], halves[1], "acknowledged"),
+                           durable: try position(halves[2], halves[3], "durable"))
     }
 }
 
@@ -321,8 +332,10 @@ enum OutboxStore {
 
     /// The last message appended, or seq 0 of epoch 1 when there is none.
     /// Pruning always keeps the last message, so it is the outbox's last row.
+    /// Compiled for each use: a snapshot asks it, and the calls' path keeps
+    /// its own (`PrivacyProjection`).
     static func head(_ db: Database) throws -> OutboxPosition {
-        try head(DirectStatement(db, headSQL))
+        try head(DirectStatement(owned: db, headSQL))
     }
 
     static let headSQL = "SELECT epoch, seq FROM outbox ORDER BY epoch DESC, seq DESC LIMIT 1"

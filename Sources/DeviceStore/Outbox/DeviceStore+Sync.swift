@@ -13,7 +13,7 @@ extension DeviceStore {
         // once read it is remembered: every sync session starts with it.
         if let key = knownDeviceKey.withLock({ $0 }) { return key }
         let key = try read { db in
-            try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = 'device_key'")).map { [UInt8]($0) }
+            try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'").map { [UInt8]($0) }
         }
         if let key { knownDeviceKey.withLock { $0 = key } }
         return key

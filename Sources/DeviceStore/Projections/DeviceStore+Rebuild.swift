@@ -210,7 +210,7 @@ enum ProjectionDigest {
         let position: StatementArguments = [durable.epoch, durable.seq]
         var all = queries.map { ($0, $0.contains("?") ? position : StatementArguments()) }
         for (table, query) in versionFourQueries {
-            all.append((try db.tableExists(table) ? query : "SELECT NULL WHERE 0", []))
+            all.append((try SchemaLookup.hasTable(db, table) ? query : "SELECT NULL WHERE 0", []))
         }
         let digest = try RowDigest.compute(db, all)
         return ChainHash(unchecked: digest).hex

@@ -310,8 +310,11 @@ final class Projector {
 
     // MARK: - Statements
 
+    /// A statement of every call's path is kept for the connection's life; one
+    /// of a rarer event is compiled for each use (`SQL.isKept`).
     private func prepared(_ sql: SQL) throws -> DirectStatement {
-        try statements.statement(sql.rawValue, db, sql.text)
+        guard sql.isKept else { return try DirectStatement(owned: db, sql.text) }
+        return try statements.statement(sql.rawValue, db, sql.text)
     }
 
     static var statementCount: Int { SQL.allCases.count }
@@ -321,6 +324,17 @@ final class Projector {
         case insertActivity, updateActivity, deleteActivity
         case upsertClientState, countShown, countEngaged, earliestExpiry
         case insertReindexRequest, acknowledgeReindex
+
+        /// Whether the connection keeps the statement: the statements of rarer
+        /// events (a strongly related item's deletion, a reindex request and
+        /// its acknowledgement) are compiled when used, as in the privacy
+        /// projection.
+        var isKept: Bool {
+            switch self {
+            case .orphanRelatedActivities, .insertReindexRequest, .acknowledgeReindex: false
+            default: true
+            }
+        }
 
         var text: String {
             switch self {

@@ -63,7 +63,7 @@ struct CallExecutor {
             }
         case .deleteDomains(let index, let domains):
             for domain in domains {
-                let identifiers = try String.fetchAll(db.cachedStatement(sql: """
+                let identifiers = try String.fetchAll(db.makeStatement(sql: """
                     SELECT item_id FROM items WHERE index_name = ?
                     AND (domain = ? OR (domain >= ? AND domain < ?)) ORDER BY rowid
                     """), arguments: [index, domain, domain + ".", domain + "/"])
@@ -73,7 +73,7 @@ struct CallExecutor {
                 }
             }
         case .deleteAll(let index):
-            let identifiers = try String.fetchAll(db.cachedStatement(sql: """
+            let identifiers = try String.fetchAll(db.makeStatement(sql: """
                 SELECT item_id FROM items WHERE index_name = ? ORDER BY rowid
                 """), arguments: [index])
             for identifier in identifiers {
@@ -108,7 +108,7 @@ struct CallExecutor {
             }
         case .deleteActivityDomains(let domains):
             for domain in domains {
-                let keys = try String.fetchAll(db.cachedStatement(sql: """
+                let keys = try String.fetchAll(db.makeStatement(sql: """
                     SELECT activity_key FROM activities WHERE domain = ? OR (domain >= ? AND domain < ?) ORDER BY rowid
                     """), arguments: [domain, domain + ".", domain + "/"])
                 for key in keys {
@@ -141,7 +141,7 @@ struct CallExecutor {
     }
 
     private func activityExists(key: String) throws -> Bool {
-        try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM activities WHERE activity_key = ?)"),
+        try Bool.fetchOne(db.makeStatement(sql: "SELECT EXISTS (SELECT 1 FROM activities WHERE activity_key = ?)"),
                           arguments: [key]) ?? false
     }
 

@@ -194,10 +194,10 @@ public final class DeviceStore: Sendable {
                                                    createdAt: now.millisecondsSince1970)
                         return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: secret))
                     }
-                    if try db.tableExists("store_meta") {
+                    if try SchemaLookup.hasTable(db, "store_meta") {
                         return try DeviceStore.checkMeta(db, migrating: true)
                     }
-                    if try !db.tableExists("event_journal"), try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
+                    if try !SchemaLookup.hasTable(db, "event_journal"), try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") == 0 {
                         let identifier = DeviceStore.makeDeviceID(random)
                         try StoreSchema.create(db, deviceID: identifier, app: app, voteSecret: DeviceStore.makeSecret(random),
                                                createdAt: now.millisecondsSince1970)
@@ -304,7 +304,7 @@ public final class DeviceStore: Sendable {
     /// Reads the store's identity. `migrating` (a writable open, inside its
     /// write transaction) brings an older format version to this build's.
     private static func checkMeta(_ db: Database, migrating: Bool = false) throws -> StoreMeta {
-        guard try db.tableExists("store_meta") else {
+        guard try SchemaLookup.hasTable(db, "store_meta") else {
             throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (no store_meta table)")
         }
         let application = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'application'")

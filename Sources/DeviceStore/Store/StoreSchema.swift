@@ -237,8 +237,9 @@ enum StoreSchema {
             ("app", app),
             ("vote_secret", Data(voteSecret)),
         ]
+        let insert = try db.makeStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)")
         for (key, value) in meta {
-            try db.cachedStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)").execute(arguments: [key, value])
+            try insert.execute(arguments: [key, value])
         }
     }
 }

@@ -156,7 +156,7 @@ enum SearchIndex {
     }
 
     static func exists(_ db: Database) throws -> Bool {
-        try db.tableExists("search_meta")
+        try SchemaLookup.hasTable(db, "search_meta")
     }
 
     /// The layout of these tables. An index of another layout (built by another
