@@ -1,4 +1,5 @@
 import GRDB
+import GRDBSQLite
 
 /// Copies of a database taken inside a snapshot read (`snapshotRead`).
 extension DatabaseQueue {
@@ -35,6 +36,29 @@ extension DatabaseQueue {
                 try db.backup(to: destinationDB)
                 return try body(db)
             }
+        }
+    }
+
+    /// The main database's bytes, as its file would hold them, and what
+    /// `body` reads, in one snapshot read (`snapshotRead`). For an in-memory
+    /// database this is what `backupFromSnapshot(to:reading:)` would copy
+    /// into a new file, without the file: no connection to open and set up,
+    /// no pages written and read back, nothing to remove. The bytes are a
+    /// copy, held in memory whole. `statements` are this queue's, if it
+    /// keeps them.
+    public func serializedFromSnapshot<T>(_ statements: ConnectionStatements? = nil,
+                                          reading body: (Database) throws -> T) throws -> (image: [UInt8], read: T) {
+        try snapshotRead(statements) { db in
+            var size: sqlite3_int64 = 0
+            guard let pointer = sqlite3_serialize(db.sqliteConnection, "main", &size, 0) else {
+                throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "sqlite3_serialize made no copy of the database")
+            }
+            defer { sqlite3_free(pointer) }
+            guard let count = Int(exactly: size), count >= 0 else {
+                throw DatabaseError(resultCode: .SQLITE_ERROR, message: "sqlite3_serialize gave a size of \(size) bytes")
+            }
+            let image = [UInt8](UnsafeBufferPointer(start: pointer, count: count))
+            return (image, try body(db))
         }
     }
 }

@@ -27,33 +27,63 @@ public enum SnapshotFile {
     /// temporary file beside it, fsynced, renamed into place, and the directory
     /// fsynced, so a crash leaves the old file or the whole new one. `manifest`
     /// gets the content fields (`contentBytes`, `contentSHA256`, `chunkBytes`,
-    /// `compression`, `encryption`) added.
+    /// `compression`, `encryption`) added; the manifest as written is returned.
     /// A source of more than one chunk, with more than one of `workers`, is
     /// deflated (and sealed) on that many threads while one reads and hashes
     /// it and this one writes the chunks in order; otherwise this thread does
     /// it all.
+    @discardableResult
     public static func write(source: String, destination: String, manifest: JSONObject,
-                             key: SymmetricKey?, level: Int32 = 1, workers: Int = defaultWorkers) throws(SnapshotError) {
+                             key: SymmetricKey?, level: Int32 = 1, workers: Int = defaultWorkers) throws(SnapshotError) -> JSONObject {
+        guard let input = FileHandle(forReadingAtPath: source) else {
+            throw SnapshotError(.io, "cannot read \(source)")
+        }
+        defer { try? input.close() }
+        return try write(destination: destination, manifest: manifest, key: key, level: level) { output, encoding in
+            let size = Int64(clamping: try input.seekToEnd())
+            return workers > 1 && size > Int64(chunkBytes)
+                ? try writeChunksOnThreads(from: input.fileDescriptor, size: size, to: output, encoding: encoding, workers: workers)
+                : try writeChunks(from: input.fileDescriptor, size: size, to: output, encoding: encoding)
+        }
+    }
+
+    /// Writes `content` (a database file's bytes) as a snapshot to
+    /// `destination`, as `write(source:destination:manifest:key:level:workers:)`
+    /// writes a file's, on this thread.
+    @discardableResult
+    public static func write(content: [UInt8], destination: String, manifest: JSONObject,
+                             key: SymmetricKey?, level: Int32 = 1) throws(SnapshotError) -> JSONObject {
+        try write(destination: destination, manifest: manifest, key: key, level: level) { output, encoding in
+            var hasher = SHA256()
+            var index: UInt64 = 0
+            for start in stride(from: 0, to: content.count, by: chunkBytes) {
+                let plain = content.count <= chunkBytes ? content : Array(content[start..<min(start + chunkBytes, content.count)])
+                hasher.update(data: plain)
+                try writeChunk(try encoding.encode(plain, index: index), to: output)
+                index += 1
+            }
+            return WrittenContent(bytes: Int64(content.count), digest: Array(hasher.finalize()), chunks: index)
+        }
+    }
+
+    /// The container around what `writeContent` writes after the header:
+    /// the temporary file, the manifest and trailer, the syncs and the rename.
+    private static func write(destination: String, manifest: JSONObject, key: SymmetricKey?, level: Int32,
+                              content writeContent: (FileHandle, ChunkEncoding) throws -> WrittenContent) throws(SnapshotError)
+        -> JSONObject {
         let temporary = destination + ".writing-\(ProcessInfo.processInfo.processIdentifier)"
         do {
-            guard let input = FileHandle(forReadingAtPath: source) else {
-                throw SnapshotError(.io, "cannot read \(source)")
-            }
-            defer { try? input.close() }
             guard StoreFiles.createPrivate(temporary),
                   let output = FileHandle(forWritingAtPath: temporary) else {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
             let nonceBase = key.map { _ in Array(AES.GCM.Nonce()) }
             let encoding = ChunkEncoding(level: level, key: ChunkKey(key: key, nonceBase: nonceBase))
+            var complete = manifest
             do {
                 defer { try? output.close() }
                 try output.write(contentsOf: headerMagic)
-                let size = Int64(clamping: try input.seekToEnd())
-                let content = workers > 1 && size > Int64(chunkBytes)
-                    ? try writeChunksOnThreads(from: input.fileDescriptor, size: size, to: output, encoding: encoding, workers: workers)
-                    : try writeChunks(from: input.fileDescriptor, size: size, to: output, encoding: encoding)
-                var complete = manifest
+                let content = try writeContent(output, encoding)
                 complete["contentBytes"] = .integer(content.bytes)
                 complete["contentSHA256"] = .string(Hex.encode(content.digest))
                 complete["chunkBytes"] = .integer(Int64(chunkBytes))
@@ -71,6 +101,7 @@ public enum SnapshotFile {
                 throw SnapshotError(.io, "cannot rename the snapshot into \(destination) (errno \(errno))")
             }
             syncDirectory(of: destination)
+            return complete
         } catch let error as SnapshotError {
             try? FileManager.default.removeItem(atPath: temporary)
             throw error

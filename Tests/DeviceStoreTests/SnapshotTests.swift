@@ -11,7 +11,12 @@ private let recipe = "https://www.yummly.com/recipe/BPC-983195"
 
 /// A file store with items, a public activity engaged twice, and a batch.
 private func filledStore(at path: String, clock: ManualClock = ManualClock(testStart)) throws -> DeviceStore {
-    let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: clock, random: SeededRandom(seed: 7)))
+    try filledStore(.file(path), clock: clock)
+}
+
+/// A store at `location` with items, a public activity engaged twice, and a batch.
+private func filledStore(_ location: StoreLocation, clock: ManualClock = ManualClock(testStart)) throws -> DeviceStore {
+    let store = try DeviceStore(at: location, options: StoreOptions(clock: clock, random: SeededRandom(seed: 7)))
     try store.index(named: "photos").indexSearchableItems([item("1", title: "Sunrise"), item("2", title: "Sunset")])
     try store.record(UserActivity(activityType: "com.yummly/browseRecipe", title: "Baked Potato Chips", webpageURL: recipe,
                                   eligibleForSearch: true, eligibleForPublicIndexing: true))
@@ -67,6 +72,34 @@ private func bytes(_ path: String) -> Data? {
         try restored.recordEngaged(ref: recipe)
         #expect(try restored.outboxEntries().last?.position == OutboxPosition(epoch: report.newEpoch, seq: OutboxSeq(2)),
                 "new messages go on in the new epoch")
+    }
+
+    @Test(arguments: [false, true])
+    func anInMemoryStoresSnapshotRestoresToItsState(sealed: Bool) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let source = try filledStore(.memory)
+        let snapshot = directory.appendingPathComponent("device.snap").path
+        let key = sealed ? SymmetricKey(size: .bits256) : nil
+        let manifest = try source.snapshot(to: snapshot, key: key)
+        #expect(manifest.headSeq == Seq(7) && manifest.device == source.deviceID && manifest.encrypted == sealed)
+        #expect(try DeviceStore.readManifest(snapshot) == manifest, "the manifest returned is the one written")
+        #expect(try source.purge(dryRun: true).backedUpThrough == Seq(7), "the store knows a backup holds its journal")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["device.snap"],
+                "nothing is left beside the snapshot")
+
+        let restoredPath = directory.appendingPathComponent("restored.sqlite").path
+        let report = try DeviceStore.restore(snapshot: snapshot, to: restoredPath, key: key,
+                                             options: StoreOptions(clock: ManualClock(testStart.adding(milliseconds: 5_000))))
+        #expect(report.head == Seq(10))
+        let restored = try DeviceStore(at: .file(restoredPath), options: StoreOptions(clock: ManualClock(testStart)))
+        #expect(restored.deviceID == source.deviceID)
+        #expect(try restored.identifiers(in: "photos") == ["1"])
+        #expect(try restored.index(named: "photos").fetchLastClientState() == [1, 2, 3])
+        #expect(try restored.records(Seq(1)...Seq(7)) == source.records(Seq(1)...Seq(7)))
+        #expect(try restored.verifyJournal().isValid)
+        #expect(try restored.projectionDigest() == restored.rebuiltProjectionDigest())
+        #expect(try Array(restored.outboxEntries().dropLast()) == source.outboxEntries())
     }
 
     @Test func anEncryptedSnapshotNeedsItsKey() throws {

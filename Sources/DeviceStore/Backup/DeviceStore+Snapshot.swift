@@ -117,37 +117,52 @@ struct RestorePhaseTimer {
 
 extension DeviceStore {
     /// Writes a backup snapshot of this store to `path` while the store stays
-    /// in use. SQLite's backup API makes a consistent copy beside `path`; the
-    /// manifest is read from that copy, so it describes exactly the content.
+    /// in use. SQLite's backup API makes a consistent copy beside `path` (an
+    /// in-memory store's pages are copied in memory); the manifest is read
+    /// in the same snapshot read, so it describes exactly the content.
     /// With `key`, every chunk is sealed with AES-256-GCM.
     @discardableResult
     public func snapshot(to path: String, key: SymmetricKey? = nil) throws(DeviceStoreError) -> DeviceSnapshotManifest {
-        let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
-        StoreFiles.remove(copy)
-        defer { StoreFiles.remove(copy) }
-        let manifest: JSONObject
+        let manifest: DeviceSnapshotManifest
         do {
-            guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
-            let destination = try DatabaseQueue.snapshotCopy(at: copy)
-            let createdAt = clock.now()
-            manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
-            try destination.close()
+            manifest = try DeviceSnapshotManifest(isInMemory ? try snapshotFromMemory(to: path, key: key)
+                                                             : try snapshotThroughCopy(to: path, key: key))
         } catch let error as DeviceStoreError {
             throw error
+        } catch let error as SnapshotError {
+            throw DeviceStoreError(.snapshot, error.message)
         } catch {
             throw DeviceStoreError(.snapshot, "cannot copy the store for a snapshot: \(DeviceStore.describe(error))")
         }
-        do {
-            try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
-        } catch {
-            throw DeviceStoreError(.snapshot, error.message)
-        }
-        let written = try DeviceStore.readManifest(path)
         // What the backup holds may be purged from the store (`purge`).
         if !isReadOnly {
-            try write { db in try DeviceStore.recordBackup(db, through: written.headSeq) }
+            try write { db in try DeviceStore.recordBackup(db, through: manifest.headSeq) }
         }
-        return written
+        return manifest
+    }
+
+    /// Snapshots a store on disk through a consistent copy beside `path`,
+    /// made with SQLite's backup API; returns the manifest as written.
+    private func snapshotThroughCopy(to path: String, key: SymmetricKey?) throws -> JSONObject {
+        let copy = path + ".copy-\(ProcessInfo.processInfo.processIdentifier)"
+        StoreFiles.remove(copy)
+        defer { StoreFiles.remove(copy) }
+        guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
+        let destination = try DatabaseQueue.snapshotCopy(at: copy)
+        let createdAt = clock.now()
+        let manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        try destination.close()
+        return try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
+    }
+
+    /// Snapshots an in-memory store: its pages are copied straight from
+    /// SQLite's (`sqlite3_serialize`) in the read that takes the manifest,
+    /// with no file between (the simulator backs up thousands of such
+    /// stores); returns the manifest as written.
+    private func snapshotFromMemory(to path: String, key: SymmetricKey?) throws -> JSONObject {
+        let createdAt = clock.now()
+        let copy = try queue.serializedFromSnapshot(writePath.connection) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        return try SnapshotFile.write(content: copy.image, destination: path, manifest: copy.read, key: key)
     }
 
     /// The manifest of the device snapshot at `path`, without its content.
