@@ -98,13 +98,10 @@ extension DeviceStore {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         // A store never searched has no index to hold the words; one is not built for this.
-        if try read({ db in try SchemaLookup.hasTable(db, "search_meta") }) {
-            _ = try refreshSearchIndex()
-        }
+        let searched = try read { db in try SchemaLookup.hasTable(db, "search_meta") }
         var report = try write { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            return try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, keys: privacyKeys,
-                                         apply: true)
+            try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, keys: privacyKeys,
+                                  apply: true, refreshingSearch: searched)
         }
         if !isInMemory && !report.purgedSeqs.isEmpty {
             report.walEmptied = try emptyWAL()
@@ -316,9 +313,13 @@ extension DeviceStore {
             """, arguments: [Int64(seq.rawValue)])
     }
 
-    /// `purgedColumn`: SQL saying whether a row is purged already.
+    /// `purgedColumn`: SQL saying whether a row is purged already. With
+    /// `apply`, when rows are to change: first the search index, when
+    /// `refreshingSearch`, is brought up to the journal (`refreshSearchIndex`),
+    /// which takes the deleted items' words out of it, and `secure_delete`
+    /// is turned on.
     private static func purge(_ db: Database, purgedColumn: String, deletedBy: Timestamp?, keys: PrivacyProjection.Keys,
-                              apply: Bool) throws -> PurgeReport {
+                              apply: Bool, refreshingSearch: Bool = false) throws -> PurgeReport {
         var report = PurgeReport()
         report.backedUpThrough = try backedUpThrough(db)
         // The cloud's backup holds every message the fold made of events before this seq.
@@ -355,6 +356,11 @@ extension DeviceStore {
         report.activitiesWaiting = plan.activitiesWaiting
         report.references = plan.purgedReferences.values.reduce(0) { $0 + $1.shown + $1.engaged }
         report.purgedSeqs = purged.keys.sorted()
+        guard !report.purgedSeqs.isEmpty else { return report }
+        if apply {
+            if refreshingSearch { _ = try SearchIndex.refresh(db) }
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+        }
         let update = apply ? try db.cachedStatement(sql: """
             UPDATE event_journal SET payload = ?, purged_payload_hash = ? WHERE seq = ?
             """) : nil
@@ -367,7 +373,7 @@ extension DeviceStore {
                 try update.execute(arguments: [Data(encoded), Data(ChainHash.ofPayload(record.payload).bytes), Int64(seq.rawValue)])
             }
         }
-        if apply {
+        if apply && !plan.purgedReferences.isEmpty {
             // The residues count their engagement under the reference's pseudonym, so the projection does too.
             let add = try db.makeStatement(sql: """
                 INSERT INTO engagement (ref, shown, engaged) VALUES (?, ?, ?)
