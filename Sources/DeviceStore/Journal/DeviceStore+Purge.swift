@@ -97,11 +97,9 @@ extension DeviceStore {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
-        // A store never searched has no index to hold the words; one is not built for this.
-        let searched = try read { db in try SchemaLookup.hasTable(db, "search_meta") }
         var report = try write { db in
             try DeviceStore.purge(db, purgedColumn: "purged_payload_hash IS NOT NULL", deletedBy: deletedBy, keys: privacyKeys,
-                                  apply: true, refreshingSearch: searched)
+                                  apply: true)
         }
         if !isInMemory && !report.purgedSeqs.isEmpty {
             report.walEmptied = try emptyWAL()
@@ -314,12 +312,13 @@ extension DeviceStore {
     }
 
     /// `purgedColumn`: SQL saying whether a row is purged already. With
-    /// `apply`, when rows are to change: first the search index, when
-    /// `refreshingSearch`, is brought up to the journal (`refreshSearchIndex`),
-    /// which takes the deleted items' words out of it, and `secure_delete`
-    /// is turned on.
+    /// `apply`, when rows are to change: first the search index, if the store
+    /// has one, is brought up to the journal (`refreshSearchIndex`), which
+    /// takes the deleted items' words out of it, and `secure_delete` is
+    /// turned on. (A store never searched has no index to hold the words;
+    /// one is not built for this.)
     private static func purge(_ db: Database, purgedColumn: String, deletedBy: Timestamp?, keys: PrivacyProjection.Keys,
-                              apply: Bool, refreshingSearch: Bool = false) throws -> PurgeReport {
+                              apply: Bool) throws -> PurgeReport {
         var report = PurgeReport()
         report.backedUpThrough = try backedUpThrough(db)
         // The cloud's backup holds every message the fold made of events before this seq.
@@ -358,10 +357,10 @@ extension DeviceStore {
         report.purgedSeqs = purged.keys.sorted()
         guard !report.purgedSeqs.isEmpty else { return report }
         if apply {
-            if refreshingSearch { _ = try SearchIndex.refresh(db) }
+            if try SearchIndex.exists(db) { _ = try SearchIndex.refresh(db) }
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
-        let update = apply ? try db.cachedStatement(sql: """
+        let update = apply ? try db.makeStatement(sql: """
             UPDATE event_journal SET payload = ?, purged_payload_hash = ? WHERE seq = ?
             """) : nil
         for seq in report.purgedSeqs {
