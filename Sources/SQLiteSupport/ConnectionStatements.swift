@@ -91,17 +91,26 @@ public struct StatementSlots: Sendable {
     private let kept: ConnectionStatements
     private let offset: Int
     private let count: Int
+    /// Whether the slots serve one transaction and go with it
+    /// (`init(count:)`): there a statement of a rarer event may be kept as
+    /// well, which a connection's own slots leave to be compiled at each use
+    /// so that thousands of idle stores do not hold it. A restore's replay
+    /// of a million events deletes thousands of items with related
+    /// activities; compiling their statements each time was a fifteenth of
+    /// the replay.
+    public let servesOneTransaction: Bool
 
-    fileprivate init(kept: ConnectionStatements, offset: Int, count: Int) {
+    fileprivate init(kept: ConnectionStatements, offset: Int, count: Int, servesOneTransaction: Bool = false) {
         self.kept = kept
         self.offset = offset
         self.count = count
+        self.servesOneTransaction = servesOneTransaction
     }
 
     /// `count` slots of a connection's own, for a one-off transaction that
     /// keeps nothing after it (a rebuild, a replay).
     public init(count: Int) {
-        self = ConnectionStatements(groups: [count]).group(0)
+        self.init(kept: ConnectionStatements(groups: [count]), offset: 0, count: count, servesOneTransaction: true)
     }
 
     /// The statement in slot `index`, prepared from `sql` on `db` the first
