@@ -140,15 +140,15 @@ final class PrivacyProjection {
                 let statement = try prepared(.markNotLive)
                 statement.bind(1, key)
                 try statement.execute()
-                if try changeLiveCount(row.hash, by: -1) == 0 { emptied.append(row.hash) }
+                if try uncountLive(row.hash) { emptied.append(row.hash) }
             }
         case (.resultShown(let ref), _):
-            for hash in try liveHashes(ref: ref) where try hasVote(hash) {
+            for (hash, voted) in try liveHashes(ref: ref) where voted {
                 try signal(hash, Popularity(shown: 1), epoch: epoch, seq: seq)
             }
         case (.resultEngaged(let ref), _):
-            for hash in try liveHashes(ref: ref) {
-                if try !hasVote(hash) {
+            for (hash, voted) in try liveHashes(ref: ref) {
+                if !voted {
                     let statement = try prepared(.insertVote)
                     statement.bind(1, hash.bytes)
                     try statement.execute()
@@ -245,7 +245,7 @@ final class PrivacyProjection {
             upsert.bind(2, row.hash.bytes)
             try upsert.execute()
         }
-        _ = try changeLiveCount(row.hash, by: 1)
+        try countLive(row.hash)
     }
 
     /// Takes a public activity's row and its counts out; true when that left its
@@ -265,15 +265,25 @@ final class PrivacyProjection {
             try drop.execute()
         }
         guard row.isLive else { return false }
-        return try changeLiveCount(row.hash, by: -1) == 0
+        return try uncountLive(row.hash)
     }
 
-    /// Adds `delta` to the hash's live count and returns the new count; a hash
-    /// whose count reaches zero leaves the table.
-    private func changeLiveCount(_ hash: PublicHash, by delta: Int64) throws -> Int64 {
+    /// Counts one more live activity of `hash`. Nothing is read back: a
+    /// count never stays below one (`uncountLive` drops the row at zero), so
+    /// one more cannot empty the hash.
+    private func countLive(_ hash: PublicHash) throws {
         let change = try prepared(.changeLive)
         change.bind(1, hash.bytes)
-        change.bind(2, delta)
+        change.bind(2, Int64(1))
+        try change.execute()
+    }
+
+    /// Counts one live activity of `hash` less; true when that left it none,
+    /// which takes the hash out of the table.
+    private func uncountLive(_ hash: PublicHash) throws -> Bool {
+        let change = try prepared(.changeLive)
+        change.bind(1, hash.bytes)
+        change.bind(2, Int64(-1))
         try change.execute()
         let read = try prepared(.readLive)
         read.bind(1, hash.bytes)
@@ -283,12 +293,11 @@ final class PrivacyProjection {
         }
         let count = read.int64(0)
         read.reset()
-        if count <= 0 {
-            let drop = try prepared(.dropHash)
-            drop.bind(1, hash.bytes)
-            try drop.execute()
-        }
-        return count
+        guard count <= 0 else { return false }
+        let drop = try prepared(.dropHash)
+        drop.bind(1, hash.bytes)
+        try drop.execute()
+        return true
     }
 
     private func isRelatedDeleted(key: String) throws -> Bool {
@@ -298,14 +307,17 @@ final class PrivacyProjection {
         return try statement.step() && statement.int64(0) != 0
     }
 
-    /// The hashes that `ref` names and that have a live activity, in byte order.
-    private func liveHashes(ref: String) throws -> [PublicHash] {
+    /// The hashes that `ref` names and that have a live activity, in byte
+    /// order, each with whether it has a live vote: one query, since a shown
+    /// or engaged result asks both of every hash, and a reference is often
+    /// shared by several.
+    private func liveHashes(ref: String) throws -> [(hash: PublicHash, voted: Bool)] {
         let statement = try prepared(.liveHashesForRef)
         defer { statement.reset() }
         statement.bind(1, ref)
-        var found: [PublicHash] = []
+        var found: [(hash: PublicHash, voted: Bool)] = []
         while try statement.step() {
-            if let hash = PublicHash(statement.blob(0)) { found.append(hash) }
+            if let hash = PublicHash(statement.blob(0)) { found.append((hash, statement.int64(1) != 0)) }
         }
         return found
     }
@@ -494,7 +506,10 @@ final class PrivacyProjection {
             case .dropHash:
                 "DELETE FROM public_hashes WHERE hash = ?"
             case .liveHashesForRef:
-                "SELECT r.hash FROM public_refs r JOIN public_hashes h ON h.hash = r.hash WHERE r.ref = ? ORDER BY r.hash"
+                """
+                SELECT r.hash, EXISTS (SELECT 1 FROM public_votes v WHERE v.hash = r.hash)
+                FROM public_refs r JOIN public_hashes h ON h.hash = r.hash WHERE r.ref = ? ORDER BY r.hash
+                """
             case .hasVote:
                 "SELECT 1 FROM public_votes WHERE hash = ?"
             case .insertVote:
