@@ -179,9 +179,13 @@ extension DeviceStore {
     /// The manifest of a copy: who, which epoch, the journal head, the outbox
     /// cursor and the client states.
     private static func manifest(_ db: Database, createdAt: Timestamp) throws -> JSONObject {
-        func meta(_ key: String) throws -> DatabaseValue {
-            try DatabaseValue.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = ?", arguments: [key]) ?? .null
+        // One statement for the three keys: each read here is compiled anew,
+        // at every backup of every simulated device.
+        var metas: [String: DatabaseValue] = [:]
+        for row in try Row.fetchAll(db, sql: "SELECT key, value FROM store_meta WHERE key IN ('device_id', 'app', 'epoch')") {
+            metas[try StoredValue.column(row, 0, "store_meta.key")] = row[1] as DatabaseValue
         }
+        func meta(_ key: String) -> DatabaseValue { metas[key] ?? .null }
         let head = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1")
         var clientStates = JSONObject()
         for row in try Row.fetchAll(db, sql: "SELECT index_name, state FROM client_states ORDER BY index_name") {
@@ -202,9 +206,9 @@ extension DeviceStore {
             "format": .string("sightline-snapshot"),
             "version": .integer(1),
             "kind": .string("device"),
-            "device": .string(String.fromDatabaseValue(try meta("device_id")) ?? ""),
-            "app": .string(String.fromDatabaseValue(try meta("app")) ?? ""),
-            "epoch": .integer(Int64.fromDatabaseValue(try meta("epoch")) ?? 1),
+            "device": .string(String.fromDatabaseValue(meta("device_id")) ?? ""),
+            "app": .string(String.fromDatabaseValue(meta("app")) ?? ""),
+            "epoch": .integer(Int64.fromDatabaseValue(meta("epoch")) ?? 1),
             "headSeq": .integer(headSeq),
             "headHash": .string(headHash),
             "outboxHead": .string(try OutboxStore.head(db).description),

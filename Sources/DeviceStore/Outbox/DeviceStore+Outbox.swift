@@ -185,13 +185,10 @@ extension DeviceStore {
     /// read-only, which cannot have learned one).
     public func popularityMode() throws(DeviceStoreError) -> PopularityMode {
         try read { db in
-            guard try SchemaLookup.hasTable(db, "popularity_mode"),
-                  let bytes = try Data.fetchOne(db, sql: "SELECT mode FROM popularity_mode WHERE id = 1") else { return .exact }
-            do {
-                return try PopularityMode.decode([UInt8](bytes))
-            } catch {
-                throw DeviceStoreError(.corruptStore, "popularity_mode.mode is not a popularity mode: \(error)")
-            }
+            guard try SchemaLookup.hasTable(db, "popularity_mode") else { return .exact }
+            // Through the fold's statement, which the connection keeps: a
+            // simulated device asks at the start of every sync.
+            return try PrivacyProjection(db: db, keys: privacyKeys, statements: writePath.privacy).popularityMode()
         }
     }
 

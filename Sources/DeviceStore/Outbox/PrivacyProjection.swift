@@ -351,7 +351,7 @@ final class PrivacyProjection {
     // MARK: - Popularity
 
     /// The popularity mode the store learned last (exact until one was).
-    private func popularityMode() throws -> PopularityMode {
+    func popularityMode() throws -> PopularityMode {
         if let mode { return mode }
         let read = try prepared(.readMode)
         defer { read.reset() }
