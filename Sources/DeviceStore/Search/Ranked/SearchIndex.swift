@@ -241,16 +241,22 @@ extension SearchIndex {
         }
     }
 
-    private struct Posting {
-        var term: Int
-        var rank: Double
-        var doc: Int64
+    /// What one fold changes of one word (by its number in the fold): the
+    /// postings that leave and those that arrive, from which its runs, its
+    /// blocks of `search_high` and `search_low`, its document count and its
+    /// largest new key follow. Kept per word in an array indexed by that
+    /// number, so that a posting costs an append rather than lookups by
+    /// (word, block), and each word's lists are sorted on their own.
+    private struct TermChanges {
+        var removals: [Entry] = []
+        var additions: [Entry] = []
     }
 
-    /// One row of `search_high` or `search_low`: a word (by its number in the fold) and a block.
-    private struct BlockKey: Hashable {
-        var term: Int
-        var block: Int64
+    /// One posting: a document, its key, and whether it is in the high-impact layer.
+    private struct Entry {
+        var doc: Int64
+        var key: Double
+        var isHigh: Bool
     }
 
     /// Collects the documents to write, then writes every posting change in key
@@ -425,19 +431,14 @@ extension SearchIndex {
         mutating func apply() throws {
             var vocabulary: [String: Int] = [:]
             var words: [String] = []
+            var changes: [TermChanges] = []
             func termID(_ text: String) -> Int {
                 if let id = vocabulary[text] { return id }
                 vocabulary[text] = words.count
                 words.append(text)
+                changes.append(TermChanges())
                 return words.count - 1
             }
-            var removals: [Posting] = []
-            var additions: [Posting] = []
-            var dfDelta: [Int: Int] = [:]
-            // search_high and search_low changes by (term, block): documents to drop, entries to add.
-            var highChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
-            var lowChanges: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])] = [:]
-            var maxKey: [Int: Double] = [:]
 
             let findDoc = try DirectStatement(db, """
                 SELECT doc, multiplier, terms FROM search_docs WHERE identifier = ? AND index_name = ? AND kind = ?
@@ -469,14 +470,8 @@ extension SearchIndex {
                     let oldTerms = try SearchDocument.decode(old.terms)
                     for term in oldTerms {
                         let id = termID(term.text)
-                        removals.append(Posting(term: id, rank: -(term.impact * old.multiplier), doc: old.doc))
-                        dfDelta[id, default: 0] -= 1
-                        let block = BlockKey(term: id, block: old.doc >> SearchIndex.blockShift)
-                        if term.impact >= SearchIndex.highImpact {
-                            highChanges[block, default: ([], [])].drop.insert(old.doc)
-                        } else {
-                            lowChanges[block, default: ([], [])].drop.insert(old.doc)
-                        }
+                        changes[id].removals.append(Entry(doc: old.doc, key: term.impact * old.multiplier,
+                                                          isHigh: term.impact >= SearchIndex.highImpact))
                     }
                     deleteRefs.bind(1, old.doc)
                     try deleteRefs.execute()
@@ -506,16 +501,7 @@ extension SearchIndex {
                 guard let new else { return }
                 for term in new.terms {
                     let id = termID(term.text)
-                    let key = new.key(term)
-                    additions.append(Posting(term: id, rank: -key, doc: doc))
-                    dfDelta[id, default: 0] += 1
-                    maxKey[id] = max(maxKey[id] ?? key, key)
-                    let block = BlockKey(term: id, block: doc >> SearchIndex.blockShift)
-                    if term.impact >= SearchIndex.highImpact {
-                        highChanges[block, default: ([], [])].add.append((doc, key))
-                    } else {
-                        lowChanges[block, default: ([], [])].add.append((doc, key))
-                    }
+                    changes[id].additions.append(Entry(doc: doc, key: new.key(term), isHigh: term.impact >= SearchIndex.highImpact))
                 }
                 written.maximumMultiplier = max(written.maximumMultiplier, new.multiplier)
                 for ref in new.refs {
@@ -531,74 +517,72 @@ extension SearchIndex {
 
             // Postings and vocabulary in key order.
             let order = words.indices.sorted { words[$0] < words[$1] }
-            var position = [Int](repeating: 0, count: words.count)
-            for (rank, id) in order.enumerated() { position[id] = rank }
-            func ordered(_ left: Posting, _ right: Posting) -> Bool {
-                if left.term != right.term { return position[left.term] < position[right.term] }
-                if left.rank != right.rank { return left.rank < right.rank }
-                return left.doc < right.doc
-            }
-            removals.sort(by: ordered)
-            additions.sort(by: ordered)
-            try writeRuns(removals, additions, words: words, order: order)
-            try writeBlocks(highChanges, into: "search_high", words: words, position: position)
-            try writeBlocks(lowChanges, into: "search_low", words: words, position: position)
-            try writeVocabulary(order.map { words[$0] }, dfDelta: order.map { dfDelta[$0] ?? 0 }, maxKey: order.map { maxKey[$0] })
+            try writeRuns(changes, words: words, order: order)
+            try writeBlocks(changes, high: true, into: "search_high", words: words, order: order)
+            try writeBlocks(changes, high: false, into: "search_low", words: words, order: order)
+            try writeVocabulary(order.map { words[$0] }, dfDelta: order.map { changes[$0].additions.count - changes[$0].removals.count },
+                                maxKey: order.map { changes[$0].additions.lazy.map(\.key).max() })
         }
 
-        /// Writes each word's posting changes (both lists in key order) into its runs.
-        private func writeRuns(_ removals: [Posting], _ additions: [Posting], words: [String], order: [Int]) throws {
+        /// Writes each word's posting changes into its runs, in key order.
+        private func writeRuns(_ changes: [TermChanges], words: [String], order: [Int]) throws {
             let writer = try RunWriter(db)
-            var removal = removals.startIndex
-            var addition = additions.startIndex
-            for term in order {
-                let removalsEnd = removals[removal...].firstIndex { $0.term != term } ?? removals.endIndex
-                let additionsEnd = additions[addition...].firstIndex { $0.term != term } ?? additions.endIndex
-                guard removal < removalsEnd || addition < additionsEnd else { continue }
-                try writer.write(term: words[term],
-                                 removing: removals[removal..<removalsEnd].map { RankedPosting(rank: $0.rank, doc: $0.doc) }[...],
-                                 adding: additions[addition..<additionsEnd].map { RankedPosting(rank: $0.rank, doc: $0.doc) }[...],
-                                 isNew: fresh)
-                removal = removalsEnd
-                addition = additionsEnd
+            func ranked(_ entries: [Entry]) -> [RankedPosting] {
+                entries.map { RankedPosting(rank: -$0.key, doc: $0.doc) }.sorted(by: RankedPosting.precedes)
+            }
+            for term in order where !changes[term].removals.isEmpty || !changes[term].additions.isEmpty {
+                try writer.write(term: words[term], removing: ranked(changes[term].removals)[...],
+                                 adding: ranked(changes[term].additions)[...], isNew: fresh)
             }
         }
 
-        /// Rewrites each changed block of `table` (`search_high` or
-        /// `search_low`): its entries without the documents that left, with
-        /// those that arrived, in document order.
-        private func writeBlocks(_ changes: [BlockKey: (drop: Set<Int64>, add: [(doc: Int64, key: Double)])], into table: String,
-                                 words: [String], position: [Int]) throws {
+        /// Rewrites each changed block of `table` (`search_high` for the
+        /// postings of high impact, or `search_low`): its entries without the
+        /// documents that left, with those that arrived, in document order.
+        private func writeBlocks(_ changes: [TermChanges], high: Bool, into table: String, words: [String], order: [Int]) throws {
             let readBlock = try DirectStatement(db, "SELECT entries FROM \(table) WHERE term = ? AND block = ?")
             let writeBlock = try DirectStatement(db, "INSERT OR REPLACE INTO \(table) (term, block, entries) VALUES (?, ?, ?)")
             let deleteBlock = try DirectStatement(db, "DELETE FROM \(table) WHERE term = ? AND block = ?")
-            let blocks = changes.keys.sorted { left, right in
-                left.term != right.term ? position[left.term] < position[right.term] : left.block < right.block
-            }
-            for block in blocks {
-                guard let change = changes[block] else { continue }
-                var entries: [(doc: Int64, key: Double)] = []
-                // A full build starts from empty tables.
-                if !fresh {
-                    readBlock.bind(1, words[block.term])
-                    readBlock.bind(2, block.block)
-                    if try readBlock.step() {
-                        readBlock.withBlob(0) { SearchIndex.decodeHigh($0, block: block.block, into: &entries) }
+            for term in order {
+                // In document order, so each block's changes are consecutive
+                // (a full build adds in document order already).
+                let adds = changes[term].additions.filter { $0.isHigh == high }.map { (doc: $0.doc, key: $0.key) }.sorted { $0.doc < $1.doc }
+                let drops = changes[term].removals.filter { $0.isHigh == high }.map(\.doc).sorted()
+                var nextAdd = adds.startIndex
+                var nextDrop = drops.startIndex
+                while nextAdd < adds.endIndex || nextDrop < drops.endIndex {
+                    let block = min(nextAdd < adds.endIndex ? adds[nextAdd].doc >> SearchIndex.blockShift : .max,
+                                    nextDrop < drops.endIndex ? drops[nextDrop] >> SearchIndex.blockShift : .max)
+                    let addsEnd = adds[nextAdd...].firstIndex { $0.doc >> SearchIndex.blockShift != block } ?? adds.endIndex
+                    let dropsEnd = drops[nextDrop...].firstIndex { $0 >> SearchIndex.blockShift != block } ?? drops.endIndex
+                    var entries: [(doc: Int64, key: Double)] = []
+                    // A full build starts from empty tables.
+                    if !fresh {
+                        readBlock.bind(1, words[term])
+                        readBlock.bind(2, block)
+                        if try readBlock.step() {
+                            readBlock.withBlob(0) { SearchIndex.decodeHigh($0, block: block, into: &entries) }
+                        }
+                        readBlock.reset()
                     }
-                    readBlock.reset()
-                }
-                entries.removeAll { change.drop.contains($0.doc) }
-                entries.append(contentsOf: change.add)
-                entries.sort { $0.doc < $1.doc }
-                if entries.isEmpty {
-                    deleteBlock.bind(1, words[block.term])
-                    deleteBlock.bind(2, block.block)
-                    try deleteBlock.execute()
-                } else {
-                    writeBlock.bind(1, words[block.term])
-                    writeBlock.bind(2, block.block)
-                    writeBlock.bind(3, SearchIndex.encodeHigh(entries))
-                    try writeBlock.execute()
+                    if nextDrop < dropsEnd {
+                        let dropped = Set(drops[nextDrop..<dropsEnd])
+                        entries.removeAll { dropped.contains($0.doc) }
+                    }
+                    entries.append(contentsOf: adds[nextAdd..<addsEnd])
+                    entries.sort { $0.doc < $1.doc }
+                    if entries.isEmpty {
+                        deleteBlock.bind(1, words[term])
+                        deleteBlock.bind(2, block)
+                        try deleteBlock.execute()
+                    } else {
+                        writeBlock.bind(1, words[term])
+                        writeBlock.bind(2, block)
+                        writeBlock.bind(3, SearchIndex.encodeHigh(entries))
+                        try writeBlock.execute()
+                    }
+                    nextAdd = addsEnd
+                    nextDrop = dropsEnd
                 }
             }
         }
