@@ -95,9 +95,8 @@ public struct StatementSlots: Sendable {
     /// (`init(count:)`): there a statement of a rarer event may be kept as
     /// well, which a connection's own slots leave to be compiled at each use
     /// so that thousands of idle stores do not hold it. A restore's replay
-    /// of a million events deletes thousands of items with related
-    /// activities; compiling their statements each time was a fifteenth of
-    /// the replay.
+    /// meets such events thousands of times (items with related activities
+    /// deleted), and compiles each of their statements once.
     public let servesOneTransaction: Bool
 
     fileprivate init(kept: ConnectionStatements, offset: Int, count: Int, servesOneTransaction: Bool = false) {
