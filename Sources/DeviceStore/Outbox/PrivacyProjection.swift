@@ -272,19 +272,13 @@ final class PrivacyProjection {
     /// count never stays below one (`uncountLive` drops the row at zero), so
     /// one more cannot empty the hash.
     private func countLive(_ hash: PublicHash) throws {
-        let change = try prepared(.changeLive)
-        change.bind(1, hash.bytes)
-        change.bind(2, Int64(1))
-        try change.execute()
+        try addLive(1, to: hash)
     }
 
     /// Counts one live activity of `hash` less; true when that left it none,
     /// which takes the hash out of the table.
     private func uncountLive(_ hash: PublicHash) throws -> Bool {
-        let change = try prepared(.changeLive)
-        change.bind(1, hash.bytes)
-        change.bind(2, Int64(-1))
-        try change.execute()
+        try addLive(-1, to: hash)
         let read = try prepared(.readLive)
         read.bind(1, hash.bytes)
         guard try read.step() else {
@@ -298,6 +292,13 @@ final class PrivacyProjection {
         drop.bind(1, hash.bytes)
         try drop.execute()
         return true
+    }
+
+    private func addLive(_ delta: Int64, to hash: PublicHash) throws {
+        let change = try prepared(.changeLive)
+        change.bind(1, hash.bytes)
+        change.bind(2, delta)
+        try change.execute()
     }
 
     private func isRelatedDeleted(key: String) throws -> Bool {
