@@ -37,6 +37,25 @@ import Testing
             }
             #expect(ratio > 0)
             #expect(meetsTarget == (ratio >= target))
+            // The store's time to make its text searchable is part of each
+            // round, so the store without it runs closer to the baseline.
+            guard case .object(let store)? = fields["sightline"], case .array(let rounds)? = store["seconds"],
+                  case .array(let searchable)? = store["searchableSeconds"],
+                  case .object(let baseline)? = fields["raw"], case .array(let baselineRounds)? = baseline["seconds"],
+                  let withoutIndex = number(fields["ratioWithoutSearchIndex"]) else {
+                Issue.record("no split of the store's rounds in \(fields)")
+                continue
+            }
+            #expect(searchable.count == rounds.count)
+            for (whole, part) in zip(rounds.compactMap(number), searchable.compactMap(number)) {
+                #expect(part > 0 && part < whole, "searchable \(part) s of \(whole) s")
+            }
+            #expect(withoutIndex > ratio)
+            // One round: the baseline's time against the store's less its fold.
+            if let whole = rounds.first.flatMap(number), let part = searchable.first.flatMap(number),
+               let base = baselineRounds.first.flatMap(number) {
+                #expect(abs(withoutIndex - base / (whole - part)) < 0.001, "\(withoutIndex) against \(base) / (\(whole) − \(part))")
+            }
         }
         // The stores it made are removed; the directory given is left empty.
         let left = try FileManager.default.contentsOfDirectory(atPath: directory.path)
