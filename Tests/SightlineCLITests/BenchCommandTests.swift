@@ -51,7 +51,8 @@ import Testing
                 #expect(part > 0 && part < whole, "searchable \(part) s of \(whole) s")
             }
             #expect(withoutIndex > ratio)
-            // One round: the baseline's time against the store's less its fold.
+            // With one round the bound is that round's: the baseline's time
+            // against the store's less its fold.
             if let whole = rounds.first.flatMap(number), let part = searchable.first.flatMap(number),
                let base = baselineRounds.first.flatMap(number) {
                 #expect(abs(withoutIndex - base / (whole - part)) < 0.001, "\(withoutIndex) against \(base) / (\(whole) − \(part))")
