@@ -235,6 +235,33 @@ import Testing
         }
         #expect(refused >= 1, "no read noticed \(edit)")
     }
+
+    /// The privacy projection reads no public row for an activity the
+    /// activities table did not hold: a public row an edit left without its
+    /// activity is named when the activity is recorded again, and the call
+    /// changes nothing.
+    @Test func aPublicRowWithoutItsActivityIsACorruptStoreErrorAndTheCallChangesNothing() throws {
+        let path = try temporaryDirectory().appendingPathComponent("edited.sqlite").path
+        let activity = UserActivity(activityType: "t", title: "Edited", webpageURL: "https://example.com/e",
+                                    eligibleForSearch: true, eligibleForPublicIndexing: true)
+        do {
+            let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+            try store.record(activity)
+        }
+        try DatabaseQueue(path: path).write { db in try db.execute(sql: "DELETE FROM activities") }
+        let store = try DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5)))
+        let head = try store.journalHead()
+        do {
+            try store.record(activity)
+            Issue.record("recording the activity again succeeded over an orphaned public row")
+        } catch {
+            #expect(error.code == .corruptStore, "\(error)")
+            #expect(error.message.contains("public_activities holds activity \(activity.key)"), "\(error)")
+        }
+        let after = try store.journalHead()
+        #expect(after.seq == head.seq && after.hash == head.hash)
+        #expect(try store.projectionCounts().activities == 0)
+    }
 }
 
 /// A column holding a value of a type this build never writes there (SQLite

@@ -12,8 +12,7 @@ final class JournalAppender {
     let epoch: Epoch
     private(set) var call: CallID
     let time: Timestamp
-    private let projector: Projector
-    private let privacy: PrivacyProjection
+    private let fold: JournalFold
     private(set) var head: Seq
     private(set) var headHash: ChainHash
     private(set) var firstAppended: Seq?
@@ -36,8 +35,8 @@ final class JournalAppender {
         self.db = db
         self.time = time
         self.path = path
-        projector = Projector(db: db, statements: path.projector, expiry: path.expiry)
-        privacy = PrivacyProjection(db: db, keys: keys, statements: path.privacy, head: path.outboxHead)
+        fold = JournalFold(projector: Projector(db: db, statements: path.projector, expiry: path.expiry),
+                           privacy: PrivacyProjection(db: db, keys: keys, statements: path.privacy, head: path.outboxHead))
         let journal = path.journal
         insert = try journal.statement(Statements.insert.rawValue, db, """
                 INSERT INTO event_journal (seq, epoch, call, kind, time, payload, prev_hash, hash)
@@ -92,13 +91,11 @@ final class JournalAppender {
         insert.bind(7, headHash.bytes)
         insert.bind(8, hash.bytes)
         try insert.execute()
-        let prior = try privacy.before(event)
-        try projector.apply(event, payload: payload, seq: seq, time: time)
-        try privacy.after(event, prior: prior, epoch: epoch, seq: seq, time: time)
+        try fold.apply(event, payload: payload, epoch: epoch, seq: seq, time: time)
         head = seq
         headHash = hash
         path.head = Head(epoch: epoch, seq: seq, hash: hash, call: call)
-        if let outboxHead = privacy.outboxHead { path.outboxHead = outboxHead }
+        if let outboxHead = fold.privacy.outboxHead { path.outboxHead = outboxHead }
         if firstAppended == nil { firstAppended = seq }
         return seq
     }
@@ -115,11 +112,11 @@ final class JournalAppender {
         firstAppended.map { $0...head }
     }
 
-    var projections: Projector { projector }
+    var projections: Projector { fold.projector }
 
     /// What the events appended so far did to the outbox: how many messages
     /// they appended, whether they moved an epoch, and the outbox's last message.
     var outboxChange: (sent: Int, movedEpoch: Bool, head: OutboxPosition?) {
-        (privacy.messagesSent, privacy.movedEpoch, privacy.outboxHead)
+        (fold.privacy.messagesSent, fold.privacy.movedEpoch, fold.privacy.outboxHead)
     }
 }

@@ -31,8 +31,9 @@ import SyncWire
 ///
 /// Like the other projections it reads only events and projections, never the
 /// clock, so `rebuildProjections()` makes the same outbox with the same
-/// positions. `before` runs ahead of the other projections' fold of an event
-/// and `after` behind it.
+/// positions. `before` and `after` run behind the other projections' fold of
+/// an event (`JournalFold`): `before` reads only this projection's tables,
+/// which no other projection writes.
 ///
 /// The tables keep counts so that each event costs a few key lookups however
 /// many activities share a hash or a reference:
@@ -89,13 +90,17 @@ final class PrivacyProjection {
         self.head = head
     }
 
-    /// Before `event` is folded: the public state the event is about to change.
-    func before(_ event: JournalEvent) throws -> Prior {
+    /// Before `event` is folded into this projection: the public state the
+    /// event is about to change. `activityKeyIsNew` says that the other
+    /// projections' fold recorded the event's activity under a key the
+    /// activities table did not hold; this projection holds a public activity
+    /// only under a key that table holds, so there is none to read.
+    func before(_ event: JournalEvent, activityKeyIsNew: Bool) throws -> Prior {
         switch event {
         case .activityRecorded(let activity):
-            return .activity(key: activity.key, try publicActivity(key: activity.key))
+            return .activity(key: activity.key, activityKeyIsNew ? nil : try publicActivity(key: activity.key))
         case .activityPurged(let residue):
-            return .activity(key: residue.key, try publicActivity(key: residue.key))
+            return .activity(key: residue.key, activityKeyIsNew ? nil : try publicActivity(key: residue.key))
         case .activityDeleted(let key, _), .activityExpired(let key):
             return .activity(key: key, try publicActivity(key: key))
         case .itemDeleted(_, let identifier, _), .itemExpired(_, let identifier):
@@ -238,7 +243,13 @@ final class PrivacyProjection {
         statement.bind(2, row.hash.bytes)
         statement.bind(3, row.refs.joined(separator: "\n"))
         statement.bind(4, related)
-        try statement.execute()
+        do {
+            try statement.execute()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            // Only an edit leaves a public row whose key the activities table lacks (`before`).
+            throw DeviceStoreError(.corruptStore, "public_activities holds activity \(key), which the activities table did not:"
+                                   + " the projections were edited (journal verify compares them with a replay)")
+        }
         for ref in row.refs {
             let upsert = try prepared(.countRef)
             upsert.bind(1, ref)

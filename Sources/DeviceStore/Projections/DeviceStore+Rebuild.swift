@@ -152,14 +152,22 @@ extension DeviceStore {
 }
 
 /// The fold of journal events into the projections of one connection: the
-/// projector, between the privacy projection's look before and after.
+/// projector, then the privacy projection's look at what the event changes
+/// among its own tables, which the projector never writes, then the messages
+/// the change implies.
 struct JournalFold {
-    private let projector: Projector
-    private let privacy: PrivacyProjection
+    let projector: Projector
+    let privacy: PrivacyProjection
 
+    /// A one-off fold, as a rebuild or a restore makes.
     init(into target: Database, keys: PrivacyProjection.Keys) {
-        projector = Projector(db: target)
-        privacy = PrivacyProjection(db: target, keys: keys)
+        self.init(projector: Projector(db: target), privacy: PrivacyProjection(db: target, keys: keys))
+    }
+
+    /// `projector` and `privacy` must write the same connection.
+    init(projector: Projector, privacy: PrivacyProjection) {
+        self.projector = projector
+        self.privacy = privacy
     }
 
     /// Folds `event`, decoded from `record`.
@@ -169,8 +177,8 @@ struct JournalFold {
 
     /// Folds `event`, decoded from `payload`, journaled at `epoch`/`seq` and `time`.
     func apply(_ event: JournalEvent, payload: [UInt8], epoch: Epoch, seq: Seq, time: Timestamp) throws {
-        let prior = try privacy.before(event)
-        try projector.apply(event, payload: payload, seq: seq, time: time)
+        let recordedNewKey = try projector.apply(event, payload: payload, seq: seq, time: time)
+        let prior = try privacy.before(event, activityKeyIsNew: recordedNewKey)
         try privacy.after(event, prior: prior, epoch: epoch, seq: seq, time: time)
     }
 }

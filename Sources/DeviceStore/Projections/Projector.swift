@@ -54,13 +54,17 @@ final class Projector {
     /// `payload` is the event's encoding when the caller has it (the journal
     /// row), so that the activity projection can keep its bytes without encoding
     /// the activity again.
-    func apply(_ event: JournalEvent, payload: [UInt8]? = nil, seq: Seq, time: Timestamp) throws {
+    ///
+    /// Returns true when the event recorded an activity under a key the
+    /// activities table did not hold.
+    @discardableResult
+    func apply(_ event: JournalEvent, payload: [UInt8]? = nil, seq: Seq, time: Timestamp) throws -> Bool {
         switch event {
         case .itemIndexed(let index, let item):
             let attributes = payload.flatMap(EventCodec.indexedItemAttributes(in:)) ?? EventCodec.encode(item.attributes)[...]
             try upsertItem(item, attributes: attributes, index: index, seq: seq)
         case .itemUpdated(let index, let update):
-            guard let existing = try loadItem(index: index, identifier: update.uniqueIdentifier) else { return }
+            guard let existing = try loadItem(index: index, identifier: update.uniqueIdentifier) else { return false }
             let item = existing.applying(update)
             try upsertItem(item, attributes: EventCodec.encode(item.attributes)[...], index: index, seq: seq)
         case .itemDeleted(let index, let identifier, _), .itemExpired(let index, let identifier):
@@ -75,14 +79,14 @@ final class Projector {
             // An activity event is the version and kind bytes followed by the
             // activity's own encoding (Journal/FORMAT.md).
             let encoded = payload.map { Array($0.dropFirst(2)) } ?? EventCodec.encode(activity)
-            try recordActivity(activity, key: activity.key, encoded: encoded, seq: seq, time: time)
+            return try recordActivity(activity, key: activity.key, encoded: encoded, seq: seq, time: time)
         case .activityPurged(let residue):
             // A bare row under the key's pseudonym, whose empty payload says
             // it is a residue: the identifiers an item's deletion looks for,
             // nothing searchable, until its removal (also under the pseudonym) takes it out.
             let bare = UserActivity(activityType: "", relatedUniqueIdentifier: residue.relatedUniqueIdentifier,
                                     weakRelatedUniqueIdentifier: residue.weakRelatedUniqueIdentifier)
-            try recordActivity(bare, key: residue.key, encoded: [], seq: seq, time: time)
+            return try recordActivity(bare, key: residue.key, encoded: [], seq: seq, time: time)
         case .activityDeleted(let key, _), .activityExpired(let key):
             try removeActivity(key: key)
         case .resultShown(let ref):
@@ -119,6 +123,7 @@ final class Projector {
             statement.bind(2, Int64(request))
             try statement.execute()
         }
+        return false
     }
 
     // MARK: - Expiry
@@ -265,7 +270,8 @@ final class Projector {
         }
     }
 
-    private func recordActivity(_ activity: UserActivity, key: String, encoded: [UInt8], seq: Seq, time: Timestamp) throws {
+    /// True when the key was new to the activities table.
+    private func recordActivity(_ activity: UserActivity, key: String, encoded: [UInt8], seq: Seq, time: Timestamp) throws -> Bool {
         let text = ActivityText(activity)
         let expires = activity.expirationDate?.millisecondsSince1970
         noteExpiry(expires)
@@ -291,7 +297,7 @@ final class Projector {
         insert.bind(17, encoded)
         insert.bind(18, Int64(seq.rawValue))
         try insert.execute()
-        if insert.changes > 0 { return }
+        if insert.changes > 0 { return true }
         let update = try prepared(.updateActivity)
         bindColumns(update, from: 1)
         update.bind(14, time.millisecondsSince1970)
@@ -300,6 +306,7 @@ final class Projector {
         update.bind(17, key)
         try update.execute()
         guard update.changes > 0 else { throw DeviceStoreError(.database, "activity \(key) was neither inserted nor found") }
+        return false
     }
 
     private func removeActivity(key: String) throws {
