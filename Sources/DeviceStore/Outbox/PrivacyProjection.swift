@@ -122,10 +122,8 @@ final class PrivacyProjection {
         case (.activityRecorded(let activity), .activity(let key, let old)):
             if let old, try remove(key: key, old) { emptied.append(old.hash) }
             if let content = PublicContent(activity), let hash = PublicHash.of(app: keys.app, content: content) {
-                let refs = Array(Set([activity.webpageURL, activity.relatedUniqueIdentifier,
-                                      activity.weakRelatedUniqueIdentifier].compactMap { $0 })).sorted()
-                try recordPublic(key: key, hash: hash, refs: refs, related: activity.relatedUniqueIdentifier, emptied: &emptied,
-                                 epoch: epoch, seq: seq)
+                try recordPublic(key: key, hash: hash, refs: activity.engagementRefs, related: activity.relatedUniqueIdentifier,
+                                 emptied: &emptied, epoch: epoch, seq: seq)
             }
         case (.activityPurged(let residue), .activity(let key, let old)):
             // The residue keeps the public hash, and the references as the

@@ -341,7 +341,7 @@ public struct PurgedActivity: Hashable, Sendable {
     /// The references engagement with the activity was matched by, as
     /// `activityRecorded` has them: URL, related and weakly related identifier.
     public var refs: [String] {
-        Array(Set([webpageURL, relatedUniqueIdentifier, weakRelatedUniqueIdentifier].compactMap { $0 })).sorted()
+        UserActivity.sortedDistinct(webpageURL, relatedUniqueIdentifier, weakRelatedUniqueIdentifier)
     }
 }
 

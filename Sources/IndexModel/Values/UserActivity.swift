@@ -79,4 +79,19 @@ public struct UserActivity: Hashable, Sendable {
     public static func key(persistentIdentifier: String) -> String {
         "id:" + persistentIdentifier
     }
+
+    /// The references engagement with the activity is matched by: its URL,
+    /// related and weakly related identifier, each once, sorted.
+    public var engagementRefs: [String] {
+        UserActivity.sortedDistinct(webpageURL, relatedUniqueIdentifier, weakRelatedUniqueIdentifier)
+    }
+
+    /// Those of three references that are set, each once, sorted: sorting
+    /// three beats hashing them into a set.
+    static func sortedDistinct(_ first: String?, _ second: String?, _ third: String?) -> [String] {
+        var distinct: [String] = []
+        distinct.reserveCapacity(3)
+        for ref in [first, second, third].compactMap({ $0 }).sorted() where distinct.last != ref { distinct.append(ref) }
+        return distinct
+    }
 }
