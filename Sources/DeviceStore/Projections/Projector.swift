@@ -57,7 +57,6 @@ final class Projector {
     ///
     /// Returns true when the event recorded an activity under a key the
     /// activities table did not hold.
-    @discardableResult
     func apply(_ event: JournalEvent, payload: [UInt8]? = nil, seq: Seq, time: Timestamp) throws -> Bool {
         switch event {
         case .itemIndexed(let index, let item):
