@@ -182,6 +182,7 @@ let package = Package(
                 "Workloads",
                 "Threads",
                 "IndexModel",
+                "IndexQuery",
                 "SyncWire",
                 "Snapshot",
                 "DeviceStore",
@@ -229,6 +230,7 @@ let package = Package(
             dependencies: [
                 "IndexModel",
                 "ScratchDirectory",
+                "TextTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
@@ -244,12 +246,19 @@ let package = Package(
         ),
         // Temporary directories that the test process removes when it exits.
         .target(name: "ScratchDirectory", path: "Tests/ScratchDirectory"),
+        // Strings a hostile peer sends, for the tests of every boundary that takes text.
+        .target(
+            name: "TextTestSupport",
+            dependencies: ["IndexModel", .product(name: "PropertyBased", package: "swift-property-based")],
+            path: "Tests/TextTestSupport"
+        ),
         .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
         .testTarget(name: "LocalPrivacyTests", dependencies: ["LocalPrivacy", "IndexModel"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(
             name: "SyncWireTests",
-            dependencies: ["SyncWire", "ByteCoding", "IndexModel", "ScratchDirectory"]
+            dependencies: ["SyncWire", "ByteCoding", "IndexModel", "ScratchDirectory", "TextTestSupport",
+                           .product(name: "PropertyBased", package: "swift-property-based")]
         ),
         // A served cloud on a loopback port, for the server's tests and the HTTP client's.
         .target(
@@ -271,8 +280,8 @@ let package = Package(
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
-                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "ScratchDirectory",
-                "ServerTestSupport",
+                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "ScratchDirectory",
+                "ServerTestSupport", "TextTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -302,8 +311,10 @@ let package = Package(
             name: "CloudIndexTests",
             dependencies: [
                 "CloudIndex", "CloudPostgres", "PostgresTestSupport", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
+                "TextTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(
@@ -326,6 +337,7 @@ let package = Package(
                 "IndexQuery",
                 "QueryTestSupport",
                 "ScratchDirectory",
+                "TextTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based"),

@@ -41,11 +41,24 @@ public struct CloudServerConfiguration: Sendable {
     /// Serve HTTPS with this certificate and key (`tlsConfiguration(certificateFile:keyFile:)`);
     /// nil: plain HTTP.
     public var tls: TLSConfiguration?
+    /// What one public search's query may spend (`QueryBudget`), and for how
+    /// long: past either the answer is 422 `queryTooExpensive`.
+    public var searchBudget: Int
+    public var searchTimeout: Duration
+    /// Public searches running at once, in all and from one client address
+    /// (`SearchGate`); past either the answer is 429.
+    public var searchesInFlight: Int
+    public var searchesPerAddress: Int
+
+    /// Units a public search may spend by default (`QueryBudget.publicSearchUnits`).
+    public static let defaultSearchBudget = QueryBudget.publicSearchUnits
 
     public init(host: String = "127.0.0.1", port: Int = 8080, maximumBodyBytes: Int = WireLimits.maximumFrameBytes,
                 framesPerSecond: Double = 200, burst: Double = 400,
                 addressRequestsPerSecond: Double = 100, addressBurst: Double = 1_000, limiterCapacity: Int = 100_000,
-                clientTimeout: Duration = .seconds(30)) {
+                clientTimeout: Duration = .seconds(30), searchBudget: Int = CloudServerConfiguration.defaultSearchBudget,
+                searchTimeout: Duration = .seconds(2), searchesInFlight: Int = max(1, System.coreCount / 2),
+                searchesPerAddress: Int = 1) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
@@ -55,6 +68,10 @@ public struct CloudServerConfiguration: Sendable {
         self.addressBurst = addressBurst
         self.limiterCapacity = limiterCapacity
         self.clientTimeout = clientTimeout
+        self.searchBudget = searchBudget
+        self.searchTimeout = searchTimeout
+        self.searchesInFlight = searchesInFlight
+        self.searchesPerAddress = searchesPerAddress
     }
 }
 
@@ -99,6 +116,8 @@ public struct CloudServer: Sendable {
     private let devices: RateLimiter<ProvenDevice>
     /// Keyed by client address, charged by every request that proves no device.
     private let addresses: RateLimiter<String>
+    /// The public searches running now.
+    private let searches: SearchGate
 
     /// A device as its signature proved it: names are per app.
     private struct ProvenDevice: Hashable, Sendable {
@@ -117,6 +136,7 @@ public struct CloudServer: Sendable {
         devices = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst, capacity: configuration.limiterCapacity)
         addresses = RateLimiter(rate: configuration.addressRequestsPerSecond, burst: configuration.addressBurst,
                                 capacity: configuration.limiterCapacity)
+        searches = SearchGate(total: configuration.searchesInFlight, perAddress: configuration.searchesPerAddress)
     }
 
     /// A server TLS configuration from PEM files: the certificate chain
@@ -212,9 +232,12 @@ public struct CloudServer: Sendable {
                 metrics.searchRefused("rateLimited")
                 return addressLimited(context)
             }
-            guard let app = context.parameters.get("app").map(AppID.init) else {
+            let app: AppID
+            switch CloudServer.appName(context) {
+            case .success(let named): app = named
+            case .failure(let refusal):
                 metrics.searchRefused("malformed")
-                return CloudServer.error(.badRequest, "malformed", "no app")
+                return refusal.response
             }
             let parameters = request.uri.queryParameters
             guard ["q", "limit", "query", "explain"].allSatisfy({ parameters.getAll($0).count <= 1 }) else {
@@ -236,6 +259,12 @@ public struct CloudServer: Sendable {
                 metrics.searchRefused("malformed")
                 return CloudServer.error(.badRequest, "malformed", "limit must be an integer from 1 to 1000 and q at most 1024 bytes")
             }
+            do {
+                try TextRule.text.check(text)
+            } catch {
+                metrics.searchRefused("malformed")
+                return CloudServer.error(.badRequest, "malformed", "q \(error)")
+            }
             var filter: CompiledQuery?
             if let query = request.uri.queryParameters.get("query").map({ String($0) }) {
                 do throws(QueryError) {
@@ -245,12 +274,25 @@ public struct CloudServer: Sendable {
                     return CloudServer.error(.badRequest, "invalidQuery", error.rendered(query: query))
                 }
             }
+            let address = context.clientAddress
+            guard searches.enter(address) else {
+                metrics.searchRefused("busy")
+                return CloudServer.error(.tooManyRequests, "busy", """
+                    as many searches as the server runs at once are running (from this address, or in all); retry later
+                    """)
+            }
+            defer { searches.leave(address) }
+            let budget = QueryBudget(units: configuration.searchBudget, deadline: .now + configuration.searchTimeout)
             do {
                 let results = try await blocking { [filter] in
-                    try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain).map(\.jsonValue)
+                    try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain, budget: budget)
+                        .map(\.jsonValue)
                 }
                 metrics.searched(in: ContinuousClock.now - started)
                 return CloudServer.json(.ok, ["results": .array(results)])
+            } catch let error as CloudError where error.code == .queryTooExpensive {
+                metrics.searchRefused("queryTooExpensive")
+                return CloudServer.error(.unprocessableContent, "queryTooExpensive", error.message)
             } catch {
                 metrics.searchRefused("unavailable")
                 context.logger.error("search failed", metadata: ["error": "\(error)"])
@@ -259,8 +301,12 @@ public struct CloudServer: Sendable {
         }
         router.get("v1/apps/:app/items/:hash") { _, context in
             guard addresses.allow(context.clientAddress, now: ContinuousClock.now) else { return addressLimited(context) }
-            guard let app = context.parameters.get("app").map(AppID.init), let hex = context.parameters.get("hash"),
-                  let hash = PublicHash(hex: hex) else {
+            let app: AppID
+            switch CloudServer.appName(context) {
+            case .success(let named): app = named
+            case .failure(let refusal): return refusal.response
+            }
+            guard let hex = context.parameters.get("hash"), let hash = PublicHash(hex: hex) else {
                 return CloudServer.error(.badRequest, "malformed", "the item is named by its 64-digit public hash")
             }
             do {
@@ -277,6 +323,26 @@ public struct CloudServer: Sendable {
 
     // MARK: - Handlers
 
+    /// A 400 answer, as an error a `Result` can carry.
+    struct Refusal: Error {
+        let response: Response
+    }
+
+    /// The app a route's path names, checked as every name is
+    /// (`TextRule.name`): a percent-encoded NUL or control character would
+    /// otherwise name another app to a store that ends text at a NUL.
+    static func appName(_ context: CloudRequestContext) -> Result<AppID, Refusal> {
+        guard let name = context.parameters.get("app") else {
+            return .failure(Refusal(response: error(.badRequest, "malformed", "no app")))
+        }
+        do {
+            try TextRule.name.check(name)
+        } catch {
+            return .failure(Refusal(response: CloudServer.error(.badRequest, "malformed", "the app name \(error)")))
+        }
+        return .success(AppID(name))
+    }
+
     private func enrol(_ request: Request, context: CloudRequestContext) async -> Response {
         let body: [UInt8]
         do {
@@ -288,7 +354,7 @@ public struct CloudServer: Sendable {
             metrics.enrolmentRefused("tooLarge")
             return CloudServer.error(.contentTooLarge, "tooLarge", "an enrolment request is at most 16 KiB")
         }
-        guard case .object(let object)? = try? JSONReader.parse(String(decoding: body, as: UTF8.self)),
+        guard case .object(let object)? = try? JSONReader.parse(body),
               case .string(let appName)? = object["app"], case .string(let deviceName)? = object["device"],
               case .string(let secret)? = object["secret"] else {
             metrics.enrolmentRefused("malformed")

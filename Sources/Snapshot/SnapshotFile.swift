@@ -500,7 +500,7 @@ public enum SnapshotFile {
             }
             try input.seek(toOffset: size - trailer - manifestLength)
             let bytes = try input.read(upToCount: Int(manifestLength)) ?? Data()
-            guard case .object(let manifest)? = try? JSONReader.parse(String(decoding: bytes, as: UTF8.self)) else {
+            guard case .object(let manifest)? = try? JSONReader.parse([UInt8](bytes)) else {
                 throw SnapshotError(.malformed, "the manifest is not a JSON object")
             }
             guard manifest["format"] == .string("sightline-snapshot") else {

@@ -28,23 +28,58 @@ final class HTMLDocument {
         xmlFreeDoc(document)
     }
 
-    /// Every element, in document order, walked with a stack (a page nested
-    /// deeper than the call stack could take is still read).
-    func elements() -> [HTMLElement] {
-        var found: [HTMLElement] = []
-        var stack: [xmlNodePtr] = []
-        if let root = xmlDocGetRootElement(document) { stack.append(root) }
-        while let node = stack.popLast() {
-            if node.pointee.type == XML_ELEMENT_NODE { found.append(HTMLElement(node: node)) }
-            var children: [xmlNodePtr] = []
-            var child = node.pointee.children
-            while let current = child {
-                children.append(current)
-                child = current.pointee.next
+    /// One step of `walk`.
+    enum Step {
+        /// An element begins; `depth` is 1 for the root element.
+        case enter(HTMLElement, depth: Int)
+        /// A text or CDATA node's content, as libxml2 decoded it.
+        case text(UnsafePointer<xmlChar>)
+        /// The element's subtree is done.
+        case exit(HTMLElement)
+    }
+
+    /// The deepest element libxml2's HTML parser keeps, counting the root
+    /// as 1: markup nested deeper is left out of the tree.
+    static let deepestElement = 257
+
+    /// Visits every node once, in document order, by the tree's own links
+    /// (no recursion and no stack, so a page nested as deep as libxml2 keeps
+    /// costs nothing more): `enter` and `exit` for each element around its
+    /// subtree, `text` for each text node.
+    func walk(_ visit: (Step) -> Void) {
+        guard let root = xmlDocGetRootElement(document) else { return }
+        var node = root
+        var depth = 1
+        while true {
+            var descended = false
+            switch node.pointee.type {
+            case XML_ELEMENT_NODE:
+                visit(.enter(HTMLElement(node: node), depth: depth))
+                if let child = node.pointee.children {
+                    node = child
+                    depth += 1
+                    descended = true
+                } else {
+                    visit(.exit(HTMLElement(node: node)))
+                }
+            case XML_TEXT_NODE, XML_CDATA_SECTION_NODE:
+                if let content = node.pointee.content { visit(.text(content)) }
+            default:
+                break
             }
-            stack.append(contentsOf: children.reversed())
+            if descended { continue }
+            // Up to the nearest ancestor with a next sibling, leaving each
+            // finished element on the way.
+            while node.pointee.next == nil {
+                guard node != root, let parent = node.pointee.parent else { return }
+                node = parent
+                depth -= 1
+                visit(.exit(HTMLElement(node: node)))
+                if node == root { return }
+            }
+            guard node != root, let next = node.pointee.next else { return }
+            node = next
         }
-        return found
     }
 }
 
@@ -65,32 +100,9 @@ struct HTMLElement {
         return String(cString: value)
     }
 
-    /// The text of the element and its descendants, as libxml2 decoded it.
-    var text: String {
-        guard let content = xmlNodeGetContent(node) else { return "" }
-        defer { sightline_xml_free(content) }
-        return String(cString: content)
-    }
-
-    /// Whether `ancestor` contains this element.
-    func isInside(_ ancestor: HTMLElement) -> Bool {
-        var parent = node.pointee.parent
-        while let current = parent {
-            if current == ancestor.node { return true }
-            parent = current.pointee.parent
-        }
-        return false
-    }
-
-    /// The nearest enclosing element with `itemscope`, if any.
-    var enclosingScope: HTMLElement? {
-        var parent = node.pointee.parent
-        while let current = parent, current.pointee.type == XML_ELEMENT_NODE {
-            let element = HTMLElement(node: current)
-            if element.attribute("itemscope") != nil { return element }
-            parent = current.pointee.parent
-        }
-        return nil
+    /// Whether the element has an attribute of that name.
+    func has(_ name: String) -> Bool {
+        xmlHasProp(node, name) != nil
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IndexModel
+import SyncWire
 
 /// A page that cannot be read at all: too large, not HTML, or not in the
 /// charset it declares. The message says what is wrong and where.
@@ -36,14 +37,23 @@ public enum WebMarkupReader {
     ]
     /// Those whose value is a URL, which must be absolute.
     static let urlProperties: Set<String> = ["al:ios:url", "twitter:image", "twitter:app:url:iphone", "og:image", "og:url"]
+    /// Those whose URL is a deep link into the app.
+    static let deepLinkProperties: Set<String> = ["al:ios:url", "twitter:app:url:iphone"]
 
-    /// Reads the page `bytes`.
+    /// Reads the page `bytes`. A deep link (App Links, Twitter's app card,
+    /// the Smart App Banner's argument, a schema.org action) may be an
+    /// `http` or `https` URL or use one of `linkSchemes`, the app's own
+    /// (lowercase); every other URL must be `http` or `https`.
+    ///
+    /// The page is read in one walk over libxml2's tree that visits each
+    /// node once: a value taken from an element's text is gathered as the
+    /// walk passes its text nodes, and stops at `maximumText` characters.
     ///
     /// - Throws: `WebMarkupError` when the page is over `maximumBytes`, is not
     ///   HTML (binary data, or text that does not begin with markup), is not
     ///   valid UTF-8 while declaring UTF-8 or nothing, or declares a charset
     ///   libxml2 does not know.
-    public static func read(_ bytes: [UInt8]) throws(WebMarkupError) -> WebMarkup {
+    public static func read(_ bytes: [UInt8], linkSchemes: Set<String> = []) throws(WebMarkupError) -> WebMarkup {
         guard bytes.count <= maximumBytes else {
             throw WebMarkupError(message: "the page is \(bytes.count) bytes; the limit is \(maximumBytes)")
         }
@@ -58,38 +68,9 @@ public enum WebMarkupReader {
         guard let document = HTMLDocument(Array(body)) else {
             throw WebMarkupError(message: "not HTML: libxml2 could not read it")
         }
-        var markup = WebMarkup()
-        let elements = document.elements()
-        var jsonLD = 0
-        var microdata: [WebMarkup.Thing] = []
-        var ldThings: [WebMarkup.Thing] = []
-        for element in elements {
-            switch element.name {
-            case "title":
-                if markup.htmlTitle == nil { markup.htmlTitle = clean(element.text) }
-            case "link":
-                let rel = (element.attribute("rel") ?? "").lowercased().split(whereSeparator: \.isWhitespace)
-                if rel.contains("canonical"), markup.canonicalURL == nil, let href = element.attribute("href") {
-                    markup.canonicalURL = absolute(href, source: "canonical", &markup.problems)
-                }
-            case "meta":
-                readMeta(element, into: &markup)
-            case "script":
-                guard (element.attribute("type") ?? "").lowercased().trimmingCharacters(in: .whitespaces) == "application/ld+json" else {
-                    continue
-                }
-                jsonLD += 1
-                guard jsonLD <= maximumThings else { continue }
-                ldThings.append(contentsOf: things(inJSONLD: element.text, block: jsonLD, &markup.problems))
-            default:
-                break
-            }
-            if microdata.count < maximumThings, element.attribute("itemscope") != nil, element.enclosingScope == nil,
-               let type = element.attribute("itemtype"), type.contains("schema.org") {
-                microdata.append(thing(inMicrodata: element, type: type, among: elements, &markup.problems))
-            }
-        }
-        markup.things = ldThings + microdata
+        var reading = PageReading(linkSchemes: linkSchemes)
+        document.walk { step in reading.take(step) }
+        let markup = reading.finish()
         try checkCharset(markup.declaredCharset, body)
         return markup
     }
@@ -99,16 +80,16 @@ public enum WebMarkupReader {
     static func checkCharset(_ declared: String?, _ body: ArraySlice<UInt8>) throws(WebMarkupError) {
         let name = declared?.lowercased()
         if name == nil || name == "utf-8" || name == "utf8" {
-            if let offset = JSONReader.firstInvalidUTF8(Array(body)) {
-                throw WebMarkupError(message: declared.map { "the page declares charset \($0) but is not valid UTF-8 (byte \(offset + 1))" }
+            if let offset = TextRule.firstInvalidUTF8(Array(body)) {
+                throw WebMarkupError(message: declared.map { "the page declares charset \(TextRule.printable($0, limit: 64)) but is not valid UTF-8 (byte \(offset + 1))" }
                                      ?? "the page is not valid UTF-8 (byte \(offset + 1)) and declares no charset")
             }
         } else if let declared, !libxml2KnowsCharset(declared) {
-            throw WebMarkupError(message: "the page declares charset \"\(declared.prefix(64))\", which is not one libxml2 decodes")
+            throw WebMarkupError(message: "the page declares charset \"\(TextRule.printable(declared, limit: 64))\", which is not one libxml2 decodes")
         }
     }
 
-    private static func readMeta(_ element: HTMLElement, into markup: inout WebMarkup) {
+    static func readMeta(_ element: HTMLElement, linkSchemes: Set<String>, into markup: inout WebMarkup) {
         if let charset = element.attribute("charset"), markup.declaredCharset == nil {
             markup.declaredCharset = charset.trimmingCharacters(in: .whitespaces)
         }
@@ -119,7 +100,8 @@ public enum WebMarkupReader {
             markup.declaredCharset = String(content[range.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: " \"';"))
         }
         guard let key = (element.attribute("property") ?? element.attribute("name"))?.lowercased(),
-              let content = element.attribute("content").map(clean) else { return }
+              let raw = element.attribute("content") else { return }
+        let content = clean(raw)
         switch key {
         case "description":
             if markup.metaDescription == nil { markup.metaDescription = content }
@@ -134,7 +116,8 @@ public enum WebMarkupReader {
                 guard parts.count == 2, ["app-id", "app-argument"].contains(parts[0].lowercased()) else { continue }
                 let name = parts[0].lowercased()
                 if name == "app-argument" {
-                    if let url = absolute(parts[1], source: "apple-itunes-app app-argument", &markup.problems) {
+                    if let url = absolute(parts[1], source: "apple-itunes-app app-argument", kind: .deepLink, linkSchemes: linkSchemes,
+                                          &markup.problems) {
                         markup.appBanner[name] = url
                     }
                 } else if parts[1].allSatisfy(\.isNumber), !parts[1].isEmpty {
@@ -146,7 +129,10 @@ public enum WebMarkupReader {
         default:
             guard propertyNames.contains(key), markup.properties[key] == nil else { return }
             if urlProperties.contains(key) {
-                if let url = absolute(content, source: key, &markup.problems) { markup.properties[key] = url }
+                let kind: LinkKind = deepLinkProperties.contains(key) ? .deepLink : .web
+                if let url = absolute(raw, source: key, kind: kind, linkSchemes: linkSchemes, &markup.problems) {
+                    markup.properties[key] = url
+                }
             } else {
                 markup.properties[key] = content
             }
@@ -157,7 +143,8 @@ public enum WebMarkupReader {
 
     /// The things of one JSON-LD block: an object, an array of them, or a
     /// `@graph`; those with a name (or an article's headline).
-    static func things(inJSONLD text: String, block: Int, _ problems: inout [WebMarkup.Problem]) -> [WebMarkup.Thing] {
+    static func things(inJSONLD text: String, block: Int, linkSchemes: Set<String>,
+                       _ problems: inout [WebMarkup.Problem]) -> [WebMarkup.Thing] {
         let source = "json-ld"
         let value: JSONValue
         do {
@@ -184,7 +171,7 @@ public enum WebMarkupReader {
             var thing = WebMarkup.Thing(source: source, type: string(object["@type"]) ?? firstString(object["@type"]), name: name,
                                         description: string(object["description"]))
             if let image = url(in: object["image"]) {
-                thing.image = absolute(image, source: "json-ld image", &problems)
+                thing.image = absolute(image, source: "json-ld image", kind: .web, linkSchemes: linkSchemes, &problems)
             }
             if case .object(let rating)? = firstObject(object["aggregateRating"]) {
                 thing.ratingValue = number(rating["ratingValue"], source: "json-ld ratingValue", &problems)
@@ -199,75 +186,54 @@ public enum WebMarkupReader {
                 let target = string(action["target"]) ?? firstObject(action["target"]).flatMap { target in
                     if case .object(let entry) = target { string(entry["urlTemplate"]) } else { nil }
                 }
-                if let target { thing.actionTarget = absolute(target, source: "json-ld potentialAction target", &problems) }
+                if let target {
+                    thing.actionTarget = absolute(target, source: "json-ld potentialAction target", kind: .deepLink,
+                                                  linkSchemes: linkSchemes, &problems)
+                }
             }
             return thing
         }
     }
 
-    /// A top-level microdata item: its `itemprop`s, not those of items nested in it.
-    static func thing(inMicrodata scope: HTMLElement, type: String, among elements: [HTMLElement],
-                      _ problems: inout [WebMarkup.Problem]) -> WebMarkup.Thing {
-        var thing = WebMarkup.Thing(source: "microdata", type: type.split(separator: "/").last.map(String.init))
-        for element in elements where element.isInside(scope) {
-            guard let property = element.attribute("itemprop")?.lowercased() else { continue }
-            let owner = element.enclosingScope
-            let value = microdataValue(element)
-            if owner?.node == scope.node {
-                switch property {
-                case "name": if thing.name == nil { thing.name = value }
-                case "description": if thing.description == nil { thing.description = value }
-                case "image": if thing.image == nil { thing.image = absolute(value, source: "microdata image", &problems) }
-                default: break
-                }
-            } else if let owner, let ownerProperty = owner.attribute("itemprop")?.lowercased(), owner.enclosingScope?.node == scope.node {
-                switch (ownerProperty, property) {
-                case ("aggregaterating", "ratingvalue"):
-                    thing.ratingValue = number(.string(value), source: "microdata ratingValue", &problems)
-                case ("aggregaterating", "ratingcount"), ("aggregaterating", "reviewcount"):
-                    if thing.ratingCount == nil {
-                        thing.ratingCount = number(.string(value), source: "microdata \(property)", &problems).flatMap { Int(exactly: $0.rounded()) }
-                    }
-                case ("offers", "price"): if thing.price == nil { thing.price = value }
-                case ("offers", "pricecurrency"): thing.priceCurrency = value
-                case ("potentialaction", "target"):
-                    if thing.actionTarget == nil { thing.actionTarget = absolute(value, source: "microdata potentialAction target", &problems) }
-                default: break
-                }
-            }
-        }
-        return thing
-    }
-
-    /// An `itemprop`'s value, by its element (the microdata rules).
-    static func microdataValue(_ element: HTMLElement) -> String {
-        let attribute: String? = switch element.name {
-        case "meta": "content"
-        case "img", "audio", "video", "source", "embed", "iframe": "src"
-        case "a", "area", "link": "href"
-        case "object": "data"
-        case "data", "meter": "value"
-        case "time": "datetime"
-        default: nil
-        }
-        return clean(attribute.flatMap(element.attribute) ?? element.attribute("content") ?? element.text)
-    }
-
     // MARK: - Values
 
-    /// Whitespace collapsed, at most `maximumText` characters.
+    /// Whitespace collapsed, control characters left out, at most
+    /// `maximumText` characters.
     static func clean(_ text: String) -> String {
-        String(text.split(whereSeparator: \.isWhitespace).joined(separator: " ").prefix(maximumText))
+        var cleaned = CleanText(limit: maximumText)
+        cleaned.append(text)
+        return cleaned.text
     }
 
-    /// `text` when it is an absolute URL (a scheme, and a host for http and
-    /// https); otherwise a problem and nil.
-    static func absolute(_ text: String, source: String, _ problems: inout [WebMarkup.Problem]) -> String? {
-        let trimmed = clean(text)
-        guard let components = URLComponents(string: trimmed), let scheme = components.scheme, !scheme.isEmpty,
-              !["http", "https"].contains(scheme.lowercased()) || components.host?.isEmpty == false else {
-            problems.append(.init(source: source, message: "\"\(trimmed.prefix(200))\" is not an absolute URL"))
+    /// What a URL may be: a page's own (canonical, image), which must be
+    /// `http` or `https`, or a deep link, which may also use the app's schemes.
+    enum LinkKind {
+        case web
+        case deepLink
+    }
+
+    /// `text` when it is an absolute URL of a scheme `kind` allows (and
+    /// a host, for `http` and `https`), on one line with no control
+    /// character; otherwise a problem and nil. `javascript:`, `data:`,
+    /// `file:` and the like never leave the cloud as links.
+    static func absolute(_ text: String, source: String, kind: LinkKind, linkSchemes: Set<String>,
+                         _ problems: inout [WebMarkup.Problem]) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        func refuse(_ why: String) -> String? {
+            problems.append(.init(source: source, message: "\"\(TextRule.printable(trimmed, limit: 200))\" \(why)"))
             return nil
+        }
+        guard WireLimits.line.admits(trimmed) else { return refuse("is not a URL on one line of at most 4,096 bytes") }
+        guard let components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(), !scheme.isEmpty else {
+            return refuse("is not an absolute URL")
+        }
+        if scheme == "http" || scheme == "https" {
+            guard components.host?.isEmpty == false else { return refuse("is not an absolute URL (it has no host)") }
+            return trimmed
+        }
+        guard kind == .deepLink, linkSchemes.contains(scheme) else {
+            let allowed = kind == .deepLink ? "http, https or one of the app's link schemes (--link-scheme)" : "http or https"
+            return refuse("is not a URL a search result may link to: its scheme is not \(allowed)")
         }
         return trimmed
     }

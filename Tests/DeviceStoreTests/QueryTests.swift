@@ -61,7 +61,7 @@ private final class Tally: @unchecked Sendable {
             _ = try store.perform(.index(index: "random", items: items))
             let found = try store.query(expression).map(\.item.uniqueIdentifier)
             let compiled = CompiledQuery(expression, now: testStart)
-            let expected = items.filter { compiled.matches($0) }.map(\.uniqueIdentifier).sorted()
+            let expected = try items.filter { try compiled.matches($0, budget: .unlimited) }.map(\.uniqueIdentifier).sorted()
             #expect(found == expected, "\(expression)")
             if !expected.isEmpty && expected.count < items.count { tally.discriminating += 1 }
         } catch {

@@ -122,8 +122,8 @@ private func expectSyntaxError(_ bytes: [UInt8], column: Int, _ message: String?
     expectSyntaxError([0x22, 0xC0, 0xAF, 0x22], column: 2, "invalid UTF-8")
     // Invalid UTF-8 is reported even where the syntax breaks earlier.
     expectSyntaxError([0x7B, 0x7D, 0x7D, 0xFF], column: 4, "invalid UTF-8")
-    #expect(JSONReader.firstInvalidUTF8(Array("a👍🏽b".utf8)) == nil)
-    #expect(JSONReader.firstInvalidUTF8(Array("a👍🏽b".utf8) + [0x80]) == 10)
+    #expect(TextRule.firstInvalidUTF8(Array("a👍🏽b".utf8)) == nil)
+    #expect(TextRule.firstInvalidUTF8(Array("a👍🏽b".utf8) + [0x80]) == 10)
 }
 
 @Test func unpairedSurrogatesAreRefused() throws {

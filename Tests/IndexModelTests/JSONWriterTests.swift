@@ -75,11 +75,15 @@ private func readBackForm(_ value: JSONValue) -> JSONValue {
     #expect(JSONWriter.compact(value) == JSONWriter.compact(value))
 }
 
-@Test func stringsAreEscapedMinimally() {
+/// Quotes, backslashes and every character a terminal or a script could
+/// be steered by (C0, DEL, C1, the line and paragraph separators) are
+/// escaped; everything else is written as it is.
+@Test func stringsEscapeQuotesBackslashesAndEveryControlCharacter() {
     #expect(JSONWriter.compact(.string("a\"b\\c/d")) == #""a\"b\\c/d""#)
     #expect(JSONWriter.compact(.string("\n\r\t")) == #""\n\r\t""#)
     #expect(JSONWriter.compact(.string("\u{0}\u{8}\u{C}\u{1F}\u{7F}")) == #""\u0000\u0008\u000c\u001f\u007f""#)
-    #expect(JSONWriter.compact(.string("é e\u{301} 😀 \u{2028}")) == "\"é e\u{301} 😀 \u{2028}\"")
+    #expect(JSONWriter.compact(.string("\u{85}\u{9B}\u{2028}\u{2029}")) == #""\u0085\u009b\u2028\u2029""#)
+    #expect(JSONWriter.compact(.string("é e\u{301} 😀 \u{A0}")) == "\"é e\u{301} 😀 \u{A0}\"")
 }
 
 @Test func numbersArePrintedExactly() {

@@ -9,7 +9,7 @@ private func item(_ values: [AttributeKey: AttributeValue], domain: String? = ni
 }
 
 private func holds(_ query: String, _ subject: SearchableItem) throws -> Bool {
-    CompiledQuery(try QueryParser.parse(query), now: now).matches(subject)
+    try CompiledQuery(try QueryParser.parse(query), now: now).matches(subject, budget: .unlimited)
 }
 
 @Test func notEqualNeedsTheAttributeButNotMatchesEverythingElse() throws {

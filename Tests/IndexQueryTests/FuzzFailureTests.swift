@@ -30,8 +30,8 @@ import Testing
         do {
             let expression = try QueryParser.parse(query)
             #expect(try QueryParser.parse(expression.description) == expression)
-            _ = CompiledQuery(expression, now: Timestamp(millisecondsSince1970: 1_795_000_000_000))
-                .matches(SearchableItem(uniqueIdentifier: "1"))
+            _ = try? CompiledQuery(expression, now: Timestamp(millisecondsSince1970: 1_795_000_000_000))
+                .matches(SearchableItem(uniqueIdentifier: "1"), budget: .unlimited)
         } catch {
             #expect(error.rendered(query: query).split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).count == 3)
         }

@@ -6,7 +6,7 @@ import Testing
 private func matches(_ literal: String, _ title: String) throws -> Bool {
     let query = try QueryParser.parse("title == " + literal)
     let item = SearchableItem(uniqueIdentifier: "1", attributes: AttributeSet([.title: .string(title)]))
-    return CompiledQuery(query, now: Timestamp(millisecondsSince1970: 0)).matches(item)
+    return try CompiledQuery(query, now: Timestamp(millisecondsSince1970: 0)).matches(item, budget: .unlimited)
 }
 
 @Test func plainEqualityIsWholeValueCaseAndDiacriticSensitive() throws {

@@ -25,6 +25,10 @@ public enum RandomQueries {
                         "I love Paris", "paris-france.jpg", "Comparison", "Straße", "日本", "a*b", "it's", "say \"hi\"",
                         "back\\slash", "x", "", "Ünïcödé", "e\u{301}", "é", "bob", "Bobby Tables", "project updates",
                         "tab\t\u{301}", "\u{301}"]
+    /// The words as identifiers may hold them: a line, without the tab.
+    static let lineWords = words.map { word in
+        String(String.UnicodeScalarView(word.unicodeScalars.map { $0 == "\t" ? " " : $0 }))
+    }
     static let instant = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
     public static func expression(_ rng: inout some RandomNumberGenerator, depth: Int) -> QueryExpression {
@@ -145,8 +149,8 @@ public enum RandomQueries {
             }
         }
         maybe(.custom(textContentAttribute)) { .string(phrase(&$0)) }
-        let domain = Bool.random(using: &rng) ? words.filter { !$0.isEmpty }.randomElement(using: &rng)! : nil
-        return SearchableItem(uniqueIdentifier: "item-\(number)-" + words.randomElement(using: &rng)!,
+        let domain = Bool.random(using: &rng) ? lineWords.filter { !$0.isEmpty }.randomElement(using: &rng)! : nil
+        return SearchableItem(uniqueIdentifier: "item-\(number)-" + lineWords.randomElement(using: &rng)!,
                               domainIdentifier: domain, attributes: AttributeSet(values))
     }
 }

@@ -78,12 +78,15 @@ public struct RunningServer: Sendable {
         return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
     }
 
-    /// GET `path`, or POST `body` to it, on the public listener.
-    public func request(_ path: String, body: [UInt8]? = nil) async throws -> (status: UInt, body: String) {
+    /// GET `path`, or POST `body` to it, on the public listener. A test
+    /// that runs beside the whole suite gives a long `timeout`: synchronous
+    /// tests can hold every thread of the cooperative pool for minutes.
+    public func request(_ path: String, body: [UInt8]? = nil,
+                        timeout: TimeAmount = .seconds(10)) async throws -> (status: UInt, body: String) {
         var request = HTTPClientRequest(url: url + path)
         request.method = body == nil ? .GET : .POST
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let buffer = try await response.body.collect(upTo: 1 << 22)
         return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
     }

@@ -11,7 +11,7 @@ import Testing
         .appendingPathComponent("WebMarkupTests/Pages")
 
     @Test func previewShowsWhatEachPageGivesAndTheExitStatusSaysSomeFailed() throws {
-        let result = try CLIRunner.run(["cloud", "crawl", "--preview", "--json", Self.pages.path])
+        let result = try CLIRunner.run(["cloud", "crawl", "--preview", "--link-scheme", "outdoorshop", "--json", Self.pages.path])
         // lying-charset.html cannot be read and broken.html is malformed; the rest are read all the same.
         #expect(result.status == 1, "\(result.stderr)")
         let pages = try #require(try JSONReader.parse(result.stdout)["pages"]?.array)
@@ -32,7 +32,8 @@ import Testing
     }
 
     @Test func aGoodPageAloneExitsZeroInWords() throws {
-        let result = try CLIRunner.run(["cloud", "crawl", "--preview", Self.pages.appendingPathComponent("product.html").path])
+        let result = try CLIRunner.run(["cloud", "crawl", "--preview", "--link-scheme", "outdoorshop",
+                                          Self.pages.appendingPathComponent("product.html").path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("Trail Runner 2"))
         #expect(result.stdout.contains("(og:title)"))
@@ -42,7 +43,8 @@ import Testing
     @Test func crawlRecordsThePagesWithAURLAndSaysWhatBecameOfEach() throws {
         let store = try ScratchDirectory.make("sightline-crawl").appendingPathComponent("cloud.sqlite").path
         try CloudIndex(at: .file(store)).registerApp(AppID("com.example.shop"), enrolmentSecret: "enrolment-secret-for-tests")
-        let arguments = ["cloud", "crawl", "--db", store, "--app", "com.example.shop", "--json", Self.pages.path]
+        let arguments = ["cloud", "crawl", "--db", store, "--app", "com.example.shop", "--link-scheme", "outdoorshop", "--json",
+                         Self.pages.path]
         let first = try CLIRunner.run(arguments)
         // lying-charset.html cannot be read; recipe.html, latin1.html and broken.html give no URL.
         #expect(first.status == 1, "\(first.stderr)")
@@ -75,6 +77,57 @@ import Testing
         let missing = try CLIRunner.run(["cloud", "crawl", "--db", absent, "--app", "com.example.shop", page])
         #expect(missing.status == 3 && missing.stderr.contains("no cloud store"), "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: absent), "a crawl creates no store")
+    }
+
+    /// A page's size is what the file opened says, not the path: a link to
+    /// a file past the limit is refused by its target's size, and a FIFO or
+    /// a device, which have no size, are no pages.
+    @Test func aLinkToAFileOverTheLimitOrAFIFOIsRefusedWithoutBeingRead() throws {
+        let directory = try ScratchDirectory.make("sightline-crawl-links")
+        let large = directory.appendingPathComponent("large.bin")
+        #expect(FileManager.default.createFile(atPath: large.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: large)
+        try handle.truncate(atOffset: 200 * 1024 * 1024)
+        try handle.close()
+        let link = directory.appendingPathComponent("page.html").path
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: large.path)
+        let linked = try CLIRunner.run(["cloud", "crawl", "--preview", "--json", link])
+        #expect(linked.status == 1)
+        #expect(try JSONReader.parse(linked.stdout)["pages"]?.array?.first?["error"]?.stringValue
+                == "the page is 209715200 bytes; the limit is 2097152", "\(linked.stdout)")
+        let fifo = directory.appendingPathComponent("fifo.html").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for path in [fifo, "/dev/zero"] {
+            let special = try CLIRunner.run(["cloud", "crawl", "--preview", "--json", path])
+            #expect(special.status == 1, "\(path): \(special.stderr)")
+            #expect(special.stdout.contains("not a regular file"), "\(path): \(special.stdout)")
+        }
+    }
+
+    /// A URL that leaves the cloud as a link is http or https, or, for a
+    /// deep link, one of the schemes the crawl names as the app's: the
+    /// others are malformed markup, reported and never recorded.
+    @Test func linksOfOtherSchemesAreMalformedMarkupAndNeverRecorded() throws {
+        let directory = try ScratchDirectory.make("sightline-crawl-schemes")
+        let page = directory.appendingPathComponent("page.html")
+        try Data("""
+            <html><head><link rel="canonical" href="javascript:alert(1)">
+            <meta property="og:url" content="https://example.com/p">
+            <meta property="og:image" content="data:image/png;base64,AAAA">
+            <meta name="twitter:image" content="file:///etc/passwd">
+            <meta property="al:ios:url" content="vbscript:msgbox">
+            <meta name="twitter:app:url:iphone" content="myapp://p">
+            <title>P</title></head><body></body></html>
+            """.utf8).write(to: page)
+        let result = try CLIRunner.json(["cloud", "crawl", "--preview", "--link-scheme", "myapp", "--json", page.path])
+        let shown = try #require(result["pages"]?.array?.first)
+        #expect(shown["preview"]?["url"]?["text"] == .string("https://example.com/p"))
+        #expect(shown["preview"]?["image"] == .null)
+        #expect(shown["preview"]?["deepLink"]?["text"] == .string("myapp://p"))
+        let sources = Set(shown["problems"]?.array?.compactMap { $0["source"]?.stringValue } ?? [])
+        #expect(sources == ["canonical", "og:image", "twitter:image", "al:ios:url"], "\(sources)")
+        let refused = try CLIRunner.run(["cloud", "crawl", "--preview", "--link-scheme", "javascript", page.path])
+        #expect(refused.status == 64 && refused.stderr.contains("is not an app's URL scheme"), "\(refused.stderr)")
     }
 
     @Test func crawlNeedsPreviewOrAStoreAndPathsThatExist() throws {

@@ -33,6 +33,22 @@ import Testing
         #expect(json["query"] == .string(#"kind == "itemDeleted" && id == "42""#))
     }
 
+    /// A query that would do more work than `--budget` allows stops with
+    /// "query too expensive" and exit status 2, in `journal grep` and in
+    /// `device query`; within the budget the same query runs.
+    @Test func aQueryPastItsBudgetExitsTwoSayingItIsTooExpensive() throws {
+        let db = try makeStore()
+        let query = (0..<20).map { _ in #"** == "*a*n*s*w*e*r*z*"cd"# }.joined(separator: " || ")
+        for command in [["journal", "grep"], ["device", "query"]] {
+            let refused = try CLIRunner.run(command + ["--db", db, "--budget", "100", query])
+            #expect(refused.status == 2, "\(command): \(refused.stderr)")
+            #expect(refused.stderr.contains("query too expensive"), "\(command): \(refused.stderr)")
+            #expect(refused.stdout.isEmpty, "\(command): \(refused.stdout)")
+            let allowed = try CLIRunner.run(command + ["--db", db, query])
+            #expect(allowed.status == 0, "\(command): \(allowed.stderr)")
+        }
+    }
+
     @Test func grepSeesBatchesClientStatesAndTheEventsAttributes() throws {
         let db = try makeStore()
         let batch = try CLIRunner.json(["journal", "grep", "--db", db, "--json", #"clientState == "AQI=" && kind == "itemUpdated""#])

@@ -45,10 +45,11 @@ import Testing
         }
     }
 
-    /// A reply is read up to 4 MiB: one that is longer is refused before it
-    /// is held in memory whole, and one of exactly 4 MiB is taken.
-    @Test func aReplyLongerThanFourMebibytesIsRefused() async throws {
-        let limit = 4 * 1024 * 1024
+    /// A reply is read up to `HTTPTransport.maximumBodyBytes` (2 MiB, more
+    /// than the largest reply in base64): one that is longer is refused
+    /// before it is held in memory whole, and one of exactly that is taken.
+    @Test func aReplyLongerThanTheBodyLimitIsRefused() async throws {
+        let limit = HTTPTransport.maximumBodyBytes
         let stub = try await StubCloud.start { path in
             (.ok, [UInt8](repeating: 7, count: path.hasPrefix("/long") ? limit + 1 : limit))
         }
@@ -85,6 +86,27 @@ import Testing
         defer { Task { await stub.stop() } }
         await #expect(throws: TransportError.self) {
             _ = try await HTTPTransport(baseURL: stub.url, timeout: .milliseconds(300)).exchange([1])
+        }
+    }
+
+    /// A cloud that sends its answer's head at once and then stops partway
+    /// through the body (or drips it) is cut off when the timeout is up:
+    /// the timeout bounds the exchange as a whole, not only the head.
+    @Test func aCloudThatStallsPartwayThroughItsBodyIsCutOffAtTheTimeout() async throws {
+        let stub = try await StubCloud.start(stallAfter: 10) { _ in (.ok, [UInt8](repeating: 1, count: 4096)) }
+        defer { Task { await stub.stop() } }
+        do {
+            let reply = try await HTTPTransport(baseURL: stub.url, timeout: .milliseconds(500)).exchange([1])
+            Issue.record("a stalled body was taken as a reply of \(reply.count) bytes")
+        } catch {
+            // Either clock may fire first when the machine is busy: the
+            // exchange's, or AsyncHTTPClient's own deadline for the head.
+            let description = String(describing: error)
+            #expect(description.contains("did not end within 0.5 s") || description.contains("deadlineExceeded"), "\(error)")
+        }
+        await #expect(throws: (any Error).self) {
+            _ = try await HTTPEnrolment.enrol(baseURL: stub.url, app: AppID("com.example.app"), device: DeviceID("phone"),
+                                              secret: "a-secret", timeout: .milliseconds(500))
         }
     }
 

@@ -15,7 +15,11 @@ struct StubCloud: Sendable {
     /// The paths requested so far, in order.
     var requestedPaths: [String] { paths.all }
 
-    static func start(delay: Duration = .zero,
+    /// A stub that answers each request with `answer`'s status and body
+    /// after `delay`. With `stallAfter`, it sends the head and that many
+    /// bytes of the body, then nothing more until the client goes, as a
+    /// hostile cloud that drips its answer would.
+    static func start(delay: Duration = .zero, stallAfter: Int? = nil,
                       answer: @escaping @Sendable (_ path: String) -> (status: HTTPResponse.Status, body: [UInt8])) async throws -> StubCloud {
         let paths = RequestedPaths()
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
@@ -23,7 +27,14 @@ struct StubCloud: Sendable {
             _ = try await request.body.collect(upTo: 1 << 24)
             if delay > .zero { try await Task.sleep(for: delay) }
             let (status, body) = answer(request.uri.path)
-            return Response(status: status, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+            guard let stallAfter else { return Response(status: status, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body))) }
+            return Response(status: status, body: ResponseBody(contentLength: body.count) { writer in
+                try await writer.write(ByteBuffer(bytes: body.prefix(stallAfter)))
+                // Nothing more: a stream nobody yields to ends only when
+                // the task is cancelled (the stub stopping).
+                for await _ in AsyncStream<Int> { _ in } {}
+                try await writer.finish(nil)
+            })
         }
         var logger = Logger(label: "sightline.stub-cloud")
         logger.logLevel = .critical

@@ -12,8 +12,11 @@ import Testing
         return Array(try Data(contentsOf: url))
     }
 
+    /// The URL schemes the fixture pages' apps declare for their deep links.
+    static let linkSchemes: Set<String> = ["outdoorshop", "harbourtimes", "brokenapp", "everyapp"]
+
     static func read(_ name: String) throws -> WebMarkup {
-        try WebMarkupReader.read(try page(name))
+        try WebMarkupReader.read(try page(name), linkSchemes: linkSchemes)
     }
 
     @Test func aProductPageShowsOpenGraphWithTheRatingPriceAndAppLinkOfItsOtherMarkup() throws {

@@ -148,6 +148,9 @@ package struct CloudFold<Rows: FoldRows> {
                 guard PublicHash.of(app: app, content: content) == hash else {
                     throw Refusal(message: "content does not hash to the public hash it was sent for")
                 }
+                // No frame carries a NUL (`UploadFrame.messages`); a log row an
+                // older build accepted may, and neither backend could keep it.
+                guard !content.holdsNUL else { continue }
                 if !state.isLoaded { try load(state, app: app) }
                 let open = try rows.hashState(app: app, key: key)
                 switch ContentRule.verdict(hasVoted: state.vote != nil, isLive: state.vote?.live == true,

@@ -42,7 +42,10 @@ extension CloudStore {
         }
         var latest: [String: CrawledPage] = [:]
         var order: [String] = []
-        for page in pages {
+        for (position, page) in pages.enumerated() {
+            if let problem = page.textProblem {
+                throw CloudError(.invalidOption, "page \(position + 1) cannot be recorded: its \(problem)")
+            }
             if latest.updateValue(page, forKey: page.url) == nil { order.append(page.url) }
         }
         var known: [String: CrawledPage] = [:]

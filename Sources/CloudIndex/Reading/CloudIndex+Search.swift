@@ -72,13 +72,22 @@ extension CloudStore {
     ///
     /// With `explain`, each result carries the parts of its score and how it
     /// became public (`PublicExplanation`).
+    ///
+    /// The filter spends `budget` (`QueryBudget`); past it, or past its
+    /// deadline, the search throws `queryTooExpensive`.
     public func search(app: AppID, text: String, filter: CompiledQuery? = nil, limit: Int = 20,
-                       explain: Bool = false) throws(CloudError) -> [PublicResult] {
+                       explain: Bool = false, budget: QueryBudget = QueryBudget()) throws(CloudError) -> [PublicResult] {
         let words = SearchText.search(text, limit: 16)
         var results: [PublicResult] = []
         for entry in try publicIndex(app: app) {
             guard let source = entry.contentSource else { continue }
-            if let filter, !filter.matches(entry.queryAttributes) { continue }
+            if let filter {
+                do {
+                    guard try filter.matches(entry.queryAttributes, budget: budget) else { continue }
+                } catch {
+                    throw CloudError(.queryTooExpensive, error.description)
+                }
+            }
             let fields: [(name: String, words: [String], weight: Double)] = [
                 ("title", SearchText.words(in: entry.shownTitle ?? ""), 3),
                 ("keywords", entry.shownKeywords.flatMap(SearchText.words(in:)), 2),

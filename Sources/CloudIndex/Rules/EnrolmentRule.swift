@@ -3,7 +3,7 @@ import IndexModel
 
 /// Who may register an app and enrol a device, the same for every backend
 /// (`docs/CLOUD.md`, "Apps and devices"): names of 1 to 256 bytes on one
-/// line, a device's not beginning with `~` (the cloud's own, `CrawlerRule`),
+/// line without control characters (`TextRule.name`), a device's not beginning with `~` (the cloud's own, `CrawlerRule`),
 /// an enrolment secret of at least 16 bytes (only its SHA-256 is kept), a
 /// device quota of 1 to `largestDeviceQuota`, a proof of 16 to 64 bytes, and
 /// the decision for a name already enrolled.
@@ -72,9 +72,13 @@ package enum EnrolmentRule {
         (0..<4).flatMap { _ in withUnsafeBytes(of: random.next().littleEndian) { Array($0) } }
     }
 
+    /// Checks a name with `TextRule.name`: 1 to 256 bytes on one line, no
+    /// NUL and no other control character.
     package static func checkName(_ name: String, _ what: String) throws(CloudError) {
-        guard !name.isEmpty, name.utf8.count <= 256, !name.contains(where: \.isNewline) else {
-            throw CloudError(.invalidOption, "the \(what) name must be 1 to 256 bytes on one line")
+        do {
+            try TextRule.name.check(name)
+        } catch {
+            throw CloudError(.invalidOption, "the \(what) name \(error) (a name is 1 to 256 bytes on one line)")
         }
     }
 

@@ -393,6 +393,9 @@ public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
         case database
         /// A snapshot cannot be written, or is refused for restore.
         case snapshot
+        /// A search's query would do more work than its budget allows, or
+        /// ran past its deadline (`QueryBudget`).
+        case queryTooExpensive
     }
 
     public let code: Code

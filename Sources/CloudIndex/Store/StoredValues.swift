@@ -19,10 +19,26 @@ extension Stored {
     }
 }
 
+extension Stored {
+    /// Column `index` of `row`, selected as `CAST(column AS BLOB)`, as the
+    /// text it holds byte for byte. GRDB reads text as a C string, which
+    /// ends at a NUL: a name an older build let into the log with one would
+    /// read back as another, and its row would no longer match its hash.
+    static func exactText(_ row: Row, _ index: Int, _ what: @autoclosure () -> String) throws(CloudError) -> String {
+        let bytes: Data = try column(row, index, what())
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw CloudError(.corruptStore, "\(what()) is not valid UTF-8")
+        }
+        return text
+    }
+}
+
 extension StoredLogRow {
-    /// The columns `init(_:)` reads, in its order; a query may add more after them.
+    /// The columns `init(_:)` reads, in its order; a query may add more after
+    /// them. The names are read as their bytes (`Stored.exactText`).
     static let columns = """
-        app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, digest, payload, received_at
+        CAST(app AS BLOB), seq, CAST(device AS BLOB), epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length, \
+        digest, payload, received_at
         """
 
     /// Reads a row selected with `columns` first; throws `corruptLog` naming
@@ -32,7 +48,7 @@ extension StoredLogRow {
         let app: AppID
         let seq: Int64
         do {
-            app = try row.decode(AppID.self, atIndex: 0)
+            app = AppID(try Stored.exactText(row, 0, "cloud_log.app"))
             seq = try row.decode(Int64.self, atIndex: 1)
         } catch {
             throw CloudError(.corruptLog, "a cloud log row has no app name or no integer seq")
@@ -44,7 +60,13 @@ extension StoredLogRow {
                 throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
             }
         }
-        try self.init(app: app, seq: seq, device: field(2, "device"), epoch: field(3, "epoch"), firstSeq: field(4, "first_seq"),
+        let device: String
+        do {
+            device = try Stored.exactText(row, 2, "device")
+        } catch {
+            throw CloudError(.corruptLog, "app \(app) log seq \(seq): \(error.message)")
+        }
+        try self.init(app: app, seq: seq, device: DeviceID(device), epoch: field(3, "epoch"), firstSeq: field(4, "first_seq"),
                       lastSeq: field(5, "last_seq"), acceptedFrom: field(6, "accepted_from"), codec: field(7, "codec"),
                       uncompressedLength: field(8, "uncompressed_length"), digest: [UInt8](field(9, "digest") as Data),
                       payload: [UInt8](field(10, "payload") as Data), receivedAt: field(11, "received_at"))

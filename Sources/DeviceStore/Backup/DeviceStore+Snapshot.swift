@@ -41,10 +41,19 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
             return value
         }
         guard object["kind"] == .string("device") else {
-            throw DeviceStoreError(.snapshot, "this is not a device snapshot (kind \(object["kind"].map { JSONWriter.compact($0) } ?? "missing"))")
+            throw DeviceStoreError(.snapshot, "this is not a device snapshot (kind \(object["kind"].map { String(JSONWriter.compact($0).prefix(64)) } ?? "missing"))")
         }
-        device = DeviceID(try string("device"))
-        app = AppID(try string("app"))
+        func name(_ key: String) throws(DeviceStoreError) -> String {
+            let value = try string(key)
+            do {
+                try TextRule.name.check(value)
+            } catch {
+                throw DeviceStoreError(.snapshot, "the snapshot manifest's \(key) \(error)")
+            }
+            return value
+        }
+        device = DeviceID(try name("device"))
+        app = AppID(try name("app"))
         epoch = Epoch(UInt64(try integer("epoch")))
         headSeq = Seq(UInt64(try integer("headSeq")))
         headHash = try string("headHash")

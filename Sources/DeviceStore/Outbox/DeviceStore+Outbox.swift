@@ -53,7 +53,8 @@ extension DeviceStore {
         return SyncStatus(head: state.head, acknowledged: acknowledged, durable: state.durable, pending: pending)
     }
 
-    /// Up to `limit` outbox records after `position`, in order, as the uploader takes them.
+    /// Up to `limit` outbox records after `position`, in order, as the
+    /// uploader takes them: each as it is sent (`OutboxMessage.asSent`).
     /// Read through a statement kept for the connection: the simulator's
     /// event loop reads the outbox for nearly every frame.
     public func pendingOutbox(after position: OutboxPosition, limit: Int) throws(DeviceStoreError) -> [OutboxRecord] {
@@ -78,7 +79,7 @@ extension DeviceStore {
                         starting \(encoded.prefix(4).map { String($0, radix: 16) }.joined(separator: " "))
                         """)
                 }
-                records.append(OutboxRecord(position: position, encoded: encoded))
+                records.append(OutboxRecord(position: position, encoded: OutboxMessage.asSent(encoded)))
             }
             return records
         }

@@ -28,7 +28,11 @@ extension DeviceStore {
     /// and identifier. `$time` values are resolved once against the store's
     /// clock. Expired items are never returned, even before their expiry is
     /// journaled. `index` restricts the search to one named index.
-    public func query(_ query: QueryExpression, index: String? = nil, limit: Int? = nil) throws(DeviceStoreError) -> [QueryMatch] {
+    ///
+    /// The run spends `budget` (`QueryBudget`); past it, or past its
+    /// deadline, it throws `queryTooExpensive` and returns nothing.
+    public func query(_ query: QueryExpression, index: String? = nil, limit: Int? = nil,
+                      budget: QueryBudget = QueryBudget()) throws(DeviceStoreError) -> [QueryMatch] {
         let now = clock.now()
         let compiled = CompiledQuery(query, now: now)
         let condition = QuerySQLCompiler.compile(compiled, target: DeviceStore.itemsQueryTarget)
@@ -47,10 +51,18 @@ extension DeviceStore {
             sql += " LIMIT ?"
             arguments.append(max(limit, 0))
         }
-        return try read { db in
-            try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
-                QueryMatch(index: try StoredValue.column(row, 0, "items.index_name"), item: try StoredValue.item(row, from: 1))
+        do {
+            return try read { db in
+                try queryFunctions.spending(budget, on: condition) {
+                    try Row.fetchAll(db, sql: sql, arguments: StatementArguments(arguments)).map { row in
+                        QueryMatch(index: try StoredValue.column(row, 0, "items.index_name"), item: try StoredValue.item(row, from: 1))
+                    }
+                }
             }
+        } catch {
+            // The functions' stop reaches here as SQLite's error.
+            if let stop = budget.exhaustion { throw DeviceStoreError(.queryTooExpensive, stop.description) }
+            throw error
         }
     }
 }

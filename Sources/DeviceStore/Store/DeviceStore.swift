@@ -87,6 +87,9 @@ public final class DeviceStore: Sendable {
     let frameDictionary = Mutex(FrameDictionary.empty)
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
+    /// The SQL functions of compiled queries, registered on every connection;
+    /// a query runs under its budget through them (`query(_:budget:)`).
+    let queryFunctions: QueryFunctions
 
     /// Refuses a file whose schema table has a row without a type, a name or
     /// a table name, before GRDB reads that table: GRDB decodes its rows
@@ -119,8 +122,10 @@ public final class DeviceStore: Sendable {
         random = options.random
         writePath = WritePath(owned: location == .memory)
         let app = options.app
-        guard !app.rawValue.isEmpty, app.rawValue.utf8.count <= 256, !app.rawValue.contains(where: \.isNewline) else {
-            throw DeviceStoreError(.invalidOption, "the app name must be 1 to 256 bytes on one line, not \"\(app)\"")
+        do {
+            try TextRule.name.check(app.rawValue)
+        } catch {
+            throw DeviceStoreError(.invalidOption, "the app name \(error) (a name is 1 to 256 bytes on one line)")
         }
         var configuration = Configuration()
         configuration.readonly = options.readOnly
@@ -129,7 +134,8 @@ public final class DeviceStore: Sendable {
         // The schema declares no foreign keys; enforcing them only adds checks to every write.
         configuration.foreignKeysEnabled = false
         let functions = QueryFunctions()
-        configuration.prepareDatabase { db in functions.register(in: db) }
+        queryFunctions = functions
+        configuration.prepareDatabase { db in functions.register(in: db, target: DeviceStore.itemsQueryTarget) }
         if case .file = location {
             // Pages are read straight from the OS's page cache instead of
             // copied by a pread each into SQLite's own (2 MiB by default).
@@ -321,16 +327,30 @@ public final class DeviceStore: Sendable {
         if migrated {
             try StoreSchema.migrate(db, from: version)
         }
-        guard let identifier = try DeviceID.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'device_id'") else {
+        guard let identifier = try storedName(db, "device_id").map(DeviceID.init) else {
             throw DeviceStoreError(.notADeviceStore, "the store has no device_id")
         }
-        guard let app = try AppID.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'app'"),
+        guard let app = try storedName(db, "app").map(AppID.init),
               let secret = try Data.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'vote_secret'"),
               secret.count == 32 else {
             throw DeviceStoreError(.notADeviceStore, "the store has no app or no 32-byte vote_secret in store_meta")
         }
         return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: [UInt8](secret)),
                          chain: migrated || version >= StoreSchema.chainOverPayloadHashesSince ? .overPayloadHashes : .overPayloads)
+    }
+
+    /// The name `store_meta` holds under `key`, read as its bytes: a name
+    /// goes into every frame and reply, so one someone edited to hold a NUL
+    /// or a control character is refused here rather than read back cut.
+    private static func storedName(_ db: Database, _ key: String) throws -> String? {
+        guard let bytes = try Data.fetchOne(db, sql: "SELECT CAST(value AS BLOB) FROM store_meta WHERE key = ?", arguments: [key]) else {
+            return nil
+        }
+        do {
+            return try TextRule.name.string(utf8: bytes)
+        } catch {
+            throw DeviceStoreError(.corruptStore, "store_meta.\(key) \(error)")
+        }
     }
 
     /// 32 bytes from the injected random source: the vote secret of a new store.

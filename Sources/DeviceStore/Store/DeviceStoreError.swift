@@ -29,6 +29,9 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
         case readOnly
         /// SQLite reported an error.
         case database
+        /// A query would do more work than its budget allows, or ran past its
+        /// deadline (`QueryBudget`).
+        case queryTooExpensive
         /// A store option (such as the app name) is not valid.
         case invalidOption
         /// A snapshot cannot be written, or is refused for restore (damaged,

@@ -24,7 +24,7 @@ public struct JSONReader {
 
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
         var reader = JSONReader(bytes: bytes)
-        if let invalid = JSONReader.firstInvalidUTF8(bytes) {
+        if let invalid = TextRule.firstInvalidUTF8(bytes) {
             throw JSONSyntaxError(offset: invalid, message: "invalid UTF-8")
         }
         reader.skipWhitespace()
@@ -34,24 +34,6 @@ public struct JSONReader {
             throw reader.error("unexpected text after the JSON value")
         }
         return value
-    }
-
-    /// The offset of the first byte that is not part of valid UTF-8, or nil.
-    public static func firstInvalidUTF8(_ bytes: [UInt8]) -> Int? {
-        var decoder = UTF8()
-        var iterator = bytes.makeIterator()
-        var consumed = 0
-        // Decode scalar by scalar, tracking how many bytes each took.
-        while true {
-            switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar):
-                consumed += UTF8.width(scalar)
-            case .emptyInput:
-                return nil
-            case .error:
-                return consumed
-            }
-        }
     }
 
     private init(bytes: [UInt8]) {
@@ -116,7 +98,7 @@ public struct JSONReader {
             offset += 1
             skipWhitespace()
             let member = try value(depth: depth + 1)
-            object[key] = member
+            object.append(JSONObject.Member(key: key, value: member))
             skipWhitespace()
             switch current {
             case UInt8(ascii: ","): offset += 1

@@ -33,6 +33,11 @@ public enum JSONValue: Hashable, Sendable {
 
 /// The members of a JSON object in document order. Keys are unique: the reader
 /// refuses a document that repeats one.
+///
+/// Finding a member is constant time whatever the object's size: past a few
+/// members the object keeps each key's position, so reading a document of
+/// n members, or looking each of them up, is linear in n (an operations line
+/// or a manifest is outside bytes, and may hold hundreds of thousands).
 public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     /// One member of an object: its key and its value.
     public struct Member: Hashable, Sendable {
@@ -41,23 +46,63 @@ public struct JSONObject: Hashable, Sendable, ExpressibleByDictionaryLiteral {
     }
 
     public private(set) var members: [Member]
+    /// Each key's index in `members`, kept once the object has more than
+    /// `indexedFrom` members; smaller objects are searched in order.
+    private var positions: [String: Int]?
+    private static let indexedFrom = 8
 
     public init(_ members: [Member] = []) {
-        self.members = members
+        self.members = []
+        self.members.reserveCapacity(members.count)
+        for member in members { self[member.key] = member.value }
     }
 
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
-        members = elements.map { Member(key: $0.0, value: $0.1) }
+        self.init(elements.map { Member(key: $0.0, value: $0.1) })
+    }
+
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members == rhs.members
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(members)
+    }
+
+    private func position(of key: String) -> Int? {
+        if let positions { return positions[key] }
+        return members.firstIndex { $0.key == key }
     }
 
     public subscript(key: String) -> JSONValue? {
-        get { members.first(where: { $0.key == key })?.value }
+        get { position(of: key).map { members[$0].value } }
         set {
-            if let index = members.firstIndex(where: { $0.key == key }) {
-                if let newValue { members[index].value = newValue } else { members.remove(at: index) }
+            if let index = position(of: key) {
+                if let newValue {
+                    members[index].value = newValue
+                } else {
+                    members.remove(at: index)
+                    if positions != nil {
+                        positions?[key] = nil
+                        for later in index..<members.count { positions?[members[later].key] = later }
+                    }
+                }
             } else if let newValue {
-                members.append(Member(key: key, value: newValue))
+                append(Member(key: key, value: newValue))
             }
+        }
+    }
+
+    /// Adds a member whose key the object does not hold (the reader has checked).
+    mutating func append(_ member: Member) {
+        members.append(member)
+        if positions != nil {
+            positions?[member.key] = members.count - 1
+        } else if members.count > JSONObject.indexedFrom {
+            var index: [String: Int] = [:]
+            index.reserveCapacity(members.count * 2)
+            for (position, member) in members.enumerated() { index[member.key] = position }
+            positions = index
         }
     }
 

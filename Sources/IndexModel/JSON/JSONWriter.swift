@@ -67,7 +67,10 @@ public enum JSONWriter {
             case "\n": output += "\\n"
             case "\r": output += "\\r"
             case "\t": output += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+            // Every control character (C0, DEL, C1) and the Unicode line
+            // and paragraph separators are escaped, so that output shown on
+            // a terminal or embedded in a script is never steered by them.
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
                 let hex = String(scalar.value, radix: 16)
                 output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default:

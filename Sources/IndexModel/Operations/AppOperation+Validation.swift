@@ -73,17 +73,21 @@ extension AppOperation {
 }
 
 enum Validation {
-    static func identifier(_ value: String, at path: @autoclosure () -> String) throws(OperationError) {
-        guard !value.isEmpty else { throw OperationError(path: path(), "must not be empty") }
-        guard value.utf8.count <= Limits.identifierBytes else {
-            throw OperationError(path: path(), "is \(value.utf8.count) bytes; the limit is \(Limits.identifierBytes)")
+    /// Checks `value` with `rule` (`TextRule`), naming the field in the error.
+    static func check(_ value: String, _ rule: TextRule, at path: @autoclosure () -> String) throws(OperationError) {
+        do {
+            try rule.check(value)
+        } catch {
+            throw OperationError(path: path(), error.description)
         }
     }
 
+    static func identifier(_ value: String, at path: @autoclosure () -> String) throws(OperationError) {
+        try check(value, .identifier, at: path())
+    }
+
     static func text(_ value: String, at path: @autoclosure () -> String) throws(OperationError) {
-        guard value.utf8.count <= Limits.textBytes else {
-            throw OperationError(path: path(), "is \(value.utf8.count) bytes; the limit is \(Limits.textBytes)")
-        }
+        try check(value, .text, at: path())
     }
 
     static func count(_ count: Int, at path: @autoclosure () -> String, allowEmpty: Bool = false) throws(OperationError) {
@@ -102,7 +106,7 @@ enum Validation {
     static func unique(_ identifier: String, position: Int, in seen: inout [String: Int], at path: @autoclosure () -> String,
                        list: String) throws(OperationError) {
         if let first = seen[identifier] {
-            throw OperationError(path: path(), "duplicate identifier \"\(identifier)\" (also at \(list)[\(first)])")
+            throw OperationError(path: path(), "duplicate identifier \"\(TextRule.printable(identifier, limit: 64))\" (also at \(list)[\(first)])")
         }
         seen[identifier] = position
     }
@@ -125,7 +129,7 @@ enum Validation {
     /// Where an item's attribute stands in an operations line: standard attributes
     /// are members of the item, custom ones members of its "attributes" object.
     static func itemFieldPath(_ itemPath: String, _ key: AttributeKey) -> String {
-        itemPath + "." + (key.isCustom ? "attributes." : "") + key.name
+        itemPath + "." + (key.isCustom ? "attributes." : "") + TextRule.printable(key.name)
     }
 
     static func attributes(_ set: AttributeSet, at path: @autoclosure () -> String,
@@ -170,15 +174,15 @@ enum Validation {
             throw OperationError(path: "keywords", "has \(activity.keywords.count) elements; the limit is \(Limits.listElements)")
         }
         for (position, keyword) in activity.keywords.enumerated() { try text(keyword, at: "keywords[\(position)]") }
-        try attributes(activity.attributes, at: "attributes") { "attributes." + $0.name }
+        try attributes(activity.attributes, at: "attributes") { "attributes." + TextRule.printable($0.name) }
         guard activity.userInfo.count <= Limits.userInfoEntries else {
             throw OperationError(path: "userInfo", "has \(activity.userInfo.count) entries; the limit is \(Limits.userInfoEntries)")
         }
         for (key, value) in activity.userInfo {
             try identifier(key, at: "userInfo")
-            try text(value, at: "userInfo." + key)
+            try text(value, at: "userInfo." + TextRule.printable(key))
         }
-        if let url = activity.webpageURL { try text(url, at: "url") }
+        if let url = activity.webpageURL { try check(url, .url, at: "url") }
         if let related = activity.relatedUniqueIdentifier { try identifier(related, at: "related") }
         if let weak = activity.weakRelatedUniqueIdentifier { try identifier(weak, at: "weakRelated") }
         if let domain = activity.domainIdentifier { try identifier(domain, at: "domain") }

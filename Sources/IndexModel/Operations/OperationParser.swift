@@ -144,9 +144,10 @@ public enum OperationParser {
             guard case .object(let object) = custom else {
                 throw OperationError(path: fields.path("attributes"), "must be an object, found \(custom.typeDescription)")
             }
+            try Validation.attributeCount(object.members.count, at: fields.path("attributes"))
             for member in object.members {
                 let key = AttributeKey(name: member.key)
-                let memberPath = fields.path("attributes") + "." + member.key
+                let memberPath = fields.path("attributes") + "." + TextRule.printable(member.key)
                 guard key.isCustom else {
                     throw OperationError(path: memberPath, "is a standard attribute; give it as a member of the item")
                 }
@@ -162,10 +163,11 @@ public enum OperationParser {
         guard case .object(let object) = value else {
             throw OperationError(path: path, "must be an object, found \(value.typeDescription)")
         }
+        try Validation.attributeCount(object.members.count, at: path)
         var result: [(AttributeKey, AttributeValue)] = []
         for member in object.members {
             let key = AttributeKey(name: member.key)
-            let memberPath = path + "." + member.key
+            let memberPath = path + "." + TextRule.printable(member.key)
             guard key.isCustom else {
                 throw OperationError(path: memberPath, "is a standard attribute; give it as a member of the item")
             }
@@ -199,6 +201,9 @@ public enum OperationParser {
             guard case .array(let elements) = value else {
                 throw OperationError(path: path, "must be \(type), found \(value.typeDescription)")
             }
+            guard elements.count <= Limits.listElements else {
+                throw OperationError(path: path, "has \(elements.count) elements; the limit is \(Limits.listElements)")
+            }
             var list: [String] = []
             for (position, element) in elements.enumerated() {
                 list.append(try Fields.string(element, path: "\(path)[\(position)]"))
@@ -231,17 +236,24 @@ public enum OperationParser {
             guard case .object(let object) = raw else {
                 throw OperationError(path: fields.path("attributes"), "must be an object, found \(raw.typeDescription)")
             }
+            try Validation.attributeCount(object.members.count, at: fields.path("attributes"))
             for member in object.members {
                 let key = AttributeKey(name: member.key)
-                activity.attributes[key] = try attributeValue(member.value, key: key, path: fields.path("attributes") + "." + member.key)
+                activity.attributes[key] = try attributeValue(member.value, key: key,
+                                                              path: fields.path("attributes") + "." + TextRule.printable(member.key))
             }
         }
         if let raw = fields.take("userInfo"), raw != .null {
             guard case .object(let object) = raw else {
                 throw OperationError(path: fields.path("userInfo"), "must be an object of strings, found \(raw.typeDescription)")
             }
+            guard object.members.count <= Limits.userInfoEntries else {
+                throw OperationError(path: fields.path("userInfo"),
+                                     "has \(object.members.count) entries; the limit is \(Limits.userInfoEntries)")
+            }
             for member in object.members {
-                activity.userInfo[member.key] = try Fields.string(member.value, path: fields.path("userInfo") + "." + member.key)
+                activity.userInfo[member.key] = try Fields.string(member.value,
+                                                                  path: fields.path("userInfo") + "." + TextRule.printable(member.key))
             }
         }
         activity.webpageURL = try fields.optionalString("url")
@@ -259,31 +271,35 @@ public enum OperationParser {
 
 /// The members of one JSON object being read, with the path used in errors.
 /// Members are taken one by one; `finish()` refuses any member nobody took.
+///
+/// Taking a member marks it taken, so that reading an object of n members
+/// is linear in n however many members it has.
 struct Fields {
     let prefix: String
-    private var remaining: JSONObject
+    private let object: JSONObject
+    private var taken: Set<String> = []
 
     init(_ value: JSONValue, path: String) throws(OperationError) {
         guard case .object(let object) = value else {
             throw OperationError(path: path, "must be an object, found \(value.typeDescription)")
         }
         prefix = path
-        remaining = object
+        self.object = object
     }
 
     func path(_ key: String) -> String { prefix.isEmpty ? key : prefix + "." + key }
 
-    func has(_ key: String) -> Bool { remaining[key] != nil }
+    func has(_ key: String) -> Bool { !taken.contains(key) && object[key] != nil }
 
     mutating func take(_ key: String) -> JSONValue? {
-        guard let value = remaining[key] else { return nil }
-        remaining[key] = nil
+        guard !taken.contains(key), let value = object[key] else { return nil }
+        taken.insert(key)
         return value
     }
 
     func finish() throws(OperationError) {
-        if let unknown = remaining.keys.first {
-            throw OperationError(path: path(unknown), "unknown field")
+        if let unknown = object.members.first(where: { !taken.contains($0.key) }) {
+            throw OperationError(path: path(TextRule.printable(unknown.key)), "unknown field")
         }
     }
 
@@ -314,7 +330,7 @@ struct Fields {
     }
 
     mutating func optionalStrings(_ key: String) throws(OperationError) -> [String]? {
-        guard let value = remaining[key], value != .null else { _ = take(key); return nil }
+        guard has(key), object[key] != .null else { _ = take(key); return nil }
         return try strings(key)
     }
 

@@ -8,33 +8,81 @@ import IndexModel
 /// LIKE and lower() know ASCII only). Attributes that are not columns, and `*`
 /// and `**`, are tested by `sightline_attribute_test` on the encoded attribute
 /// set. Every predicate yields 0 or 1, never NULL, so `!` negates exactly as the
-/// in-memory evaluator does. The store registers the three functions with
+/// in-memory evaluator does. The store registers the functions with
 /// `QueryFunctions`.
+///
+/// Every query the language allows compiles to SQL that SQLite's parser
+/// takes. Its parser stack holds 100 entries, and each level of nesting
+/// takes several (a condition nested 22 levels of `(… AND (… OR …))` deep
+/// overflows it), so a chain of one operator (`a || b || c`, 256
+/// predicates) is written flat, and a part nested deeper than
+/// `maximumDepth` levels is handed whole to `sightline_subject_test`,
+/// which evaluates it in memory over the row.
 public enum QuerySQLCompiler {
+    /// The deepest nesting of AND, OR and NOT written as SQL.
+    public static let maximumDepth = 8
+
     public static func compile(_ query: CompiledQuery, target: SQLTarget) -> SQLCondition {
         var compiler = Compiler(target: target)
-        let sql = compiler.compile(query.expression)
-        return SQLCondition(sql: sql, arguments: compiler.arguments)
+        let sql = compiler.compile(query.expression, depth: 0)
+        return SQLCondition(sql: sql, arguments: compiler.arguments, inMemory: compiler.inMemory)
     }
 }
 
 private struct Compiler {
     let target: SQLTarget
     var arguments: [SQLCondition.Argument] = []
+    var inMemory: [CompiledQuery] = []
 
     mutating func bind(_ argument: SQLCondition.Argument) -> String {
         arguments.append(argument)
         return "?"
     }
 
-    mutating func compile(_ expression: QueryExpression) -> String {
+    mutating func compile(_ expression: QueryExpression, depth: Int) -> String {
         switch expression {
-        case .and(let left, let right): "(\(compile(left)) AND \(compile(right)))"
-        case .or(let left, let right): "(\(compile(left)) OR \(compile(right)))"
-        case .not(let inner): "(NOT \(compile(inner)))"
-        case .comparison(let comparison): compile(comparison)
-        case .inRange(let range): compile(range)
+        case .and, .or, .not:
+            guard depth < QuerySQLCompiler.maximumDepth else { return subjectTest(expression) }
+        case .comparison, .inRange:
+            break
         }
+        switch expression {
+        case .and:
+            return "(" + Compiler.chain(expression, isAnd: true).map { compile($0, depth: depth + 1) }.joined(separator: " AND ") + ")"
+        case .or:
+            return "(" + Compiler.chain(expression, isAnd: false).map { compile($0, depth: depth + 1) }.joined(separator: " OR ") + ")"
+        case .not(let inner): return "(NOT \(compile(inner, depth: depth + 1)))"
+        case .comparison(let comparison): return compile(comparison)
+        case .inRange(let range): return compile(range)
+        }
+    }
+
+    /// The operands of a chain of one operator, in order: `a && b && c`
+    /// (parsed as `(a && b) && c`) is a, b and c. Walked with a stack, as a
+    /// chain may be 256 predicates long.
+    static func chain(_ expression: QueryExpression, isAnd: Bool) -> [QueryExpression] {
+        var operands: [QueryExpression] = []
+        var pending = [expression]
+        while let next = pending.popLast() {
+            switch (next, isAnd) {
+            case (.and(let left, let right), true), (.or(let left, let right), false):
+                pending.append(right)
+                pending.append(left)
+            default:
+                operands.append(next)
+            }
+        }
+        return operands
+    }
+
+    /// `expression`, evaluated in memory over the row
+    /// (`QueryFunctions.subjectTest`): its number in `inMemory` is bound.
+    mutating func subjectTest(_ expression: QueryExpression) -> String {
+        // Its times are resolved already: the instant given here is unused.
+        inMemory.append(CompiledQuery(expression, now: Timestamp(millisecondsSince1970: 0)))
+        let columns = target.columns.keys.sorted().compactMap { target.columns[$0]?.name }
+        let arguments = ([target.attributesColumn] + columns).joined(separator: ", ")
+        return "\(QueryFunctions.subjectTest)(\(arguments), \(bind(.integer(Int64(inMemory.count - 1)))))"
     }
 
     mutating func blobTest(_ predicate: QueryExpression) -> String {

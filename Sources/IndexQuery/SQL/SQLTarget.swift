@@ -43,7 +43,7 @@ public struct SQLTarget: Hashable, Sendable {
 /// A WHERE condition and its arguments, in order. User text is only ever in
 /// `arguments`; `sql` is built from the target's column names, operators and
 /// the function names in `QueryFunctions`.
-public struct SQLCondition: Hashable, Sendable {
+public struct SQLCondition: Sendable {
     /// A value bound to one `?` of `sql`, in the order the placeholders appear.
     public enum Argument: Hashable, Sendable {
         case text(String)
@@ -53,4 +53,7 @@ public struct SQLCondition: Hashable, Sendable {
 
     public var sql: String
     public var arguments: [Argument]
+    /// The parts of the query `sql` hands to `sightline_subject_test`, by
+    /// the number it binds: the run gives them to `QueryFunctions.spending`.
+    public var inMemory: [CompiledQuery]
 }

@@ -22,8 +22,10 @@ public struct CompiledQuery: Sendable {
         root = Node(self.expression)
     }
 
-    public func matches(_ subject: some QuerySubject) -> Bool {
-        root.matches(subject)
+    /// Whether `subject` matches, spending `budget` on the work
+    /// (`QueryBudget`); throws when the budget or its deadline runs out.
+    public func matches(_ subject: some QuerySubject, budget: QueryBudget) throws(QueryTooExpensive) -> Bool {
+        try root.matches(subject, budget)
     }
 
     private indirect enum Node: Sendable {
@@ -42,12 +44,16 @@ public struct CompiledQuery: Sendable {
             }
         }
 
-        func matches(_ subject: some QuerySubject) -> Bool {
+        func matches(_ subject: some QuerySubject, _ budget: QueryBudget) throws(QueryTooExpensive) -> Bool {
             switch self {
-            case .predicate(let predicate): predicate.matches(subject)
-            case .and(let left, let right): left.matches(subject) && right.matches(subject)
-            case .or(let left, let right): left.matches(subject) || right.matches(subject)
-            case .not(let inner): !inner.matches(subject)
+            case .predicate(let predicate): return try predicate.matches(subject, budget)
+            case .and(let left, let right):
+                guard try left.matches(subject, budget) else { return false }
+                return try right.matches(subject, budget)
+            case .or(let left, let right):
+                if try left.matches(subject, budget) { return true }
+                return try right.matches(subject, budget)
+            case .not(let inner): return try !inner.matches(subject, budget)
             }
         }
     }
@@ -110,16 +116,29 @@ struct CompiledPredicate: Sendable {
         return FoldedText(text, folding: literal.modifiers, wantBoundaries: false).scalars
     }
 
-    func matches(_ subject: some QuerySubject) -> Bool {
+    /// What looking at `value` costs at most (`QueryBudget`).
+    func cost(of value: AttributeValue) -> Int {
+        switch (test, value) {
+        case (.textMatch(let pattern), .string(let text)):
+            return QueryBudget.matchCost(valueBytes: text.utf8.count, patternLength: pattern.length)
+        case (.textOrder, .string(let text)), (.textRange, .string(let text)):
+            return QueryBudget.matchCost(valueBytes: text.utf8.count, patternLength: 1)
+        default:
+            return 1
+        }
+    }
+
+    func matches(_ subject: some QuerySubject, _ budget: QueryBudget) throws(QueryTooExpensive) -> Bool {
         var comparable = false
-        func visit(_ value: AttributeValue) -> Bool? {
+        func visit(_ value: AttributeValue) throws(QueryTooExpensive) -> Bool? {
             switch value {
             case .strings(let list):
                 for element in list {
-                    if let result = visit(.string(element)) { return result }
+                    if let result = try visit(.string(element)) { return result }
                 }
                 return nil
             default:
+                try budget.charge(cost(of: value))
                 guard let satisfied = evaluate(value) else { return nil }
                 comparable = true
                 // `==`-like: the first satisfying value decides. `!=`: the first
@@ -130,10 +149,10 @@ struct CompiledPredicate: Sendable {
         }
         switch scope {
         case .named(let name):
-            if let value = subject.value(of: name), let decided = visit(value) { return decided }
+            if let value = subject.value(of: name), let decided = try visit(value) { return decided }
         case .anyAttribute, .anyAttributeOrContent:
             for value in subject.values(includingContent: scope == .anyAttributeOrContent) {
-                if let decided = visit(value) { return decided }
+                if let decided = try visit(value) { return decided }
             }
         }
         return negated && comparable

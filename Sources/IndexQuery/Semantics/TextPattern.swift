@@ -23,6 +23,9 @@ struct TextPattern: Sendable {
     /// One element list for a whole or word-based match; one per token for `t`.
     let alternatives: [[Element]]
     let wordBased: Bool
+    /// The pattern's elements over all its alternatives: the automaton's
+    /// work per scalar of a value is at most this (`QueryBudget`).
+    let length: Int
 
     init(_ literal: TextLiteral) {
         modifiers = literal.modifiers
@@ -70,6 +73,7 @@ struct TextPattern: Sendable {
             alternatives = [elements(of: literal.pieces)]
             wordBased = literal.modifiers.contains(.wordBased)
         }
+        length = alternatives.reduce(0) { $0 + $1.count }
     }
 
     func matches(_ value: String) -> Bool {

@@ -135,6 +135,10 @@ struct QueryLexer {
             let at = position
             position += 1
             if character == quoteCharacter { break }
+            guard character.value != 0 else {
+                // No store can hold a NUL (`TextRule`), so none can match one.
+                throw QueryError(at: at, "a string holds U+0, a NUL character, which no text may hold")
+            }
             var resolved = character
             if character == "\\" {
                 guard let escaped = peek() else {

@@ -257,7 +257,14 @@ public enum CloudReply: Hashable, Sendable {
                 throw WireError(.malformed, "sync reply version \(version) is not supported")
             }
             let type = try reader.byte()
+            // Empty in the answer to a frame the cloud could not read.
+            let nameAt = reader.offset
             let replyDevice = DeviceID(try reader.string())
+            do {
+                try TextRule(.line, bytes: 0...TextRule.name.bytes.upperBound).check(replyDevice.rawValue)
+            } catch {
+                throw WireError(.malformed, "the reply's device name at byte \(nameAt) \(error)")
+            }
             guard replyDevice == device else {
                 throw WireError(.malformed, "the reply is addressed to device \(replyDevice), not \(device)")
             }

@@ -301,13 +301,24 @@ public struct UploadFrame: Hashable, Sendable {
         try UploadFrame.messages(in: try plainPayload(dictionary: dictionary), count: count)
     }
 
-    /// Exactly `count` messages decoded from a frame's `plainPayload`.
+    /// Exactly `count` messages decoded from a frame's `plainPayload`, each
+    /// content message's text admitted by `PublicContent.textProblem`: a
+    /// frame is where a device's text enters the cloud, so text that no
+    /// store could keep exactly (a NUL) or that is no line (a control
+    /// character in a type or URL) is refused here, naming the message.
     public static func messages(in plain: [UInt8], count: Int) throws(WireError) -> [OutboxMessage] {
+        let messages: [OutboxMessage]
         do {
-            return try FramePayload.decode(plain, count: count)
+            messages = try FramePayload.decode(plain, count: count)
         } catch {
             throw WireError(.malformed, "the payload: \(error)")
         }
+        for (index, message) in messages.enumerated() {
+            if case .content(_, let content) = message, let problem = content.textProblem {
+                throw WireError(.malformed, "the payload's message \(index + 1) is content whose \(problem)")
+            }
+        }
+        return messages
     }
 
     /// The payload inflated (never past the announced length) and checked
@@ -366,7 +377,6 @@ enum FrameHeader {
         return version
     }
 
-    static let maximumIdentifierBytes = 256
 
     /// An epoch or seq, refused above `WireLimits.maximumPosition` with the
     /// field's name and offset.
@@ -386,11 +396,15 @@ enum FrameHeader {
         OutboxPosition(epoch: Epoch(try position(&reader, "\(what) epoch")), seq: OutboxSeq(try position(&reader, "\(what) seq")))
     }
 
+    /// An app or device name, checked with `TextRule.name` (1 to 256 bytes
+    /// on one line, no NUL or other control character) as enrolment checks it.
     static func identifier(_ reader: inout BinaryReader, _ what: String) throws -> String {
         let at = reader.offset
         let text = try reader.string()
-        guard !text.isEmpty, text.utf8.count <= maximumIdentifierBytes else {
-            throw WireError(.malformed, "the \(what) name at byte \(at) is empty or longer than \(maximumIdentifierBytes) bytes")
+        do {
+            try TextRule.name.check(text)
+        } catch {
+            throw WireError(.malformed, "the \(what) name at byte \(at) \(error)")
         }
         return text
     }

@@ -1,3 +1,5 @@
+import IndexModel
+
 /// The bounds every receiver enforces on frames. A frame beyond one is refused
 /// before it costs more than the bound, and nothing of it is applied.
 public enum WireLimits {
@@ -12,6 +14,12 @@ public enum WireLimits {
     /// One string field (activity type, title, keyword, description, URL,
     /// app, device), in UTF-8 bytes.
     public static let maximumStringBytes = 4 * 1024
+    /// What a content message's activity type and web page URL may hold:
+    /// one line of 1 to `maximumStringBytes` bytes (`TextRule`).
+    public static let line = TextRule(.line, bytes: 1...maximumStringBytes)
+    /// What a content message's title, keywords and description may hold:
+    /// text of at most `maximumStringBytes` bytes, no NUL.
+    public static let text = TextRule(.text, bytes: 0...maximumStringBytes)
     /// Keywords of one content message.
     public static let maximumKeywords = 64
     /// Hashes named in one acknowledgement's content requests.

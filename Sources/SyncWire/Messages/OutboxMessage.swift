@@ -102,6 +102,20 @@ extension OutboxMessage {
         return isHashless(tag) || bytes.count > PublicHash.byteCount
     }
 
+    /// The bytes a device sends for its outbox message `encoded`: the
+    /// message itself, or, for content whose text a frame may not carry
+    /// (`PublicContent.textProblem`: a NUL that an older build let into an
+    /// activity's title), a withheld answer for its hash. The cloud would
+    /// refuse the frame, and the device would send it again for good; a
+    /// withheld answer is what a device sends when it holds no content it
+    /// can send (`docs/SYNC.md`, "What leaves a device"). Only content is
+    /// decoded, so other messages cost one byte's look.
+    public static func asSent(_ encoded: [UInt8]) -> [UInt8] {
+        guard encoded.first == Tag.content.rawValue,
+              case .content(let hash, let content)? = try? decode(encoded), content.textProblem != nil else { return encoded }
+        return OutboxMessage.contentWithheld(hash).encoded
+    }
+
     public func encode(to writer: inout BinaryWriter) {
         switch self {
         case .vote(let hash, let token), .withdraw(let hash, let token):

@@ -65,6 +65,25 @@ public struct CrawledPage: Hashable, Sendable {
         self.price = price.map(fit)
     }
 
+    /// The first field the cloud may not record as it is, and why: the URL,
+    /// image, deep link, App Store id and type must be lines
+    /// (`WireLimits.line`), the title, description, keywords and price text
+    /// (`WireLimits.text`). Nil when every field passes. The markup reader
+    /// leaves out a value that does not, as a problem of the page.
+    public var textProblem: String? {
+        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? {
+            guard let value else { return nil }
+            return rule.problem(value).map { "\(field) \($0)" }
+        }
+        let lines: [(String?, String)] = [(url, "url"), (image, "image"), (deepLink, "deep link"), (appStoreID, "App Store id"),
+                                          (type, "type")]
+        for (value, field) in lines { if let problem = check(value, WireLimits.line, field) { return problem } }
+        let texts: [(String?, String)] = [(title, "title"), (description, "description"), (price, "price")]
+            + keywords.enumerated().map { ($1, "keyword \($0)") }
+        for (value, field) in texts { if let problem = check(value, WireLimits.text, field) { return problem } }
+        return nil
+    }
+
     /// The hash a page message of `app` carries for the page at `url`: it
     /// names the page, never an activity (a domain of its own).
     public static func hash(app: AppID, url: String) -> PublicHash {

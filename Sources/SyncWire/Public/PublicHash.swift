@@ -123,10 +123,39 @@ public struct PublicContent: Hashable, Sendable {
         guard identity != nil, fitsWireLimits else { return nil }
     }
 
+    /// Whether a content message may carry this content: what
+    /// `textProblem` checks, and at most `WireLimits.maximumKeywords` keywords.
     public var fitsWireLimits: Bool {
-        let strings = [activityType, title, contentDescription, webpageURL].compactMap { $0 } + keywords
-        return keywords.count <= WireLimits.maximumKeywords
-            && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes }
+        keywords.count <= WireLimits.maximumKeywords && textProblem == nil
+    }
+
+    /// Whether a field holds a NUL, which no store can keep exactly
+    /// (`TextRule`). No frame carries such content (`textProblem`); a log
+    /// row an older build accepted may, and the fold gives it no effect.
+    public var holdsNUL: Bool {
+        ([activityType, title, contentDescription, webpageURL].compactMap { $0 } + keywords).contains { $0.utf8.contains(0) }
+    }
+
+    /// The first field a content message may not carry as it is, and why:
+    /// the type and URL must be lines (`WireLimits.line`), the title,
+    /// keywords and description text (`WireLimits.text`), each at most
+    /// `WireLimits.maximumStringBytes`. Nil when every field passes. The
+    /// cloud refuses a frame with such content where it parses it; a device
+    /// never sends it (`init?(_:)`, and `OutboxMessage.asSent` for a message
+    /// an older build queued).
+    public var textProblem: String? {
+        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? {
+            guard let value else { return nil }
+            return rule.problem(value).map { "\(field) \($0)" }
+        }
+        if let problem = check(activityType, WireLimits.line, "type") ?? check(webpageURL, WireLimits.line, "url")
+            ?? check(title, WireLimits.text, "title") ?? check(contentDescription, WireLimits.text, "description") {
+            return problem
+        }
+        for (position, keyword) in keywords.enumerated() {
+            if let problem = check(keyword, WireLimits.text, "keyword \(position)") { return problem }
+        }
+        return nil
     }
 
     /// Writes the fields as a content message carries them, after its hash:

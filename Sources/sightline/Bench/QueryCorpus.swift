@@ -148,7 +148,7 @@ struct QueryCorpus {
         func fail(_ message: String) -> BenchInputError {
             BenchInputError(message: "\(path) line \(line): \(message)")
         }
-        if let invalid = JSONReader.firstInvalidUTF8(bytes) { throw fail("not valid UTF-8 (byte \(invalid + 1))") }
+        if let invalid = TextRule.firstInvalidUTF8(bytes) { throw fail("not valid UTF-8 (byte \(invalid + 1))") }
         var text = String(decoding: bytes, as: UTF8.self)
         if text.hasSuffix("\r") { text.removeLast() }
         let fields = text.split(separator: "\t", omittingEmptySubsequences: false)
@@ -243,7 +243,7 @@ enum QueryFile {
             guard case .text(let bytes) = line else {
                 throw BenchInputError(message: "\(path) line \(number): a query is at most \(maximumBytes) bytes")
             }
-            if let invalid = JSONReader.firstInvalidUTF8(bytes) {
+            if let invalid = TextRule.firstInvalidUTF8(bytes) {
                 throw BenchInputError(message: "\(path) line \(number): not valid UTF-8 (byte \(invalid + 1))")
             }
             let query = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespaces)

@@ -113,6 +113,24 @@ struct ServeCommand: AsyncParsableCommand {
         "Seconds a client has to send a whole request body; a connection idle this long is closed.", valueName: "seconds"))
     var clientTimeout: Int = 30
 
+    @Option(name: .long, help: ArgumentHelp("""
+        The most work one public search's query may do, in units (a string predicate looking at a value costs the \
+        value's length times the pattern's); past it the answer is 422.
+        """, valueName: "units"))
+    var searchBudget: Int = CloudServerConfiguration.defaultSearchBudget
+
+    @Option(name: .long, help: ArgumentHelp("Seconds one public search may run; past it the answer is 422.", valueName: "seconds"))
+    var searchTimeout: Double = 2
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Public searches run at once, in all (default: half the cores, at least one) and from one client address \
+        (default 1); past either the answer is 429.
+        """, valueName: "count"))
+    var searchesInFlight: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Public searches one client address may run at once.", valueName: "count"))
+    var searchesPerAddress: Int = 1
+
     @Option(name: .long, help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error, critical.", valueName: "level"))
     var logLevel: String = "info"
 
@@ -161,6 +179,11 @@ struct ServeCommand: AsyncParsableCommand {
         guard ["text", "json"].contains(logFormat) else { throw ValidationError("--log-format must be text or json (got \"\(logFormat)\")") }
         guard rate > 0 else { throw ValidationError("--rate must be positive") }
         guard (1...3600).contains(clientTimeout) else { throw ValidationError("--client-timeout must be between 1 and 3600 seconds") }
+        guard searchBudget >= 1 else { throw ValidationError("--search-budget must be at least 1") }
+        guard searchTimeout > 0, searchTimeout <= 3600 else { throw ValidationError("--search-timeout must be more than 0 and at most 3600 seconds") }
+        guard (searchesInFlight ?? 1) >= 1, searchesPerAddress >= 1 else {
+            throw ValidationError("--searches-in-flight and --searches-per-address must be at least 1")
+        }
         if let maxDevices {
             guard app != nil else { throw ValidationError("--max-devices needs --app") }
             guard (1...100_000_000).contains(maxDevices) else { throw ValidationError("--max-devices must be between 1 and 100,000,000") }
@@ -225,7 +248,10 @@ struct ServeCommand: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         var configuration = CloudServerConfiguration(
             host: host, port: port, framesPerSecond: rate, burst: rate * 2,
-            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout))
+            addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout),
+            searchBudget: searchBudget, searchTimeout: .milliseconds(Int64(searchTimeout * 1000)),
+            searchesPerAddress: searchesPerAddress)
+        if let searchesInFlight { configuration.searchesInFlight = searchesInFlight }
         if let tlsCert, let tlsKey {
             do {
                 configuration.tls = try CloudServer.tlsConfiguration(certificateFile: tlsCert, keyFile: tlsKey)
@@ -402,6 +428,7 @@ struct CloudSearchCommand: ParsableCommand {
 
     @OptionGroup var store: CloudStoreOption
     @OptionGroup var output: JSONOption
+    @OptionGroup var budget: QueryBudgetOption
 
     @Option(name: .long, help: ArgumentHelp("The app whose public index to search.", valueName: "name"))
     var app: AppID
@@ -430,10 +457,10 @@ struct CloudSearchCommand: ParsableCommand {
         let filter = expression.map { CompiledQuery($0, now: cloud.now) }
         let results: [PublicResult]
         do {
-            results = try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain)
+            results = try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain, budget: budget.make())
         } catch {
             Output.error("error: \(error.message)")
-            throw ExitStatus.storeUnavailable
+            throw error.code == .queryTooExpensive ? ExitStatus.invalidInput : ExitStatus.storeUnavailable
         }
         if output.json {
             Output.json(.object(["results": .array(results.map(\.jsonValue))]))

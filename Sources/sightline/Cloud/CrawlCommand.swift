@@ -40,6 +40,12 @@ struct CrawlCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With --db: the app (registered) whose pages these are.", valueName: "name"))
     var app: AppID?
 
+    @Option(name: .customLong("link-scheme"), help: ArgumentHelp("""
+        A URL scheme of the app's own that its deep links may use (App Links, Twitter's app card, the Smart App \
+        Banner's argument, a schema.org action), besides http and https; repeat for more.
+        """, valueName: "scheme"))
+    var linkSchemes: [String] = []
+
     @OptionGroup var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
@@ -49,6 +55,14 @@ struct CrawlCommand: ParsableCommand {
 
     func validate() throws {
         guard !paths.isEmpty else { throw ValidationError("give at least one HTML file or folder") }
+        for scheme in linkSchemes {
+            // RFC 3986: a letter, then letters, digits, +, - and .
+            guard let first = scheme.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic,
+                  scheme.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)) }),
+                  !["javascript", "data", "vbscript", "file", "http", "https"].contains(scheme.lowercased()) else {
+                throw ValidationError("--link-scheme \(TextRule.printable(scheme, limit: 64)) is not an app's URL scheme (a letter, then letters, digits, +, - or .; not javascript, data, vbscript, file, http or https)")
+            }
+        }
         if preview {
             guard db == nil, app == nil else { throw ValidationError("--preview records nothing: give it without --db and --app") }
             return
@@ -59,6 +73,9 @@ struct CrawlCommand: ParsableCommand {
         if PostgresLocation.isPostgresURL(db) { try CloudStoreOption.validatePostgresURL(db, option: "--db") }
     }
 
+    /// The app's link schemes, lowercase.
+    var schemes: Set<String> { Set(linkSchemes.map { $0.lowercased() }) }
+
     func run() throws {
         if let db, let app, !preview {
             try record(db: db, app: app)
@@ -67,7 +84,7 @@ struct CrawlCommand: ParsableCommand {
         var pages: [JSONValue] = []
         var failed = false
         for path in try CrawlCommand.files(paths) {
-            let read = CrawlCommand.read(path)
+            let read = CrawlCommand.read(path, linkSchemes: schemes)
             switch read {
             case .failure(let error):
                 failed = true
@@ -101,7 +118,7 @@ struct CrawlCommand: ParsableCommand {
         var reports: [Report] = []
         var pages: [CrawledPage] = []
         for path in try CrawlCommand.files(paths) {
-            switch CrawlCommand.read(path) {
+            switch CrawlCommand.read(path, linkSchemes: schemes) {
             case .failure(let error):
                 reports.append(Report(path: path, error: error.message))
             case .success(let markup):
@@ -174,16 +191,38 @@ struct CrawlCommand: ParsableCommand {
         return files
     }
 
-    /// The page at `path`, its size checked before it is read.
-    static func read(_ path: String) -> Result<WebMarkup, WebMarkupError> {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
-        guard size <= WebMarkupReader.maximumBytes else {
-            return .failure(WebMarkupError(message: "the page is \(size) bytes; the limit is \(WebMarkupReader.maximumBytes)"))
+    /// The page at `path`, read through one open file: its size is what
+    /// `fstat` says of the file opened (a symbolic link's target, not the
+    /// link), and at most one byte past the limit is read whatever it says,
+    /// so a file that grows or a device file costs no more.
+    static func read(_ path: String, linkSchemes: Set<String>) -> Result<WebMarkup, WebMarkupError> {
+        let limit = WebMarkupReader.maximumBytes
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return .failure(WebMarkupError(message: "cannot read the file: \(String(cString: strerror(errno)))")) }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+            return .failure(WebMarkupError(message: "cannot read the file: it is not a regular file"))
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(WebMarkupError(message: "cannot read the file"))
+        guard status.st_size <= limit else {
+            return .failure(WebMarkupError(message: "the page is \(status.st_size) bytes; the limit is \(limit)"))
         }
-        return Result { () throws(WebMarkupError) in try WebMarkupReader.read(Array(data)) }
+        var bytes = [UInt8](repeating: 0, count: limit + 1)
+        var filled = 0
+        while filled < bytes.count {
+            let got = bytes.withUnsafeMutableBytes { buffer in
+                Foundation.read(descriptor, buffer.baseAddress! + filled, buffer.count - filled)
+            }
+            if got < 0, errno == EINTR { continue }
+            guard got >= 0 else { return .failure(WebMarkupError(message: "cannot read the file: \(String(cString: strerror(errno)))")) }
+            if got == 0 { break }
+            filled += got
+        }
+        guard filled <= limit else {
+            return .failure(WebMarkupError(message: "the page is more than \(limit) bytes; the limit is \(limit)"))
+        }
+        bytes.removeSubrange(filled...)
+        return Result { () throws(WebMarkupError) in try WebMarkupReader.read(bytes, linkSchemes: linkSchemes) }
     }
 
     static func print(_ path: String, _ markup: WebMarkup) {

@@ -19,6 +19,7 @@ struct QueryCommand: ParsableCommand {
     @OptionGroup var store: StoreOption
     @OptionGroup var clockOption: ClockOption
     @OptionGroup var output: JSONOption
+    @OptionGroup var budget: QueryBudgetOption
 
     @Option(name: .long, help: ArgumentHelp(
         "Attributes to print for each item, comma-separated (default: title).", valueName: "attr,attr"))
@@ -51,10 +52,9 @@ struct QueryCommand: ParsableCommand {
         try clockOption.catchUp(clock, with: device)
         let matches: [QueryMatch]
         do {
-            matches = try device.query(expression, index: index, limit: limit)
+            matches = try device.query(expression, index: index, limit: limit, budget: budget.make())
         } catch {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.storeUnavailable
+            throw error.exit()
         }
         let names = fetched
         if output.json {

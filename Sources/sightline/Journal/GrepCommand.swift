@@ -22,6 +22,7 @@ struct GrepCommand: ParsableCommand {
     @OptionGroup var store: StoreOption
     @OptionGroup var clockOption: ClockOption
     @OptionGroup var output: JSONOption
+    @OptionGroup var budget: QueryBudgetOption
 
     @Option(name: .long, help: ArgumentHelp("Print the history of this item identifier, activity key or result reference.",
                                             valueName: "id"))
@@ -53,12 +54,13 @@ struct GrepCommand: ParsableCommand {
             return
         }
         let compiled = expression.map { CompiledQuery($0, now: clock.now()) }
+        let budget = budget.make()
         var matches: [JSONValue] = []
         var count = 0
         let result: JournalEntryScan
         do {
             result = try device.scanEntries { entry in
-                if let compiled, !compiled.matches(entry) { return true }
+                if let compiled, try !compiled.matches(entry, budget: budget) { return true }
                 count += 1
                 if output.json {
                     matches.append(GrepCommand.json(entry))
@@ -68,6 +70,8 @@ struct GrepCommand: ParsableCommand {
                 return limit.map { count < $0 } ?? true
             }
         } catch {
+            // A scan stops with the error its body threw.
+            if let stop = budget.exhaustion { throw stop.exit() }
             throw error.exit()
         }
         if output.json {

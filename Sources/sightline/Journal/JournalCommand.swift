@@ -62,7 +62,8 @@ extension DeviceStoreError {
         Output.error("error: \(message)")
         switch code {
         case .corruptJournal: return ExitStatus.checkFailed
-        case .invalidOperation, .clientStateMismatch, .clockNotSimulated, .clockWentBackwards: return ExitStatus.invalidInput
+        case .invalidOperation, .clientStateMismatch, .clockNotSimulated, .clockWentBackwards, .queryTooExpensive:
+            return ExitStatus.invalidInput
         default: return ExitStatus.storeUnavailable
         }
     }

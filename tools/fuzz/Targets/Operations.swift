@@ -1,9 +1,9 @@
 // Fuzz target operations: IndexModel's operations parser (one JSON Lines line),
 // which `device apply` feeds with lines from a file.
 //
-// A line either parses to an operation that validates, prints as one JSON
-// line and parses back from it to the same operation, or is refused with an
-// `OperationError`.
+// A line either parses to an operation that validates, holds no NUL in any of
+// its strings, prints as one JSON line and parses back from it to the same
+// operation, or is refused with an `OperationError`.
 import Foundation
 import IndexModel
 import Workloads
@@ -12,9 +12,9 @@ enum Target {
     static func run(_ bytes: [UInt8]) {
         guard let operation = try? OperationParser.parse(line: bytes) else { return }
         let printed = Array(operation.jsonLine.utf8)
-        // JSON Lines ends a line at \n alone (LineReader): U+2028 and U+0085 stay
-        // unescaped in JSON strings, as JSONWriter writes them.
+        // JSONWriter escapes every control character and line separator.
         contract(!printed.contains(0x0A) && !printed.contains(0x0D), "an operation prints as more than one line")
+        contract(!operation.jsonLine.contains("\\u0000"), "an operation holds a NUL")
         contract((try? OperationParser.parse(line: printed)) == operation, "an operation does not parse back from its printed line")
     }
 

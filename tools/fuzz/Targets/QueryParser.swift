@@ -55,7 +55,9 @@ enum Target {
                 fatalError("printed query does not parse\n  query:   \(String(reflecting: query))\n  printed: \(String(reflecting: printed))\n  error:   \(error)")
             }
             let compiled = CompiledQuery(expression, now: now)
-            for item in items { _ = compiled.matches(item) }
+            // A run may stop on its budget, never trap.
+            let budget = QueryBudget(units: 50_000_000)
+            for item in items { _ = try? compiled.matches(item, budget: budget) }
         } catch {
             let rendered = error.rendered(query: query)
             let lines = rendered.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)

@@ -3,7 +3,9 @@
 //
 // Whatever parses keeps every header bound (`WireLimits`), is exactly the bytes
 // it came from, and names the same device `deviceName(in:)` reads for the rate
-// limiter; checking its signature and inflating its payload then never trap.
+// limiter; its names are names (`TextRule.name`); checking its signature and
+// inflating its payload then never trap, and a payload that decodes carries no
+// content whose text a rule refuses.
 import Crypto
 import IndexModel
 import SyncWire
@@ -16,6 +18,8 @@ enum Target {
         let limit = WireLimits.maximumPosition
         contract(frame.encoded == bytes, "a parsed frame encodes to other bytes")
         contract(UploadFrame.deviceName(in: bytes) == frame.device, "deviceName(in:) and parse name different devices")
+        contract(TextRule.name.admits(frame.app.rawValue) && TextRule.name.admits(frame.device.rawValue),
+                 "a parsed frame names \(TextRule.printable(frame.device.rawValue)), which the name rule refuses")
         contract(frame.epoch >= .first && frame.epoch.rawValue <= limit && frame.firstSeq >= .first && frame.firstSeq <= frame.lastSeq
                  && frame.lastSeq.rawValue <= limit, "a parsed frame's range \(frame.first)...\(frame.last) is outside 1...2^53-1")
         contract(frame.follows.epoch.rawValue <= limit && frame.follows.seq.rawValue <= limit && frame.follows < frame.first,
@@ -27,6 +31,9 @@ enum Target {
         _ = frame.isSigned(by: key)
         if let messages = try? frame.messages() {
             contract(messages.count == frame.count, "a frame of \(frame.count) decodes to \(messages.count) messages")
+            for case .content(_, let content) in messages {
+                contract(content.textProblem == nil, "a frame's content passed whose \(content.textProblem ?? "")")
+            }
         }
     }
 
