@@ -2,6 +2,7 @@ import CloudIndex
 import DeviceStore
 import Foundation
 import IndexModel
+import IndexQuery
 import Snapshot
 import SyncWire
 
@@ -276,13 +277,22 @@ extension Simulator {
     ///    frames of its poisoned content (`Simulator.poisoned`) and
     ///    1,000-count signals for it; under private popularity also 100
     ///    reports of it that no coin flipped, and 10 made for another
-    ///    sketch (`Simulator.hostileReports`).
-    /// The cloud must refuse 0–3, count of 5 no more than the daily cap
-    /// (`Invariant.hostileContained`) and never show the poisoned content
+    ///    sketch (`Simulator.hostileReports`);
+    /// and, besides, in turn (`hostileText`), one of
+    /// 6. content for its target whose title holds a NUL (which no store
+    ///    keeps as written), signed, at its next position;
+    /// 7. names no store keeps as written: enrolments as `hostile-device`
+    ///    followed by a NUL or a control character, and a frame signed with
+    ///    its own key naming itself with a NUL after its name (which a store
+    ///    that ends text at a NUL would take as its own);
+    /// 8. an expensive public search: 256 wildcard predicates on `**`, under
+    ///    the public route's budget (`QueryBudget.publicSearchUnits`).
+    /// The cloud must refuse 0–3, 6 and 7, count of 5 no more than the daily
+    /// cap (`Invariant.hostileContained`), never show the poisoned content
     /// of 4 and 5 (public-index: a non-voter's content is no offer, and one
-    /// voter's offer never agrees). 4 and 5 need the embedded cloud's
-    /// head for the device; without it (a remote or a down cloud) the attack
-    /// is a forgery.
+    /// voter's offer never agrees), and answer 8 within its budget or refuse
+    /// it as too expensive. 4 and 5 need the embedded cloud's head for the
+    /// device; without it (a remote or a down cloud) the attack is a forgery.
     func hostileFrame() {
         guard let hostileKey else { return }
         counters.fault(.hostileFrame)
@@ -295,6 +305,7 @@ extension Simulator {
             }
             return UploadFrame(app: options.app, device: Simulator.hostileName, records: records, key: hostileKey).encoded
         }
+        hostileText()
         let attack = faultRandom.below(6)
         let head = attack >= 4 && options.remote == nil
             ? (try? cloud?.heldEpochs(app: options.app, device: Simulator.hostileName))?.map { $0[.first] ?? .beforeFirst } : nil
@@ -324,6 +335,69 @@ extension Simulator {
                                 key: forgedKey).encoded
         }
         queue.schedule(.toCloud(from: nil, request: 0, bytes: bytes), at: world.milliseconds + network.latency())
+    }
+
+    /// Attacks 6 to 8, one each time in turn. They draw nothing from the
+    /// run's random sources and go to the embedded cloud directly, not
+    /// through the network: what they may change is only what the cloud
+    /// must refuse, so every seed runs as it would without them, and
+    /// anything they got in is the oracle's to find.
+    func hostileText() {
+        guard let hostileKey else { return }
+        switch (counters.faults[.hostileFrame] ?? 0) % 3 {
+        case 0:
+            guard options.remote == nil, let cloud,
+                  let head = (try? cloud.heldEpochs(app: options.app, device: Simulator.hostileName))?[.first] else { return }
+            var poisoned = Simulator.poisoned(hostileTarget)
+            poisoned.title = (poisoned.title ?? "") + "\u{0}Day"
+            let record = OutboxRecord(position: OutboxPosition(epoch: .first, seq: head.next), message: .content(hostileTarget.hash, poisoned))
+            _ = cloud.ingest(UploadFrame(app: options.app, device: Simulator.hostileName, records: [record], key: hostileKey).encoded)
+        case 1:
+            hostileNames()
+            guard options.remote == nil, let cloud else { return }
+            let record = OutboxRecord(position: OutboxPosition(epoch: .first, seq: .first),
+                                      message: .vote(catalogue.sybil.hash, Simulator.hostileToken))
+            _ = cloud.ingest(UploadFrame(app: options.app, device: DeviceID(Simulator.hostileName.rawValue + "\u{0}x"),
+                                         records: [record], key: hostileKey).encoded)
+        default:
+            guard options.remote == nil, let cloud else { return }
+            hostileSearch(cloud)
+        }
+    }
+
+    /// Attack 7's enrolments: names with a NUL or a control character after
+    /// the hostile device's own. Each must be refused; a key the cloud gave
+    /// for one is a finding of `hostile-contained`.
+    func hostileNames() {
+        for suffix in ["\u{0}x", "\u{1B}[2J", "\n", "\u{2028}"] {
+            let name = DeviceID(Simulator.hostileName.rawValue + suffix)
+            let enrolled: Bool
+            if let remote = options.remote {
+                enrolled = (try? remote.enrol(app: options.app, device: name)) != nil
+            } else {
+                enrolled = (try? cloud?.enrol(app: options.app, device: name, enrolmentSecret: Simulator.enrolmentSecret, proof: nil)) != nil
+            }
+            if enrolled { counters.hostileFindings.append("the cloud enrolled \(TextRule.printable(name.rawValue))") }
+        }
+    }
+
+    /// Attack 8: a public search of 256 wildcard predicates on `**`, under
+    /// the public route's budget. It is answered or refused as too
+    /// expensive; anything else is a finding of `hostile-contained`.
+    func hostileSearch(_ cloud: any CloudStore) {
+        // 256 predicates of 31 characters: as long as a query may be.
+        let pattern = "*e*e*e*e*e*e*e*q*"
+        let query = (0..<QueryLimits.predicates).map { _ in #"** == "\#(pattern)"cd"# }.joined(separator: " || ")
+        do {
+            let filter = CompiledQuery(try QueryParser.parse(query), now: cloud.now)
+            _ = try cloud.search(app: options.app, text: "", filter: filter, limit: 20,
+                                 budget: QueryBudget(units: QueryBudget.publicSearchUnits))
+            counters.hostileSearches.answered += 1
+        } catch let error as CloudError where error.code == .queryTooExpensive {
+            counters.hostileSearches.refused += 1
+        } catch {
+            counters.hostileFindings.append("the hostile search failed otherwise than as too expensive: \(error)")
+        }
     }
 
     /// The hostile device's reports of `target`: 100 that say it as loudly as

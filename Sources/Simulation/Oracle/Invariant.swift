@@ -235,14 +235,16 @@ struct Invariant: Sendable {
     }
 
     static let hostileContained = Invariant(name: "hostile-contained") { run in
-        run.matching.hostileProblems
+        run.matching.hostileProblems + run.evidence.counters.hostileFindings
     } holds: { run in
         run.evidence.plan.hostile ? """
             of the hostile device's \(run.evidence.counters.faults[.hostileFrame] ?? 0) attacks the cloud took only its one vote, \
             its poisoned content (never public) and its signals, \(Invariant.describe(run.matching.hostileAdded)) of them counted \
             (cap \(PopularityRule.maximumPerDevicePerDay) per day)\(run.evidence.privately.map { privately in
                 ", and \(run.matching.hostileReports) of its private reports (cap \(privately.reportsPerDay) per day)"
-            } ?? "")
+            } ?? ""); its names with a NUL or a control character were refused, and of its expensive public searches \
+            \(run.evidence.counters.hostileSearches.answered) finished within their budget and \
+            \(run.evidence.counters.hostileSearches.refused) were refused as too expensive
             """ : "no hostile device in this run"
     }
 

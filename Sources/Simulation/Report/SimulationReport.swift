@@ -69,6 +69,12 @@ struct RunCounters {
     var votesRestated = 0
     /// Searches the simulated users made (each checked against the oracle).
     var searches = 0
+    /// The hostile device's public searches (`Simulator.hostileSearch`): those
+    /// its budget let finish, and those refused as too expensive.
+    var hostileSearches = (answered: 0, refused: 0)
+    /// What the hostile device got that it must not have: an enrolment
+    /// under a name no store keeps, a search that failed otherwise.
+    var hostileFindings: [String] = []
     var faults: [FaultKind: Int] = [:]
     var coverage: [RecoveryPath: Int] = [:]
 
