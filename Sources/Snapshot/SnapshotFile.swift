@@ -10,9 +10,19 @@ import Threads
 ///
 /// The manifest comes last because the content's length and SHA-256 are known
 /// only once every chunk is written; a reader starts from the trailer.
+///
+/// Version 2 (written) follows an encrypted snapshot's manifest with the
+/// HMAC of its bytes as stored, so a reader with the key authenticates the
+/// manifest before it parses a byte of it; version 1 (read) carried the MAC
+/// inside the manifest, which had to be parsed first.
 public enum SnapshotFile {
-    public static let headerMagic: [UInt8] = Array("SLSNAP".utf8) + [0, 1]
+    public static let headerMagic: [UInt8] = Array("SLSNAP".utf8) + [0, 2]
+    /// The header of container version 1, which this build reads.
+    public static let versionOneHeader: [UInt8] = Array("SLSNAP".utf8) + [0, 1]
     public static let trailerMagic: [UInt8] = Array("SLSNEND1".utf8)
+    /// The manifest's MAC in a version 2 trailer (32 zero bytes when the
+    /// snapshot is not encrypted).
+    public static let manifestMACBytes = 32
     public static let chunkBytes = 4 * 1024 * 1024
     /// Read once: Foundation reads the cgroup's CPU quota and cpuset files
     /// each time it is asked, 4% of each small snapshot the simulator takes.
@@ -78,7 +88,7 @@ public enum SnapshotFile {
                 throw SnapshotError(.io, "cannot create \(temporary)")
             }
             let nonceBase = key.map { _ in Array(AES.GCM.Nonce()) }
-            let encoding = ChunkEncoding(level: level, key: ChunkKey(key: key, nonceBase: nonceBase))
+            let encoding = ChunkEncoding(level: level, key: ChunkKey(key: key, nonceBase: nonceBase, header: headerMagic))
             var complete = manifest
             do {
                 defer { try? output.close() }
@@ -92,9 +102,9 @@ public enum SnapshotFile {
                 complete["encryption"] = nonceBase.map {
                     .object(["algorithm": .string("AES-256-GCM"), "nonce": .string(Data($0).base64EncodedString())])
                 } ?? .null
-                if let key { complete["manifestMAC"] = .string(Hex.encode(manifestMAC(complete, key: key))) }
                 let manifestBytes = Array(JSONWriter.pretty(.object(complete)).utf8)
-                try output.write(contentsOf: le32(0) + manifestBytes + le32(manifestBytes.count) + trailerMagic)
+                let mac = key.map { manifestMAC(of: manifestBytes, key: $0) } ?? [UInt8](repeating: 0, count: manifestMACBytes)
+                try output.write(contentsOf: le32(0) + manifestBytes + mac + le32(manifestBytes.count) + trailerMagic)
                 try output.synchronize()
             }
             guard rename(temporary, destination) == 0 else {
@@ -127,7 +137,7 @@ public enum SnapshotFile {
             let deflated = Deflate.compress(plain, level: level)
             guard let sealing = key.key, let nonceBase = key.nonceBase else { return deflated }
             do {
-                return try sealChunk(deflated, key: sealing, nonceBase: nonceBase, index: index)
+                return try sealChunk(deflated, key: sealing, nonceBase: nonceBase, header: key.header, index: index)
             } catch {
                 throw SnapshotError(.io, "cannot seal chunk \(index): \(error)")
             }
@@ -250,9 +260,51 @@ public enum SnapshotFile {
         return content
     }
 
-    /// Reads a snapshot's manifest without its content.
-    public static func manifest(at path: String) throws(SnapshotError) -> JSONObject {
-        try layout(path).manifest
+    /// Reads a snapshot's manifest without its content. With `key`, an
+    /// encrypted snapshot's manifest is authenticated before it is parsed
+    /// (version 2; a version 1 manifest carries its MAC inside, checked once
+    /// it is read). Without one, an encrypted snapshot's manifest is read
+    /// unauthenticated, for inspection.
+    public static func manifest(at path: String, key: SymmetricKey? = nil) throws(SnapshotError) -> JSONObject {
+        try manifest(of: try layout(path), key: key)
+    }
+
+    /// The manifest `layout` holds, authenticated first when there is a key.
+    private static func manifest(of layout: Layout, key: SymmetricKey?) throws(SnapshotError) -> JSONObject {
+        if let mac = layout.manifestMAC {
+            let encrypted = mac.contains { $0 != 0 }
+            if let key {
+                guard encrypted else { throw SnapshotError(.malformed, "a key was given but the snapshot is not encrypted") }
+                let expected = manifestMAC(of: layout.manifestBytes, key: key)
+                guard zip(mac, expected).reduce(UInt8(0), { $0 | ($1.0 ^ $1.1) }) == 0 else {
+                    throw SnapshotError(.wrongKey, "the manifest is not authenticated by this key: the key is wrong or the manifest was altered")
+                }
+            }
+            let manifest = try parseManifest(layout.manifestBytes)
+            guard (manifest["encryption"].map { $0 != .null } ?? false) == encrypted else {
+                throw SnapshotError(.malformed, "the manifest's encryption does not match its trailer: one says encrypted, the other not")
+            }
+            return manifest
+        }
+        let manifest = try parseManifest(layout.manifestBytes)
+        if let key, case .object? = manifest["encryption"] { try checkManifestMAC(manifest, key: key) }
+        return manifest
+    }
+
+    private static func parseManifest(_ bytes: [UInt8]) throws(SnapshotError) -> JSONObject {
+        guard case .object(let manifest)? = try? JSONReader.parse(bytes) else {
+            throw SnapshotError(.malformed, "the manifest is not a JSON object")
+        }
+        guard manifest["format"] == .string("sightline-snapshot") else {
+            throw SnapshotError(.malformed, "the manifest is not a Sightline snapshot manifest")
+        }
+        guard manifest["version"] == .integer(1) else {
+            throw SnapshotError(.unsupportedVersion, """
+                snapshot manifest version \(manifest["version"].map { String(JSONWriter.compact($0).prefix(64)) } ?? "missing") is not \
+                supported (this build reads version 1)
+                """)
+        }
+        return manifest
     }
 
     /// Checks the whole snapshot and writes its content to `destination`:
@@ -261,16 +313,18 @@ public enum SnapshotFile {
     /// `destination` when a check fails.
     public static func extract(_ path: String, to destination: String, key: SymmetricKey?) throws(SnapshotError) -> JSONObject {
         let layout = try layout(path)
-        let manifest = layout.manifest
+        if key == nil, let mac = layout.manifestMAC, mac.contains(where: { $0 != 0 }) {
+            throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
+        }
+        let manifest = try self.manifest(of: layout, key: key)
         var nonceBase: [UInt8]?
         if case .object(let encryption)? = manifest["encryption"] {
             guard case .string(let nonce)? = encryption["nonce"], let bytes = Data(base64Encoded: nonce), bytes.count == 12 else {
                 throw SnapshotError(.malformed, "the manifest's encryption has no 12-byte nonce")
             }
-            guard let key else {
+            guard key != nil else {
                 throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
             }
-            try checkManifestMAC(manifest, key: key)
             nonceBase = [UInt8](bytes)
         } else if key != nil {
             throw SnapshotError(.malformed, "a key was given but the snapshot is not encrypted")
@@ -297,7 +351,7 @@ public enum SnapshotFile {
                 // holds bytes from k × chunkBytes), so the writes are shared
                 // too; this thread hashes them in order.
                 let file = ChunkFile(descriptor: output.fileDescriptor)
-                let opening = ChunkKey(key: key, nonceBase: nonceBase)
+                let opening = ChunkKey(key: key, nonceBase: nonceBase, header: layout.header)
                 var end: UInt64?
                 try Parallel.pipeline(workers: max(2, processors), produce: { hand in
                     readChunks(of: path, until: layout.chunksEnd, handing: hand)
@@ -349,6 +403,8 @@ public enum SnapshotFile {
     private struct ChunkKey: @unchecked Sendable {
         let key: SymmetricKey?
         let nonceBase: [UInt8]?
+        /// The container's header, which each chunk's associated data starts with.
+        let header: [UInt8]
     }
 
     /// What the reading thread hands a worker: a chunk as stored (with its
@@ -451,7 +507,7 @@ public enum SnapshotFile {
     private static func openAndInflate(_ stored: [UInt8], opening: ChunkKey, index: UInt64, limit: Int) throws(SnapshotError) -> [UInt8] {
         var chunk = stored
         if let key = opening.key, let nonceBase = opening.nonceBase {
-            chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, index: index)
+            chunk = try openChunk(chunk, key: key, nonceBase: nonceBase, header: opening.header, index: index)
         }
         do {
             return try Deflate.decompress(chunk, limit: limit)
@@ -465,51 +521,56 @@ public enum SnapshotFile {
     // MARK: - Layout
 
     private struct Layout {
-        var manifest: JSONObject
+        /// The container's header: version 1 or 2.
+        var header: [UInt8]
+        var manifestBytes: [UInt8]
+        /// Version 2's MAC of the manifest's bytes (zeros when not
+        /// encrypted); nil in version 1, whose manifest holds its MAC.
+        var manifestMAC: [UInt8]?
         /// The offset just after the end-of-chunks marker.
         var chunksEnd: UInt64
     }
 
+    /// Reads the header, the trailer and the manifest's bytes through one
+    /// open file, its size taken from that file (`fstat`), not from the path.
     private static func layout(_ path: String) throws(SnapshotError) -> Layout {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-        guard let size = (attributes?[.size] as? NSNumber)?.uint64Value else {
-            throw SnapshotError(.io, "no snapshot at \(path)")
-        }
-        let trailer = UInt64(4 + trailerMagic.count)
-        guard size >= UInt64(headerMagic.count) + 4 + trailer else {
-            throw SnapshotError(.truncated, "\(path) is \(size) bytes: too short to be a snapshot")
-        }
         do {
-            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "cannot read \(path)") }
+            guard let input = FileHandle(forReadingAtPath: path) else { throw SnapshotError(.io, "no snapshot at \(path), or it cannot be read") }
             defer { try? input.close() }
+            var status = stat()
+            guard fstat(input.fileDescriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= 0 else {
+                throw SnapshotError(.io, "\(path) is not a regular file")
+            }
+            let size = UInt64(status.st_size)
+            guard size >= UInt64(headerMagic.count) + 4 + UInt64(4 + trailerMagic.count) else {
+                throw SnapshotError(.truncated, "\(path) is \(size) bytes: too short to be a snapshot")
+            }
             let header = [UInt8](try input.read(upToCount: headerMagic.count) ?? Data())
             guard header.prefix(6) == headerMagic.prefix(6) else {
                 throw SnapshotError(.malformed, "\(path) is not a Sightline snapshot")
             }
-            guard header == headerMagic else {
-                throw SnapshotError(.unsupportedVersion, "snapshot container version \(header.last ?? 0) is not supported (this build reads version 1)")
+            guard header == headerMagic || header == versionOneHeader else {
+                throw SnapshotError(.unsupportedVersion, "snapshot container version \(header.last ?? 0) is not supported (this build reads versions 1 and 2)")
+            }
+            let macBytes = header == headerMagic ? UInt64(manifestMACBytes) : 0
+            let trailer = macBytes + UInt64(4 + trailerMagic.count)
+            guard size >= UInt64(headerMagic.count) + 4 + trailer else {
+                throw SnapshotError(.truncated, "\(path) is \(size) bytes: too short to be a snapshot")
             }
             try input.seek(toOffset: size - trailer)
             let tail = [UInt8](try input.read(upToCount: Int(trailer)) ?? Data())
-            guard Array(tail.suffix(trailerMagic.count)) == trailerMagic else {
+            guard tail.count == Int(trailer), Array(tail.suffix(trailerMagic.count)) == trailerMagic else {
                 throw SnapshotError(.truncated, "\(path) has no snapshot trailer: it is cut short or damaged")
             }
-            let manifestLength = UInt64(readLE32(Data(tail.prefix(4))))
+            let manifestLength = UInt64(readLE32(Data(tail[Int(macBytes)..<Int(macBytes) + 4])))
             guard manifestLength <= UInt64(maximumManifestBytes), manifestLength + trailer + 4 + UInt64(headerMagic.count) <= size else {
                 throw SnapshotError(.malformed, "the trailer announces a \(manifestLength)-byte manifest that does not fit")
             }
             try input.seek(toOffset: size - trailer - manifestLength)
-            let bytes = try input.read(upToCount: Int(manifestLength)) ?? Data()
-            guard case .object(let manifest)? = try? JSONReader.parse([UInt8](bytes)) else {
-                throw SnapshotError(.malformed, "the manifest is not a JSON object")
-            }
-            guard manifest["format"] == .string("sightline-snapshot") else {
-                throw SnapshotError(.malformed, "the manifest is not a Sightline snapshot manifest")
-            }
-            guard manifest["version"] == .integer(1) else {
-                throw SnapshotError(.unsupportedVersion, "snapshot manifest version \(manifest["version"].map { JSONWriter.compact($0) } ?? "missing") is not supported (this build reads version 1)")
-            }
-            return Layout(manifest: manifest, chunksEnd: size - trailer - manifestLength)
+            let bytes = [UInt8](try input.read(upToCount: Int(manifestLength)) ?? Data())
+            guard bytes.count == Int(manifestLength) else { throw SnapshotError(.truncated, "\(path) ends inside its manifest") }
+            return Layout(header: header, manifestBytes: bytes, manifestMAC: macBytes > 0 ? Array(tail.prefix(Int(macBytes))) : nil,
+                          chunksEnd: size - trailer - manifestLength)
         } catch let error as SnapshotError {
             throw error
         } catch {
@@ -527,14 +588,22 @@ public enum SnapshotFile {
         return try AES.GCM.Nonce(data: bytes)
     }
 
-    private static func associatedData(_ index: UInt64) -> [UInt8] {
-        headerMagic + withUnsafeBytes(of: index.bigEndian) { Array($0) }
+    private static func associatedData(_ header: [UInt8], _ index: UInt64) -> [UInt8] {
+        header + withUnsafeBytes(of: index.bigEndian) { Array($0) }
     }
 
-    /// The HMAC-SHA256 of an encrypted snapshot's manifest (every member but
-    /// `manifestMAC`, written compact in order) under a key derived from the
-    /// snapshot key, so that nothing the manifest says (which store, which
-    /// head, how many chunks) can be changed without the key.
+    /// The HMAC-SHA256 of an encrypted version 2 snapshot's manifest, its
+    /// bytes as stored, under a key derived from the snapshot key: nothing
+    /// the manifest says (which store, which head, how many chunks) can be
+    /// changed without the key, and a reader checks it before parsing.
+    static func manifestMAC(of bytes: [UInt8], key: SymmetricKey) -> [UInt8] {
+        let macKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Array("sightline snapshot manifest v2".utf8), outputByteCount: 32)
+        return Array(HMAC<SHA256>.authenticationCode(for: bytes, using: macKey))
+    }
+
+    /// The HMAC-SHA256 of an encrypted version 1 snapshot's manifest (every
+    /// member but `manifestMAC`, written compact in order), which version 1
+    /// kept inside the manifest.
     static func manifestMAC(_ manifest: JSONObject, key: SymmetricKey) -> [UInt8] {
         var covered = manifest
         covered["manifestMAC"] = nil
@@ -553,16 +622,16 @@ public enum SnapshotFile {
         }
     }
 
-    private static func sealChunk(_ plain: [UInt8], key: SymmetricKey, nonceBase: [UInt8], index: UInt64) throws -> [UInt8] {
-        let box = try AES.GCM.seal(plain, using: key, nonce: nonce(nonceBase, index), authenticating: associatedData(index))
+    private static func sealChunk(_ plain: [UInt8], key: SymmetricKey, nonceBase: [UInt8], header: [UInt8], index: UInt64) throws -> [UInt8] {
+        let box = try AES.GCM.seal(plain, using: key, nonce: nonce(nonceBase, index), authenticating: associatedData(header, index))
         return Array(box.ciphertext) + Array(box.tag)
     }
 
-    private static func openChunk(_ sealed: [UInt8], key: SymmetricKey, nonceBase: [UInt8], index: UInt64) throws(SnapshotError) -> [UInt8] {
+    private static func openChunk(_ sealed: [UInt8], key: SymmetricKey, nonceBase: [UInt8], header: [UInt8], index: UInt64) throws(SnapshotError) -> [UInt8] {
         guard sealed.count >= 16 else { throw SnapshotError(.corrupt, "chunk \(index) is shorter than its tag") }
         do {
             let box = try AES.GCM.SealedBox(nonce: nonce(nonceBase, index), ciphertext: sealed.dropLast(16), tag: sealed.suffix(16))
-            return Array(try AES.GCM.open(box, using: key, authenticating: associatedData(index)))
+            return Array(try AES.GCM.open(box, using: key, authenticating: associatedData(header, index)))
         } catch {
             throw SnapshotError(.wrongKey, "chunk \(index) does not open with this key: the key is wrong or the snapshot was altered")
         }

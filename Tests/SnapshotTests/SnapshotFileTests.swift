@@ -118,56 +118,82 @@ import Testing
         #expect(error.message.contains("chunk 2 "), "\(error.message)")
     }
 
+    /// A version 2 snapshot's parts from its trailer: everything before the
+    /// manifest, the manifest's bytes, and its MAC.
+    private func parts(of raw: [UInt8]) -> (before: [UInt8], manifest: [UInt8], mac: [UInt8]) {
+        let lengthAt = raw.count - SnapshotFile.trailerMagic.count - 4
+        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
+        let macAt = lengthAt - SnapshotFile.manifestMACBytes
+        return (Array(raw[..<(macAt - length)]), Array(raw[(macAt - length)..<macAt]), Array(raw[macAt..<lengthAt]))
+    }
+
+    /// The snapshot of `parts` with the manifest `manifest` and the MAC `mac`.
+    private func assemble(_ before: [UInt8], manifest: [UInt8], mac: [UInt8]) -> [UInt8] {
+        before + manifest + mac + withUnsafeBytes(of: UInt32(manifest.count).littleEndian) { Array($0) } + SnapshotFile.trailerMagic
+    }
+
     /// An encrypted snapshot's manifest says which store and head it holds;
-    /// it is authenticated by the key, so a changed member, or a MAC taken
-    /// away, refuses the snapshot before anything is written.
-    @Test func anAlteredManifestOfAnEncryptedSnapshotIsRefused() throws {
+    /// the trailer carries the MAC of its bytes, which a reader with the key
+    /// checks before it parses any of them: a changed byte, bytes that are not
+    /// even JSON, a MAC taken away or a wrong key refuse the snapshot before
+    /// anything is written.
+    @Test func anAlteredManifestOfAnEncryptedSnapshotIsRefusedBeforeItIsParsed() throws {
         let directory = try ScratchDirectory.make("sightline-snapshot-tests")
         defer { try? FileManager.default.removeItem(at: directory) }
         let key = SymmetricKey(size: .bits256)
         let raw = try snapshotOfContent(in: directory, key: key).snapshot
-        let trailer = SnapshotFile.trailerMagic.count + 4
-        let lengthAt = raw.count - trailer
-        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
-        let manifestAt = lengthAt - length
-        guard case .object(var manifest) = try JSONReader.parse(Array(raw[manifestAt..<lengthAt])) else {
-            Issue.record("no manifest")
-            return
-        }
-        #expect(manifest["manifestMAC"] != nil)
-        func with(_ changed: JSONObject) -> [UInt8] {
-            let bytes = Array(JSONWriter.pretty(.object(changed)).utf8)
-            return Array(raw[..<manifestAt]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
-                + SnapshotFile.trailerMagic
-        }
-        let original = manifest
-        manifest["kind"] = .string("cloud")
-        let altered = try refusal(of: with(manifest), in: directory, key: key)
+        #expect(Array(raw.prefix(8)) == SnapshotFile.headerMagic)
+        let (before, manifest, mac) = parts(of: raw)
+        #expect(mac.contains { $0 != 0 })
+        var changed = manifest
+        changed[changed.firstIndex(of: UInt8(ascii: "t"))!] = UInt8(ascii: "T")
+        let altered = try refusal(of: assemble(before, manifest: changed, mac: mac), in: directory, key: key)
         #expect(altered.code == .wrongKey && altered.message.contains("manifest"), "\(altered)")
-        manifest = original
-        manifest["manifestMAC"] = nil
-        let stripped = try refusal(of: with(manifest), in: directory, key: key)
-        #expect(stripped.code == .malformed && stripped.message.contains("manifestMAC"), "\(stripped)")
-        let wrongKey = try refusal(of: with(original), in: directory, key: SymmetricKey(size: .bits256))
+        // Not JSON at all: the MAC refuses it first, so no parser reads a byte of it.
+        let garbage = [UInt8](repeating: UInt8(ascii: "{"), count: manifest.count)
+        let unread = try refusal(of: assemble(before, manifest: garbage, mac: mac), in: directory, key: key)
+        #expect(unread.code == .wrongKey, "\(unread)")
+        let stripped = try refusal(of: assemble(before, manifest: manifest, mac: [UInt8](repeating: 0, count: 32)), in: directory, key: key)
+        #expect(stripped.code == .malformed && stripped.message.contains("not encrypted"), "\(stripped)")
+        let withoutKey = try refusal(of: raw, in: directory, key: nil)
+        #expect(withoutKey.code == .keyRequired, "\(withoutKey)")
+        let wrongKey = try refusal(of: raw, in: directory, key: SymmetricKey(size: .bits256))
         #expect(wrongKey.code == .wrongKey)
         let extracted = directory.appendingPathComponent("unchanged").path
         _ = try SnapshotFile.extract(directory.appendingPathComponent("content.snap").path, to: extracted, key: key)
         #expect(FileManager.default.fileExists(atPath: extracted), "the snapshot as written still opens")
     }
 
+    /// A snapshot of container version 1, encrypted, as the build before
+    /// version 2 wrote it (`Journal/fixtures/device-container-v1-encrypted.*`):
+    /// its manifest carries its MAC inside, checked once it is read, and it
+    /// still opens with its key and only with it.
+    @Test func anEncryptedSnapshotOfContainerVersionOneStillOpensWithItsKey() throws {
+        let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Journal/fixtures")
+        let snapshot = fixtures.appendingPathComponent("device-container-v1-encrypted.slsnap").path
+        let key = try SnapshotFile.key(fromFile: fixtures.appendingPathComponent("device-container-v1-encrypted.key").path)
+        let directory = try ScratchDirectory.make("sightline-snapshot-tests")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let raw = [UInt8](try #require(FileManager.default.contents(atPath: snapshot)))
+        #expect(Array(raw.prefix(8)) == SnapshotFile.versionOneHeader)
+        let extracted = directory.appendingPathComponent("store").path
+        let manifest = try SnapshotFile.extract(snapshot, to: extracted, key: key)
+        #expect(manifest["kind"] == .string("device") && manifest["manifestMAC"] != nil)
+        #expect(try SnapshotFile.manifest(at: snapshot, key: key) == manifest)
+        let wrongKey = try refusal(of: raw, in: directory, key: SymmetricKey(size: .bits256))
+        #expect(wrongKey.code == .wrongKey)
+    }
+
     /// The bytes of the unencrypted snapshot `raw` with its manifest
     /// changed by `change` (and its length in the trailer to match).
     private func withPlainManifest(of raw: [UInt8], _ change: (inout JSONObject) -> Void) throws -> [UInt8] {
-        let trailer = SnapshotFile.trailerMagic.count + 4
-        let lengthAt = raw.count - trailer
-        let length = Int(raw[lengthAt]) | Int(raw[lengthAt + 1]) << 8 | Int(raw[lengthAt + 2]) << 16 | Int(raw[lengthAt + 3]) << 24
-        guard case .object(var manifest) = try JSONReader.parse(Array(raw[(lengthAt - length)..<lengthAt])) else {
+        let (before, bytes, mac) = parts(of: raw)
+        guard case .object(var manifest) = try JSONReader.parse(bytes) else {
             throw SnapshotError(.malformed, "the test snapshot has no manifest")
         }
         change(&manifest)
-        let bytes = Array(JSONWriter.pretty(.object(manifest)).utf8)
-        return Array(raw[..<(lengthAt - length)]) + bytes + withUnsafeBytes(of: UInt32(bytes.count).littleEndian) { Array($0) }
-            + SnapshotFile.trailerMagic
+        return assemble(before, manifest: Array(JSONWriter.pretty(.object(manifest)).utf8), mac: mac)
     }
 
     /// A plaintext manifest is outside bytes: a negative chunk count or

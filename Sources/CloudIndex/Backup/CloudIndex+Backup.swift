@@ -25,7 +25,7 @@ public struct CloudSnapshotManifest: Hashable, Sendable {
             return value
         }
         guard object["kind"] == .string("cloud") else {
-            throw CloudError(.snapshot, "this is not a cloud snapshot (kind \(object["kind"].map { JSONWriter.compact($0) } ?? "missing"))")
+            throw CloudError(.snapshot, "this is not a cloud snapshot (kind \(object["kind"].map { String(JSONWriter.compact($0).prefix(64)) } ?? "missing"))")
         }
         guard case .string(let hash)? = object["logHeadHash"], case .string(let created)? = object["createdAt"],
               let instant = ISO8601.parse(created) else {
@@ -165,10 +165,12 @@ extension CloudIndex {
         return try CloudIndex.readManifest(copy.destination)
     }
 
-    public static func readManifest(_ path: String) throws(CloudError) -> CloudSnapshotManifest {
+    /// The manifest of the cloud snapshot at `path`; with `key`, an
+    /// encrypted snapshot's is authenticated before it is read.
+    public static func readManifest(_ path: String, key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
         let object: JSONObject
         do {
-            object = try SnapshotFile.manifest(at: path)
+            object = try SnapshotFile.manifest(at: path, key: key)
         } catch {
             throw CloudError(.snapshot, error.message)
         }
@@ -206,7 +208,7 @@ extension CloudIndex {
     /// `verifyStaged`. On failure nothing is left at `staging`.
     public static func extractForRestore(snapshot: String, at staging: String,
                                          key: SymmetricKey? = nil) throws(CloudError) -> CloudSnapshotManifest {
-        let manifest = try readManifest(snapshot)
+        let manifest = try readManifest(snapshot, key: key)
         StoreFiles.remove(staging)
         do {
             _ = try SnapshotFile.extract(snapshot, to: staging, key: key)

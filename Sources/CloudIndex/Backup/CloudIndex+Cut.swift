@@ -103,7 +103,7 @@ extension CloudIndex {
                                options: CloudOptions = CloudOptions()) throws(CloudError) -> (manifest: CloudSnapshotManifest, cut: CloudLogCut?) {
         if FileManager.default.fileExists(atPath: path) && !force {
             // A file that is not a snapshot is said first; staging reads the manifest otherwise.
-            _ = try readManifest(snapshot)
+            _ = try readManifest(snapshot, key: key)
             throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"

@@ -46,7 +46,7 @@ public struct DeviceSnapshotManifest: Hashable, Sendable {
         func name(_ key: String) throws(DeviceStoreError) -> String {
             let value = try string(key)
             do {
-                try TextRule.name.check(value)
+                try TextRule.storedName.check(value)
             } catch {
                 throw DeviceStoreError(.snapshot, "the snapshot manifest's \(key) \(error)")
             }
@@ -174,11 +174,12 @@ extension DeviceStore {
         return try SnapshotFile.write(content: copy.image, destination: path, manifest: copy.read, key: key)
     }
 
-    /// The manifest of the device snapshot at `path`, without its content.
-    public static func readManifest(_ path: String) throws(DeviceStoreError) -> DeviceSnapshotManifest {
+    /// The manifest of the device snapshot at `path`, without its content;
+    /// with `key`, an encrypted snapshot's is authenticated before it is read.
+    public static func readManifest(_ path: String, key: SymmetricKey? = nil) throws(DeviceStoreError) -> DeviceSnapshotManifest {
         let object: JSONObject
         do {
-            object = try SnapshotFile.manifest(at: path)
+            object = try SnapshotFile.manifest(at: path, key: key)
         } catch {
             throw DeviceStoreError(.snapshot, error.message)
         }
@@ -252,7 +253,7 @@ extension DeviceStore {
     public static func restore(snapshot: String, to path: String, force: Bool = false, toSeq: Seq? = nil, toTime: Timestamp? = nil,
                                key: SymmetricKey? = nil, purged: Set<ChainHash> = [],
                                options: StoreOptions = StoreOptions()) throws(DeviceStoreError) -> RestoreReport {
-        let manifest = try readManifest(snapshot)
+        let manifest = try readManifest(snapshot, key: key)
         var forgotten = purged
         if FileManager.default.fileExists(atPath: path) {
             guard force else {
