@@ -249,7 +249,11 @@ let package = Package(
         // Strings a hostile peer sends, for the tests of every boundary that takes text.
         .target(
             name: "TextTestSupport",
-            dependencies: ["IndexModel", .product(name: "PropertyBased", package: "swift-property-based")],
+            dependencies: [
+                "IndexModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
             path: "Tests/TextTestSupport"
         ),
         .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),

@@ -329,8 +329,10 @@ public struct CloudServer: Sendable {
     }
 
     /// The app a route's path names, checked as every name is
-    /// (`TextRule.name`): a percent-encoded NUL or control character would
-    /// otherwise name another app to a store that ends text at a NUL.
+    /// (`TextRule.name`) before a store sees it. The router hands the path's
+    /// component over as written, not percent-decoded, so `%00` is three
+    /// characters of another app's name; the check holds whatever the
+    /// router does.
     static func appName(_ context: CloudRequestContext) -> Result<AppID, Refusal> {
         guard let name = context.parameters.get("app") else {
             return .failure(Refusal(response: error(.badRequest, "malformed", "no app")))

@@ -224,15 +224,13 @@ public enum WebMarkupReader {
             return nil
         }
         guard WireLimits.line.admits(trimmed) else { return refuse("is not a URL on one line of at most 4,096 bytes") }
-        guard let components = URLComponents(string: trimmed), let scheme = components.scheme?.lowercased(), !scheme.isEmpty else {
-            return refuse("is not an absolute URL")
-        }
+        guard let scheme = LinkRule.scheme(of: trimmed) else { return refuse("is not an absolute URL") }
         if scheme == "http" || scheme == "https" {
-            guard components.host?.isEmpty == false else { return refuse("is not an absolute URL (it has no host)") }
+            guard LinkRule.isWeb(trimmed) else { return refuse("is not an absolute URL (it has no host)") }
             return trimmed
         }
-        guard kind == .deepLink, linkSchemes.contains(scheme) else {
-            let allowed = kind == .deepLink ? "http, https or one of the app's link schemes (--link-scheme)" : "http or https"
+        guard kind == .deepLink, LinkRule.isDeepLink(trimmed, schemes: linkSchemes) else {
+            let allowed = kind == .deepLink ? "http, https or one of the app's link schemes" : "http or https"
             return refuse("is not a URL a search result may link to: its scheme is not \(allowed)")
         }
         return trimmed

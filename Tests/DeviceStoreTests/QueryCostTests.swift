@@ -19,10 +19,10 @@ import Testing
         }
     }
 
-    /// The shapes a query of 256 predicates or 64 levels can take, each of
-    /// which once overflowed SQLite's parser stack: chains of one operator,
-    /// a balanced tree, and nesting that alternates AND, OR and NOT to the
-    /// language's deepest.
+    /// The shapes a query of 256 predicates or 64 levels can take: chains of
+    /// one operator, a balanced tree, and nesting that alternates AND, OR
+    /// and NOT to the language's deepest. SQLite's parser overflows its
+    /// stack on each of them written as nested SQL.
     static func largestQueries() -> [(String, QueryExpression)] {
         let predicates: [QueryExpression] = (0..<QueryLimits.predicates).map { index in
             switch index % 3 {
@@ -68,8 +68,8 @@ import Testing
     }
 
     /// What a run spends is the count the budget defines, so it is the same
-    /// for the same query and data, twice as much over twice the items, and
-    /// the same in memory as through SQL.
+    /// for the same query and data, and twice as much over twice the items,
+    /// in memory and through SQL alike.
     @Test func aRunSpendsTheSameUnitsEveryTimeAndTwiceAsManyOverTwiceTheItems() throws {
         let query = try QueryParser.parse(#"** == "*e*j*q*"c || title == "*9*" || rating > 2"#)
         func spent(_ count: Int) throws -> (sql: Int, memory: Int) {
@@ -101,6 +101,11 @@ import Testing
         #expect(error?.code == .queryTooExpensive)
         #expect(error?.message.hasPrefix("query too expensive") == true, "\(String(describing: error))")
         #expect(try store.query(query, budget: QueryBudget(units: .max)).isEmpty)
+        // Predicates on attributes no item has still spend: each lookup, and
+        // each decoding of an item's attribute set.
+        let absent = try QueryParser.parse((0..<QueryLimits.predicates).map { _ in "nosuch == 1" }.joined(separator: " || "))
+        let decoding = storeError { _ = try store.query(absent, budget: QueryBudget(units: 10_000)) }
+        #expect(decoding?.code == .queryTooExpensive, "\(String(describing: decoding))")
         // A deadline already past stops the run at its first look at the clock.
         let late = storeError { _ = try store.query(query, budget: QueryBudget(units: .max, deadline: .now)) }
         #expect(late?.code == .queryTooExpensive && late?.message.contains("deadline") == true, "\(String(describing: late))")

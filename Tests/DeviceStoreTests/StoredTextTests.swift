@@ -75,43 +75,11 @@ import TextTestSupport
         let literal = TextLiteral(pieces: [.literal(HostileText.legalTexts[0])], quote: .single, modifiers: [])
         #expect(try store.query(.comparison(Comparison(.named("title"), .equal, .text(literal))), index: HostileText.legalNames[0]).count == 4)
 
-        let columns = try Self.textColumns(path)
+        let columns = try StoredText.textColumns(path)
         #expect(columns.contains("items.item_id") && columns.contains("activities.title"), "\(columns)")
-        #expect(try Self.cutValues(path, columns).isEmpty)
+        #expect(try StoredText.cutValues(path, columns).isEmpty)
     }
 
-    /// Every TEXT column of every table of the SQLite file at `path`.
-    static func textColumns(_ path: String) throws -> [String] {
-        try DatabaseQueue(path: path).read { db in
-            var found: [String] = []
-            for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'") {
-                for row in try Row.fetchAll(db, sql: "SELECT name, type FROM pragma_table_info(?)", arguments: [table]) {
-                    let type: String = row[1]
-                    if type.uppercased() == "TEXT" || type.uppercased() == "ANY" { found.append("\(table).\(row[0] as String)") }
-                }
-            }
-            return found
-        }
-    }
-
-    /// The values of `columns` that read back otherwise than their bytes.
-    static func cutValues(_ path: String, _ columns: [String]) throws -> [String] {
-        try DatabaseQueue(path: path).read { db in
-            var cut: [String] = []
-            for column in columns {
-                let parts = column.split(separator: ".").map(String.init)
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT "\(parts[1])", CAST("\(parts[1])" AS BLOB) FROM "\(parts[0])" WHERE typeof("\(parts[1])") = 'text'
-                    """)
-                for row in rows {
-                    let read: String = row[0]
-                    let bytes: Data = row[1]
-                    if Array(read.utf8) != [UInt8](bytes) { cut.append("\(column): \(String(reflecting: read))") }
-                }
-            }
-            return cut
-        }
-    }
 }
 
 extension DeviceStore {

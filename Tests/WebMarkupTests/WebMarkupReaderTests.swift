@@ -183,6 +183,35 @@ import Testing
             + String(repeating: "</div>", count: depth) + "</body></html>"
         #expect(try WebMarkupReader.read(Array(page.utf8)).htmlTitle == "Deep")
     }
+
+    /// libxml2 keeps no element deeper than 257 from the root: a microdata
+    /// name under 300 levels is not in its tree, and the page says so as a
+    /// problem instead of losing it without a word; at 200 it is read.
+    @Test func markupDeeperThanLibxml2ReadsIsReportedNotLost() throws {
+        func page(_ depth: Int) -> [UInt8] {
+            Array(("<html><body><div itemscope itemtype=\"https://schema.org/Thing\">" + String(repeating: "<div>", count: depth)
+                   + "<span itemprop=\"name\">Deep Name</span>" + String(repeating: "</div>", count: depth) + "</div></body></html>").utf8)
+        }
+        let shallow = try WebMarkupReader.read(page(200))
+        #expect(shallow.things.first?.name == "Deep Name" && shallow.problems.isEmpty, "\(shallow.problems)")
+        let deep = try WebMarkupReader.read(page(300))
+        #expect(deep.things.first?.name == nil)
+        #expect(deep.problems.contains { $0.source == "page" && $0.message.contains("as deep as libxml2 reads") }, "\(deep.problems)")
+    }
+
+    /// An element's text is gathered as the walk passes it: a property's
+    /// value is its text with whitespace collapsed, cut at 4,096 characters,
+    /// and its control characters (a JSON-LD `\u0000`, say) left out.
+    @Test func valuesAreTheirTextCleanedAndCutAtTheirLimit() throws {
+        let words = String(repeating: "word  \n\t ", count: 2_000)
+        let page = "<html><head><script type=\"application/ld+json\">{\"@type\": \"Thing\", \"name\": \"Zero\\u0000Day\\u001b[2J\"}</script>"
+            + "</head><body><div itemscope itemtype=\"https://schema.org/Thing\"><p itemprop=\"description\"><b>\(words)</b>"
+            + "<i>\(words)</i></p></div></body></html>"
+        let markup = try WebMarkupReader.read(Array(page.utf8))
+        #expect(markup.things.first?.name == "ZeroDay[2J")
+        let description = try #require(markup.things.last?.description)
+        #expect(description.count == 4_096 && description.hasPrefix("word word") && !description.contains("  "))
+    }
 }
 
 /// What `cloud crawl` records of a page (`WebMarkup.crawledPage`).

@@ -158,7 +158,8 @@ extension HashEntry {
     /// the crawled page's fields (`CrawledPage.addJSONFields`: its title,
     /// description and keywords replace the devices', and the image, deep
     /// link, App Store id, type, rating, price and page URL follow; null
-    /// without a page).
+    /// without a page). A link an older build kept that is no link this
+    /// build would take (`LinkRule`) is null.
     public var jsonValue: JSONValue {
         var object: JSONObject = [
             "liveVotes": .integer(Int64(liveVotes)),
@@ -180,6 +181,14 @@ extension HashEntry {
                 for field in ["image", "deepLink", "appStoreID", "pageType", "rating", "ratingCount", "price", "pageURL"] {
                     object[field] = .null
                 }
+            }
+            // What this build takes is a link already (`LinkRule`); a row an
+            // older build kept may not be, and is served as no link.
+            for field in ["url", "image", "pageURL"] {
+                if case .string(let link)? = object[field], !LinkRule.isWeb(link) { object[field] = .null }
+            }
+            if case .string(let link)? = object["deepLink"], LinkRule.scheme(of: link).map(LinkRule.refusedSchemes.contains) != false {
+                object["deepLink"] = .null
             }
         }
         return .object(object)

@@ -48,10 +48,14 @@ extension StoredLogRow {
         let app: AppID
         let seq: Int64
         do {
-            app = AppID(try Stored.exactText(row, 0, "cloud_log.app"))
             seq = try row.decode(Int64.self, atIndex: 1)
         } catch {
-            throw CloudError(.corruptLog, "a cloud log row has no app name or no integer seq")
+            throw CloudError(.corruptLog, "a cloud log row has no integer seq")
+        }
+        do {
+            app = AppID(try Stored.exactText(row, 0, "cloud_log.app"))
+        } catch {
+            throw CloudError(.corruptLog, "log seq \(seq): \(error.message)")
         }
         func field<Value: DatabaseValueConvertible>(_ index: Int, _ name: String) throws(CloudError) -> Value {
             do {

@@ -145,6 +145,7 @@ extension DeviceStore {
                 guard inFlight[hash] == nil else { return false }
                 return try Bool.fetchOne(db.cachedStatement(sql: "SELECT EXISTS (SELECT 1 FROM public_votes WHERE hash = ?)"),
                                          arguments: [Data(hash.bytes)]) ?? false
+                    && !DeviceStore.holdsUnsendableContent(db, hash)
             }
             guard !voted.isEmpty else { return nil }
             // The journal keeps the hashes as bytes: IndexModel knows no `PublicHash`.
@@ -155,6 +156,21 @@ extension DeviceStore {
             }
             return appender.appendedRange
         }
+    }
+
+    /// Whether the content this device would answer for `hash` is none a
+    /// frame may carry (`PublicContent.textProblem`): a public activity an
+    /// older build journaled with a NUL in its title, say. Its request is
+    /// not journaled, so the cloud, which asks again in every ack, is never
+    /// answered, and the device is not wedged answering it.
+    static func holdsUnsendableContent(_ db: Database, _ hash: PublicHash) throws -> Bool {
+        let payload = try Data.fetchOne(db.cachedStatement(sql: """
+            SELECT a.payload FROM public_activities p JOIN activities a ON a.activity_key = p.activity_key
+            WHERE p.hash = ? AND p.live = 1 ORDER BY a.changed_seq DESC LIMIT 1
+            """), arguments: [Data(hash.bytes)])
+        guard let payload, !payload.isEmpty, let activity = try? EventCodec.decodeActivity([UInt8](payload)),
+              let content = PublicContent(activity) else { return false }
+        return content.textProblem != nil
     }
 
     /// Journals the cloud's answer to a reindex ask (from an ack), and the

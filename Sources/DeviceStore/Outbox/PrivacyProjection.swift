@@ -169,11 +169,6 @@ final class PrivacyProjection {
                 case .none: continue
                 case .content(let content): try send(.content(hash, content), epoch: epoch, seq: seq)
                 case .purged: try send(.contentWithheld(hash), epoch: epoch, seq: seq)
-                case .unsendable:
-                    // Withheld, and the vote withdrawn: this build would never
-                    // have voted for it, and a live vote would be asked again.
-                    try send(.contentWithheld(hash), epoch: epoch, seq: seq)
-                    emptied.append(hash)
                 }
             }
         case (.cloudReindexAsked(let askedEpoch, let askedSeq), _):
@@ -349,10 +344,6 @@ final class PrivacyProjection {
         case content(PublicContent)
         /// The activity was purged since: its row is a residue's, with no payload.
         case purged
-        /// The activity's text is none a frame may carry
-        /// (`PublicContent.textProblem`): a journal an older build wrote,
-        /// which voted for an activity this build keeps private.
-        case unsendable
     }
 
     /// The public content of the most recently recorded live activity of
@@ -364,9 +355,7 @@ final class PrivacyProjection {
         guard try statement.step() else { return nil }
         let payload = statement.blob(0)
         if payload.isEmpty { return .purged }
-        let activity = try EventCodec.decodeActivity(payload)
-        if let content = PublicContent(activity) { return .content(content) }
-        return activity.eligibleForSearch && activity.eligibleForPublicIndexing ? .unsendable : nil
+        return PublicContent(try EventCodec.decodeActivity(payload)).map(CurrentContent.content)
     }
 
     // MARK: - Popularity

@@ -19,6 +19,7 @@ extension QueryFunctions {
         })
         db.add(function: DatabaseFunction(QueryFunctions.attributeTest, argumentCount: 2, pure: true) { values in
             guard case .blob(let blob) = values[0].storage else { return 0 }
+            try self.chargeDecoding(bytes: blob.count)
             let attributes = try EventCodec.decodeAttributes([UInt8](blob))
             return try self.attributeTest(attributes, predicate: try Self.text(values[1])) ? 1 : 0
         })
@@ -26,6 +27,7 @@ extension QueryFunctions {
         db.add(function: DatabaseFunction(QueryFunctions.subjectTest, argumentCount: columns.count + 2, pure: false) { values in
             let attributes: AttributeSet
             if case .blob(let blob) = values[0].storage {
+                try self.chargeDecoding(bytes: blob.count)
                 attributes = try EventCodec.decodeAttributes([UInt8](blob))
             } else {
                 attributes = AttributeSet()

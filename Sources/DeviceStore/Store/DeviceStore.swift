@@ -315,7 +315,7 @@ public final class DeviceStore: Sendable {
         }
         let application = try String.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'application'")
         guard application == StoreSchema.application else {
-            throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (application is \(application ?? "missing"))")
+            throw DeviceStoreError(.notADeviceStore, "the file is not a Sightline device store (application is \(application.map { TextRule.printable($0, limit: 64) } ?? "missing"))")
         }
         let version = try Int.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'format_version'") ?? 0
         let readable = StoreSchema.readableVersions
@@ -341,13 +341,13 @@ public final class DeviceStore: Sendable {
 
     /// The name `store_meta` holds under `key`, read as its bytes: a name
     /// goes into every frame and reply, so one someone edited to hold a NUL
-    /// or a control character is refused here rather than read back cut.
+    /// is refused here rather than read back cut (`TextRule.storedName`).
     private static func storedName(_ db: Database, _ key: String) throws -> String? {
         guard let bytes = try Data.fetchOne(db, sql: "SELECT CAST(value AS BLOB) FROM store_meta WHERE key = ?", arguments: [key]) else {
             return nil
         }
         do {
-            return try TextRule.name.string(utf8: bytes)
+            return try TextRule.storedName.string(utf8: bytes)
         } catch {
             throw DeviceStoreError(.corruptStore, "store_meta.\(key) \(error)")
         }

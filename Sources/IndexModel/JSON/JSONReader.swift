@@ -91,7 +91,7 @@ public struct JSONReader {
             let keyOffset = offset
             let key = try string()
             guard seen.insert(key).inserted else {
-                throw JSONSyntaxError(offset: keyOffset, message: "member \"\(key)\" appears twice")
+                throw JSONSyntaxError(offset: keyOffset, message: "member \"\(TextRule.printable(key, limit: 64))\" appears twice")
             }
             skipWhitespace()
             guard current == UInt8(ascii: ":") else { throw error("expected ':' after a member name") }

@@ -182,7 +182,13 @@ enum Validation {
             try identifier(key, at: "userInfo")
             try text(value, at: "userInfo." + TextRule.printable(key))
         }
-        if let url = activity.webpageURL { try check(url, .url, at: "url") }
+        if let url = activity.webpageURL {
+            try check(url, .url, at: "url")
+            // Its URL is what a public item links to (`LinkRule`).
+            guard !activity.eligibleForPublicIndexing || LinkRule.isWeb(url) else {
+                throw OperationError(path: "url", "a public activity's web page URL must be an http or https URL with a host")
+            }
+        }
         if let related = activity.relatedUniqueIdentifier { try identifier(related, at: "related") }
         if let weak = activity.weakRelatedUniqueIdentifier { try identifier(weak, at: "weakRelated") }
         if let domain = activity.domainIdentifier { try identifier(domain, at: "domain") }

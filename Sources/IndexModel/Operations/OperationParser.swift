@@ -89,7 +89,7 @@ public enum OperationParser {
             operation = .advanceClock(to: try fields.date("to"))
         default:
             throw OperationError(path: fields.path("op"),
-                                 "unknown operation \"\(name)\" (expected one of \(operationNames.joined(separator: ", ")))")
+                                 "unknown operation \"\(TextRule.printable(name, limit: 64))\" (expected one of \(operationNames.joined(separator: ", ")))")
         }
         try fields.finish()
         return operation

@@ -41,6 +41,11 @@ public struct TextRule: Hashable, Sendable {
 
     /// An app or device name: 1 to 256 bytes on one line.
     public static let name = TextRule(.line, bytes: 1...256)
+    /// A name read back from where this process wrote it (a store, a
+    /// snapshot's manifest): 1 to 256 bytes without a NUL. An older build
+    /// took names with other control characters, which must still read;
+    /// only what no store keeps as written is refused.
+    public static let storedName = TextRule(.text, bytes: 1...256)
     /// An item or domain identifier, an index name, an activity type, a
     /// result reference, an attribute name or a userInfo key.
     public static let identifier = TextRule(.line, bytes: 1...Limits.identifierBytes)

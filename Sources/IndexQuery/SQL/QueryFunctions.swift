@@ -50,6 +50,12 @@ public final class QueryFunctions: @unchecked Sendable {
 
     private var current: QueryBudget { lock.withLock { budget } }
 
+    /// Charges the run for decoding a row's attribute set of `bytes` bytes,
+    /// which `attributeTest` and `subjectTest` need before they test it.
+    public func chargeDecoding(bytes: Int) throws {
+        try current.charge(bytes + 1)
+    }
+
     public func textMatch(_ value: String, literal: String) throws -> Bool {
         let pattern = try cached(\.patterns, literal) { () throws(QueryError) in TextPattern(try Self.literal(literal)) }
         try current.charge(QueryBudget.matchCost(valueBytes: value.utf8.count, patternLength: pattern.length))

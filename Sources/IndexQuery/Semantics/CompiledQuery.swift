@@ -129,6 +129,9 @@ struct CompiledPredicate: Sendable {
     }
 
     func matches(_ subject: some QuerySubject, _ budget: QueryBudget) throws(QueryTooExpensive) -> Bool {
+        // Looking the attribute up costs 1 whether or not the subject has it,
+        // so a query of predicates on absent attributes spends too.
+        try budget.charge(1)
         var comparable = false
         func visit(_ value: AttributeValue) throws(QueryTooExpensive) -> Bool? {
             switch value {

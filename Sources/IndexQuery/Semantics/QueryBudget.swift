@@ -5,10 +5,11 @@
 /// length + 1) × (pattern length + 1) steps per value it looks at, and a
 /// query of 256 such predicates over a large store or journal can ask for
 /// minutes. Every value a predicate looks at is charged that bound before
-/// it is looked at (a number or a date costs 1), so the charge depends only
-/// on the query and the data: the same query over the same store spends the
-/// same units, whatever the machine. Past `units` the run stops with
-/// `QueryTooExpensive`.
+/// it is looked at (a number or a date costs 1), every predicate evaluated
+/// 1 more, and every attribute set decoded for a predicate its bytes, so the
+/// charge depends only on the query and the data: the same query over the
+/// same store spends the same units, whatever the machine. Past `units` the
+/// run stops with `QueryTooExpensive`.
 ///
 /// The optional deadline bounds the wall time too, for a server whose
 /// machine may be slow or busy; it is checked every `deadlineStride` units,

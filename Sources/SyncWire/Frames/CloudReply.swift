@@ -263,7 +263,7 @@ public enum CloudReply: Hashable, Sendable {
             do {
                 try TextRule(.line, bytes: 0...TextRule.name.bytes.upperBound).check(replyDevice.rawValue)
             } catch {
-                throw WireError(.malformed, "the reply's device name at byte \(nameAt) \(error)")
+                throw WireError(.malformed, "the reply's device name (from byte \(nameAt) of the reply) \(error)")
             }
             guard replyDevice == device else {
                 throw WireError(.malformed, "the reply is addressed to device \(replyDevice), not \(device)")

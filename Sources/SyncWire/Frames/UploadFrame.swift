@@ -404,7 +404,7 @@ enum FrameHeader {
         do {
             try TextRule.name.check(text)
         } catch {
-            throw WireError(.malformed, "the \(what) name at byte \(at) \(error)")
+            throw WireError(.malformed, "the \(what) name (from byte \(at) of the frame) \(error)")
         }
         return text
     }

@@ -34,3 +34,12 @@ public enum WireLimits {
     /// per hash and day besides (`docs/CLOUD.md`, "Popularity").
     public static let maximumSignalCount: UInt64 = 1_000
 }
+
+extension TextRule {
+    /// What this rule refuses of a message's field `value`, as "`field`
+    /// holds …", or nil when it admits the value or there is none.
+    func problem(in value: String?, field: String) -> String? {
+        guard let value else { return nil }
+        return problem(value).map { "\(field) \($0)" }
+    }
+}

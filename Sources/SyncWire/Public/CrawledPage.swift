@@ -71,10 +71,7 @@ public struct CrawledPage: Hashable, Sendable {
     /// (`WireLimits.text`). Nil when every field passes. The markup reader
     /// leaves out a value that does not, as a problem of the page.
     public var textProblem: String? {
-        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? {
-            guard let value else { return nil }
-            return rule.problem(value).map { "\(field) \($0)" }
-        }
+        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? { rule.problem(in: value, field: field) }
         let lines: [(String?, String)] = [(url, "url"), (image, "image"), (deepLink, "deep link"), (appStoreID, "App Store id"),
                                           (type, "type")]
         for (value, field) in lines { if let problem = check(value, WireLimits.line, field) { return problem } }

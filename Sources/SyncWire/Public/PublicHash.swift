@@ -111,8 +111,14 @@ public struct PublicContent: Hashable, Sendable {
 
     /// The public content of `activity`, or nil when it is not public: it must
     /// be eligible for search and for public indexing, have a web page URL or a
-    /// title to be known by, and fit the wire's limits (`WireLimits`). An
+    /// title to be known by, and fit the wire's sizes (`fitsWireLimits`). An
     /// activity that does not is kept private: nothing of it leaves the device.
+    ///
+    /// What its text may hold is not part of this decision, which the privacy
+    /// projection makes the same way for every journal, including those an
+    /// older build wrote: the API refuses text no frame may carry
+    /// (`TextRule`), and such content an older build journaled is never sent
+    /// (`textProblem`, `OutboxMessage.asSent`).
     public init?(_ activity: UserActivity) {
         guard activity.eligibleForSearch && activity.eligibleForPublicIndexing else { return nil }
         self.init(activityType: activity.activityType,
@@ -123,10 +129,12 @@ public struct PublicContent: Hashable, Sendable {
         guard identity != nil, fitsWireLimits else { return nil }
     }
 
-    /// Whether a content message may carry this content: what
-    /// `textProblem` checks, and at most `WireLimits.maximumKeywords` keywords.
+    /// Whether the content fits the wire's sizes: at most
+    /// `WireLimits.maximumKeywords` keywords, each string at most
+    /// `WireLimits.maximumStringBytes`.
     public var fitsWireLimits: Bool {
-        keywords.count <= WireLimits.maximumKeywords && textProblem == nil
+        let strings = [activityType, title, contentDescription, webpageURL].compactMap { $0 } + keywords
+        return keywords.count <= WireLimits.maximumKeywords && strings.allSatisfy { $0.utf8.count <= WireLimits.maximumStringBytes }
     }
 
     /// Whether a field holds a NUL, which no store can keep exactly
@@ -137,16 +145,17 @@ public struct PublicContent: Hashable, Sendable {
     }
 
     /// The first field a content message may not carry as it is, and why:
-    /// the type and URL must be lines (`WireLimits.line`), the title,
+    /// the type and URL must be lines (`WireLimits.line`), the URL an http
+    /// or https one (`LinkRule`: a public item links to it), the title,
     /// keywords and description text (`WireLimits.text`), each at most
     /// `WireLimits.maximumStringBytes`. Nil when every field passes. The
     /// cloud refuses a frame with such content where it parses it; a device
-    /// never sends it (`init?(_:)`, and `OutboxMessage.asSent` for a message
-    /// an older build queued).
+    /// never journals a request for it (`recordContentRequests`) and sends a
+    /// message an older build made of it as withheld (`OutboxMessage.asSent`).
     public var textProblem: String? {
-        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? {
-            guard let value else { return nil }
-            return rule.problem(value).map { "\(field) \($0)" }
+        func check(_ value: String?, _ rule: TextRule, _ field: String) -> String? { rule.problem(in: value, field: field) }
+        if let webpageURL, WireLimits.line.admits(webpageURL), !LinkRule.isWeb(webpageURL) {
+            return "url is not an http or https URL with a host"
         }
         if let problem = check(activityType, WireLimits.line, "type") ?? check(webpageURL, WireLimits.line, "url")
             ?? check(title, WireLimits.text, "title") ?? check(contentDescription, WireLimits.text, "description") {

@@ -489,19 +489,19 @@ struct CloudSearchCommand: ParsableCommand {
             }
             if let price = page.price { parts.append("price \(price)") }
             if let image = page.image { parts.append("image \(image)") }
-            Output.line("#\(rank + 1): " + parts.joined(separator: "; "))
+            Output.line("#\(rank + 1): " + TextRule.printable(parts.joined(separator: "; "), limit: 8_192))
         }
         guard explain else { return }
         for (rank, result) in results.enumerated() {
             guard let explanation = result.explanation else { continue }
             let number = { (value: Double) in String(format: "%.4g", value) }
             Output.line("")
-            Output.line("#\(rank + 1) \(result.entry.shownTitle ?? "-"): score \(number(explanation.score)) = relevance "
+            Output.line("#\(rank + 1) \(TextRule.printable(result.entry.shownTitle ?? "-", limit: 4_096)): score \(number(explanation.score)) = relevance "
                         + "\(number(explanation.relevance)) × popularity \(number(explanation.popularityFactor)) × engagement "
                         + number(explanation.engagementFactor))
             for word in explanation.words {
                 let typed = word.isPrefix ? "\"\(word.typed)…\"" : "\"\(word.typed)\""
-                Output.line("  \(typed) matched \"\(word.matched)\" in the \(word.field): \(number(word.weight))")
+                Output.line("  \(TextRule.printable(typed, limit: 1_024)) matched \"\(TextRule.printable(word.matched, limit: 1_024))\" in the \(word.field): \(number(word.weight))")
             }
             let engaged = explanation.estimatedEngaged.map {
                 "engaged an estimated \(number($0)) times (private reports; below 0 counts as 0)"

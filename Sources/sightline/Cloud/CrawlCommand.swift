@@ -59,7 +59,7 @@ struct CrawlCommand: ParsableCommand {
             // RFC 3986: a letter, then letters, digits, +, - and .
             guard let first = scheme.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic,
                   scheme.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)) }),
-                  !["javascript", "data", "vbscript", "file", "http", "https"].contains(scheme.lowercased()) else {
+                  !LinkRule.refusedSchemes.union(["http", "https"]).contains(scheme.lowercased()) else {
                 throw ValidationError("--link-scheme \(TextRule.printable(scheme, limit: 64)) is not an app's URL scheme (a letter, then letters, digits, +, - or .; not javascript, data, vbscript, file, http or https)")
             }
         }

@@ -156,8 +156,11 @@ struct SyncCommand: AsyncParsableCommand {
             }
         }
         if let failure = report.failure {
-            Output.error("error: sync stopped: \(failure)")
-            if let last = transport.lastFailure { Output.error("the last exchange that failed: \(last)") }
+            // A rejection's message is the cloud's (unsigned, for a frame it
+            // could not authenticate), so it is shown, like the rest of what a
+            // cloud said, with its control characters escaped.
+            Output.error("error: sync stopped: \(TextRule.printable(failure, limit: 1_000))")
+            if let last = transport.lastFailure { Output.error("the last exchange that failed: \(TextRule.printable(last, limit: 1_000))") }
             throw ExitStatus.syncFailed
         }
     }

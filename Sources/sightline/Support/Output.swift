@@ -25,7 +25,12 @@ enum Output {
     }
 
     /// Left-aligned columns for human-readable tables.
+    /// Prints `rows` in aligned columns. A cell shows its control characters
+    /// and line breaks escaped (`TextRule.printable`): cells hold titles and
+    /// URLs that came from outside, which must neither steer the terminal
+    /// nor forge a row.
     static func table(_ rows: [[String]]) {
+        let rows = rows.map { row in row.map { TextRule.printable($0, limit: 4_096) } }
         guard let width = rows.map(\.count).max() else { return }
         var widths = Array(repeating: 0, count: width)
         for row in rows {
