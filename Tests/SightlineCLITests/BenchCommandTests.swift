@@ -6,6 +6,26 @@ import Testing
     /// A small run: the figures are not checked (a test is no place for timing),
     /// but both workloads must run on both sides, over the same number of events,
     /// and report their rates, ratio and target.
+    @Test func linearReportsEachParserAndTheQueryAtTwoSizes() throws {
+        // Small sizes keep the command working; what they measure is `bench linear`'s to say at full size.
+        let result = try CLIRunner.run(["bench", "linear", "--size", "200", "--factor", "2", "--rounds", "1", "--json"])
+        #expect(result.status == 0, "stderr: \(result.stderr)")
+        let cases = try #require(try JSONReader.parse(result.stdout)["cases"]?.array)
+        #expect(cases.count == 5)
+        func number(_ value: JSONValue?) -> Double? {
+            switch value {
+            case .integer(let integer)?: Double(integer)
+            case .double(let double)?: double
+            default: nil
+            }
+        }
+        for entry in cases {
+            #expect(entry["largerSize"]?.integer == 2 * (entry["baselineSize"]?.integer ?? 0), "\(entry)")
+            #expect((number(entry["baselineSeconds"]) ?? -1) >= 0 && number(entry["target"]) == 3)
+        }
+        #expect(number(cases.last?["nanosecondsPerUnit"]) != nil)
+    }
+
     @Test func appendReportsBothWorkloadsAgainstTheRawBaseline() throws {
         let directory = try temporaryDirectory()
         let result = try CLIRunner.run(["bench", "append", "--events", "1000", "--rounds", "1", "--json",

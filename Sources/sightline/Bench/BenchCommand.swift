@@ -9,7 +9,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Measure Sightline against a raw SQLite baseline in the same run.",
         discussion: "Figures and the commands that produced them are kept in docs/benchmarks.md.",
         subcommands: [AppendBenchCommand.self, QueryBenchCommand.self, SyncBenchCommand.self, RebuildBenchCommand.self,
-                      RestoreBenchCommand.self, PopularityBenchCommand.self]
+                      RestoreBenchCommand.self, PopularityBenchCommand.self, LinearBenchCommand.self]
     )
 }
 
