@@ -90,6 +90,34 @@ import Testing
         #expect(large.sql == 2 * small.sql && large.memory == 2 * small.memory, "\(small) \(large)")
     }
 
+    /// Folding a character beyond ASCII costs far more than reading an ASCII
+    /// byte, and more again when a modifier folds case or diacritics, so a
+    /// value of the same bytes is charged more: a budget bounds the time of
+    /// a query over CJK or accented text as it does over ASCII.
+    @Test func textBeyondASCIIAndFoldingModifiersAreChargedMorePerByte() throws {
+        func spent(title: String, literal: String) throws -> (sql: Int, memory: Int) {
+            let store = try makeStore()
+            let item = SearchableItem(uniqueIdentifier: "1", attributes: AttributeSet([.title: .string(title)]))
+            _ = try store.perform(.index(index: "a", items: [item]))
+            let query = try QueryParser.parse("title == " + literal)
+            let sql = QueryBudget(units: .max)
+            _ = try store.query(query, budget: sql)
+            let memory = QueryBudget(units: .max)
+            _ = try CompiledQuery(query, now: testStart).matches(item, budget: memory)
+            return (sql.spent, memory.spent)
+        }
+        let ascii = String(repeating: "abcdefghi", count: 100)
+        let cjk = String(repeating: "日本語", count: 100)
+        #expect(ascii.utf8.count == cjk.utf8.count)
+        let asciiPlain = try spent(title: ascii, literal: #""*z""#)
+        let cjkPlain = try spent(title: cjk, literal: #""*z""#)
+        let cjkFolded = try spent(title: cjk, literal: #""*z"cd"#)
+        for path in [\(sql: Int, memory: Int).sql, \.memory] {
+            #expect(cjkPlain[keyPath: path] > 10 * asciiPlain[keyPath: path], "\(asciiPlain) \(cjkPlain)")
+            #expect(cjkFolded[keyPath: path] > 3 * cjkPlain[keyPath: path], "\(cjkPlain) \(cjkFolded)")
+        }
+    }
+
     /// A query past its budget stops with `queryTooExpensive`, saying what
     /// to do, and returns nothing; under a larger budget the same query runs.
     @Test func aQueryPastItsBudgetIsTooExpensiveAndReturnsNothing() throws {

@@ -1,4 +1,5 @@
 import IndexModel
+import PropertyBased
 import Testing
 @testable import IndexQuery
 
@@ -74,4 +75,24 @@ private func matches(_ literal: String, _ title: String) throws -> Bool {
     #expect(try !matches(pattern, value))
     #expect(try !matches(pattern + "w", value))
     #expect(try matches(pattern, value + "b"))
+}
+
+/// ASCII text is folded byte by byte, the rest one character at a time; both
+/// must give the same scalars and boundaries, CR LF (one character) included.
+@Test func asciiTextFoldsAsTheGeneralPathDoes() async {
+    let alphabet: [UInt8] = Array("aZz09 -_.*\r\n\tAmM".utf8)
+    let generator = Generator<[UInt8], Shrink.None<[UInt8]>>(run: { rng in
+        (0..<Int.random(in: 0...24, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }
+    })
+    await propertyCheck(count: 2000, input: generator) { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        for folding: TextModifiers in [[], [.caseInsensitive], [.caseInsensitive, .diacriticInsensitive]] {
+            for boundaries in [false, true] {
+                let fast = FoldedText(ascii: text, folding: folding, wantBoundaries: boundaries)
+                let general = FoldedText(characters: text, folding: folding, wantBoundaries: boundaries)
+                #expect(fast.scalars == general.scalars, "\(text.debugDescription)")
+                #expect(fast.boundaries == general.boundaries, "\(text.debugDescription)")
+            }
+        }
+    }
 }

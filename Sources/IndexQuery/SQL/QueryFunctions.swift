@@ -58,7 +58,7 @@ public final class QueryFunctions: @unchecked Sendable {
 
     public func textMatch(_ value: String, literal: String) throws -> Bool {
         let pattern = try cached(\.patterns, literal) { () throws(QueryError) in TextPattern(try Self.literal(literal)) }
-        try current.charge(QueryBudget.matchCost(valueBytes: value.utf8.count, patternLength: pattern.length))
+        try current.charge(QueryBudget.matchCost(value, patternLength: pattern.length, modifiers: pattern.modifiers))
         return pattern.matches(value)
     }
 
@@ -67,7 +67,7 @@ public final class QueryFunctions: @unchecked Sendable {
             let text = try Self.literal(literal)
             return (CompiledPredicate.fold(text), text.modifiers)
         }
-        try current.charge(QueryBudget.matchCost(valueBytes: value.utf8.count, patternLength: 1))
+        try current.charge(QueryBudget.matchCost(value, patternLength: 1, modifiers: folding))
         return TextPattern.compare(value, operand, folding: folding)
     }
 

@@ -120,9 +120,9 @@ struct CompiledPredicate: Sendable {
     func cost(of value: AttributeValue) -> Int {
         switch (test, value) {
         case (.textMatch(let pattern), .string(let text)):
-            return QueryBudget.matchCost(valueBytes: text.utf8.count, patternLength: pattern.length)
-        case (.textOrder, .string(let text)), (.textRange, .string(let text)):
-            return QueryBudget.matchCost(valueBytes: text.utf8.count, patternLength: 1)
+            return QueryBudget.matchCost(text, patternLength: pattern.length, modifiers: pattern.modifiers)
+        case (.textOrder(_, _, let folding), .string(let text)), (.textRange(_, _, let folding), .string(let text)):
+            return QueryBudget.matchCost(text, patternLength: 1, modifiers: folding)
         default:
             return 1
         }

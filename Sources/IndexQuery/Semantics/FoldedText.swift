@@ -16,6 +16,16 @@ struct FoldedText {
     var boundaries: [Bool]
 
     init(_ text: String, folding: TextModifiers, wantBoundaries: Bool) {
+        if text.utf8.allSatisfy({ $0 < 0x80 }) {
+            self.init(ascii: text, folding: folding, wantBoundaries: wantBoundaries)
+        } else {
+            self.init(characters: text, folding: folding, wantBoundaries: wantBoundaries)
+        }
+    }
+
+    /// The general path: one character at a time, each folded on its own so
+    /// that boundaries stay where the original characters put them.
+    init(characters text: String, folding: TextModifiers, wantBoundaries: Bool) {
         scalars = []
         scalars.reserveCapacity(text.utf8.count)
         boundaries = []
@@ -36,6 +46,53 @@ struct FoldedText {
             previous = character
         }
         if wantBoundaries { boundaries.append(true) }
+    }
+
+    /// The same result as the general path for a string of ASCII bytes,
+    /// read byte by byte: every ASCII character is one byte except CR LF,
+    /// which Swift reads as one character whose ASCII value is LF.
+    init(ascii text: String, folding: TextModifiers, wantBoundaries: Bool) {
+        let caseInsensitive = folding.contains(.caseInsensitive)
+        scalars = []
+        scalars.reserveCapacity(text.utf8.count)
+        boundaries = []
+        if wantBoundaries { boundaries.reserveCapacity(text.utf8.count + 1) }
+        var previous: UInt8?
+        var pendingCR = false
+        for byte in text.utf8 {
+            if pendingCR {
+                pendingCR = false
+                if byte == 0x0A {
+                    // CR LF is one character, LF; its boundary was decided at CR.
+                    scalars.append(0x0A)
+                    previous = 0x0A
+                    continue
+                }
+                scalars.append(0x0D)
+            }
+            if wantBoundaries {
+                boundaries.append(previous.map { FoldedText.isBoundary($0, byte) } ?? true)
+            }
+            if byte == 0x0D {
+                pendingCR = true
+            } else {
+                let upper = byte >= 0x41 && byte <= 0x5A
+                scalars.append(UInt32(caseInsensitive && upper ? byte + 0x20 : byte))
+            }
+            previous = byte
+        }
+        if pendingCR { scalars.append(0x0D) }
+        if wantBoundaries { boundaries.append(true) }
+    }
+
+    private static func isBoundary(_ previous: UInt8, _ next: UInt8) -> Bool {
+        func isWord(_ byte: UInt8) -> Bool {
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+        }
+        let previousWord = isWord(previous)
+        let nextWord = isWord(next)
+        if previousWord != nextWord { return true }
+        return previousWord && previous >= 0x61 && previous <= 0x7A && next >= 0x41 && next <= 0x5A
     }
 
     static func isWordCharacter(_ character: Character) -> Bool {

@@ -4,8 +4,9 @@
 /// where it is parsed: a string predicate's automaton takes up to (value
 /// length + 1) × (pattern length + 1) steps per value it looks at, and a
 /// query of 256 such predicates over a large store or journal can ask for
-/// minutes. Every value a predicate looks at is charged that bound before
-/// it is looked at (a number or a date costs 1), every predicate evaluated
+/// minutes, and folding a value beyond ASCII costs far more per byte than a
+/// step. Every value a predicate looks at is charged both bounds before it
+/// is looked at (`matchCost`; a number or a date costs 1), every predicate evaluated
 /// 1 more, and every attribute set decoded for a predicate its bytes, so the
 /// charge depends only on the query and the data: the same query over the
 /// same store spends the same units, whatever the machine. Past `units` the
@@ -20,9 +21,10 @@
 /// search, a `journal grep`); it is a class so that the SQL functions a
 /// store registers once can charge the run in progress.
 public final class QueryBudget: @unchecked Sendable {
-    /// Units a run may spend when its caller names no other budget: about
-    /// two seconds of matching on one core of the machines `docs/benchmarks.md`
-    /// measures. `device query` and `journal grep` take `--budget`.
+    /// Units a run may spend when its caller names no other budget. A unit
+    /// is about one step of the automaton, 3–4 ns on one core of the
+    /// machines `docs/benchmarks.md` measures, so this is some seconds of
+    /// matching. `device query` and `journal grep` take `--budget`.
     public static let defaultUnits = 2_000_000_000
     /// Units one public search may spend by default (`cloud serve
     /// --search-budget`): a tenth of the default, a fraction of a second.
@@ -75,11 +77,30 @@ public final class QueryBudget: @unchecked Sendable {
         return stop
     }
 
-    /// What matching one string value of `valueBytes` UTF-8 bytes against
-    /// a pattern of `patternLength` elements costs, at most.
-    static func matchCost(valueBytes: Int, patternLength: Int) -> Int {
-        let (cost, overflow) = (valueBytes + 1).multipliedReportingOverflow(by: patternLength + 1)
-        return overflow ? .max : cost
+    /// Units per byte of a value beyond the automaton's steps: reading and
+    /// folding it (`FoldedText`) and the automaton's own work per position.
+    /// An ASCII byte is read directly; a character beyond ASCII goes
+    /// through Foundation's normalization one character at a time, and
+    /// through its case and diacritic folding and character properties when
+    /// a modifier asks for them, which costs far more.
+    static let asciiByteUnits = 10
+    static let otherByteUnits = 200
+    static let otherFoldedByteUnits = 700
+
+    /// What matching the string `value` against a pattern of
+    /// `patternLength` elements with `modifiers` costs, at most: its bytes
+    /// at the per-byte rates above, plus (its bytes + 1) × (the pattern's
+    /// length + 1) steps of the automaton.
+    static func matchCost(_ value: String, patternLength: Int, modifiers: TextModifiers) -> Int {
+        var other = 0
+        for byte in value.utf8 where byte >= 0x80 { other += 1 }
+        let bytes = value.utf8.count
+        let (steps, overflow) = (bytes + 1).multipliedReportingOverflow(by: patternLength + 1)
+        guard !overflow else { return .max }
+        let otherUnits = modifiers.isEmpty ? otherByteUnits : otherFoldedByteUnits
+        let reading = (bytes - other) * asciiByteUnits + other * otherUnits
+        let (cost, sumOverflow) = steps.addingReportingOverflow(reading)
+        return sumOverflow ? .max : cost
     }
 }
 
