@@ -39,7 +39,7 @@ final class SyncHarness {
     let cloud: any CloudStore
     let backend: Backend
     /// A PostgreSQL cloud's database, dropped with the harness.
-    private let database: TestDatabase?
+    let database: TestDatabase?
     private(set) var devices: [DeviceStore] = []
     private(set) var wire: [[UInt8]] = []
 

@@ -52,32 +52,81 @@ import TextTestSupport
         #expect(try harness.cloud.verifyLog().isValid)
     }
 
+    /// Hostile names and content the rules admit, through enrolment, frames,
+    /// votes and agreement: two voters reach K and both offer the content.
+    static func storeAdmittedText(in harness: SyncHarness) throws {
+        let url = "https://example.com/" + HostileText.legalNames[0]
+        let hash = PublicHash.of(app: app, activityType: HostileText.legalNames[0], identity: "url:" + url)
+        let text = HostileText.legalTexts[0]
+        let content = PublicContent(activityType: HostileText.legalNames[0], title: text, keywords: HostileText.legalTexts,
+                                    contentDescription: text, webpageURL: url)
+        let voters = try HostileText.legalNames.prefix(2).enumerated().map { offset, name in
+            let voter = try Attacker(harness, name: DeviceID(name))
+            #expect(voter.send([.vote(hash, token(UInt8(offset + 1)))]) == .accepted(messages: 1))
+            return voter
+        }
+        for voter in voters { #expect(voter.send([.content(hash, content)], from: 2) == .accepted(messages: 1)) }
+        let entry = try harness.cloud.entry(app: app, hash: hash)
+        #expect(entry?.content == content, "\(String(reflecting: entry))")
+    }
+
     /// Every TEXT column of a SQLite cloud reads back as exactly its bytes
     /// (GRDB reads text as a C string) once hostile names and content the
     /// rules admit went through enrolment, frames, votes and agreement.
     @Test func everyTextColumnOfASQLiteCloudReadsBackItsBytes() throws {
         let directory = try ScratchDirectory.make("sightline-cloud-text")
         let path = directory.appendingPathComponent("cloud.sqlite").path
-        let url = "https://example.com/" + HostileText.legalNames[0]
-        let hash = PublicHash.of(app: app, activityType: HostileText.legalNames[0], identity: "url:" + url)
-        let text = HostileText.legalTexts[0]
-        let content = PublicContent(activityType: HostileText.legalNames[0], title: text, keywords: HostileText.legalTexts,
-                                    contentDescription: text, webpageURL: url)
         do {
             let harness = try SyncHarness(threshold: 2, location: .file(path))
-            // Both vote (the hash reaches K and is wanted), then both offer the content.
-            let voters = try HostileText.legalNames.prefix(2).enumerated().map { offset, name in
-                let voter = try Attacker(harness, name: DeviceID(name))
-                #expect(voter.send([.vote(hash, token(UInt8(offset + 1)))]) == .accepted(messages: 1))
-                return voter
-            }
-            for voter in voters { #expect(voter.send([.content(hash, content)], from: 2) == .accepted(messages: 1)) }
-            let entry = try harness.cloud.entry(app: app, hash: hash)
-            #expect(entry?.content == content, "\(String(reflecting: entry))")
+            try Self.storeAdmittedText(in: harness)
         }
         let columns = try StoredText.textColumns(path)
         #expect(columns.contains("cloud_log.device") && columns.contains("public_content.title"), "\(columns)")
         #expect(try StoredText.cutValues(path, columns).isEmpty)
+    }
+
+    /// The same on PostgreSQL: every text and text[] column of every table,
+    /// read through the driver the cloud uses, is the UTF-8 the server
+    /// holds (`convert_to`), so no codec between them changes a byte; and
+    /// the hostile names and title are among the values, whole.
+    @Test func everyTextColumnOfAPostgreSQLCloudReadsBackItsBytes() throws {
+        let harness = try SyncHarness(threshold: 2, backend: .postgres)
+        try Self.storeAdmittedText(in: harness)
+        let database = try #require(harness.database)
+        let pool = PostgresPool(location: database.location, password: database.password, size: 1)
+        defer { pool.close() }
+        try pool.withSession { session in
+            let columns = try session.query("""
+                SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
+                WHERE table_schema = current_schema() AND (data_type IN ('text', 'character varying') OR udt_name IN ('_text', '_varchar'))
+                ORDER BY table_name, column_name
+                """).map { row -> (table: String, column: String, array: Bool) in
+                guard case .text(let table) = row.values[0], case .text(let column) = row.values[1], case .text(let type) = row.values[2] else {
+                    throw HarnessError("information_schema answered \(row)")
+                }
+                return (table, column, type == "ARRAY")
+            }
+            let names = Set(columns.map { "\($0.table).\($0.column)" })
+            #expect(names.contains("cloud_log.device") && names.contains("public_content.title"), "\(names)")
+            var seen: Set<String> = []
+            for (table, column, array) in columns {
+                let sql = array
+                    ? #"SELECT u, convert_to(u, 'UTF8') FROM "\#(table)", unnest("\#(table)"."\#(column)") AS u WHERE u IS NOT NULL"#
+                    : #"SELECT "\#(column)", convert_to("\#(column)", 'UTF8') FROM "\#(table)" WHERE "\#(column)" IS NOT NULL"#
+                for row in try session.query(sql) {
+                    guard case .text(let read) = row.values[0], case .bytea(let bytes) = row.values[1] else {
+                        Issue.record("\(table).\(column) answered \(row)")
+                        continue
+                    }
+                    #expect(Array(read.utf8) == bytes, "\(table).\(column): \(String(reflecting: read))")
+                    seen.insert(read)
+                }
+            }
+            // Keywords are kept encoded (`PublicKeywords`), so the title stands for the texts.
+            for text in HostileText.legalNames.prefix(2) + [HostileText.legalTexts[0]] {
+                #expect(seen.contains(text), "\(String(reflecting: text)) is in no text column")
+            }
+        }
     }
 
     /// A frame whose content holds a NUL (or a control character in its
