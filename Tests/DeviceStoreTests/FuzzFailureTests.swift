@@ -7,8 +7,8 @@ import ScratchDirectory
 import Testing
 import Workloads
 
-/// The inputs the store fuzz targets saved as failures
-/// (`tools/fuzz/failures/TARGET/`), fed to the functions each target calls and
+/// The seeds and saved failures of the store fuzz targets
+/// (`fuzzReplayInputs`), fed to the functions each target calls and
 /// held to its contracts, so CI replays them without building the fuzz targets
 /// (`docs/SECURITY.md`, "Fuzzing"). Cloud store files among the
 /// device-store-file failures replay in `CloudIndexTests`.
@@ -22,17 +22,20 @@ import Workloads
     /// (`CloudIndexTests` replays it as a cloud store).
     @Test func savedDeviceStoreFileFailuresVerifyOrFailWithATypedError() throws {
         let directory = try temporaryDirectory()
-        for (name, bytes) in try savedFuzzFailures("device-store-file") {
-            let path = directory.appendingPathComponent(name).path
+        var verified = 0
+        for (name, bytes) in try fuzzReplayInputs("device-store-file") {
+            let path = directory.appendingPathComponent(name.replacingOccurrences(of: "/", with: "-")).path
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             guard let store = try? DeviceStore(at: .file(path), options: StoreOptions(clock: ManualClock(FuzzFailureTests.start), readOnly: true))
             else { continue }
             _ = try? store.purge(dryRun: true)
             _ = try? store.purgedPayloadHashes()
             guard let verification = try? store.verifyJournal(), verification.isValid else { continue }
+            verified += 1
             _ = try? store.projectionDigest()
             _ = try? store.rebuiltProjectionDigest()
         }
+        #expect(verified > 0)
     }
 
     /// As `device restore` restores a snapshot file (first byte even), or a
@@ -40,9 +43,11 @@ import Workloads
     /// nothing at the destination, and a restored store verifies.
     @Test func savedSnapshotRestoreFailuresRestoreAStoreThatVerifiesOrLeaveNothing() throws {
         let directory = try temporaryDirectory()
-        let failures = try savedFuzzFailures("snapshot-restore")
+        let failures = try fuzzReplayInputs("snapshot-restore")
+        var restored = 0
         let manifest = failures.contains { $0.1.first.map { $0 % 2 == 1 } ?? false } ? try realManifest(in: directory) : [:]
-        for (name, bytes) in failures where !bytes.isEmpty {
+        for (input, bytes) in failures where !bytes.isEmpty {
+            let name = input.replacingOccurrences(of: "/", with: "-")
             let snapshot = directory.appendingPathComponent(name + ".snapshot").path
             let destination = directory.appendingPathComponent(name + ".restored").path
             if bytes[0] % 2 == 0 {
@@ -65,7 +70,9 @@ import Workloads
             let store = try DeviceStore(at: .file(destination), options: StoreOptions(clock: clock, readOnly: true))
             #expect(try store.verifyJournal().isValid, "\(name)")
             #expect(try store.projectionDigest() == store.rebuiltProjectionDigest(), "\(name)")
+            restored += 1
         }
+        #expect(restored > 0)
     }
 
     /// The manifest of a snapshot of the store the snapshot-restore target

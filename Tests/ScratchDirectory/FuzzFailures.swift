@@ -1,15 +1,36 @@
 import Foundation
 
-/// The inputs a fuzz campaign saved in `tools/fuzz/failures/TARGET/`, by
-/// name: the test suites feed each to the functions the target calls.
-public func savedFuzzFailures(_ target: String) throws -> [(String, [UInt8])] {
+/// The inputs a fuzz target's replay test feeds to the functions the target
+/// calls, by name: its seeds (`tools/fuzz/corpus/TARGET/`, valid inputs on
+/// which every contract of the target is exercised) and the failures its
+/// campaigns saved (`tools/fuzz/failures/TARGET/`, which exists once a
+/// campaign found one). A target without seeds is an error, not an empty
+/// list, so a replay test never passes by reading nothing.
+public func fuzzReplayInputs(_ target: String) throws -> [(String, [UInt8])] {
     var root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     while !FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.swift").path) {
         root = root.deletingLastPathComponent()
     }
-    let directory = root.appendingPathComponent("tools/fuzz/failures/\(target)")
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-    return try names.filter { !$0.hasPrefix(".") && !$0.hasPrefix("README") }.sorted().map { name in
-        (name, [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
+    func inputs(_ folder: String, required: Bool) throws -> [(String, [UInt8])] {
+        let directory = root.appendingPathComponent("tools/fuzz/\(folder)/\(target)")
+        guard FileManager.default.fileExists(atPath: directory.path) else {
+            if required { throw FuzzInputsMissing(path: "tools/fuzz/\(folder)/\(target)") }
+            return []
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { !$0.hasPrefix(".") && !$0.hasPrefix("README") }.sorted()
+        if required && names.isEmpty { throw FuzzInputsMissing(path: "tools/fuzz/\(folder)/\(target)") }
+        return try names.map { name in
+            ("\(folder)/\(name)", [UInt8](try Data(contentsOf: directory.appendingPathComponent(name))))
+        }
+    }
+    return try inputs("corpus", required: true) + inputs("failures", required: false)
+}
+
+/// A fuzz target has no seeds to replay.
+public struct FuzzInputsMissing: Error, CustomStringConvertible {
+    public let path: String
+    public var description: String {
+        "\(path) holds no inputs (tools/fuzz/run --seeds TARGET writes a target's seeds)"
     }
 }

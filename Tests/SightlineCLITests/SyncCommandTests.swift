@@ -249,8 +249,14 @@ import Testing
         #expect(try CLIRunner.run(["device", "apply", "--db", device, operations.path]).status == 0)
         let first = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--enrolment-secret-file", secret, "--json"])
         #expect(first["acknowledged"] == .string("1:2"))
-        Thread.sleep(forTimeInterval: 3.5)
-        let second = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--json"])
+        // The server snapshots every second; sync until a reply says a
+        // snapshot holds the device's messages, or give up after 30 s.
+        let deadline = ContinuousClock.now + .seconds(30)
+        var second = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--json"])
+        while second["droppableThrough"] != .string("1:2") && ContinuousClock.now < deadline {
+            Thread.sleep(forTimeInterval: 0.25)
+            second = try CLIRunner.json(["sync", "--db", device, "--cloud", server.url, "--json"])
+        }
         #expect(second["droppableThrough"] == .string("1:2"), "\(second)")
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []).filter { $0.hasSuffix(".snap") }.sorted()
         #expect((1...2).contains(files.count), "\(files)")

@@ -22,13 +22,13 @@ enum Target {
     static func run(_ bytes: [UInt8]) {
         guard let received = try? CloudReply.decode(bytes, device: device, key: key) else { return }
         if received.isAuthentic {
-            contract(received.reply.encoded(device: device, answering: received.answers, key: key) == bytes,
+            contract(received.reply.encoded(device: device, answering: received.answers, key: key, version: received.version) == bytes,
                      "a reply signed with the device's key encodes to other bytes")
         }
         switch received.reply {
         case .ack(let ack):
             // The unsigned encoding is the fields and a 0 flag.
-            let fields = received.reply.encoded(device: device, answering: received.answers, key: nil).dropLast()
+            let fields = received.reply.encoded(device: device, answering: received.answers, key: nil, version: received.version).dropLast()
             contract(bytes.starts(with: fields), "a decoded ack's fields encode to other bytes")
             contract(ack.contentRequests.count <= WireLimits.maximumRequests, "an ack requests \(ack.contentRequests.count) hashes")
             if case .ldp(let settings) = ack.popularity {
