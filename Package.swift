@@ -15,7 +15,8 @@ let package = Package(
         .library(name: "Snapshot", targets: ["Snapshot"]),
         .library(name: "SQLiteSupport", targets: ["SQLiteSupport"]),
         .library(name: "DeviceStore", targets: ["DeviceStore"]),
-        .library(name: "CloudIndex", targets: ["CloudIndex"]),
+        .library(name: "CloudCore", targets: ["CloudCore"]),
+        .library(name: "CloudSQLite", targets: ["CloudSQLite"]),
         .library(name: "CloudPostgres", targets: ["CloudPostgres"]),
         .library(name: "CloudServer", targets: ["CloudServer"]),
         .library(name: "SyncHTTP", targets: ["SyncHTTP"]),
@@ -95,9 +96,26 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The cloud without a backend: the rules, the ingest and fold every
+        // backend runs, the log's chain, and the CloudStore protocol.
         .target(
-            name: "CloudIndex",
+            name: "CloudCore",
             dependencies: [
+                "ByteCoding",
+                "IndexModel",
+                "IndexQuery",
+                "LocalPrivacy",
+                "SyncWire",
+                "Snapshot",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The cloud's SQLite backend, and the cloud store file every
+        // backend's backups are written in.
+        .target(
+            name: "CloudSQLite",
+            dependencies: [
+                "CloudCore",
                 "Threads",
                 "ByteCoding",
                 "IndexModel",
@@ -114,7 +132,8 @@ let package = Package(
         .target(
             name: "CloudPostgres",
             dependencies: [
-                "CloudIndex",
+                "CloudCore",
+                "CloudSQLite",
                 "IndexModel",
                 "SyncWire",
                 "Snapshot",
@@ -128,11 +147,11 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The HTTP API over CloudIndex (Hummingbird, swift-log, swift-metrics to Prometheus).
+        // The HTTP API over a CloudStore (Hummingbird, swift-log, swift-metrics to Prometheus).
         .target(
             name: "CloudServer",
             dependencies: [
-                "CloudIndex",
+                "CloudCore",
                 "IndexModel",
                 "IndexQuery",
                 "SyncWire",
@@ -186,8 +205,8 @@ let package = Package(
                 "SyncWire",
                 "Snapshot",
                 "DeviceStore",
-                "CloudIndex",
-                "CloudPostgres",
+                "CloudCore",
+                "CloudSQLite",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -202,7 +221,7 @@ let package = Package(
                 "DeviceStore",
                 "SyncWire",
                 "SyncHTTP",
-                "CloudIndex",
+                "CloudCore", "CloudSQLite",
                 "CloudPostgres",
                 "CloudServer",
                 "SQLiteSupport",
@@ -268,7 +287,7 @@ let package = Package(
         .target(
             name: "ServerTestSupport",
             dependencies: [
-                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
+                "CloudServer", "CloudCore", "CloudSQLite", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
@@ -284,7 +303,7 @@ let package = Package(
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
-                "CloudServer", "CloudIndex", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "ScratchDirectory",
+                "CloudServer", "CloudCore", "CloudSQLite", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "ScratchDirectory",
                 "ServerTestSupport", "TextTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -297,7 +316,7 @@ let package = Package(
         .testTarget(
             name: "SyncHTTPTests",
             dependencies: [
-                "SyncHTTP", "SyncWire", "IndexModel", "DeviceStore", "CloudIndex", "CloudServer", "ScratchDirectory",
+                "SyncHTTP", "SyncWire", "IndexModel", "DeviceStore", "CloudCore", "CloudSQLite", "CloudServer", "ScratchDirectory",
                 "ServerTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -312,9 +331,9 @@ let package = Package(
         .target(name: "PostgresTestSupport", dependencies: ["CloudPostgres"], path: "Tests/PostgresTestSupport"),
         .testTarget(name: "CloudPostgresTests", dependencies: ["CloudPostgres", "PostgresTestSupport"]),
         .testTarget(
-            name: "CloudIndexTests",
+            name: "CloudTests",
             dependencies: [
-                "CloudIndex", "CloudPostgres", "PostgresTestSupport", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
+                "CloudCore", "CloudSQLite", "CloudPostgres", "PostgresTestSupport", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "Snapshot", "ScratchDirectory",
                 "TextTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -365,7 +384,7 @@ let package = Package(
         .testTarget(
             name: "SimulationTests",
             dependencies: [
-                "CloudIndex",
+                "CloudCore", "CloudSQLite", "CloudPostgres",
                 "PostgresTestSupport",
                 "IndexModel",
                 "Simulation",
@@ -375,7 +394,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudIndex", "CloudPostgres",
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudCore", "CloudSQLite", "CloudPostgres",
                            "PostgresTestSupport"]
         ),
     ],

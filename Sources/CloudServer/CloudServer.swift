@@ -1,4 +1,4 @@
-import CloudIndex
+import CloudCore
 import CoreMetrics
 import Foundation
 import Hummingbird
@@ -11,8 +11,8 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import Prometheus
-import Synchronization
 import ServiceLifecycle
+import Synchronization
 import SyncWire
 import Tracing
 

@@ -1,18 +1,6 @@
-import CloudIndex
-import CloudPostgres
+import CloudCore
+import CloudSQLite
 import IndexModel
-
-/// A PostgreSQL database the simulation's embedded cloud keeps its store in
-/// (`simulate --cloud-db`), instead of a SQLite file in the run's directory.
-public struct SimulationDatabase: Sendable {
-    public let location: PostgresLocation
-    public let password: String?
-
-    public init(location: PostgresLocation, password: String?) {
-        self.location = location
-        self.password = password
-    }
-}
 
 /// What one simulation run does. Everything that varies between runs is here
 /// or drawn from `seed`, so the same options replay the same run.
@@ -44,7 +32,7 @@ public struct SimulationOptions: Sendable {
     /// Keep the embedded cloud's store in this PostgreSQL database (which
     /// must hold no cloud store yet) instead of a SQLite file. The run is the
     /// same, digest included.
-    public var cloudDatabase: SimulationDatabase?
+    public var cloudDatabase: (any CloudDatabase)?
     /// Run the devices' app calls on a second thread while the event loop
     /// goes on (`CallLane`). The run is the same, digest included; only the
     /// wall time changes. Drills always run on one thread.
@@ -97,7 +85,7 @@ public struct SimulationOptions: Sendable {
         if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
-        if let cloudDatabase { command += " --cloud-db \(cloudDatabase.location) (an empty database)" }
+        if let cloudDatabase { command += " --cloud-db \(cloudDatabase) (an empty database)" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }

@@ -1,6 +1,7 @@
-import CloudIndex
-import Foundation
+import CloudCore
+import CloudSQLite
 import DeviceStore
+import Foundation
 import IndexModel
 import Snapshot
 import SyncWire

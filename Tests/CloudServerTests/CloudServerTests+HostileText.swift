@@ -1,4 +1,6 @@
-import CloudIndex
+import CloudCore
+@testable import CloudServer
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel
@@ -7,7 +9,6 @@ import ServerTestSupport
 import SyncHTTP
 import SyncWire
 import Testing
-@testable import CloudServer
 
 /// What the served routes do with text the rules refuse and queries past
 /// their budget: a 4xx that says what is wrong, and nothing changed. In the

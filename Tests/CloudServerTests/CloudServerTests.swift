@@ -1,5 +1,7 @@
 import AsyncHTTPClient
-import CloudIndex
+import CloudCore
+@testable import CloudServer
+import CloudSQLite
 import DeviceStore
 import Foundation
 import Glibc
@@ -12,7 +14,6 @@ import ServerTestSupport
 import SyncHTTP
 import SyncWire
 import Testing
-@testable import CloudServer
 
 private let app = RunningServer.app
 private let secret = RunningServer.secret

@@ -1,17 +1,18 @@
-import CloudIndex
+import CloudCore
+@testable import CloudServer
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel
+import InMemoryTracing
 import Logging
 import ScratchDirectory
 import ServerTestSupport
+import Synchronization
 import SyncHTTP
 import SyncWire
-import Synchronization
-import InMemoryTracing
 import Testing
 import Tracing
-@testable import CloudServer
 
 /// What an operator reads of a running cloud: `/metrics` after real
 /// traffic, checked by value, and `--log-format json` lines tied to the

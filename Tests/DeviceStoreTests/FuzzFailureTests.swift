@@ -11,7 +11,7 @@ import Workloads
 /// (`fuzzReplayInputs`), fed to the functions each target calls and
 /// held to its contracts, so CI replays them without building the fuzz targets
 /// (`docs/SECURITY.md`, "Fuzzing"). Cloud store files among the
-/// device-store-file failures replay in `CloudIndexTests`.
+/// device-store-file failures replay in `CloudTests`.
 @Suite struct FuzzFailureTests {
     static let start = Timestamp(millisecondsSince1970: 1_795_000_000_000)
 
@@ -19,7 +19,7 @@ import Workloads
     /// and a restore read of its purged rows, the journal verified, then the
     /// projections against a rebuild. Each step ends in a
     /// value or a typed error; a cloud store is refused as a device store
-    /// (`CloudIndexTests` replays it as a cloud store).
+    /// (`CloudTests` replays it as a cloud store).
     @Test func savedDeviceStoreFileFailuresVerifyOrFailWithATypedError() throws {
         let directory = try temporaryDirectory()
         var verified = 0

@@ -1,9 +1,10 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel
-import Testing
 @testable import Simulation
+import Testing
 
 /// The simulation's cloud host on its own: a real cloud store in a scratch
 /// directory, crashed, backed up and restored by hand.

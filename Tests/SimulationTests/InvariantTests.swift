@@ -1,8 +1,9 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import IndexModel
+@testable import Simulation
 import SyncWire
 import Testing
-@testable import Simulation
 
 /// A passing run, as the invariants see it.
 private func passingRun() throws -> FinishedRun {

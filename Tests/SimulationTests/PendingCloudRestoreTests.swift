@@ -1,9 +1,10 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import Foundation
 import GRDB
 import IndexModel
-import Testing
 @testable import Simulation
+import Testing
 
 /// A simulated cloud comes up on its extracted backup while a copy of it is
 /// checked on the restore thread; the checks still say what they would have

@@ -1,5 +1,6 @@
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import IndexModel
 import PostgresTestSupport
 import Simulation
@@ -8,8 +9,8 @@ import Testing
 /// The simulator's embedded cloud on PostgreSQL: the same run, invariants
 /// and digest as on SQLite, crashes, cloud restores and drills included.
 @Suite struct PostgresSimulationTests {
-    private func database(_ test: TestDatabase) -> SimulationDatabase {
-        SimulationDatabase(location: test.location, password: test.password)
+    private func database(_ test: TestDatabase) -> PostgresCloudDatabase {
+        PostgresCloudDatabase(location: test.location, password: test.password)
     }
 
     /// The run of `options` on SQLite, then on a new PostgreSQL database.

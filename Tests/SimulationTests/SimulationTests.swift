@@ -1,10 +1,11 @@
+import CloudCore
+@testable import CloudSQLite
 import Foundation
 import GRDB
 import IndexModel
+@testable import Simulation
 import SyncWire
 import Testing
-@testable import CloudIndex
-@testable import Simulation
 
 /// Seeds that once failed, with the options they failed under: each must pass
 /// for good. (seed, devices, events per device, faults, K)

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
-import CloudIndex
+import CloudCore
 import CloudServer
+import CloudSQLite
 import Crypto
 import DeviceStore
 import Foundation

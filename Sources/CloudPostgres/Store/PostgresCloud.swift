@@ -1,5 +1,6 @@
 import ByteCoding
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import Crypto
 import Foundation
 import IndexModel

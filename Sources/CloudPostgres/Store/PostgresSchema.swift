@@ -1,4 +1,5 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 
 /// The PostgreSQL schema of a cloud store: the tables of format version 10
 /// (`Journal/FORMAT.md`, "Cloud store"), the same as the SQLite backend's,

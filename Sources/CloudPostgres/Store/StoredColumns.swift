@@ -1,4 +1,5 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import IndexModel
 
 /// The checked reading of a cloud store's rows in PostgreSQL: a database is

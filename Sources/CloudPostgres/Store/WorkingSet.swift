@@ -1,4 +1,5 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import Foundation
 import IndexModel
 import SyncWire

@@ -1,5 +1,5 @@
-import CloudIndex
-import CloudPostgres
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel
@@ -14,12 +14,12 @@ import Snapshot
 /// The store is a SQLite file in the run's directory, or a PostgreSQL
 /// database (`SimulationOptions.cloudDatabase`); either way the run is the
 /// same. A crash closes the store's connections, a lost store is a dropped
-/// schema, and a restore into PostgreSQL is `PostgresCloud.restore`.
+/// schema, and a restore into PostgreSQL is `CloudDatabase.restore`.
 final class CloudHost {
     /// The cloud store's file (for a remote cloud, the served store's).
     let path: String
     /// The PostgreSQL database the store is in, when it is not `path`.
-    private let database: SimulationDatabase?
+    private let database: (any CloudDatabase)?
     private let directory: String
     private let world: WorldClock
     private let random: SeededRandom
@@ -60,7 +60,7 @@ final class CloudHost {
     /// an accepted frame or a new incarnation changes it).
     private var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
 
-    init(path: String, database: SimulationDatabase? = nil, directory: String, world: WorldClock, random: SeededRandom,
+    init(path: String, database: (any CloudDatabase)? = nil, directory: String, world: WorldClock, random: SeededRandom,
          threshold: Int, app: AppID, isRemote: Bool, lane: CallLane?) {
         self.path = path
         self.database = database
@@ -85,10 +85,9 @@ final class CloudHost {
     /// everything the cloud counts.
     func start() throws(CloudError) -> any CloudStore {
         if let database {
-            let existing = try PostgresCloud.holdsStore(at: database.location, password: database.password)
-            guard !existing else {
+            guard try !database.holdsStore() else {
                 throw CloudError(.invalidOption, """
-                    \(database.location) already holds a cloud store: a simulation needs an empty database \
+                    \(database) already holds a cloud store: a simulation needs an empty database \
                     (or drop the old store: DROP SCHEMA sightline CASCADE)
                     """)
             }
@@ -107,8 +106,7 @@ final class CloudHost {
     private func open() throws(CloudError) -> any CloudStore {
         let options = CloudOptions(clock: world, random: random, threshold: threshold, durability: .normal, exclusive: true)
         if let database {
-            return try PostgresCloud(at: database.location, password: database.password,
-                                     options: PostgresCloudOptions(store: options, poolSize: 2))
+            return try database.open(options: options, connections: 2)
         }
         return try CloudIndex(at: .file(path), options: options)
     }
@@ -117,15 +115,14 @@ final class CloudHost {
     /// it holds, and for the checks at the end of a run.
     func openForReading() throws(CloudError) -> any CloudStore {
         if let database {
-            return try PostgresCloud(at: database.location, password: database.password,
-                                     options: PostgresCloudOptions(store: CloudOptions(readOnly: true), poolSize: 1))
+            return try database.open(options: CloudOptions(readOnly: true), connections: 1)
         }
         return try CloudIndex(at: .file(path), options: CloudOptions(readOnly: true))
     }
 
     /// The cloud's process dies: a new incarnation comes up later (`bringUp`).
     func crash() {
-        (cloud as? PostgresCloud)?.close()
+        if let cloud { database?.close(cloud) }
         cloud = nil
         incarnation += 1
     }
@@ -135,7 +132,7 @@ final class CloudHost {
     func destroyStore() throws(CloudError) {
         incarnation += 1
         if let database {
-            try PostgresCloud.dropStore(at: database.location, password: database.password)
+            try database.dropStore()
         } else {
             StoreFiles.remove(path)
         }
@@ -180,7 +177,7 @@ final class CloudHost {
         let pending = PendingCloudRestore(chosen: chosen, snapshot: snapshots[chosen], staging: path + ".staged",
                                           checked: path + ".checked-\(incarnation)")
         if database != nil {
-            // `PostgresCloud.restore` checks the backup as it loads it, when the cloud comes up.
+            // `CloudDatabase.restore` checks the backup as it loads it, when the cloud comes up.
         } else if lane != nil {
             // Room for this restore's two jobs while the last one's checks run.
             let restoreLane = self.restoreLane ?? CallLane(capacity: 2, name: "sightline-restore")
@@ -224,10 +221,9 @@ final class CloudHost {
                 let through = restoreThrough
                 restoreThrough = nil
                 if let database {
-                    try PostgresCloud.dropStore(at: database.location, password: database.password)
-                    try PostgresCloud.restore(snapshot: pending.snapshot, to: database.location, password: database.password,
-                                              through: through, staging: directory,
-                                              options: PostgresCloudOptions(store: CloudOptions(clock: world)))
+                    try database.dropStore()
+                    try database.restore(snapshot: pending.snapshot, through: through, staging: directory,
+                                         options: CloudOptions(clock: world))
                 } else {
                     if let through { try CloudIndex.cutStaged(pending.staging, through: through, options: CloudOptions(clock: world)) }
                     try CloudIndex.finishRestore(staged: pending.staging, to: path, options: CloudOptions(clock: world))

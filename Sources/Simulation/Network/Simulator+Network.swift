@@ -1,4 +1,5 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel

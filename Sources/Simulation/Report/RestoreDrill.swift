@@ -1,3 +1,4 @@
+import CloudCore
 import Foundation
 import IndexModel
 import SyncWire
@@ -67,7 +68,7 @@ public struct DrillReport: Sendable {
     /// destruction at three quarters, a restore 10 virtual seconds later
     /// (with reindexing on the device side), then convergence and the checks.
     public static func run(side: DrillSide, devices: Int = 5, eventsPerDevice: Int = 60, seed: UInt64 = 1,
-                           threshold: Int = 3, directory: String? = nil, cloudDatabase: SimulationDatabase? = nil,
+                           threshold: Int = 3, directory: String? = nil, cloudDatabase: (any CloudDatabase)? = nil,
                            cutBackMilliseconds: Int64? = nil) throws(SimulationError) -> DrillReport {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: .none,
                                         threshold: threshold, directory: directory)

@@ -1,4 +1,5 @@
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import Crypto
 import DeviceStore
 import Foundation

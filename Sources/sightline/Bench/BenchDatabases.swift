@@ -1,5 +1,6 @@
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import Foundation
 
 /// The PostgreSQL databases of one benchmark run: each made empty for the

@@ -1,5 +1,6 @@
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel

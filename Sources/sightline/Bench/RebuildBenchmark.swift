@@ -1,7 +1,8 @@
-import ByteCoding
 import ArgumentParser
-import CloudIndex
+import ByteCoding
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel

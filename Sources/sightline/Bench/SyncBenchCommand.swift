@@ -1,6 +1,7 @@
 import ArgumentParser
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel

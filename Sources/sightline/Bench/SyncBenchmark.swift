@@ -1,15 +1,16 @@
 import ArgumentParser
 import ByteCoding
-import CloudIndex
+import CloudCore
 import CloudServer
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel
-import Snapshot
 import Logging
+import Snapshot
+import Synchronization
 import SyncHTTP
 import SyncWire
-import Synchronization
 
 /// `bench sync`: the whole sync path over loopback HTTP with a real server.
 ///

@@ -1,7 +1,8 @@
 import ArgumentParser
-import CloudIndex
+import CloudCore
 import CloudPostgres
 import CloudServer
+import CloudSQLite
 import Crypto
 import Foundation
 import Hummingbird

@@ -1,5 +1,6 @@
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import Foundation
 import IndexModel
 import SQLiteSupport

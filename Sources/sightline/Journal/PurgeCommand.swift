@@ -1,7 +1,8 @@
-import Foundation
 import ArgumentParser
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
+import Foundation
 import IndexModel
 
 struct PurgeCommand: ParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import IndexModel
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CloudCore
 import Foundation
 import IndexModel
 import Simulation

@@ -1,6 +1,7 @@
 import ArgumentParser
-import CloudIndex
+import CloudCore
 import CloudPostgres
+import CloudSQLite
 import Foundation
 import IndexModel
 import Simulation
@@ -148,11 +149,11 @@ struct CloudDatabaseOption: ParsableArguments {
     }
 
     /// The database with its password, or nil without `--cloud-db` (exit 2 when the password cannot be read).
-    func database() throws -> SimulationDatabase? {
+    func database() throws -> (any CloudDatabase)? {
         guard let cloudDB else { return nil }
         let settings = PostgresSettings(passwordFile: passwordFile)
         do throws(CloudError) {
-            return SimulationDatabase(location: try settings.location(cloudDB), password: try settings.password())
+            return PostgresCloudDatabase(location: try settings.location(cloudDB), password: try settings.password())
         } catch {
             Output.error("error: \(error.message)")
             throw ExitStatus.invalidInput

@@ -1,7 +1,8 @@
 // Store files for the targets that link the store modules (device-store-file,
 // snapshot-restore, ingest): made by the project's own code, as a device and
 // the cloud make them. Compiled into those targets' binaries by tools/fuzz/run.
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import Foundation
 import GRDB

@@ -10,7 +10,8 @@
 //
 // Every failure must be a typed error (the APIs' typed throws hold that); no
 // file may trap.
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import DeviceStore
 import Foundation
 import IndexModel

@@ -52,7 +52,8 @@
 //   the frames were accepted; so `stats().reports` never passes devices ×
 //   reportsPerDay × days used, and is 0 when both apps are exact; the
 //   sketch reads back (`privateSketch`, `publicIndex`) with that many reports.
-import CloudIndex
+import CloudCore
+import CloudSQLite
 import Crypto
 import DeviceStore
 import Foundation
