@@ -48,8 +48,8 @@ public enum Deflate {
     /// sync frame of a few hundred bytes. From `largeInputBytes` on (a
     /// snapshot's chunks), the memory level is zlib's largest, 9: a hash
     /// table of 64 Ki heads finds matches with shorter chains, and blocks
-    /// twice as long build fewer Huffman trees; a store's 4 MiB chunks
-    /// deflate about 9% faster at level 1, and a little smaller. Any raw
+    /// twice as long build fewer Huffman trees, so a store's 4 MiB chunks
+    /// deflate faster at level 1, and a little smaller. Any raw
     /// inflater with a 32 KiB window reads the result.
     static func parameters(forInputBytes count: Int) -> (windowBits: Int32, memoryLevel: Int32) {
         var windowBits: Int32 = 9

@@ -7,8 +7,8 @@ extension DatabaseQueue {
     /// removed once the snapshot file is written from it (which is synced
     /// then), and made again from the start if anything fails. So it keeps
     /// no rollback journal and is never synced: with SQLite's defaults, the
-    /// journal's syncs and an fdatasync of the whole copy took a third of
-    /// the copy's time on a 170 MiB store.
+    /// journal's syncs and an fdatasync of the whole copy would be a large
+    /// share of the copy's time.
     public static func snapshotCopy(at path: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.prepareDatabase { db in

@@ -46,7 +46,7 @@ public struct SimulationOptions: Sendable {
     public var backupFleet = 500
     /// One device in this many searches before it engages. A search folds the
     /// calls since the last into the device's ranked index, which costs about
-    /// as much as the calls (every device searching took 29% longer).
+    /// as much as the calls.
     public var searchStride = 4
     /// Past this many searching devices, devices search proportionally less
     /// often (one in `devices / searchingDevices`): a search checks one

@@ -223,8 +223,8 @@ extension Simulator {
     /// owed or was told was durable matter to `owe` and `capDurableSeen`, so
     /// only those are looked up: the outbox head answers for its own epoch
     /// (the journal implies the same last message), and the journal is
-    /// replayed only for an older one. Replaying every device's journal after
-    /// each cloud restore took about 9 s of a 10,000-device run.
+    /// replayed only for an older one: replaying every device's journal after
+    /// each cloud restore would be a large part of a run of thousands of devices.
     func reach(_ device: SimDevice, cloudHolds held: [Epoch: OutboxSeq]) throws -> [Epoch: OutboxSeq] {
         let short = Set(device.mustHold.compactMap { epoch, owed in owed.seq > (held[epoch] ?? .beforeFirst) ? epoch : nil })
             .union(device.durableSeen.compactMap { epoch, seen in seen > (held[epoch] ?? .beforeFirst) ? epoch : nil })

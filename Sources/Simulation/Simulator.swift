@@ -192,8 +192,9 @@ public final class Simulator {
 
     /// Removes the directory of the run's files (the cloud, snapshots and
     /// backups) now, unless the caller gave it with `--out`. A command about
-    /// to exit calls this and leaves the rest to the process's end: freeing
-    /// 10,000 stores one by one took 3.5 s.
+    /// to exit calls this and leaves the rest to the process's end, which
+    /// takes back the in-memory stores at once instead of freeing them one
+    /// by one.
     public func removeScratchDirectory() {
         if removeDirectory { try? FileManager.default.removeItem(atPath: directory) }
     }
@@ -210,8 +211,9 @@ public final class Simulator {
         let location: StoreLocation
     }
 
-    /// A store for each seed, in order (setting up 10,000 stores took 3.4 s
-    /// on one thread).
+    /// A store for each seed, in order, made on both threads
+    /// (`Fleet.onBothThreads`): setting up thousands of stores on one thread
+    /// is a noticeable part of a run.
     private func makeStores(_ seeds: [UInt64]) throws -> [NewStore] {
         try fleet.onBothThreads(seeds.count) { [options, world, directory] number in
             let clock = DeviceClock(world: world)
@@ -311,9 +313,8 @@ public final class Simulator {
     /// A cloud snapshot is the cloud's backup this long after its copy was
     /// taken: the time its file takes to write. The lane writes it meanwhile,
     /// and must be done before the loop needs it even where virtual time runs
-    /// fastest: near the end of a 10,000-device run, 15 virtual seconds take
-    /// about one wall second, and the file about half of one. With 1 virtual
-    /// second the loop waited for the lane there.
+    /// fastest, near the end of a large run: 15 virtual seconds there still
+    /// take longer than writing the file.
     static let cloudSnapshotWriteTime: Int64 = 15_000
     static let requestTimeout: Int64 = 4_000
 
@@ -449,8 +450,7 @@ public final class Simulator {
 
     /// A user's actions are 1 to 7 calls each, 2 to 22 virtual seconds apart:
     /// a call every 3 s on average. A device's calls in a row run on memory
-    /// still in cache: at 10,000 devices the run took 15% less CPU than with
-    /// one call per action.
+    /// still in cache, so a run takes less CPU than with one call per action.
     static let largestBurst = 7
     static let actionGap: ClosedRange<Int64> = 2_000...22_000
     static let meanCallGap = Double(actionGap.lowerBound + actionGap.upperBound) / Double(1 + largestBurst)

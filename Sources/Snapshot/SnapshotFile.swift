@@ -25,7 +25,8 @@ public enum SnapshotFile {
     public static let manifestMACBytes = 32
     public static let chunkBytes = 4 * 1024 * 1024
     /// Read once: Foundation reads the cgroup's CPU quota and cpuset files
-    /// each time it is asked, 4% of each small snapshot the simulator takes.
+    /// each time it is asked, a noticeable share of each small snapshot the
+    /// simulator takes.
     static let processors = ProcessInfo.processInfo.activeProcessorCount
     /// Threads that deflate chunks in `write` by default: one per core.
     public static let defaultWorkers = max(2, processors)

@@ -62,9 +62,10 @@ public final class CloudIndex: CloudStore {
 
     /// SQLite's page cache for the store, allocated only as pages are read.
     /// Ingest reads a few pages at random per frame (the device's row, its
-    /// epochs, its votes, the log's index): with SQLite's 2 MiB default the
-    /// 10,000-device simulation read 1.09 million pages back from the OS,
-    /// with 64 MiB 306,000, and took 2–4 s less.
+    /// epochs, its votes, the log's index): SQLite's 2 MiB default holds a
+    /// small part of the pages of a cloud of thousands of devices, so ingest
+    /// keeps reading pages back from the OS; 64 MiB holds many times as many,
+    /// and ingest reads far fewer back.
     static let pageCacheBytes = 64 << 20
 
     /// A device as a frame names it: device names are per app.

@@ -4,8 +4,8 @@ import SQLiteSupport
 
 /// The statements ingest runs for every frame, each kept in a slot of the
 /// connection's `StatementSlots` and bound and stepped directly: through
-/// GRDB's statement cache, argument arrays and rows they cost about a third
-/// of a frame's ingest on a 10,000-device simulation's event loop.
+/// GRDB's statement cache, argument arrays and rows they would be a large
+/// share of each frame's ingest.
 enum CloudStatement: Int, CaseIterable {
     case epochs, recordEpoch, registry, wanted, sameFrame
     case logHead, logAppend

@@ -581,10 +581,10 @@ extension DeviceStore {
         // Beside the replay, each on a thread of its own: the hash chain, which
         // hands each verified row to the replay and waits whenever the replay
         // is behind, and SQLite's integrity check, which runs in the time the
-        // chain waits. (Run after the chain, on the chain's thread, it ended
-        // the restore 0.15–0.3 s after the replay; at the lowest priority it
-        // measured no better than at the normal one, and could starve on a
-        // busy machine.)
+        // chain waits. (Run after the chain, on the chain's thread, it would
+        // end the restore well after the replay; at the lowest priority it
+        // gains nothing over the normal one, and could starve on a busy
+        // machine.)
         let checks = Parallel.beside({ () -> Result<JournalVerification, DeviceStoreError> in
             Result { () throws(DeviceStoreError) -> JournalVerification in
                 defer { verified.finish() }

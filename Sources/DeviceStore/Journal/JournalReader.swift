@@ -95,9 +95,8 @@ struct JournalRows {
 
     init(_ db: Database, from start: Seq) throws {
         // The connection's cached statement, unless a scan whose body scans
-        // the journal too is stepping it: then one of its own. Compiling it
-        // for every scan was 40,000 compiles of a 10,000-device simulation,
-        // one for each search's fold.
+        // the journal too is stepping it: then one of its own. Compiled for
+        // every scan, it would be compiled again for each search's fold.
         let sql = try SchemaLookup.hasColumn(db, table: "event_journal", column: "purged_payload_hash")
             ? JournalRows.sql : JournalRows.sqlBeforeVersion5
         let cached = try DirectStatement(db, sql)

@@ -298,10 +298,10 @@ struct OutboxState {
         case state, pending, records, setPosition, prune
     }
 
-    /// One statement, for `syncStatus()` and the ack alike. It is kept in the
-    /// connection's `slots` and read column by column: through GRDB's
-    /// statement cache and rows it cost a 10,000-device simulation's event
-    /// loop 6 s, for a status read before nearly every sync. Its rows are
+    /// One statement, for `syncStatus()` and the ack alike, read before
+    /// nearly every sync. It is kept in the connection's `slots` and read
+    /// column by column, without GRDB's statement cache and rows, which would
+    /// add to each of those reads. Its rows are
     /// tagged by what they hold: 0 the epoch, 1 the outbox head, 2 to 5 the
     /// acknowledged and durable positions' halves. One row of seven scalar
     /// subqueries would compile to twice the memory (11 KiB), in each of a

@@ -504,8 +504,8 @@ final class PrivacyProjection {
             case .dropEmptyRef:
                 "DELETE FROM public_refs WHERE ref = ? AND hash = ? AND activities <= 0"
             // Not one upsert with RETURNING: SQLite gathers returned rows in a
-            // table of their own, whose page cache it allocated and freed on
-            // every step (6% of a 10,000-device simulation's CPU time).
+            // table of their own, whose page cache it allocates and frees on
+            // every step.
             case .changeLive:
                 """
                 INSERT INTO public_hashes (hash, live) VALUES (?1, ?2)

@@ -107,10 +107,10 @@ public final class DeviceStore: Sendable {
     }
 
     /// How much of a store file SQLite maps into memory: as much as it will
-    /// (Debian's SQLite stops at 2 GiB less 64 KiB). With 1 GiB, searches of
-    /// a 1.9 GiB store of 1,000,000 items read half their pages by pread; with
-    /// the whole file mapped, p99 of a prefix is 0.6 ms instead of 3.2 ms, of
-    /// a single word 1.1 ms instead of 1.5 ms (`bench query`).
+    /// (Debian's SQLite stops at 2 GiB less 64 KiB). A page beyond the map is
+    /// copied by a pread, and a large store's searches read pages all over
+    /// the file: mapping the whole file keeps their p99 down, most of all a
+    /// prefix's (`bench query`).
     static let mapBytes = 1 << 31
     /// The page size of in-memory stores.
     static let memoryPageBytes = 1024
@@ -224,9 +224,9 @@ public final class DeviceStore: Sendable {
     }
 
     /// An in-memory store with the schema and nothing else, which every new
-    /// in-memory store copies page by page. Running the schema's statements
-    /// took 0.9 ms a store, most of a 10,000-device simulation's setup;
-    /// the copy takes a fraction of that.
+    /// in-memory store copies page by page, in a fraction of the time that
+    /// running the schema's statements takes, which would otherwise be most
+    /// of a large simulation's setup.
     private static let emptyMemoryStore = Result { () throws -> DatabaseQueue in
         var configuration = Configuration()
         configuration.label = "DeviceStore.empty"

@@ -9,8 +9,8 @@ public protocol Identifier: Hashable, Sendable, Comparable, CustomStringConverti
 
 // Inlinable, so that each identifier's ordering and printing is specialized
 // where it is used: through the protocol, every comparison of two outbox
-// positions in another module went through witness tables and generic
-// metadata (8% of a 10,000-device simulation).
+// positions in another module would go through witness tables and generic
+// metadata.
 extension Identifier {
     @inlinable public var description: String { rawValue.description }
 

@@ -22,9 +22,9 @@
 /// store registers once can charge the run in progress.
 public final class QueryBudget: @unchecked Sendable {
     /// Units a run may spend when its caller names no other budget. A unit
-    /// is about one step of the automaton, 3–4 ns on one core of the
-    /// machines `docs/benchmarks.md` measures, so this is some seconds of
-    /// matching. `device query` and `journal grep` take `--budget`.
+    /// is about one step of the automaton, a few nanoseconds on one core
+    /// (`bench linear` prints it), so this is some seconds of matching.
+    /// `device query` and `journal grep` take `--budget`.
     public static let defaultUnits = 2_000_000_000
     /// Units one public search may spend by default (`cloud serve
     /// --search-budget`): a tenth of the default, a fraction of a second.

@@ -252,8 +252,9 @@ final class CloudHost {
     /// Copies the cloud store for a backup snapshot; false when the cloud is
     /// down. The lane (if any) writes the file, which touches only files,
     /// while the loop goes on; `finishSnapshot` later makes it the cloud's
-    /// backup. Writing took a tenth of the event loop's time near the end of
-    /// a 10,000-device run, when it is the only thread with work.
+    /// backup. Written on the loop, the file would take a large share of the
+    /// loop's time near the end of a large run, when the loop is the only
+    /// thread with work.
     func takeSnapshot() throws(CloudError) -> Bool {
         guard let cloud else { return false }
         snapshotsTaken += 1
@@ -306,10 +307,9 @@ final class CloudHost {
 /// projections against a replay, most of a restore's time). The copy is the
 /// same bytes as the store the cloud serves, so the checks say what they
 /// would have said before it came up; if they fail the run stops as it did
-/// when they ran first (`CloudHost.settleRestoreChecks`). Waiting for
-/// them cost seed 2 of the 10,000-device run 4.7 s of its event loop, for
-/// five restores. Without a lane, as in a
-/// drill, the checks come first, as `CloudIndex.stageRestore` makes them.
+/// when they ran first (`CloudHost.settleRestoreChecks`), and the event
+/// loop does not wait for them. Without a lane, as in a drill, the checks
+/// come first, as `CloudIndex.stageRestore` makes them.
 final class PendingCloudRestore: @unchecked Sendable {
     /// The backup's place in `CloudHost.snapshots`.
     let chosen: Int

@@ -44,8 +44,7 @@ final class Fleet {
     ///
     /// A full queue means the lane is thousands of calls behind: the loop
     /// does the call itself, as it does a call it settles before the lane
-    /// began it, rather than wait for room (which cost a 10,000-device run
-    /// 1.5 s).
+    /// began it, rather than wait for room and leave its own thread idle.
     func handOff(_ device: SimDevice, now: Int64, _ work: @escaping (SimDevice) -> SimDevice.Turn) -> SimDevice.Turn? {
         if let lane {
             device.clock.pin(at: now)

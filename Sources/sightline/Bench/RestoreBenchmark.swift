@@ -103,8 +103,8 @@ struct RestoreBenchmark {
 
     /// Writes every dirty page of the system to disk, so that a timed step
     /// does not share the disk with the writeback of the files the steps
-    /// before it wrote (over 500 MiB by the restore, which made its own
-    /// fsync wait behind them: extraction took 0.68 s instead of 0.45 s).
+    /// before it wrote (hundreds of MiB by the restore, whose own fsync would
+    /// otherwise wait behind them).
     private func flushDirtyPages() {
         sync()
     }

@@ -256,9 +256,8 @@ struct RankedSearch {
         // What the threshold algorithm scores, if the words are independent: when
         // enough documents have every word at high impact, about `limit` matches'
         // worth from the rarest stream; otherwise it reads every stream in turns
-        // until the rarest one ends (at 1,000,000 items, "droodo weapleagrot",
-        // a word in most documents beside a rare one, read about 1,000
-        // postings and took 22 ms that way).
+        // until the rarest one ends, a lookup per posting (as for a word in
+        // most documents beside a rare one).
         let jointRate = frequencies.dropFirst().reduce(1.0) { $0 * $1 / total }
         let highMatches = frequencies.reduce(total) { $0 * 0.3 * $1 / total }
         let thresholdReads = highMatches >= Double(4 * limit)
@@ -275,19 +274,17 @@ struct RankedSearch {
     }
 
     /// The most high-layer entries one typed word may bring; beyond it the
-    /// other strategies are cheaper. At 1,000,000 items, "droodo" (in 79% of
-    /// them) brings 236,000, and "droodo droodo" took 19.7 ms in the layer.
+    /// other strategies are cheaper.
     private static let highLayerEntries = 150_000
     /// The most entries one typed word may bring to an intersection (10 bytes
     /// each, copied but not decoded unless it is the rarest word).
     private static let intersectionEntries = 2_000_000
 
-    /// Relative costs: a `search_docs` lookup and scoring per posting (about
-    /// 3 µs in `bench query`); decoding a block layer's entry (about 45 ns:
-    /// "droodo droodo" at 100,000 items, 157,000 entries in 7 ms); looking for
-    /// one document in a word's blocks and reading an entry out of SQLite
-    /// (estimated from the binary search's steps and a 10-byte copy, not
-    /// measured on their own).
+    /// Relative costs, a `search_docs` lookup and scoring per posting being 1:
+    /// decoding a block layer's entry costs a small fraction of a lookup
+    /// (fitted with `bench query`); looking for one document in a word's
+    /// blocks and reading an entry out of SQLite are estimated from the
+    /// binary search's steps and a 10-byte copy, not measured on their own.
     private static let lookupCost = 1.0
     private static let entryCost = 0.015
     private static let probeCost = 0.03
@@ -360,10 +357,9 @@ struct RankedSearch {
     }
 
     /// Whether looking up each of the rarest word's `documents` in
-    /// `search_docs` is cheaper than reading the other words' entries. A rare
-    /// word beside a prefix that starts many words ("woutujous thou": 124
-    /// documents against the 58,864 entries of "thou…") took 7.5 ms reading
-    /// the prefix's rows, and 0.7 ms looking the 124 documents up.
+    /// `search_docs` is cheaper than reading the other words' entries: for a
+    /// rare word beside a prefix that starts many words, looking its few
+    /// documents up costs far less than reading the prefix's rows.
     private func lookupsPayOff(_ db: Database, _ streams: [WordStream], _ frequencies: [Int64], rarest: Int,
                                documents: Int, touchedBlocks: Int, blocks: Double) throws -> Bool {
         let lookups = Double(documents) * RankedSearch.documentLookupMicroseconds
@@ -395,21 +391,18 @@ struct RankedSearch {
     }
 
     /// A `search_docs` lookup and scoring, in document order, as the cost
-    /// model counts it: measured 1.6–2.5 µs each at 1,000,000 items (10,474
-    /// in 17.7 ms for "lebrofou ploubreat"), against which the model's range
-    /// costs come out about 1.5 times the measured; 3 µs keeps both sides
-    /// comparable. Of the 123 two-word searches of `bench query` at that size
-    /// that came to an intersection, this chose the faster way for all but
-    /// two (0.3 and 1.0 ms apart).
+    /// model counts it: about half again what a lookup costs on its own, as
+    /// the model's range costs come out about half again what range reads
+    /// cost, so that both sides stay comparable (fitted with the two-word
+    /// searches of `bench query` at 1,000,000 items).
     private static let documentLookupMicroseconds = 3.0
 
     /// Whether reading a whole word's blocks only where the rarest word's
     /// documents fall, one point read per block and table, is cheaper than one
     /// range read of all of them. Blocks hold 1,024 documents, so a rarest word
-    /// of a few hundred documents touches most blocks of a large index: at
-    /// 1,000,000 items, "chot gaind" (765 documents against "chot", in 325,000)
-    /// made 1,082 point reads in 20 ms, and reads the 1,954 rows of "chot" in
-    /// 11 ms.
+    /// of a few hundred documents touches most blocks of a large index, and
+    /// a point read per block can then cost more than one range read of them
+    /// all.
     static func pointReadsPayOff(touchedBlocks: Int, documentFrequency: Int64, blocks: Double) -> Bool {
         let pointReads = Double(touchedBlocks) * 2 * pointReadMicroseconds
         let rangeRead = min(Double(documentFrequency), blocks) * 2 * rangeRowMicroseconds
@@ -417,10 +410,9 @@ struct RankedSearch {
         return pointReads < rangeRead
     }
 
-    /// Fitted at 1,000,000 items: a point read about 17 µs (1,082 in 18.5 ms);
-    /// a range read about 0.38 µs a row and 0.032 µs an entry ("chot": 1,954
-    /// rows holding 325,000 entries in 11 ms; "rea…": 27,000 rows holding
-    /// 68,000 entries in 12.4 ms).
+    /// Read costs in microseconds, fitted with `bench query` at 1,000,000
+    /// items: a point read costs about as much as forty-odd rows of a range
+    /// read, or as copying some five hundred entries out of them.
     private static let pointReadMicroseconds = 17.0
     private static let rangeRowMicroseconds = 0.38
     private static let entryCopyMicroseconds = 0.032
