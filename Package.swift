@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "CloudServer", targets: ["CloudServer"]),
         .library(name: "SyncHTTP", targets: ["SyncHTTP"]),
         .library(name: "Simulation", targets: ["Simulation"]),
+        .library(name: "WebMarkup", targets: ["WebMarkup"]),
+        .library(name: "LocalPrivacy", targets: ["LocalPrivacy"]),
         .executable(name: "sightline", targets: ["sightline"]),
     ],
     dependencies: [
@@ -242,6 +244,8 @@ let package = Package(
                 .product(name: "OTel", package: "swift-otel"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                // `sync` makes its own client for the transport's timeouts.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
         .testTarget(
