@@ -315,7 +315,7 @@ public enum SnapshotFile {
     public static func extract(_ path: String, to destination: String, key: SymmetricKey?) throws(SnapshotError) -> JSONObject {
         let layout = try layout(path)
         if key == nil, let mac = layout.manifestMAC, mac.contains(where: { $0 != 0 }) {
-            throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
+            throw SnapshotError(.keyRequired, "the snapshot is encrypted, and no key was given")
         }
         let manifest = try self.manifest(of: layout, key: key)
         var nonceBase: [UInt8]?
@@ -324,7 +324,7 @@ public enum SnapshotFile {
                 throw SnapshotError(.malformed, "the manifest's encryption has no 12-byte nonce")
             }
             guard key != nil else {
-                throw SnapshotError(.keyRequired, "the snapshot is encrypted: give its key with --key-file")
+                throw SnapshotError(.keyRequired, "the snapshot is encrypted, and no key was given")
             }
             nonceBase = [UInt8](bytes)
         } else if key != nil {

@@ -1,10 +1,12 @@
 import CloudCore
 import CloudSQLite
+import Crypto
 import DeviceStore
 import Foundation
 import GRDB
 import IndexModel
 import IndexQuery
+import ScratchDirectory
 import Snapshot
 import SyncWire
 import Testing
@@ -332,7 +334,29 @@ import Testing
         #expect(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path, force: true) }
         #expect(FileManager.default.contents(atPath: path) == before)
         let refused = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path) }
-        #expect(refused.message.contains("--force"))
+        #expect(refused.code == .destinationExists && !refused.message.contains("--"), "\(refused)")
+    }
+
+    /// An encrypted cloud snapshot restored without its key is `keyRequired`,
+    /// and a restore over a store without `force` is `destinationExists`:
+    /// each says what is wrong without naming a command-line flag (the CLI
+    /// adds `--key-file` and `--force`).
+    @Test func aRestoreWithoutItsKeyOrOverAStoreSaysSoByItsCode() throws {
+        let directory = try ScratchDirectory.make("sightline-cloud-restore-codes")
+        let path = directory.appendingPathComponent("cloud.sqlite").path
+        let snapshot = directory.appendingPathComponent("cloud.slsnap").path
+        let key = SymmetricKey(size: .bits256)
+        do {
+            let cloud = try CloudIndex(at: .file(path), options: CloudOptions(threshold: 1))
+            try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
+            try cloud.snapshot(to: snapshot, key: key)
+        }
+        let target = directory.appendingPathComponent("restored.sqlite").path
+        let missing = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: target) }
+        #expect(missing.code == .keyRequired && !missing.message.contains("--"), "\(missing)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        let over = try #require(throws: CloudError.self) { try CloudIndex.restore(snapshot: snapshot, to: path, key: key) }
+        #expect(over.code == .destinationExists && !over.message.contains("--"), "\(over)")
     }
 
     /// A cloud store file edited to hold a value of the wrong type where a

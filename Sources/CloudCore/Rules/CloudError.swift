@@ -1,3 +1,5 @@
+import Snapshot
+
 /// An expected failure of a cloud operation.
 public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What kind of failure, for callers that act on it (the server chooses
@@ -18,6 +20,10 @@ public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
         /// A search's query would do more work than its budget allows, or
         /// ran past its deadline (`QueryBudget`).
         case queryTooExpensive
+        /// The snapshot is encrypted and no key was given.
+        case keyRequired
+        /// A restore's destination holds a store, and the restore was not forced.
+        case destinationExists
     }
 
     public let code: Code
@@ -29,4 +35,10 @@ public struct CloudError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// A snapshot container's failure as a cloud error: `keyRequired` for an
+    /// encrypted snapshot read without a key, `snapshot` otherwise.
+    public init(_ error: SnapshotError) {
+        self.init(error.code == .keyRequired ? .keyRequired : .snapshot, error.message)
+    }
 }

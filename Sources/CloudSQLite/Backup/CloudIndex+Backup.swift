@@ -68,7 +68,7 @@ extension CloudIndex {
         do {
             object = try SnapshotFile.manifest(at: path, key: key)
         } catch {
-            throw CloudError(.snapshot, error.message)
+            throw CloudError(error)
         }
         return try CloudSnapshotManifest(object)
     }
@@ -109,7 +109,7 @@ extension CloudIndex {
         do {
             _ = try SnapshotFile.extract(snapshot, to: staging, key: key)
         } catch {
-            throw CloudError(.snapshot, error.message)
+            throw CloudError(error)
         }
         return manifest
     }

@@ -84,7 +84,7 @@ extension CloudIndex {
         if FileManager.default.fileExists(atPath: path) && !force {
             // A file that is not a snapshot is said first; staging reads the manifest otherwise.
             _ = try readManifest(snapshot, key: key)
-            throw CloudError(.snapshot, "\(path) exists: restoring over a cloud store needs --force (the old store is kept beside it)")
+            throw CloudError(.destinationExists, "\(path) exists: a restore over a cloud store must be forced (the old store is then kept beside it)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
         let manifest = try stageRestore(snapshot: snapshot, at: temporary, key: key, options: options)

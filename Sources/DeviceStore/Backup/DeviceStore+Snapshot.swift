@@ -139,7 +139,7 @@ extension DeviceStore {
         } catch let error as DeviceStoreError {
             throw error
         } catch let error as SnapshotError {
-            throw DeviceStoreError(.snapshot, error.message)
+            throw DeviceStoreError(error)
         } catch {
             throw DeviceStoreError(.snapshot, "cannot copy the store for a snapshot: \(DeviceStore.describe(error))")
         }
@@ -181,7 +181,7 @@ extension DeviceStore {
         do {
             object = try SnapshotFile.manifest(at: path, key: key)
         } catch {
-            throw DeviceStoreError(.snapshot, error.message)
+            throw DeviceStoreError(error)
         }
         return try DeviceSnapshotManifest(object)
     }
@@ -257,7 +257,7 @@ extension DeviceStore {
         var forgotten = purged
         if FileManager.default.fileExists(atPath: path) {
             guard force else {
-                throw DeviceStoreError(.snapshot, "\(path) exists: restoring over a store needs --force (the old store is kept beside it)")
+                throw DeviceStoreError(.destinationExists, "\(path) exists: a restore over a store must be forced (the old store is then kept beside it)")
             }
             // A store too damaged to read says nothing of its purges; it is being replaced for that.
             var readOnly = options
@@ -267,10 +267,10 @@ extension DeviceStore {
             }
         }
         guard toSeq == nil || toTime == nil else {
-            throw DeviceStoreError(.invalidOption, "--to-seq and --to-time name one point each: give one of them")
+            throw DeviceStoreError(.invalidOption, "a restore cuts back to a seq or to an instant, not both")
         }
         if let toSeq, toSeq > manifest.headSeq {
-            throw DeviceStoreError(.snapshot, "--to-seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
+            throw DeviceStoreError(.snapshot, "seq \(toSeq) is after the snapshot's head seq \(manifest.headSeq)")
         }
         let temporary = path + ".restoring-\(ProcessInfo.processInfo.processIdentifier)"
         StoreFiles.remove(temporary)
@@ -278,7 +278,7 @@ extension DeviceStore {
         do {
             _ = try SnapshotFile.extract(snapshot, to: temporary, key: key)
         } catch {
-            throw DeviceStoreError(.snapshot, error.message)
+            throw DeviceStoreError(error)
         }
         let version: Int
         do {
@@ -468,7 +468,7 @@ extension DeviceStore {
             var cutSeq = toSeq
             if let toTime {
                 guard let found = try cut(db, at: toTime) else {
-                    throw DeviceStoreError(.snapshot, "--to-time \(toTime): the snapshot's journal holds no call at or before it")
+                    throw DeviceStoreError(.snapshot, "the snapshot's journal holds no call at or before \(toTime)")
                 }
                 cutSeq = found
             }

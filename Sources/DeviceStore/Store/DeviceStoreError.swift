@@ -1,4 +1,5 @@
 import IndexModel
+import Snapshot
 
 /// An expected failure of a device store operation: a code to branch on, a message
 /// that says what is wrong and how to fix it, and context. Messages never contain
@@ -32,6 +33,10 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
         /// A query would do more work than its budget allows, or ran past its
         /// deadline (`QueryBudget`).
         case queryTooExpensive
+        /// The snapshot is encrypted and no key was given.
+        case keyRequired
+        /// A restore's destination holds a store, and the restore was not forced.
+        case destinationExists
         /// A store option (such as the app name) is not valid.
         case invalidOption
         /// A snapshot cannot be written, or is refused for restore (damaged,
@@ -58,6 +63,12 @@ public struct DeviceStoreError: Error, Hashable, Sendable, CustomStringConvertib
 
     public static func invalid(_ error: OperationError) -> DeviceStoreError {
         DeviceStoreError(.invalidOperation, error.description, operationError: error)
+    }
+
+    /// A snapshot container's failure as a store error: `keyRequired` for an
+    /// encrypted snapshot read without a key, `snapshot` otherwise.
+    public init(_ error: SnapshotError) {
+        self.init(error.code == .keyRequired ? .keyRequired : .snapshot, error.message)
     }
 
     public var description: String { message }

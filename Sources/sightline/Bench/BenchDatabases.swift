@@ -31,7 +31,7 @@ final class BenchDatabases {
         do throws(CloudError) {
             return BenchDatabases(server: try settings.location(url), password: try settings.password())
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.invalidInput
         }
     }

@@ -237,7 +237,7 @@ struct ServeCommand: AsyncParsableCommand {
             do {
                 try cloud.registerApp(app, enrolmentSecret: secret, maximumDevices: maxDevices)
             } catch {
-                Output.error("error: \(error.message)")
+                Output.error("error: \(error.commandLineMessage)")
                 throw ExitStatus.invalidInput
             }
             if let mode = try popularityMode() {
@@ -394,7 +394,7 @@ struct CloudStatsCommand: ParsableCommand {
         do {
             stats = try cloud.stats()
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         if output.json {
@@ -460,7 +460,7 @@ struct CloudSearchCommand: ParsableCommand {
         do {
             results = try cloud.search(app: app, text: text, filter: filter, limit: limit, explain: explain, budget: budget.make())
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw error.code == .queryTooExpensive ? ExitStatus.invalidInput : ExitStatus.storeUnavailable
         }
         if output.json {
@@ -543,7 +543,7 @@ struct RebuildCommand: ParsableCommand {
             }
             after = rebuilt
         } catch let error as CloudError {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -597,7 +597,7 @@ struct CloudPurgeCommand: ParsableCommand {
         do {
             report = try cloud.purgeWithdrawnContent(dryRun: dryRun)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         if output.json {
@@ -654,7 +654,7 @@ struct CloudSnapshotCommand: ParsableCommand {
             // What this backup made durable below K goes from the log.
             purge = try cloud.purgeWithdrawnContent(dryRun: false)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         if purge.contentMessages > 0 { Output.error(CloudPurgeCommand.summary(purge, dryRun: false)) }
@@ -739,8 +739,8 @@ struct CloudRestoreCommand: ParsableCommand {
                 Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
             }
         } catch {
-            Output.error("error: \(error.message)")
-            throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
+            Output.error("error: \(error.commandLineMessage)")
+            throw [.snapshot, .keyRequired, .destinationExists].contains(error.code) ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
         }
     }
 }

@@ -141,7 +141,7 @@ struct CrawlCommand: ParsableCommand {
         do {
             outcome = try cloud.recordPages(pages, app: app)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         let unchanged = Set(outcome.unchanged)

@@ -89,7 +89,7 @@ struct SyncCommand: AsyncParsableCommand {
             Output.error("error: \(error.message)")
             throw ExitStatus.syncFailed
         } catch let error as DeviceStoreError {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         } catch let exit as ExitCode {
             throw exit
@@ -102,7 +102,7 @@ struct SyncCommand: AsyncParsableCommand {
         do {
             report = try await SyncClient(store: device, transport: transport, maximumAttempts: attempts).run()
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         if output.json {

@@ -40,7 +40,7 @@ struct SearchCommand: ParsableCommand {
         do {
             results = try device.search(text, limit: limit, explain: explain)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         if output.json {

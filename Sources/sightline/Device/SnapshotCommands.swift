@@ -16,7 +16,7 @@ struct KeyFileOption: ParsableArguments {
         do {
             return try SnapshotFile.key(fromFile: keyFile)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.invalidInput
         }
     }
@@ -123,8 +123,8 @@ struct RestoreCommand: ParsableCommand {
             report = try DeviceStore.restore(snapshot: snapshot, to: store.db, force: force, toSeq: toSeq.map(Seq.init),
                                              toTime: toTime.flatMap(ISO8601.parse), key: key)
         } catch {
-            Output.error("error: \(error.message)")
-            throw error.code == .snapshot ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
+            Output.error("error: \(error.commandLineMessage)")
+            throw [.snapshot, .keyRequired, .destinationExists].contains(error.code) ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
         }
         if output.json {
             var object: JSONObject = [

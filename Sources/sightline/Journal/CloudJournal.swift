@@ -51,7 +51,7 @@ enum CloudJournal {
                 digests = (try cloud.projectionDigest(), try cloud.rebuiltProjectionDigest())
             }
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
         let projectionsEqual = digests.map { $0.stored == $0.rebuilt } ?? false
@@ -101,7 +101,7 @@ enum CloudJournal {
                 return true
             }
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.checkFailed
         }
         let messages = byKind.values.reduce(0, +)

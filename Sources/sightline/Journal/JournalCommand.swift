@@ -59,7 +59,7 @@ enum RecordFormat {
 extension DeviceStoreError {
     /// Prints the error and turns it into the CLI's exit status.
     func exit() -> ExitCode {
-        Output.error("error: \(message)")
+        Output.error("error: \(commandLineMessage)")
         switch code {
         case .corruptJournal: return ExitStatus.checkFailed
         case .invalidOperation, .clientStateMismatch, .clockNotSimulated, .clockWentBackwards, .queryTooExpensive:

@@ -50,7 +50,7 @@ struct CloudStoreOption: ParsableArguments {
             }
             return try CloudIndex(at: .file(db), options: options)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
     }
@@ -155,7 +155,7 @@ struct CloudDatabaseOption: ParsableArguments {
         do throws(CloudError) {
             return PostgresCloudDatabase(location: try settings.location(cloudDB), password: try settings.password())
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.invalidInput
         }
     }

@@ -22,7 +22,7 @@ struct StoreOption: ParsableArguments {
         do {
             return try DeviceStore(at: .file(path), options: options)
         } catch {
-            Output.error("error: \(error.message)")
+            Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }
     }
