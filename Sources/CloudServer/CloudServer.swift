@@ -25,7 +25,7 @@ import Tracing
 /// device's uploader. Logs name routes, devices, outcomes and sizes, never a
 /// title, a URL or a search text.
 public struct CloudServer: Sendable {
-    public let cloud: any CloudStore
+    public let cloud: any CloudService
     public let configuration: CloudServerConfiguration
     public let registry: PrometheusCollectorRegistry
     let logger: Logger
@@ -46,7 +46,7 @@ public struct CloudServer: Sendable {
         let device: DeviceID
     }
 
-    public init(cloud: any CloudStore, configuration: CloudServerConfiguration = CloudServerConfiguration(),
+    public init(cloud: any CloudService, configuration: CloudServerConfiguration = CloudServerConfiguration(),
                 logger: Logger = Logger(label: "sightline.cloud"), tracer: (any Tracer)? = nil) {
         self.cloud = cloud
         self.configuration = configuration

@@ -53,7 +53,7 @@ public struct PublicExplanation: Hashable, Sendable {
     public var contentSource: String
 }
 
-extension CloudStore {
+extension CloudService {
     /// Free-text search over `app`'s public index, with the device search's word
     /// rules (`SearchText`: every word whole, the last one a prefix while it is
     /// being typed). Each public item must contain every word. Ranked by

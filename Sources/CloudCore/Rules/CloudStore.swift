@@ -5,13 +5,11 @@ import IndexQuery
 import LocalPrivacy
 import SyncWire
 
-/// The cloud aggregator's operations, whatever keeps its data. `CloudIndex`
-/// is its backend on SQLite (GRDB). The rules a backend applies are kept free
-/// of storage, so that another backend calls the same code:
-/// `FramePlacement` for exactly-once ingestion, `ThresholdRule` and
-/// `ContentRule` for the public index, `PopularityRule` for the counts.
-/// `CloudServer` and the search run on any `CloudStore`.
-public protocol CloudStore: AnyObject, Sendable {
+/// What serving devices and searchers needs of the cloud, whatever keeps
+/// its data: enrolment, authenticating and ingesting frames, and the reads
+/// a public search and a device's ack make. `CloudServer` serves any
+/// `CloudService`; `CloudStore` adds what an operator needs.
+public protocol CloudService: AnyObject, Sendable {
     /// K: live votes from distinct devices before a hash's content is asked for and shown.
     var threshold: Int { get }
     /// How many live voters must offer byte-identical content before it is public (`ContentRule`).
@@ -20,14 +18,8 @@ public protocol CloudStore: AnyObject, Sendable {
     var now: Timestamp { get }
     /// Where the store is, for messages: a path, or a URL without its password.
     var displayName: String { get }
-
-    func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
     /// How `app`'s devices report popularity; exact for an app not registered.
     func popularity(app: AppID) throws(CloudError) -> PopularityMode
-    /// Chooses how `app` (registered) counts popularity. Devices learn it in
-    /// their next ack. A change folds the log again in the same
-    /// transaction, since which reports count depends on it.
-    func setPopularity(_ mode: PopularityMode, app: AppID) throws(CloudError)
     /// The cells of `app`'s sketch of private reports that any report fell
     /// in, in cell order (`ReportRule`).
     func sketchCells(app: AppID) throws(CloudError) -> [(cell: Int64, counted: SketchCell)]
@@ -48,7 +40,6 @@ public protocol CloudStore: AnyObject, Sendable {
     /// log keeps, so it must name no dictionary (`open(_:)` makes it so, and
     /// `ingest(_ opened:)` is how callers ingest).
     func ingest(_ frame: AuthenticatedFrame, messages: [OutboxMessage]) -> IngestResult
-
     func entries(app: AppID) throws(CloudError) -> [HashEntry]
     /// The pages the crawler recorded for `app`, in URL order.
     func crawledPages(app: AppID) throws(CloudError) -> [CrawledPage]
@@ -58,17 +49,8 @@ public protocol CloudStore: AnyObject, Sendable {
     func crawledPages(app: AppID, urls: Set<String>) throws(CloudError) -> [String: CrawledPage]
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
-    /// How many entries are public: `stats().publicItems` without the counts
-    /// that scan the whole log.
-    func publicItemCount() throws(CloudError) -> Int
-    /// The last seq held of each epoch of each device of `app` (of `device` alone when given).
-    func heldEpochsByDevice(app: AppID, device: DeviceID?) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]]
     /// Each app's cloud log head: its rows and its last row's hash.
     func logHeads() throws(CloudError) -> [CloudLogHead]
-    /// The app's last wanted seq (`CloudIndex.contentRequestHead(app:)`).
-    func contentRequestHead(app: AppID) throws(CloudError) -> Int64
-
-    func verifyLog() throws(CloudError) -> CloudLogVerification
     /// The uncompressed payloads of the newest log rows of `device` of
     /// `app`, newest first (by epoch, then last seq), each checked against
     /// its digest: at most `limit` rows, and only as many as fit in
@@ -76,6 +58,29 @@ public protocol CloudStore: AnyObject, Sendable {
     /// from their lengths before any payload is. What `FrameDictionaries`
     /// recovers a dictionary from.
     func newestLoggedPayloads(app: AppID, device: DeviceID, limit: Int, maximumBytes: Int) throws(CloudError) -> [[UInt8]]
+}
+
+/// The cloud aggregator's operations, whatever keeps its data: serving
+/// (`CloudService`) and what an operator does beside it (registering apps,
+/// verifying, rebuilding, purging, backing up). `CloudIndex` is its backend
+/// on SQLite (GRDB) and `PostgresCloud` on PostgreSQL. The rules a backend
+/// applies are kept free of storage, so that every backend calls the same
+/// code: `FramePlacement` for exactly-once ingestion, `ThresholdRule` and
+/// `ContentRule` for the public index, `PopularityRule` for the counts.
+public protocol CloudStore: CloudService {
+    func registerApp(_ app: AppID, enrolmentSecret: String, maximumDevices: Int?) throws(CloudError)
+    /// Chooses how `app` (registered) counts popularity. Devices learn it in
+    /// their next ack. A change folds the log again in the same
+    /// transaction, since which reports count depends on it.
+    func setPopularity(_ mode: PopularityMode, app: AppID) throws(CloudError)
+    /// How many entries are public: `stats().publicItems` without the counts
+    /// that scan the whole log.
+    func publicItemCount() throws(CloudError) -> Int
+    /// The last seq held of each epoch of each device of `app` (of `device` alone when given).
+    func heldEpochsByDevice(app: AppID, device: DeviceID?) throws(CloudError) -> [DeviceID: [Epoch: OutboxSeq]]
+    /// The app's last wanted seq (`CloudIndex.contentRequestHead(app:)`).
+    func contentRequestHead(app: AppID) throws(CloudError) -> Int64
+    func verifyLog() throws(CloudError) -> CloudLogVerification
     /// Reads the cloud log of `app` (of every app, one after another, when
     /// nil) from log seq `start` on, until `body` returns false.
     func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
@@ -87,7 +92,6 @@ public protocol CloudStore: AnyObject, Sendable {
     /// what it would take and changes nothing.
     @discardableResult
     func purgeWithdrawnContent(dryRun: Bool) throws(CloudError) -> CloudPurgeReport
-
     /// Copies the store, consistently, into a cloud store file for a backup
     /// snapshot at `path` (`CloudSnapshotCopy.write` then writes the snapshot).
     func copyForSnapshot(to path: String) throws(CloudError) -> CloudSnapshotCopy
@@ -217,12 +221,7 @@ public enum ThresholdRule {
     }
 }
 
-extension CloudStore {
-    /// Registers an app without a device quota.
-    public func registerApp(_ app: AppID, enrolmentSecret: String) throws(CloudError) {
-        try registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: nil)
-    }
-
+extension CloudService {
     /// Enrols a device that offers no proof: its name can be enrolled once.
     public func enrol(app: AppID, device: DeviceID, enrolmentSecret: String) throws(CloudError) -> [UInt8] {
         try enrol(app: app, device: device, enrolmentSecret: enrolmentSecret, proof: nil)
@@ -389,6 +388,14 @@ extension CloudStore {
         } catch {
             throw CloudError(.corruptStore, "the sketch of app \(app) is not one ingest makes: \(error)")
         }
+    }
+
+}
+
+extension CloudStore {
+    /// Registers an app without a device quota.
+    public func registerApp(_ app: AppID, enrolmentSecret: String) throws(CloudError) {
+        try registerApp(app, enrolmentSecret: enrolmentSecret, maximumDevices: nil)
     }
 
     /// The last seq the cloud holds of each epoch of `device` of `app`.
