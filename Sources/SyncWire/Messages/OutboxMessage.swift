@@ -1,10 +1,12 @@
 import IndexModel
 
 /// One cloud-visible message of a device's outbox. Vote, withdraw, signal,
-/// content and report are everything a device ever tells the cloud; private
+/// content (or, for content a device has purged, a withheld answer), report
+/// and reindex ask are everything a device ever tells the cloud; private
 /// items and private activities produce none of them. `page` is the cloud's
-/// own crawler's, and the cloud refuses it from any device. The encoding is
-/// in `Journal/FORMAT.md` ("Outbox messages").
+/// own crawler's, and the cloud refuses it from any device; a purged
+/// content message is what the cloud's log keeps of one, and no frame
+/// carries it. The encoding is in `Journal/FORMAT.md` ("Outbox messages").
 public enum OutboxMessage: Hashable, Sendable {
     /// The user engaged with a public activity: one vote for its hash.
     case vote(PublicHash, VoteToken)
