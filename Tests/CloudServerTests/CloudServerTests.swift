@@ -187,7 +187,21 @@ private func outcome(_ response: (status: UInt, body: String)) throws -> String 
         }
         locked.wait()
         let syncs = (0..<16).map { _ in Task { try await server.request("/v1/sync", body: frame.encoded).status } }
-        try await Task.sleep(for: .milliseconds(300))
+        // Wait until the server has read a frame's body, after which its
+        // ingest waits for the lock: the frame-size histogram counts it.
+        let deadline = ContinuousClock.now + .seconds(30)
+        func framesRead() async throws -> Int {
+            let metrics = try await server.admin("/metrics").body
+            let line = metrics.split(separator: "\n").first { $0.hasPrefix("sightline_frame_size_bytes_count") }
+            return line.flatMap { $0.split(separator: " ").last.flatMap { Int($0) } } ?? 0
+        }
+        while try await framesRead() == 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("no frame reached the server within 30 s")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         // A client of its own: the shared one's connections to the server
         // are all busy with the waiting frames. The health check must answer
         // while the lock is still held (frames wait up to the store's 10 s
