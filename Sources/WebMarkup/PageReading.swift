@@ -25,14 +25,7 @@ struct CleanText {
                 continue
             }
             if character.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { continue }
-            if pendingSpace {
-                text.append(" ")
-                count += 1
-                pendingSpace = false
-                if isFull { return }
-            }
-            text.append(character)
-            count += 1
+            put(character)
         }
     }
 
@@ -45,16 +38,22 @@ struct CleanText {
                 pendingSpace = count > 0
                 continue
             }
-            if pendingSpace {
-                text.append(" ")
-                count += 1
-                pendingSpace = false
-                if isFull { return }
-            }
-            text.append(character)
-            count += 1
+            put(character)
         }
         if trailingSpace, count > 0 { pendingSpace = true }
+    }
+
+    /// Appends a visible character, after the space pending before it (the
+    /// space alone when it fills the text).
+    private mutating func put(_ character: Character) {
+        if pendingSpace {
+            text.append(" ")
+            count += 1
+            pendingSpace = false
+            if isFull { return }
+        }
+        text.append(character)
+        count += 1
     }
 }
 
