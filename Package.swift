@@ -336,7 +336,9 @@ let package = Package(
         // A PostgreSQL database per test: the cluster tools/test started, or one
         // that tools/postgres starts for this test process.
         .target(name: "PostgresTestSupport", dependencies: ["CloudPostgres"], path: "Tests/PostgresTestSupport"),
-        .testTarget(name: "CloudPostgresTests", dependencies: ["CloudPostgres", "PostgresTestSupport"]),
+        .testTarget(
+            name: "CloudPostgresTests",
+            dependencies: ["CloudPostgres", "PostgresTestSupport", .product(name: "PostgresNIO", package: "postgres-nio")]),
         .testTarget(
             name: "CloudTests",
             dependencies: [

@@ -1,34 +1,45 @@
 import CloudPostgres
 import Foundation
+import PostgresNIO
 import PostgresTestSupport
 import Testing
 
-/// How many protocol-level prepared statements this connection holds for `sql`.
-private func preparedCount(_ session: PostgresSession, _ sql: String) throws -> Int64 {
-    try session.query("SELECT count(*) AS n FROM pg_prepared_statements WHERE statement = $1", [.text(sql)])[0]["n"].int64
+/// The prepared statements this connection holds, by name.
+private func preparedNames(_ session: PostgresSession) throws -> [String] {
+    try session.query("SELECT name FROM pg_prepared_statements ORDER BY name").map { try $0[0].text }
 }
 
-@Test func aStatementIsPreparedOncePerConnectionAndReused() throws {
+private enum NextNumber: PostgresStatement {
+    static let sql = "SELECT $1::int8 + 1 AS next"
+    static let parameters: [PostgresDataType] = [.int8]
+}
+
+private enum EchoWithBackend: PostgresStatement {
+    static let sql = "SELECT pg_backend_pid()::int8 AS pid, $1::text AS echo"
+    static let parameters: [PostgresDataType] = [.text]
+}
+
+@Test func aPostgresStatementIsPreparedOncePerConnectionAndReused() throws {
     try TestPostgres.withDatabase(size: 1) { pool, _ in
-        let sql = "SELECT $1::int8 + 1 AS next"
         try pool.withSession { session throws in
             for value in Int64(0)..<5 {
-                #expect(try session.query(sql, [.int64(value)])[0]["next"].int64 == value + 1)
+                #expect(try session.query(NextNumber.self, [.int64(value)])[0]["next"].int64 == value + 1)
             }
-            #expect(try preparedCount(session, sql) == 1)
+            // SQL text runs unnamed: it leaves nothing prepared.
+            #expect(try session.query("SELECT $1::int8 + 1 AS next", [.int64(1)])[0]["next"].int64 == 2)
+            #expect(try preparedNames(session) == ["sightline.NextNumber"])
         }
         // The next session on the same connection finds it prepared.
         try pool.withSession { session throws in
-            #expect(try session.query(sql, [.int64(41)])[0]["next"].int64 == 42)
-            #expect(try preparedCount(session, sql) == 1)
+            #expect(try session.query(NextNumber.self, [.int64(41)])[0]["next"].int64 == 42)
+            #expect(try preparedNames(session) == ["sightline.NextNumber"])
         }
     }
 }
 
-@Test func aStatementIsPreparedAgainAfterTheConnectionIsKilled() throws {
+@Test func aPostgresStatementIsPreparedAgainAfterTheConnectionIsKilled() throws {
     try TestPostgres.withDatabase(size: 1) { pool, server in
-        let sql = "SELECT pg_backend_pid()::int8 AS pid, $1::text AS echo"
-        let firstPID = try pool.withSession { try $0.query(sql, [.text("one")])[0]["pid"].int64 }
+        let firstPID = try pool.withSession { try $0.query(EchoWithBackend.self, [.text("one")])[0]["pid"].int64 }
 
         // Another connection ends this one, as an administrator or a failover would.
         let killer = PostgresPool(location: server.location, password: server.password, size: 1)
@@ -50,9 +61,9 @@ private func preparedCount(_ session: PostgresSession, _ sql: String) throws -> 
         while secondPID == nil && lost < 2 {
             do {
                 secondPID = try pool.withSession { session throws in
-                    let row = try session.query(sql, [.text("two")])[0]
+                    let row = try session.query(EchoWithBackend.self, [.text("two")])[0]
                     #expect(try row["echo"].text == "two")
-                    #expect(try preparedCount(session, sql) == 1)
+                    #expect(try preparedNames(session) == ["sightline.EchoWithBackend"])
                     return try row["pid"].int64
                 }
             } catch let failure as PostgresFailure where failure.code == .connectionLost {
@@ -65,7 +76,46 @@ private func preparedCount(_ session: PostgresSession, _ sql: String) throws -> 
     }
 }
 
-@Test func aStatementIsPreparedAgainAfterASchemaChange() throws {
+private enum ReadLedger: PostgresStatement {
+    static let sql = "SELECT count(*) AS n FROM ledger WHERE id > $1"
+    static let parameters: [PostgresDataType] = [.int8]
+}
+
+/// postgres-nio remembers a failed preparation for the connection's life; a
+/// statement that failed to prepare (its table not made yet, a lock timeout)
+/// must not fail on that connection for ever.
+@Test func aPostgresStatementThatFailedToPrepareWorksOnceItCan() throws {
+    try TestPostgres.withDatabase(size: 1) { pool, _ in
+        #expect {
+            try pool.withSession { try $0.query(ReadLedger.self, [.int64(0)]) }
+        } throws: { error in
+            (error as? PostgresFailure)?.sqlState == "42P01"
+        }
+        try pool.withSession { try $0.executeScript("CREATE TABLE ledger (id int8); INSERT INTO ledger VALUES (1), (2)") }
+        #expect(try pool.withSession { try $0.query(ReadLedger.self, [.int64(1)])[0]["n"].int64 } == 1)
+    }
+}
+
+@Test func aPostgresStatementRefusesAValueOfTheWrongTypeOrCountBeforeItIsSent() throws {
+    try TestPostgres.withDatabase(size: 1) { pool, _ in
+        try pool.withSession { session throws in
+            for binds: [PostgresValue] in [[.text("not a number")], [.int64(1), .int64(2)], []] {
+                #expect {
+                    try session.query(NextNumber.self, binds)
+                } throws: { error in
+                    guard let failure = error as? PostgresFailure else { return false }
+                    return failure.code == .binding && failure.description.contains("NextNumber")
+                        && !failure.description.contains("not a number")
+                }
+            }
+            // Nothing was sent: nothing was prepared, and the session goes on.
+            #expect(try preparedNames(session) == [])
+            #expect(try session.query(NextNumber.self, [.null])[0]["next"].isNull)
+        }
+    }
+}
+
+@Test func aStatementSeesTheTableAsItIsAfterASchemaChange() throws {
     try TestPostgres.withDatabase(size: 1) { pool, _ in
         try pool.withSession { session throws in
             try session.executeScript("CREATE TABLE shape (a int8)")
@@ -267,9 +317,10 @@ private func preparedCount(_ session: PostgresSession, _ sql: String) throws -> 
     }
 }
 
-@Test func copyRunsWhileEveryCooperativeThreadIsBlocked() async throws {
-    // More blocking callers than Swift has cooperative threads: if COPY's
-    // async work needed one of them, this would never finish.
+@Test func copyAndPreparedStatementsRunWhileEveryCooperativeThreadIsBlocked() async throws {
+    // More blocking callers than Swift has cooperative threads: if the async
+    // work of COPY or of a prepared statement needed one of them, this would
+    // never finish.
     let callers = ProcessInfo.processInfo.activeProcessorCount + 2
     try await TestPostgres.withDatabase(size: callers) { pool, _ in
         try pool.withSession { try $0.executeScript("CREATE TABLE bulk (caller int8, n int8)") }
@@ -277,8 +328,9 @@ private func preparedCount(_ session: PostgresSession, _ sql: String) throws -> 
             for caller in 0..<callers {
                 group.addTask {
                     try pool.withSession { session throws in
-                        try session.copyFrom(table: "bulk", columns: ["caller", "n"],
-                                             rows: (0..<1000).map { [.int64(Int64(caller)), .int64(Int64($0))] })
+                        #expect(try session.query(NextNumber.self, [.int64(Int64(caller))])[0]["next"].int64 == Int64(caller) + 1)
+                        return try session.copyFrom(table: "bulk", columns: ["caller", "n"],
+                                                    rows: (0..<1000).map { [.int64(Int64(caller)), .int64(Int64($0))] })
                     }
                 }
             }

@@ -1,4 +1,5 @@
 import CloudPostgres
+import PostgresNIO
 import PostgresTestSupport
 import Testing
 
@@ -26,13 +27,22 @@ private let everyKind: [(sqlType: String, value: PostgresValue)] = [
     ("bytea[]", .optionalByteaArray([nil, [0xff]])),
 ]
 
-@Test func everyValueKindRoundTripsThroughAPreparedStatement() throws {
+/// Every kind at once, as a prepared statement.
+private enum EveryKind: PostgresStatement {
+    static let sql = "SELECT " + everyKind.indices.map { "$\($0 + 1)::\(everyKind[$0].sqlType)" }.joined(separator: ", ")
+    static let parameters = everyKind.map(\.value.dataType)
+}
+
+@Test func everyValueKindRoundTripsThroughAStatementAndAPreparedOne() throws {
     try TestPostgres.withDatabase { pool, _ in
         try pool.withSession { session throws in
             for (sqlType, value) in everyKind {
                 let rows = try session.query("SELECT $1::\(sqlType) AS v", [value])
                 #expect(rows.map(\.values) == [[value]], "\(sqlType)")
             }
+            let values = everyKind.map(\.value)
+            #expect(try session.query(EveryKind.self, values).map(\.values) == [values])
+            #expect(try session.query(EveryKind.self, values.map { _ in .null }).map(\.values) == [values.map { _ in .null }])
             let nulls = try session.query("SELECT $1::int8 AS a, $2::text AS b, $3::bytea[] AS c", [.null, .null, .null])
             #expect(nulls.first?.values == [.null, .null, .null])
         }
@@ -60,7 +70,7 @@ private let everyKind: [(sqlType: String, value: PostgresValue)] = [
     }
 }
 
-@Test func integersNarrowToTheParameterTypeOnlyWhenTheyFit() throws {
+@Test func integersGoIntoNarrowerColumnsOnlyWhenTheyFit() throws {
     try TestPostgres.withDatabase { pool, _ in
         try pool.withSession { session throws in
             try session.executeScript("CREATE TABLE narrow (small int2, medium int4, many int4[])")
@@ -76,29 +86,32 @@ private let everyKind: [(sqlType: String, value: PostgresValue)] = [
                 #expect {
                     try session.query("INSERT INTO narrow VALUES ($1, $2, $3)", binds)
                 } throws: { error in
-                    (error as? PostgresFailure)?.code == .binding
+                    guard let failure = error as? PostgresFailure else { return false }
+                    return failure.code == .server && failure.sqlState == "22003"
                 }
             }
+            #expect(try session.query("SELECT count(*) AS n FROM narrow")[0]["n"].int64 == 1)
         }
     }
 }
 
-@Test func aValueOfTheWrongTypeOrCountIsRefusedBeforeItIsSent() throws {
+@Test func aValueOfTheWrongTypeOrCountIsRefusedWithoutTheValueAndTheSessionGoesOn() throws {
     try TestPostgres.withDatabase { pool, _ in
         try pool.withSession { session throws in
+            try session.executeScript("CREATE TABLE typed (n int8, b bytea)")
             #expect {
-                try session.query("SELECT $1::bytea", [.text("not bytes")])
+                try session.query("INSERT INTO typed (n) VALUES ($1)", [.text("not-a-number")])
             } throws: { error in
                 guard let failure = error as? PostgresFailure else { return false }
-                return failure.code == .binding && failure.description.contains("$1") && !failure.description.contains("not bytes")
+                return failure.code == .server && failure.sqlState == "42804" && !failure.description.contains("not-a-number")
             }
             #expect {
-                try session.query("SELECT $1::int8, $2::int8", [.int64(1)])
+                try session.query("INSERT INTO typed VALUES ($1, $2)", [.int64(1)])
             } throws: { error in
-                (error as? PostgresFailure)?.code == .binding
+                (error as? PostgresFailure)?.sqlState == "08P01"
             }
-            // The connection is still usable.
-            #expect(try session.query("SELECT 1::int8 AS one").first?["one"].int64 == 1)
+            // Nothing was written, and the connection is still usable.
+            #expect(try session.query("SELECT count(*) AS n FROM typed").first?["n"].int64 == 0)
         }
     }
 }

@@ -14,10 +14,9 @@ extension PostgresFailure {
 
     /// The failure that an error from postgres-nio or NIO stands for.
     ///
-    /// postgres-nio reports failures two ways: `PSQLError` (its own API) and,
-    /// from the `PostgresDatabase` methods that prepared statements go through,
-    /// the older `PostgresError`. Both carry the server's ErrorResponse fields,
-    /// read here by name. `PSQLError`'s description is deliberately generic,
+    /// postgres-nio reports failures as `PSQLError`, which carries the
+    /// server's ErrorResponse fields, read here by name. Its description is
+    /// deliberately generic,
     /// so messages are built from those fields and from the code, never from
     /// the error's own description, and never include the statement or its
     /// bound values.
@@ -25,16 +24,6 @@ extension PostgresFailure {
         if let failure = error as? PostgresFailure { return failure }
         if let error = error as? PSQLError {
             return from(error, phase: phase, location: location)
-        }
-        if let error = error as? PostgresError {
-            switch error {
-            case .server(let message):
-                return fromServer(ServerReport(message), phase: phase, location: location)
-            case .connectionClosed:
-                return closed(phase: phase, location: location, cause: "the connection closed")
-            case .protocol(let message):
-                return PostgresFailure(.protocolViolation, "PostgreSQL protocol error: \(message)")
-            }
         }
         if let error = error as? ChannelError {
             if case .connectTimeout(let amount) = error {
@@ -145,7 +134,7 @@ extension PostgresFailure {
             code, message, sqlState: report.sqlState, detail: report.detail, hint: report.hint, constraint: report.constraint)
     }
 
-    /// The ErrorResponse fields this layer keeps, from either of postgres-nio's error types.
+    /// The ErrorResponse fields this layer keeps.
     private struct ServerReport {
         var sqlState: String?
         var message: String?
@@ -159,14 +148,6 @@ extension PostgresFailure {
             detail = info[.detail]
             hint = info[.hint]
             constraint = info[.constraintName]
-        }
-
-        init(_ error: PostgresMessage.Error) {
-            sqlState = error.fields[.sqlState]
-            message = error.fields[.message]
-            detail = error.fields[.detail]
-            hint = error.fields[.hint]
-            constraint = error.fields[.constraintName]
         }
     }
 }

@@ -31,53 +31,61 @@ public final class PostgresSession {
 
     // MARK: Statements
 
-    /// Runs one statement as a server-side prepared statement and returns its
-    /// rows.
+    /// Runs one statement and returns its rows.
     ///
-    /// The statement is prepared the first time this connection sees `sql`
-    /// and reused after that (the cache is per connection, so a new
-    /// connection prepares again). Parameters take the types PostgreSQL
-    /// infers for them; each bound value is sent in binary as that type
-    /// (an `int64` narrowed to `int4` when the parameter is one, and so on)
-    /// or refused with code `.binding` when it cannot be, before anything is
-    /// sent. Cast a parameter in the SQL (`$1::int8[]`) where PostgreSQL
-    /// cannot infer it. When a schema change invalidates the prepared
-    /// statement, it is prepared again and run once more, outside a
-    /// transaction; inside one, the failure is thrown (the transaction is
-    /// aborted anyway).
+    /// The statement is sent unnamed, with its bound values: parsed, planned
+    /// and run in one round trip. Each value goes as its own type
+    /// (``PostgresValue/dataType``: `int8`, `text`, `bytea`, `int8[]`, …) and
+    /// NULL untyped; PostgreSQL converts a value where the statement needs
+    /// another type and it allows that (an `int8` into an `int4` column, which
+    /// fails if it does not fit), and refuses the statement otherwise. Cast a
+    /// parameter in the SQL (`$1::int8[]`) where the type matters. For a
+    /// statement run for every frame, `query(_:_:)` with a ``PostgresStatement``
+    /// saves the parsing and planning.
     ///
     /// Use ``execute(_:_:)`` when the number of rows affected matters.
     ///
-    /// - Throws: ``PostgresFailure``: `.server` for an error in the SQL,
-    ///   `.binding`, `.timeout`, `.connectionLost`, `.retryable`, or `.decoding`
-    ///   when a column has a type ``PostgresValue`` does not hold.
+    /// - Throws: ``PostgresFailure``: `.server` for an error in the SQL or a
+    ///   value PostgreSQL refuses, `.binding`, `.timeout`, `.connectionLost`,
+    ///   `.retryable`, or `.decoding` when a column has a type
+    ///   ``PostgresValue`` does not hold.
     @discardableResult
     public func query(_ sql: String, _ binds: [PostgresValue] = []) throws(PostgresFailure) -> [PostgresRowValues] {
         checkOpen()
-        var retried = false
-        while true {
-            let statement = try prepared(sql)
-            guard statement.parameterTypes.count == binds.count else {
-                throw PostgresFailure(
-                    .binding, "the statement has \(statement.parameterTypes.count) parameters; \(binds.count) values were bound")
-            }
-            var data: [PostgresData] = []
-            data.reserveCapacity(binds.count)
-            for (index, value) in binds.enumerated() {
-                data.append(try value.binaryData(for: statement.parameterTypes[index], parameter: index))
-            }
-            do {
-                let rows = try wait(statement.query.execute(data))
-                return try Self.decode(rows)
-            } catch {
-                // 0A000 "cached plan must not change result type" after a schema
-                // change; 26000 when the statement is gone (DISCARD ALL).
-                let stale = error.sqlState == "0A000" || error.sqlState == "26000"
-                guard stale, !retried else { throw error }
-                forget(sql)
-                if pooled.inTransaction || pooled.openedTransactionByStatement { throw error }
-                retried = true
-            }
+        let result = try wait(pooled.connection.query(try Self.query(sql, binds), logger: settings.logger))
+        noteTransactionControl(result.metadata.command)
+        return try Self.decode(result.rows)
+    }
+
+    /// Runs a statement the store runs often and returns its rows, as one of
+    /// postgres-nio's prepared statements: prepared on this connection the
+    /// first time it runs here, then only bound and run.
+    ///
+    /// Each bound value must have its parameter's type or be NULL; anything
+    /// else is refused with code `.binding` before anything is sent.
+    /// postgres-nio remembers a preparation that failed for the rest of the
+    /// connection's life, so a failure here other than a refused binding
+    /// retires the connection: it is closed instead of lent again.
+    ///
+    /// - Throws: ``PostgresFailure``, as `query(_:_:)` with SQL text does.
+    @discardableResult
+    public func query<Statement: PostgresStatement>(
+        _ statement: Statement.Type, _ binds: [PostgresValue] = []
+    ) throws(PostgresFailure) -> [PostgresRowValues] {
+        checkOpen()
+        let prepared = try PreparedStatement<Statement>(binds)
+        let connection = pooled.connection
+        let logger = settings.logger
+        do {
+            let rows = try wait(pooled.executor.future {
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.execute(prepared, logger: logger) { rows.append(row) }
+                return rows
+            })
+            return try Self.decode(rows)
+        } catch {
+            pooled.broken = true
+            throw error
         }
     }
 
@@ -85,21 +93,14 @@ public final class PostgresSession {
     /// updated, deleted, merged, copied or selected, from its command tag (0
     /// for statements that affect no rows).
     ///
-    /// postgres-nio's prepared statements do not return the command tag, so
-    /// this runs the statement unnamed: parsed, planned and run in one round
-    /// trip, with each bound value's own type given to the parser (`int64`
-    /// as `int8`, NULL left to the statement). For a statement run many times
-    /// whose count is not needed, ``query(_:_:)`` saves the parsing.
+    /// The statement is sent unnamed and its values bound as
+    /// `query(_:_:)` with SQL text binds them.
     ///
-    /// - Throws: ``PostgresFailure``, as ``query(_:_:)`` does.
+    /// - Throws: ``PostgresFailure``, as `query(_:_:)` with SQL text does.
     @discardableResult
     public func execute(_ sql: String, _ binds: [PostgresValue] = []) throws(PostgresFailure) -> Int {
         checkOpen()
-        var bindings = PostgresBindings(capacity: binds.count)
-        for (index, value) in binds.enumerated() {
-            bindings.append(try value.binaryData(for: nil, parameter: index))
-        }
-        let result = try wait(pooled.connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: settings.logger))
+        let result = try wait(pooled.connection.query(try Self.query(sql, binds), logger: settings.logger))
         noteTransactionControl(result.metadata.command)
         return Self.rowCount(result.metadata)
     }
@@ -232,49 +233,6 @@ public final class PostgresSession {
         precondition(isOpen, "a PostgresSession is used after its withSession body returned")
     }
 
-    /// The prepared statement for `sql` on this connection, prepared now if it
-    /// is not yet.
-    private func prepared(_ sql: String) throws(PostgresFailure) -> PooledConnection.PreparedStatement {
-        if let statement = pooled.statements[sql] { return statement }
-        if pooled.statements.count >= PooledConnection.statementLimit, let oldest = pooled.preparedOrder.first {
-            forget(oldest)
-        }
-        let query = try wait(pooled.connection.prepare(query: sql))
-        // postgres-nio's prepare does not return the parameter types the
-        // server inferred; pg_prepared_statements has them.
-        var bindings = PostgresBindings(capacity: 1)
-        bindings.append(sql)
-        let lookup = PostgresQuery(
-            unsafeSQL: "SELECT parameter_types::oid[] FROM pg_prepared_statements WHERE statement = $1 AND NOT from_sql LIMIT 1",
-            binds: bindings)
-        let result = try wait(pooled.connection.query(lookup, logger: settings.logger))
-        let rows = try Self.decode(result.rows)
-        guard let row = rows.first else {
-            throw PostgresFailure(.protocolViolation, "the prepared statement is missing from pg_prepared_statements")
-        }
-        var parameterTypes: [UInt32] = []
-        for type in try row[0].int64Array {
-            guard let oid = UInt32(exactly: type) else {
-                throw PostgresFailure(.protocolViolation, "pg_prepared_statements names a parameter type \(type)")
-            }
-            parameterTypes.append(oid)
-        }
-        let statement = PooledConnection.PreparedStatement(query: query, parameterTypes: parameterTypes)
-        pooled.statements[sql] = statement
-        pooled.preparedOrder.append(sql)
-        return statement
-    }
-
-    /// Drops `sql`'s prepared statement from the cache and deallocates it on
-    /// the server.
-    private func forget(_ sql: String) {
-        guard let statement = pooled.statements.removeValue(forKey: sql) else { return }
-        pooled.preparedOrder.removeAll { $0 == sql }
-        // A failure to deallocate leaves a statement the cache no longer names;
-        // it goes with the connection.
-        _ = try? wait(statement.query.deallocate())
-    }
-
     /// Runs a transaction control statement and returns its command tag.
     private func control(_ sql: String) throws(PostgresFailure) -> String {
         let result = try wait(pooled.connection.query(PostgresQuery(unsafeSQL: sql), logger: settings.logger))
@@ -336,6 +294,15 @@ public final class PostgresSession {
         return failure
     }
 
+    /// `sql` with `binds`, as postgres-nio sends it.
+    private static func query(_ sql: String, _ binds: [PostgresValue]) throws(PostgresFailure) -> PostgresQuery {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for (index, value) in binds.enumerated() {
+            try value.bind(into: &bindings, parameter: index)
+        }
+        return PostgresQuery(unsafeSQL: sql, binds: bindings)
+    }
+
     private static func decode(_ rows: [PostgresRow]) throws(PostgresFailure) -> [PostgresRowValues] {
         guard let first = rows.first else { return [] }
         let names = first.map(\.columnName)
@@ -344,14 +311,17 @@ public final class PostgresSession {
         for row in rows {
             var values: [PostgresValue] = []
             values.reserveCapacity(names.count)
-            // Extended-protocol results are always binary: postgres-nio asks for
-            // binary in every Bind, though it labels a prepared statement's
-            // cells as text. The cell's format is therefore not consulted.
             for cell in row {
-                switch PostgresValue.decodeBinary(type: cell.dataType.rawValue, bytes: cell.bytes) {
-                case .success(let value): values.append(value)
-                case .failure(let problem):
+                guard var bytes = cell.bytes else {
+                    values.append(.null)
+                    continue
+                }
+                do {
+                    values.append(try PostgresValue(from: &bytes, type: cell.dataType, format: cell.format, context: .default))
+                } catch let problem as PostgresValue.DecodingProblem {
                     throw PostgresFailure(.decoding, "cannot decode column \(cell.columnIndex) (\(cell.columnName)): \(problem.reason)")
+                } catch {
+                    throw PostgresFailure(.decoding, "cannot decode column \(cell.columnIndex) (\(cell.columnName))")
                 }
             }
             guard values.count == names.count else {

@@ -2,6 +2,7 @@ import CloudCore
 import CloudSQLite
 import Foundation
 import IndexModel
+import PostgresNIO
 import SyncWire
 
 extension PostgresValue {
@@ -124,67 +125,81 @@ extension PostgresCloud {
             .int64Array(cells.map(\.key)), .int64Array(cells.map(\.value.reports)), .int64Array(cells.map(\.value.total)),
             .textArray(allowances.map(\.0.rawValue)), .int64Array(allowances.map(\.1.day)), .int64Array(allowances.map(\.1.used)),
         ]
-        _ = try session.query(writeStatement, binds)
+        _ = try session.query(FrameWrite.self, binds)
     }
 
     /// `write`'s statement: data-modifying parts that touch distinct rows,
     /// so that one round trip writes a frame.
-    static let writeStatement = """
-        WITH log AS (
-            INSERT INTO cloud_log (app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
-                                   digest, payload, received_at, prev_hash, hash)
-            SELECT $1::text, $2::int8, $3::text, $4::int8, $5::int8, $6::int8, $7::int8, $8::int8, $9::int8, $10::bytea, $11::bytea,
-                   $12::int8, $13::bytea, $14::bytea
-            WHERE $2::int8 IS NOT NULL
-        ), hash_rows AS (
-            INSERT INTO hashes (app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content)
-            SELECT $1, * FROM unnest($15::bytea[], $16::bytea[], $17::int8[], $18::int8[], $19::int8[], $20::int8[], $21::int8[],
-                                     $22::int8[], $23::int8[])
-            ON CONFLICT (app, key) DO UPDATE SET hash = excluded.hash, live_votes = excluded.live_votes,
-                voters = excluded.voters, views = excluded.views, shown = excluded.shown, engaged = excluded.engaged,
-                wanted_seq = excluded.wanted_seq, has_content = excluded.has_content
-        ), vote_rows AS (
-            INSERT INTO votes (app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged)
-            SELECT $1, * FROM unnest($24::bytea[], $25::bytea[], $26::bytea[], $27::int8[], $28::int8[], $29::int8[], $30::int8[],
-                                     $31::int8[])
-            ON CONFLICT (app, key, voter) DO UPDATE SET token = excluded.token, live = excluded.live,
-                signal_day = excluded.signal_day, day_views = excluded.day_views, day_shown = excluded.day_shown,
-                day_engaged = excluded.day_engaged
-        ), dropped_offers AS (
-            DELETE FROM content_offers o USING unnest($32::bytea[], $33::bytea[]) AS t(key, voter)
-            WHERE o.app = $1 AND o.key = t.key AND o.voter = t.voter
-        ), kept_offers AS (
-            INSERT INTO content_offers (app, key, voter, digest)
-            SELECT $1, * FROM unnest($34::bytea[], $35::bytea[], $36::bytea[])
-            ON CONFLICT (app, key, voter) DO UPDATE SET digest = excluded.digest
-        ), dropped_content AS (
-            DELETE FROM public_content WHERE app = $1 AND key = ANY($37::bytea[])
-        ), kept_content AS (
-            INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
-            SELECT $1, * FROM unnest($38::bytea[], $39::text[], $40::text[], $41::bytea[], $42::text[], $43::text[], $44::int8[])
-            ON CONFLICT (app, key) DO UPDATE SET activity_type = excluded.activity_type, title = excluded.title,
-                keywords = excluded.keywords, description = excluded.description, url = excluded.url, log_seq = excluded.log_seq
-        ), wanted AS (
-            INSERT INTO app_state (app, wanted_seq) SELECT $1, $45::int8 WHERE $45::int8 IS NOT NULL
-            ON CONFLICT (app) DO UPDATE SET wanted_seq = excluded.wanted_seq
-        ), epochs AS (
-            INSERT INTO device_epochs (app, device, epoch, last_seq)
-            SELECT $1, * FROM unnest($46::text[], $47::int8[], $48::int8[])
-            ON CONFLICT (app, device, epoch) DO UPDATE SET last_seq = excluded.last_seq
-        ), page_rows AS (
-            INSERT INTO pages (app, url, page, log_seq)
-            SELECT $1, * FROM unnest($49::text[], $50::bytea[], $51::int8[])
-            ON CONFLICT (app, url) DO UPDATE SET page = excluded.page, log_seq = excluded.log_seq
-        ), sketch_rows AS (
-            INSERT INTO sketch_cells (app, cell, reports, total)
-            SELECT $1, * FROM unnest($52::int8[], $53::int8[], $54::int8[])
-            ON CONFLICT (app, cell) DO UPDATE SET reports = sketch_cells.reports + excluded.reports,
-                total = sketch_cells.total + excluded.total
-        ), allowance_rows AS (
-            INSERT INTO report_allowances (app, device, day, reports)
-            SELECT $1, * FROM unnest($55::text[], $56::int8[], $57::int8[])
-            ON CONFLICT (app, device) DO UPDATE SET day = excluded.day, reports = excluded.reports
-        )
-        SELECT 1
-        """
+    enum FrameWrite: PostgresStatement {
+        static let parameters: [PostgresDataType] =
+            [.text, .int8, .text, .int8, .int8, .int8, .int8, .int8, .int8, .bytea, .bytea, .int8, .bytea, .bytea]  // $1…$14: the log row
+            + [.byteaArray, .byteaArray] + Array(repeating: .int8Array, count: 7)  // hashes
+            + Array(repeating: .byteaArray, count: 3) + Array(repeating: .int8Array, count: 5)  // votes
+            + Array(repeating: .byteaArray, count: 6)  // offers dropped and kept, content dropped
+            + [.byteaArray, .textArray, .textArray, .byteaArray, .textArray, .textArray, .int8Array]  // content kept
+            + [.int8]  // wanted seq
+            + [.textArray, .int8Array, .int8Array]  // epochs
+            + [.textArray, .byteaArray, .int8Array]  // pages
+            + Array(repeating: .int8Array, count: 3)  // sketch cells
+            + [.textArray, .int8Array, .int8Array]  // allowances
+
+        static let sql = """
+            WITH log AS (
+                INSERT INTO cloud_log (app, seq, device, epoch, first_seq, last_seq, accepted_from, codec, uncompressed_length,
+                                       digest, payload, received_at, prev_hash, hash)
+                SELECT $1::text, $2::int8, $3::text, $4::int8, $5::int8, $6::int8, $7::int8, $8::int8, $9::int8, $10::bytea, $11::bytea,
+                       $12::int8, $13::bytea, $14::bytea
+                WHERE $2::int8 IS NOT NULL
+            ), hash_rows AS (
+                INSERT INTO hashes (app, key, hash, live_votes, voters, views, shown, engaged, wanted_seq, has_content)
+                SELECT $1, * FROM unnest($15::bytea[], $16::bytea[], $17::int8[], $18::int8[], $19::int8[], $20::int8[], $21::int8[],
+                                         $22::int8[], $23::int8[])
+                ON CONFLICT (app, key) DO UPDATE SET hash = excluded.hash, live_votes = excluded.live_votes,
+                    voters = excluded.voters, views = excluded.views, shown = excluded.shown, engaged = excluded.engaged,
+                    wanted_seq = excluded.wanted_seq, has_content = excluded.has_content
+            ), vote_rows AS (
+                INSERT INTO votes (app, key, voter, token, live, signal_day, day_views, day_shown, day_engaged)
+                SELECT $1, * FROM unnest($24::bytea[], $25::bytea[], $26::bytea[], $27::int8[], $28::int8[], $29::int8[], $30::int8[],
+                                         $31::int8[])
+                ON CONFLICT (app, key, voter) DO UPDATE SET token = excluded.token, live = excluded.live,
+                    signal_day = excluded.signal_day, day_views = excluded.day_views, day_shown = excluded.day_shown,
+                    day_engaged = excluded.day_engaged
+            ), dropped_offers AS (
+                DELETE FROM content_offers o USING unnest($32::bytea[], $33::bytea[]) AS t(key, voter)
+                WHERE o.app = $1 AND o.key = t.key AND o.voter = t.voter
+            ), kept_offers AS (
+                INSERT INTO content_offers (app, key, voter, digest)
+                SELECT $1, * FROM unnest($34::bytea[], $35::bytea[], $36::bytea[])
+                ON CONFLICT (app, key, voter) DO UPDATE SET digest = excluded.digest
+            ), dropped_content AS (
+                DELETE FROM public_content WHERE app = $1 AND key = ANY($37::bytea[])
+            ), kept_content AS (
+                INSERT INTO public_content (app, key, activity_type, title, keywords, description, url, log_seq)
+                SELECT $1, * FROM unnest($38::bytea[], $39::text[], $40::text[], $41::bytea[], $42::text[], $43::text[], $44::int8[])
+                ON CONFLICT (app, key) DO UPDATE SET activity_type = excluded.activity_type, title = excluded.title,
+                    keywords = excluded.keywords, description = excluded.description, url = excluded.url, log_seq = excluded.log_seq
+            ), wanted AS (
+                INSERT INTO app_state (app, wanted_seq) SELECT $1, $45::int8 WHERE $45::int8 IS NOT NULL
+                ON CONFLICT (app) DO UPDATE SET wanted_seq = excluded.wanted_seq
+            ), epochs AS (
+                INSERT INTO device_epochs (app, device, epoch, last_seq)
+                SELECT $1, * FROM unnest($46::text[], $47::int8[], $48::int8[])
+                ON CONFLICT (app, device, epoch) DO UPDATE SET last_seq = excluded.last_seq
+            ), page_rows AS (
+                INSERT INTO pages (app, url, page, log_seq)
+                SELECT $1, * FROM unnest($49::text[], $50::bytea[], $51::int8[])
+                ON CONFLICT (app, url) DO UPDATE SET page = excluded.page, log_seq = excluded.log_seq
+            ), sketch_rows AS (
+                INSERT INTO sketch_cells (app, cell, reports, total)
+                SELECT $1, * FROM unnest($52::int8[], $53::int8[], $54::int8[])
+                ON CONFLICT (app, cell) DO UPDATE SET reports = sketch_cells.reports + excluded.reports,
+                    total = sketch_cells.total + excluded.total
+            ), allowance_rows AS (
+                INSERT INTO report_allowances (app, device, day, reports)
+                SELECT $1, * FROM unnest($55::text[], $56::int8[], $57::int8[])
+                ON CONFLICT (app, device) DO UPDATE SET day = excluded.day, reports = excluded.reports
+            )
+            SELECT 1
+            """
+    }
 }

@@ -2,6 +2,7 @@ import CloudCore
 import CloudSQLite
 import Foundation
 import IndexModel
+import PostgresNIO
 import SyncWire
 
 /// The settings a fold depends on, as the store holds them: a server that
@@ -91,6 +92,22 @@ final class PostgresIngestTransaction: IngestTransaction {
     private var absentAskStates: Set<Data> = []
     private var recheckedHashesRead = false
 
+    private enum IngestLockDevice: PostgresStatement {
+        static let sql = """
+            SELECT d.backed_up_epoch, d.backed_up_seq, a.popularity FROM devices d LEFT JOIN apps a ON a.app = d.app
+            WHERE d.app = $1 AND d.device = $2 FOR UPDATE OF d
+            """
+        static let parameters: [PostgresDataType] = [.text, .text]
+    }
+
+    private enum IngestHeldEpochs: PostgresStatement {
+        static let sql = """
+            SELECT 0, epoch, last_seq FROM device_epochs WHERE app = $1 AND device = $2
+            UNION ALL SELECT 1, \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')
+            """
+        static let parameters: [PostgresDataType] = [.text, .text]
+    }
+
     /// Locks the device's row and reads what the cloud holds of it.
     init(session: PostgresSession, app: AppID, device: DeviceID, secrets: CloudSecrets, memory: FoldMemory, kept: KeptFold,
          messages: [OutboxMessage]) throws {
@@ -108,10 +125,7 @@ final class PostgresIngestTransaction: IngestTransaction {
             appPopularity = try Stored.popularity(try registry?.optionalBytes(0, "apps.popularity of \(app)"), app: app)
             backedUpPosition = .nothing
         } else {
-            guard let registry = try session.query("""
-                SELECT d.backed_up_epoch, d.backed_up_seq, a.popularity FROM devices d LEFT JOIN apps a ON a.app = d.app
-                WHERE d.app = $1 AND d.device = $2 FOR UPDATE OF d
-                """, [.text(app.rawValue), .text(device.rawValue)]).first else {
+            guard let registry = try session.query(IngestLockDevice.self, [.text(app.rawValue), .text(device.rawValue)]).first else {
                 throw DeviceNotEnrolled()
             }
             backedUpPosition = OutboxPosition(epoch: Epoch(try registry.position(0, "devices.backed_up_epoch of \(device)")),
@@ -120,10 +134,7 @@ final class PostgresIngestTransaction: IngestTransaction {
         }
         // A statement of its own, after the lock: its snapshot sees what the
         // last holder of the lock committed.
-        let rows = try session.query("""
-            SELECT 0, epoch, last_seq FROM device_epochs WHERE app = $1 AND device = $2
-            UNION ALL SELECT 1, \(PostgresCloud.settingColumns) FROM cloud_meta WHERE key IN ('threshold', 'agreement')
-            """, [.text(app.rawValue), .text(device.rawValue)])
+        let rows = try session.query(IngestHeldEpochs.self, [.text(app.rawValue), .text(device.rawValue)])
         var epochs: [(epoch: Epoch, last: OutboxSeq)] = []
         var stored: [(name: Int64, value: Int64?)] = []
         for row in rows {
@@ -160,12 +171,17 @@ final class PostgresIngestTransaction: IngestTransaction {
                   .position(through)]).map { row throws(CloudError) in try PostgresCloud.logRow(row) }
     }
 
+    private enum IngestLockApp: PostgresStatement {
+        static let sql = "SELECT popularity FROM apps WHERE app = $1 FOR UPDATE"
+        static let parameters: [PostgresDataType] = [.text]
+    }
+
     /// Locks the app's row, checks the settings, and reads the app's log
     /// head, its wanted seq and every row of the hashes `entries` name: the
     /// rows the server kept of the app's last fold when the head says they
     /// are exact (`KeptFold`), and from the store the rest.
     func foldRows(app: AppID, entries: [FoldMemory.Entry]) throws -> WorkingSet {
-        let registry = try session.query("SELECT popularity FROM apps WHERE app = $1 FOR UPDATE", [.text(app.rawValue)]).first
+        let registry = try session.query(IngestLockApp.self, [.text(app.rawValue)]).first
         appPopularity = try Stored.popularity(try registry?.optionalBytes(0, "apps.popularity of \(app)"), app: app)
         var keySet = Set(entries.map(\.key))
         if messages.contains(where: { if case .page = $0 { true } else { false } }) {
@@ -235,13 +251,8 @@ final class PostgresIngestTransaction: IngestTransaction {
         var settings = FoldSettings(threshold: 1, agreement: 1)
     }
 
-    /// Reads, in one statement, the rows of `keys` (the hashes' and their
-    /// offers) and of `votes`, which of `urls` the app has pages at, and the
-    /// app's log head, wanted seq and settings.
-    private func load(app: AppID, keys: Set<Data>, votes: Set<WorkingSet.VoteKey>, urls: Set<String>) throws -> Loaded {
-        let keyList = Array(keys)
-        let voteList = Array(votes)
-        let rows = try session.query("""
+    private enum IngestLoad: PostgresStatement {
+        static let sql = """
             SELECT 0, h.key, NULL::bytea, h.hash, h.live_votes, h.voters, h.views, h.shown, h.engaged, h.wanted_seq, h.has_content
               FROM unnest($2::bytea[]) AS t(key)
               CROSS JOIN LATERAL (SELECT * FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
@@ -264,8 +275,20 @@ final class PostgresIngestTransaction: IngestTransaction {
             UNION ALL
             SELECT 6, NULL, NULL, convert_to(url, 'UTF8'), NULL, NULL, NULL, NULL, NULL, NULL, NULL
               FROM pages WHERE app = $1 AND url = ANY($5::text[])
-            """, [.text(app.rawValue), .byteaArray(keyList.map { [UInt8]($0) }), .byteaArray(voteList.map { [UInt8]($0.key) }),
-                  .byteaArray(voteList.map { [UInt8]($0.voter) }), .textArray(Array(urls))])
+            """
+        static let parameters: [PostgresDataType] = [.text, .byteaArray, .byteaArray, .byteaArray, .textArray]
+    }
+
+    /// Reads, in one statement, the rows of `keys` (the hashes' and their
+    /// offers) and of `votes`, which of `urls` the app has pages at, and the
+    /// app's log head, wanted seq and settings.
+    private func load(app: AppID, keys: Set<Data>, votes: Set<WorkingSet.VoteKey>, urls: Set<String>) throws -> Loaded {
+        let keyList = Array(keys)
+        let voteList = Array(votes)
+        let rows = try session.query(IngestLoad.self, [
+            .text(app.rawValue), .byteaArray(keyList.map { [UInt8]($0) }), .byteaArray(voteList.map { [UInt8]($0.key) }),
+            .byteaArray(voteList.map { [UInt8]($0.voter) }), .textArray(Array(urls)),
+        ])
         var loaded = Loaded(keys: keys, votes: votes)
         loaded.hashes.reserveCapacity(keyList.count)
         loaded.voteRows.reserveCapacity(voteList.count)
@@ -331,13 +354,18 @@ final class PostgresIngestTransaction: IngestTransaction {
         appPopularity
     }
 
+    private enum IngestWantedHashes: PostgresStatement {
+        static let sql = """
+            SELECT hash, key, wanted_seq FROM hashes WHERE app = $1 AND wanted_seq IS NOT NULL ORDER BY wanted_seq
+            """
+        static let parameters: [PostgresDataType] = [.text]
+    }
+
     /// The app's wanted hashes, and (in the same breath) what each says of
     /// this device's vote and offer.
     func wantedHashes(app: AppID) throws -> [(hash: PublicHash, key: Data, wantedSeq: Int64)] {
         var wanted: [(hash: PublicHash, key: Data, wantedSeq: Int64)] = []
-        for row in try session.query("""
-            SELECT hash, key, wanted_seq FROM hashes WHERE app = $1 AND wanted_seq IS NOT NULL ORDER BY wanted_seq
-            """, [.text(app.rawValue)]) {
+        for row in try session.query(IngestWantedHashes.self, [.text(app.rawValue)]) {
             guard let hash = PublicHash(try row.bytes(0, "hashes.hash of a wanted hash of app \(app)")) else {
                 throw CloudError(.corruptStore, "hashes.hash of a wanted hash of app \(app) is not a public hash")
             }
@@ -349,16 +377,21 @@ final class PostgresIngestTransaction: IngestTransaction {
         return wanted
     }
 
-    /// Reads the ask states of `keys` for this device (`voters`, its
-    /// pseudonym for each) in one statement, into `askStates`.
-    private func readAskStates(app: AppID, keys: [Data], voters: [[UInt8]]) throws {
-        for row in try session.query("""
+    private enum IngestAskStates: PostgresStatement {
+        static let sql = """
             SELECT t.key, h.wanted_seq, h.live_votes, h.has_content, v.live, o.voter IS NOT NULL
             FROM unnest($2::bytea[], $3::bytea[]) AS t(key, voter)
             CROSS JOIN LATERAL (SELECT wanted_seq, live_votes, has_content FROM hashes WHERE app = $1 AND key = t.key OFFSET 0) h
             LEFT JOIN LATERAL (SELECT live FROM votes WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) v ON TRUE
             LEFT JOIN LATERAL (SELECT voter FROM content_offers WHERE app = $1 AND key = t.key AND voter = t.voter OFFSET 0) o ON TRUE
-            """, [.text(app.rawValue), .byteaArray(keys.map { [UInt8]($0) }), .byteaArray(voters)]) {
+            """
+        static let parameters: [PostgresDataType] = [.text, .byteaArray, .byteaArray]
+    }
+
+    /// Reads the ask states of `keys` for this device (`voters`, its
+    /// pseudonym for each) in one statement, into `askStates`.
+    private func readAskStates(app: AppID, keys: [Data], voters: [[UInt8]]) throws {
+        for row in try session.query(IngestAskStates.self, [.text(app.rawValue), .byteaArray(keys.map { [UInt8]($0) }), .byteaArray(voters)]) {
             askStates[Data(try row.bytes(0, "hashes.key"))] = AskState(
                 wantedSeq: try row.optionalInteger(1, "hashes.wanted_seq"), liveVotes: try row.count(2, "hashes.live_votes"),
                 hasContent: try row.integer(3, "hashes.has_content") != 0,
