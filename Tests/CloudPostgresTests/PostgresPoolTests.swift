@@ -178,12 +178,14 @@ import Testing
         defer { pool.close() }
         _ = try pool.withSession { try $0.executeScript("CREATE TABLE gate (id int PRIMARY KEY); INSERT INTO gate VALUES (1)") }
         let locked = DispatchSemaphore(value: 0)
+        let stopped = DispatchSemaphore(value: 0)
         let holder = OnAThread {
             try pool.withSession { session in
                 try session.transaction {
                     try session.query("SELECT 1 FROM gate WHERE id = 1 FOR UPDATE")
                     locked.signal()
-                    Thread.sleep(forTimeInterval: 1.5)
+                    // Still in the transaction when the server stops; COMMIT comes after.
+                    _ = stopped.wait(timeout: .now() + 10)
                 }
             }
         }
@@ -193,8 +195,19 @@ import Testing
                 try session.transaction { try session.query("SELECT 1 FROM gate WHERE id = 1 FOR UPDATE") }
             }
         }
-        Thread.sleep(forTimeInterval: 0.5)
+        // The server stops once the waiter's statement waits on the lock.
+        let observer = PostgresPool(location: cluster.server.location, password: cluster.server.password, size: 1)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let waiting = try observer.withSession { session in
+                try session.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]["n"].int64
+            }
+            if waiting > 0 { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        observer.close()
         try cluster.stop()
+        stopped.signal()
         for (name, call) in [("the waiting statement", waiter), ("the COMMIT", holder)] {
             let outcome = try call.failure(within: .seconds(10))
             let failure = try #require(outcome, "\(name) did not fail")
