@@ -116,7 +116,7 @@ extension Simulator {
         try owe(device, atMost: cloudHolds(device))
         // A new file for each restore: the replaced store is closed first and
         // its files removed, so no connection outlives its file's name.
-        let path = directory + "/device-\(device.number).r\(device.restores + 1).sqlite"
+        let path = directory + "/" + Simulator.storeFile(device.number, generation: device.restores + 1)
         // What the wiped store purged must not come back with an older backup.
         device.purged.formUnion(try device.store.purgedPayloadHashes())
         let report: RestoreReport

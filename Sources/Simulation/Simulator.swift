@@ -228,7 +228,13 @@ public final class Simulator {
 
     func devicePath(_ number: Int) -> String { Simulator.devicePath(directory, number) }
 
-    static func devicePath(_ directory: String, _ number: Int) -> String { directory + "/device-\(number).sqlite" }
+    static func devicePath(_ directory: String, _ number: Int) -> String { directory + "/" + storeFile(number, generation: 0) }
+
+    /// The name of device `number`'s store file after `generation` restores:
+    /// `device-N.sqlite`, then `device-N.r1.sqlite`, `device-N.r2.sqlite`, ….
+    static func storeFile(_ number: Int, generation: Int) -> String {
+        generation == 0 ? "device-\(number).sqlite" : "device-\(number).r\(generation).sqlite"
+    }
 
     func storeOptions(clock: DeviceClock, random: SeededRandom) -> StoreOptions {
         Simulator.storeOptions(clock: clock, random: random, app: options.app)

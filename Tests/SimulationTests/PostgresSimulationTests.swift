@@ -1,6 +1,7 @@
 import CloudCore
 import CloudPostgres
 import CloudSQLite
+import Foundation
 import IndexModel
 import PostgresTestSupport
 import Simulation
@@ -70,5 +71,21 @@ import Testing
         options.cloudDatabase = database(test)
         let error = try #require(throws: SimulationError.self) { try Simulator(options: options) }
         #expect(error.message.contains("already holds a cloud store"), "\(error)")
+    }
+}
+
+extension PostgresSimulationTests {
+    /// A run whose cloud is in PostgreSQL names the database in its
+    /// manifest, so `--run DIR` finds the cloud there, and it reads back.
+    @Test func aRunOnPostgresNamesItsDatabaseInItsManifest() throws {
+        let test = try TestDatabase()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pg-manifest-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var options = SimulationOptions(devices: 3, eventsPerDevice: 30, seed: 5, faults: .none, threshold: 2, directory: directory)
+        options.cloudDatabase = PostgresCloudDatabase(location: test.location, password: test.password)
+        let simulator = try Simulator(options: options)
+        let manifest = simulator.manifest(try simulator.run())
+        #expect(manifest.cloudStore == test.location.description)
+        #expect(try RunManifest(json: manifest.jsonValue) == manifest)
     }
 }

@@ -395,3 +395,23 @@ private func failures(_ report: SimulationReport) -> String {
         #expect(error.message.contains("at most 6645 devices"))
     }
 }
+
+/// A run's manifest reads back as written, and names the stores its devices
+/// ended with and those their restores replaced.
+@Test func aRunManifestReadsBackAndNamesEachDevicesGenerations() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("manifest-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let simulator = try Simulator(options: SimulationOptions(devices: 6, eventsPerDevice: 150, seed: 7, faults: .swarm,
+                                                             threshold: 3, directory: directory))
+    let report = try simulator.run()
+    let manifest = simulator.manifest(report)
+    #expect(try RunManifest(json: manifest.jsonValue) == manifest)
+    #expect(manifest.digest == report.digest && manifest.replay == report.replayCommand && manifest.cloudStore == "cloud.sqlite")
+    for device in manifest.devices {
+        let restores = report.restores.filter { $0.device == device.number }
+        #expect(device.replacedStores.map(\.file) == restores.indices.map { Simulator.storeFile(device.number, generation: $0) })
+        #expect(device.store == Simulator.storeFile(device.number, generation: restores.count))
+        #expect(manifest.device(String(device.number)) == device && manifest.device(device.id) == device)
+    }
+    #expect(manifest.devices.contains { !$0.replacedStores.isEmpty })
+}

@@ -20,6 +20,8 @@ final class CloudHost {
     let path: String
     /// The PostgreSQL database the store is in, when it is not `path`.
     private let database: (any CloudDatabase)?
+    /// The PostgreSQL database's URL, when the store is in one.
+    var storeName: String? { database?.description }
     private let directory: String
     private let world: WorldClock
     private let random: SeededRandom

@@ -48,7 +48,7 @@ struct SimulateCommand: ParsableCommand {
 
     @OptionGroup var privately: PopularityOptions
 
-    @Option(name: .long, help: "Keep every store, the snapshots, report.json and report.html here (a new or empty directory).")
+    @Option(name: .long, help: "Keep every store, the snapshots, report.json, report.html and run.json here (a new or empty directory).")
     var out: String?
 
     @Option(name: .long, help: ArgumentHelp(
@@ -173,7 +173,9 @@ struct SimulateCommand: ParsableCommand {
             throw ExitStatus.checkFailed
         }
         if let out {
-            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.html)] {
+            let manifest = simulator.manifest(report)
+            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.html),
+                                 (RunManifest.fileName, JSONWriter.pretty(manifest.jsonValue) + "\n")] {
                 let path = out + "/" + name
                 do {
                     try Data(text.utf8).write(to: URL(fileURLWithPath: path))

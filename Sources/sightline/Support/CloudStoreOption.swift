@@ -9,15 +9,32 @@ import Simulation
 /// `--db` for a cloud store: a SQLite file, or a PostgreSQL database by URL,
 /// with what a PostgreSQL store needs besides (`PostgresOptions`).
 struct CloudStoreOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp(
+    @Option(name: .customLong("db"), help: ArgumentHelp(
         "The cloud store: a SQLite file, or a PostgreSQL database as postgres://USER@HOST:PORT/DATABASE (password from PGPASSWORD or --password-file).",
         valueName: "path-or-url"))
-    var db: String
+    var path: String?
+
+    @Option(name: .long, help: ArgumentHelp("Instead of --db: a run's folder (simulate --out), whose cloud store this is.",
+                                            valueName: "dir"))
+    var run: String?
 
     @OptionGroup var postgres: PostgresOptions
 
     func validate() throws {
+        switch (path, run) {
+        case (nil, nil): throw ValidationError("give the cloud store: --db PATH-OR-URL, or --run DIR")
+        case (.some, .some): throw ValidationError("--db and --run both name the cloud store: give one")
+        case (nil, .some(let run)): _ = try RunFolder.store(run: run, device: nil)
+        case (.some, nil): break
+        }
         if PostgresLocation.isPostgresURL(db) { try Self.validatePostgresURL(db, option: "--db") }
+    }
+
+    /// The store's file or URL, as `--db` gave it or the run's manifest names it.
+    var db: String {
+        if let path { return path }
+        guard let run else { return "" }
+        return (try? RunFolder.store(run: run, device: nil)) ?? (run as NSString).appendingPathComponent(RunManifest.fileName)
     }
 
     /// Checks that `url`, given to `option`, is a PostgreSQL URL a store can be

@@ -2,11 +2,44 @@ import ArgumentParser
 import DeviceStore
 import Foundation
 import IndexModel
+import Simulation
 
-/// `--db`, shared by every command that reads or writes one store.
+/// `--db`, shared by every command that reads or writes one store, or
+/// `--run DIR --device N`: a device's store (or, without `--device`, the
+/// cloud's) found through a run folder's `run.json`.
 struct StoreOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The store file.", valueName: "path"))
-    var db: String
+    @Option(name: .customLong("db"), help: ArgumentHelp("The store file.", valueName: "path"))
+    var path: String?
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Instead of --db: a run's folder (simulate --out); the store is the cloud's, or with --device a device's.",
+        valueName: "dir"))
+    var run: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --run: the device, by number or id.", valueName: "number-or-id"))
+    var device: String?
+
+    func validate() throws {
+        switch (path, run) {
+        case (nil, nil):
+            throw ValidationError("give the store: --db PATH, or --run DIR (with --device N for a device's)")
+        case (.some, .some):
+            throw ValidationError("--db and --run both name the store: give one")
+        case (.some, nil):
+            if device != nil { throw ValidationError("--device goes with --run") }
+        case (nil, .some(let run)):
+            _ = try RunFolder.store(run: run, device: device)
+        }
+    }
+
+    /// The store's file (or, for a cloud, URL), as `--db` gave it or the
+    /// run's manifest names it.
+    var db: String {
+        if let path { return path }
+        guard let run else { return "" }
+        // `validate` found it; a manifest changed since is reported where the store is opened.
+        return (try? RunFolder.store(run: run, device: device)) ?? (run as NSString).appendingPathComponent(RunManifest.fileName)
+    }
 
     /// Opens the store read-only: inspection never creates or modifies a store.
     func openReadOnly(clock: any StoreClock = SystemClock()) throws -> DeviceStore {

@@ -1,0 +1,118 @@
+import Foundation
+import IndexModel
+import Testing
+
+/// A run kept with `--out` explains itself: `run.json` names every device's
+/// files, and the tools that take `--db` find a store by `--run DIR --device N`.
+@Suite struct RunFolderTests {
+    /// Seed 7 on six devices restores devices 0 and 1, so their stores are a
+    /// second generation (`device-N.r1.sqlite`).
+    static let arguments = ["simulate", "--seed", "7", "--devices", "6", "--events-per-device", "150", "--faults", "swarm"]
+
+    private func keptRun() throws -> (URL, JSONObject) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("run-folder-\(UUID().uuidString)")
+        let run = try CLIRunner.run(Self.arguments + ["--out", directory.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let text = try String(contentsOf: directory.appendingPathComponent("run.json"), encoding: .utf8)
+        guard case .object(let manifest) = try JSONReader.parse(text) else {
+            Issue.record("run.json is not an object")
+            return (directory, JSONObject())
+        }
+        return (directory, manifest)
+    }
+
+    @Test func runJSONNamesEveryFileTheRunKeptAndAgreesWithTheReport() throws {
+        let (directory, manifest) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: directory.appendingPathComponent(name).path) }
+        guard case .object(let report) = try JSONReader.parse(String(contentsOf: directory.appendingPathComponent("report.json"),
+                                                                     encoding: .utf8)) else {
+            Issue.record("report.json is not an object")
+            return
+        }
+        #expect(manifest["digest"] == report["digest"] && manifest["replay"] == report["replay"] && manifest["seed"] == .string("7"))
+        #expect(manifest["replay"] == .string(Self.arguments.dropFirst().reduce("sightline simulate") { $0 + " " + $1 }))
+        guard case .object(let cloud) = manifest["cloud"], case .string(let cloudStore) = cloud["store"],
+              case .array(let cloudBackups) = cloud["backups"], case .array(let devices) = manifest["devices"] else {
+            Issue.record("run.json lacks its cloud or devices: \(manifest)")
+            return
+        }
+        #expect(cloudStore == "cloud.sqlite" && exists(cloudStore))
+        #expect(!cloudBackups.isEmpty && cloudBackups.allSatisfy { $0.stringValue.map(exists) == true })
+        #expect(devices.count == 6)
+        var named = Set(["report.json", "report.html", "run.json", cloudStore] + cloudBackups.compactMap(\.stringValue))
+        var restored = 0
+        for case .object(let device) in devices {
+            guard case .string(let store) = device["store"], case .array(let replaced) = device["replacedStores"],
+                  case .array(let backups) = device["backups"], case .string(let id) = device["id"] else {
+                Issue.record("a device entry lacks a field: \(device)")
+                continue
+            }
+            #expect(exists(store) && id.count == 32, "\(device)")
+            // Each restore wrote a new generation and removed the one it replaced.
+            #expect(store.hasSuffix(replaced.isEmpty ? ".sqlite" : ".r\(replaced.count).sqlite"))
+            for case .object(let old) in replaced { #expect(old["file"]?.stringValue.map(exists) == false) }
+            restored += replaced.count
+            for case .object(let backup) in backups {
+                #expect(backup["file"]?.stringValue.map(exists) == true)
+                named.insert(backup["file"]?.stringValue ?? "")
+            }
+            named.insert(store)
+        }
+        #expect(restored >= 2, "seed 7 restores devices 0 and 1")
+        // Nothing in the folder goes unnamed (SQLite's -wal and -shm aside).
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path)
+            .filter { !$0.hasSuffix("-wal") && !$0.hasSuffix("-shm") }
+        #expect(Set(files) == named)
+    }
+
+    @Test func toolsFindAStoreByRunAndDeviceNumberOrIdAndTheCloudsByRunAlone() throws {
+        let (directory, manifest) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard case .array(let devices) = manifest["devices"], case .object(let first) = devices.dropFirst().first,
+              case .string(let store) = first["store"], case .string(let id) = first["id"] else {
+            Issue.record("run.json lacks device 1")
+            return
+        }
+        let byPath = try CLIRunner.run(["journal", "stats", "--json", "--db", directory.appendingPathComponent(store).path])
+        #expect(byPath.status == 0 && byPath.stdout.contains(id), "\(byPath.stderr)")
+        for selector in ["1", id] {
+            let byRun = try CLIRunner.run(["journal", "stats", "--json", "--run", directory.path, "--device", selector])
+            #expect(byRun.status == 0 && byRun.stdout == byPath.stdout, "\(byRun.stderr)")
+        }
+        let cloudByPath = try CLIRunner.run(["journal", "stats", "--json", "--db", directory.appendingPathComponent("cloud.sqlite").path])
+        let cloudByRun = try CLIRunner.run(["journal", "stats", "--json", "--run", directory.path])
+        #expect(cloudByRun.status == 0 && cloudByRun.stdout == cloudByPath.stdout, "\(cloudByRun.stderr)")
+        let cloudStats = try CLIRunner.run(["cloud", "stats", "--run", directory.path])
+        #expect(cloudStats.status == 0, "\(cloudStats.stderr)")
+        let search = try CLIRunner.run(["device", "query", "--run", directory.path, "--device", "2", "title == \"x\""])
+        #expect(search.status == 0, "\(search.stderr)")
+
+        for (arguments, says) in [
+            (["journal", "stats", "--run", directory.path, "--device", "6"], "no such device (numbers: 0…5, or an id)"),
+            (["journal", "stats", "--run", directory.path, "--device", "not-an-id"], "no such device"),
+            (["journal", "stats", "--run", directory.deletingLastPathComponent().path], "has no run.json"),
+            (["journal", "stats", "--db", directory.appendingPathComponent(store).path, "--run", directory.path], "give one"),
+            (["journal", "stats", "--db", directory.appendingPathComponent(store).path, "--device", "1"], "--device goes with --run"),
+            (["journal", "stats"], "--db PATH, or --run DIR"),
+        ] {
+            let refused = try CLIRunner.run(arguments)
+            #expect(refused.status == 64 && refused.stderr.contains(says), "\(arguments): \(refused.stderr)")
+        }
+    }
+
+    @Test func anEditedRunJSONCannotPointOutsideItsFolder() throws {
+        let (directory, _) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("run.json")
+        let text = try String(contentsOf: path, encoding: .utf8)
+        let edited = text.replacingOccurrences(of: "\"device-2.sqlite\"", with: "\"../../etc/passwd\"")
+        #expect(edited != text)
+        try edited.write(to: path, atomically: true, encoding: .utf8)
+        let refused = try CLIRunner.run(["journal", "stats", "--run", directory.path, "--device", "2"])
+        #expect(refused.status == 64 && refused.stderr.contains("is not a file name in the run's folder"), "\(refused.stderr)")
+        try "{\"command\": ".write(to: path, atomically: true, encoding: .utf8)
+        let cut = try CLIRunner.run(["journal", "stats", "--run", directory.path])
+        #expect(cut.status == 64 && cut.stderr.contains("is not JSON"), "\(cut.stderr)")
+    }
+}
