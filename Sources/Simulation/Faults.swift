@@ -52,6 +52,15 @@ public enum FaultProfile: String, CaseIterable, Hashable, Sendable {
     case heavy
     /// Each seed switches each fault on or off and draws its rate (swarm testing).
     case swarm
+
+    /// The kinds of fault a run of this profile can inject (against the
+    /// embedded cloud): every kind for `swarm`, whose seeds switch each on
+    /// about half the time.
+    public var injectableKinds: Set<FaultKind> {
+        guard self != .swarm else { return Set(FaultKind.allCases) }
+        var random = SimRandom(seed: 0)
+        return FaultPlan.draw(self, random: &random).injectableKinds
+    }
 }
 
 /// The rates one run uses, drawn from the profile and the seed. Network
@@ -132,6 +141,19 @@ public struct FaultPlan: Hashable, Sendable {
             plan.sybil = random.chance(0.5)
         }
         return plan
+    }
+
+    /// The kinds of fault this plan can inject: a kind whose rate or count
+    /// is zero never happens.
+    public var injectableKinds: Set<FaultKind> {
+        let possible: [(Bool, [FaultKind])] = [
+            (requestLoss > 0, [.requestLost]), (replyLoss > 0, [.replyLost]), (duplication > 0, [.duplicated]),
+            (replay > 0, [.replayed, .replyReplayed]), (delay > 0, [.delayed]), (bitFlip > 0, [.bitFlip]),
+            (partitions > 0, [.partition]), (deviceCrashes > 0, [.deviceCrash]), (offlinePeriods > 0, [.offline]),
+            (deviceRestores > 0, [.deviceRestore]), (clockJumps > 0, [.clockJump]), (cloudCrashes > 0, [.cloudCrash]),
+            (cloudRestores > 0, [.cloudRestore]), (hostile, [.hostileFrame]),
+        ]
+        return Set(possible.filter(\.0).flatMap(\.1))
     }
 
     /// The plan as `name=value` pairs, for the report and for replaying a run.

@@ -91,12 +91,36 @@ import Testing
         #expect(serial.status == 64 && serial.stderr.contains("does not take --serial"))
     }
 
-    @Test func aCampaignRunsEverySeedAndSaysWhatItReached() throws {
-        let run = try CLIRunner.run(["simulate", "--seeds", "1-6", "--devices", "3", "--events-per-device", "10",
-                                     "--faults", "none", "--json"])
+    /// A profile is judged on the faults it can inject: with none, every
+    /// seed passing is a pass, and the campaign says before it runs what it
+    /// cannot inject.
+    @Test func aCampaignIsJudgedOnlyOnTheFaultsItsProfileCanInject() throws {
+        let arguments = ["simulate", "--seeds", "1-6", "--devices", "3", "--events-per-device", "10", "--faults", "none"]
+        let run = try CLIRunner.run(arguments + ["--json"])
         let report = try JSONReader.parse(run.stdout)
-        #expect(report["seeds"] == .string("1-6") && report["failures"]?.array?.isEmpty == true)
-        #expect(run.status == 1 && run.stderr.contains("never injected"),
-                "with no faults the campaign passes its seeds but fails the coverage gate")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(report["seeds"] == .string("1-6") && report["failures"]?.array?.isEmpty == true && report["passed"] == .bool(true))
+        #expect(report["cannotInject"]?.array?.count == 15 && report["neverInjected"]?.array?.isEmpty == true)
+        #expect(report["pathsJudged"] == .bool(false) && report["neverReached"]?.array?.isEmpty == false)
+        #expect(run.stderr.contains("the none profile cannot inject requestLost"), "\(run.stderr)")
+        let text = try CLIRunner.run(arguments)
+        #expect(text.status == 0 && text.stdout.contains("verdict    pass") && text.stderr.contains("(not judged)"), "\(text.stdout)")
+    }
+
+    /// Its verdict and its counts agree: every seed passing and a fault the
+    /// profile injects never happening is a failure, and says so first.
+    @Test func aCampaignThatNeverInjectedAFaultItCouldSaysSoInItsVerdict() throws {
+        let arguments = ["simulate", "--seeds", "1-2", "--devices", "2", "--events-per-device", "8", "--faults", "light"]
+        let run = try CLIRunner.run(arguments + ["--json"])
+        let report = try JSONReader.parse(run.stdout)
+        let light: Set<String> = ["requestLost", "replyLost", "duplicated", "delayed", "partition", "deviceCrash"]
+        let never = Set((report["neverInjected"]?.array ?? []).compactMap(\.stringValue))
+        #expect(run.status == 1 && report["passed"] == .bool(false) && report["failures"]?.array?.isEmpty == true, "\(run.stdout)")
+        #expect(!never.isEmpty && never.isSubset(of: light), "\(never)")
+        let cannot = Set((report["cannotInject"]?.array ?? []).compactMap(\.stringValue))
+        #expect(cannot.count == 9 && cannot.isDisjoint(with: light), "\(cannot)")
+        let text = try CLIRunner.run(arguments)
+        #expect(text.status == 1 && text.stdout.contains("verdict    fail: \(never.count) fault kind(s) never injected"), "\(text.stdout)")
+        #expect(text.stdout.contains("2 passed, 0 failed"))
     }
 }

@@ -11,10 +11,21 @@ public struct CampaignReport: Sendable {
     public let coverage: [RecoveryPath: Int]
     public let appCalls: Int
     public let wallSeconds: Double
+    /// The kinds of fault the seeds' plans could inject, together.
+    public let injectable: Set<FaultKind>
 
-    public var missingFaults: [FaultKind] { FaultKind.allCases.filter { (faults[$0] ?? 0) == 0 } }
+    /// The kinds the plans could inject that no run did.
+    public var missingFaults: [FaultKind] { FaultKind.allCases.filter { injectable.contains($0) && (faults[$0] ?? 0) == 0 } }
+    /// The kinds no plan could inject (the profile has none of them).
+    public var uninjectable: [FaultKind] { FaultKind.allCases.filter { !injectable.contains($0) } }
+    /// The gated recovery paths no run reached.
     public var missingPaths: [RecoveryPath] { RecoveryPath.allCases.filter { $0.isGated && (coverage[$0] ?? 0) == 0 } }
-    public var passed: Bool { failures.isEmpty && missingFaults.isEmpty && missingPaths.isEmpty }
+    /// Whether unreached recovery paths fail the campaign: only when its
+    /// plans could inject every kind of fault, since a path's causes are
+    /// faults, and a profile without some of them (`light`) may never reach
+    /// the paths those would lead to.
+    public var judgesPaths: Bool { uninjectable.isEmpty }
+    public var passed: Bool { failures.isEmpty && missingFaults.isEmpty && (!judgesPaths || missingPaths.isEmpty) }
 
     /// Runs every seed in `seeds` with `options` (its seed replaced), on as
     /// many threads as there are cores; each run is single-threaded and
@@ -41,12 +52,14 @@ public struct CampaignReport: Sendable {
         var faults: [FaultKind: Int] = [:]
         var coverage: [RecoveryPath: Int] = [:]
         var calls = 0
+        var injectable = Set<FaultKind>()
         let all = results.withLock { $0 }
         for seed in list {
             switch all[seed]! {
             case .success(let report):
                 faults.merge(report.faults, uniquingKeysWith: +)
                 coverage.merge(report.coverage, uniquingKeysWith: +)
+                injectable.formUnion(report.plan.injectableKinds)
                 calls += report.appCalls
                 if let failure = report.failures.first {
                     failures.append((seed, report.replayCommand, "\(failure.name): \(failure.detail)"))
@@ -59,6 +72,7 @@ public struct CampaignReport: Sendable {
         }
         let wall = ContinuousClock.now - start
         return CampaignReport(seeds: seeds, failures: failures, faults: faults, coverage: coverage, appCalls: calls,
-                              wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18)
+                              wallSeconds: Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18,
+                              injectable: injectable)
     }
 }

@@ -214,6 +214,11 @@ struct SimulateCommand: ParsableCommand {
         options.searchingDevices = searchingDevices
         options.popularity = try privatePopularity()
         Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
+        let cannot = FaultKind.allCases.filter { !faults.injectableKinds.contains($0) }.map(\.rawValue)
+        if !cannot.isEmpty {
+            Output.error("the \(faults.rawValue) profile cannot inject \(cannot.joined(separator: ", ")): the campaign judges the faults "
+                         + "it can inject, and reports the recovery paths without judging them")
+        }
         let total = range.count
         let progress: (@Sendable (Int) -> Void)?
         if isatty(STDERR_FILENO) == 1 && !output.json {
@@ -233,7 +238,12 @@ struct SimulateCommand: ParsableCommand {
         } else {
             let rate = String(format: "%.1f s, %.1f seeds/s, %.0f calls/s", report.wallSeconds,
                               Double(total) / report.wallSeconds, Double(report.appCalls) / report.wallSeconds)
+            var reasons: [String] = []
+            if !report.failures.isEmpty { reasons.append("\(report.failures.count) seed(s) failed") }
+            if !report.missingFaults.isEmpty { reasons.append("\(report.missingFaults.count) fault kind(s) never injected") }
+            if report.judgesPaths && !report.missingPaths.isEmpty { reasons.append("\(report.missingPaths.count) recovery path(s) never reached") }
             Output.table([
+                ["verdict", reasons.isEmpty ? "pass" : "fail: " + reasons.joined(separator: ", ")],
                 ["seeds", "\(range.lowerBound)-\(range.upperBound): \(total - report.failures.count) passed, \(report.failures.count) failed"],
                 ["faults", faultCounts.joined(separator: ", ")],
                 ["recovery", pathCounts.joined(separator: ", ")],
@@ -246,7 +256,9 @@ struct SimulateCommand: ParsableCommand {
         let missingFaults: [String] = report.missingFaults.map { $0.rawValue }
         let missingPaths: [String] = report.missingPaths.map { $0.rawValue }
         if !missingFaults.isEmpty { Output.error("never injected: " + missingFaults.joined(separator: ", ")) }
-        if !missingPaths.isEmpty { Output.error("never reached: " + missingPaths.joined(separator: ", ")) }
+        if !missingPaths.isEmpty {
+            Output.error("never reached: " + missingPaths.joined(separator: ", ") + (report.judgesPaths ? "" : " (not judged)"))
+        }
         if !report.passed { throw ExitStatus.checkFailed }
     }
 
@@ -262,6 +274,10 @@ struct SimulateCommand: ParsableCommand {
             "passed": .bool(report.passed),
             "seeds": .string("\(range.lowerBound)-\(range.upperBound)"),
             "failures": .array(failures),
+            "neverInjected": .array(report.missingFaults.map { .string($0.rawValue) }),
+            "cannotInject": .array(report.uninjectable.map { .string($0.rawValue) }),
+            "neverReached": .array(report.missingPaths.map { .string($0.rawValue) }),
+            "pathsJudged": .bool(report.judgesPaths),
             "faults": .object(faultObject),
             "coverage": .object(coverageObject),
             "appCalls": .integer(Int64(report.appCalls)),
