@@ -89,6 +89,36 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
         #expect(!broken.passed, "\(name) passed a run that breaks it: \(broken.detail)")
     }
 
+    /// A failed invariant lists every problem it found in `report.json`
+    /// (and `--json`) and in the HTML report, where failures come first;
+    /// its detail, the short form stderr prints, names the first.
+    @Test func aFailedInvariantShowsEveryProblemInTheReports() throws {
+        let simulator = try Simulator(options: SimulationOptions(devices: 5, eventsPerDevice: 40, seed: 4, faults: .light, threshold: 3))
+        let base = try simulator.run()
+        var evidence = try #require(simulator.lastRun).evidence
+        let problems = (1...12).map { "device 2 index items: lacks item-\($0) <\($0)>" }
+        evidence.deviceChecks[2].indexProblems = problems
+        let results = FinishedRun(evidence).results
+        let report = SimulationReport(simulator: simulator, invariants: results, converged: base.converged, wall: .seconds(1))
+        let failed = try #require(report.failures.first)
+        #expect(report.failures.count == 1 && failed.name == "device-index-matches-calls")
+        #expect(failed.problems == problems && failed.detail == "\(problems[0]) (and 11 more)")
+        guard case .object(let document) = report.jsonValue, case .array(let invariants)? = document["invariants"] else {
+            Issue.record("report.json has no invariants")
+            return
+        }
+        let entries = invariants.compactMap { value -> JSONObject? in if case .object(let entry) = value { entry } else { nil } }
+        let entry = try #require(entries.first { $0["name"] == JSONValue.string(failed.name) })
+        #expect(entry["problems"] == JSONValue.array(problems.map { JSONValue.string($0) }) && entry["passed"] == JSONValue.bool(false))
+        #expect(entries.count == invariants.count
+                && entries.allSatisfy { $0["passed"] == JSONValue.bool(false) || $0["problems"] == JSONValue.array([]) })
+        let html = report.html
+        for problem in problems { #expect(html.contains(problem.replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;"))) }
+        let firstFail = try #require(html.range(of: "FAIL</td>")).lowerBound
+        let firstPass = try #require(html.range(of: ">pass</td>")).lowerBound
+        #expect(firstFail < firstPass, "the failed invariant comes first")
+    }
+
     /// The operator's crawl is part of public-index: a cloud that lost a
     /// page, recorded one from a device, or showed a page-backed entry with
     /// a device's text fails it.

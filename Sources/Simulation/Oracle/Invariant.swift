@@ -8,8 +8,24 @@ import SyncWire
 public struct InvariantResult: Hashable, Sendable {
     public let name: String
     public let passed: Bool
-    /// What was checked, or the first divergence in words.
+    /// What was checked, or the first divergence in words (and how many
+    /// more there are).
     public let detail: String
+    /// Every divergence found, in words; empty when the invariant holds.
+    public let problems: [String]
+
+    init(name: String, passed: Bool, detail: String, problems: [String]? = nil) {
+        self.name = name
+        self.passed = passed
+        self.detail = detail
+        self.problems = problems ?? (passed ? [] : [detail])
+    }
+
+    /// The result in `report.json` and `--json`: every problem listed.
+    public var jsonValue: JSONValue {
+        .object(["name": .string(name), "passed": .bool(passed), "detail": .string(detail),
+                 "problems": .array(problems.map { .string($0) })])
+    }
 }
 
 /// A property every run must have: its name, the problems it finds in a
@@ -23,7 +39,7 @@ struct Invariant: Sendable {
     func result(_ run: FinishedRun) -> InvariantResult {
         let problems = check(run)
         let detail = problems.first.map { problems.count > 1 ? "\($0) (and \(problems.count - 1) more)" : $0 } ?? holds(run)
-        return InvariantResult(name: name, passed: problems.isEmpty, detail: detail)
+        return InvariantResult(name: name, passed: problems.isEmpty, detail: detail, problems: problems)
     }
 
     /// Every invariant, in the order reports list them.

@@ -29,9 +29,15 @@ extension SimulationReport {
             page += "<tr><th>\(escape(row[0]))</th><td>\(escape(row.dropFirst().joined(separator: " ")))</td></tr>\n"
         }
         page += "</table>\n<h2>Invariants</h2>\n<table>\n"
-        for invariant in invariants {
+        // Failures first, each with every problem it found.
+        for invariant in failures + invariants.filter(\.passed) {
+            var cell = escape(invariant.detail)
+            if invariant.problems.count > 1 {
+                cell += "<details><summary>all \(invariant.problems.count)</summary><ul>"
+                    + invariant.problems.map { "<li>\(escape($0))</li>" }.joined() + "</ul></details>"
+            }
             page += "<tr><td class=\"\(invariant.passed ? "pass" : "fail")\">\(invariant.passed ? "pass" : "FAIL")</td>"
-                + "<td><code>\(invariant.name)</code></td><td>\(escape(invariant.detail))</td></tr>\n"
+                + "<td><code>\(invariant.name)</code></td><td>\(cell)</td></tr>\n"
         }
         page += "</table>\n<h2>Over virtual time</h2>\n<div class=\"charts\">\n"
         let seconds = timeline.map { Double($0.at) / 1_000 }

@@ -26,9 +26,7 @@ extension SimulationReport {
                 "app": .string(options.app.rawValue),
             ]),
             "faultPlan": .object(planObject),
-            "invariants": .array(invariants.map { invariant in
-                .object(["name": .string(invariant.name), "passed": .bool(invariant.passed), "detail": .string(invariant.detail)])
-            }),
+            "invariants": .array(invariants.map(\.jsonValue)),
             "totals": .object([
                 "appCalls": integer(appCalls),
                 "journalEvents": .integer(Int64(journalEvents)),
