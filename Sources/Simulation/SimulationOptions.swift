@@ -73,8 +73,17 @@ public struct SimulationOptions: Sendable {
         callLane = false
     }
 
-    /// The command that runs a simulation with these options.
+    /// The command that runs a simulation with these options: `sightline
+    /// drill restore` for a drill, `sightline simulate` otherwise. The same
+    /// command gives the same run and digest, except against a served cloud.
     public var replayCommand: String {
+        if let drill {
+            var command = "sightline drill restore --side \(drill.rawValue) --seed \(seed) --devices \(devices) "
+                + "--events-per-device \(eventsPerDevice) --threshold \(threshold)"
+            if let drillCutBack { command += " --cut-back \(PrivatePopularity.decimal(Int(drillCutBack)))" }
+            if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
+            return command
+        }
         var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
         if threshold != CloudOptions.defaultThreshold { command += " --threshold \(threshold)" }
         if let popularity {
@@ -85,7 +94,7 @@ public struct SimulationOptions: Sendable {
         if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
-        if let cloudDatabase { command += " --cloud-db \(cloudDatabase) (an empty database)" }
+        if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }

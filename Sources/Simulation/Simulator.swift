@@ -261,10 +261,13 @@ public final class Simulator {
         queue.schedule(.chaos, at: now + 1_000)
         queue.schedule(.sample, at: now)
         if let side = options.drill {
-            // Snapshot halfway through the calls, destroy at three quarters.
+            // Snapshot halfway through the calls, destroy at three quarters,
+            // or once the backup is written when that is later (a short run):
+            // a cloud destroyed before its backup was written would come
+            // back empty.
             let span = Int64(Simulator.meanCallGap) * Int64(options.eventsPerDevice)
             queue.schedule(.drillBackup, at: now + span / 2)
-            queue.schedule(.drillDestroy, at: now + span * 3 / 4)
+            queue.schedule(.drillDestroy, at: now + max(span * 3 / 4, span / 2 + Simulator.cloudSnapshotWriteTime + 1_000))
             drill = DrillState(side: side)
         } else if options.remote == nil {
             queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)

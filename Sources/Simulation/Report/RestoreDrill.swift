@@ -58,6 +58,8 @@ public struct DrillReport: Sendable {
     /// Hashes whose vote a device stated again: the cloud's answers to the
     /// restored device's reindex ask, and epochs the cloud ended short.
     public let votesRestated: Int
+    /// What the drill's folder holds, when it was given one (`--out`).
+    public let manifest: RunManifest?
 
     /// The cloud acknowledged again everything the devices held at the restore.
     public var caughtUp: Bool { rtoVirtualSeconds != nil }
@@ -108,6 +110,7 @@ public struct DrillReport: Sendable {
         cutBackMilliseconds = report.options.drillCutBack
         logRowsCut = max(0, (drill.backupLogRows ?? 0) - (drill.restoredLogRows ?? drill.backupLogRows ?? 0))
         votesRestated = simulator.lastRun?.evidence.counters.votesRestated ?? 0
+        manifest = report.directory == nil ? nil : simulator.manifest(report, command: "drill")
     }
 
     public var jsonValue: JSONValue {
@@ -117,6 +120,8 @@ public struct DrillReport: Sendable {
             "passed": .bool(passed),
             "side": .string(side.rawValue),
             "seed": .string(String(simulation.options.seed)),
+            "replay": .string(simulation.replayCommand),
+            "digest": .string(simulation.digest),
             "windowSeconds": .double(windowSeconds),
             "rpo": .object([
                 "journalEventsLost": .integer(Int64(eventsLost.values.reduce(0, +))),
@@ -164,6 +169,8 @@ public struct DrillReport: Sendable {
                                        Double(cutBackMilliseconds) / 1_000, logRowsCut)], at: 2)
         }
         rows.append(["converged", simulation.converged ? "yes" : "no"])
+        rows.append(["replay", simulation.replayCommand])
+        rows.append(["digest", simulation.digest])
         for invariant in simulation.invariants {
             rows.append([invariant.passed ? "pass" : "FAIL", "\(invariant.name): \(invariant.detail)"])
         }

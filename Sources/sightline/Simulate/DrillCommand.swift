@@ -21,8 +21,9 @@ struct RestoreDrillCommand: ParsableCommand {
         abstract: "Back up, keep going, destroy, restore, reindex and resync; report RPO, RTO and double counts.",
         discussion: """
             The devices run their calls on a perfect network. Halfway through, device 0's store \
-            (--side device) or the cloud store (--side cloud) is backed up; at three quarters it is \
-            deleted, and 10 virtual seconds later restored from that backup (the device then \
+            (--side device) or the cloud store (--side cloud) is backed up; at three quarters (or, in \
+            a short run, once the backup is written) it is deleted, and 10 virtual seconds later \
+            restored from that backup (the device then \
             reindexes). With --cut-back S the cloud comes back as it was S virtual seconds before \
             its backup (cloud restore --to-time), so devices resend what the cut removed, from \
             their journals where they had dropped it. The run syncs until quiet and checks every \
@@ -46,7 +47,7 @@ struct RestoreDrillCommand: ParsableCommand {
     @Option(name: .long, help: "K: distinct devices with a live vote before a public activity is shown.")
     var threshold = 3
 
-    @Option(name: .long, help: "Keep the stores and snapshots here (a new or empty directory).")
+    @Option(name: .long, help: "Keep the stores, the snapshots, report.json, report.html and run.json here (a new or empty directory).")
     var out: String?
 
     @Option(name: .long, help: ArgumentHelp(
@@ -79,6 +80,18 @@ struct RestoreDrillCommand: ParsableCommand {
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.checkFailed
+        }
+        if let out, let manifest = report.manifest {
+            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.simulation.html),
+                                 (RunManifest.fileName, JSONWriter.pretty(manifest.jsonValue) + "\n")] {
+                let path = (out as NSString).appendingPathComponent(name)
+                do {
+                    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+                } catch {
+                    Output.error("error: cannot write \(path): \(error.localizedDescription)")
+                    throw ExitStatus.storeUnavailable
+                }
+            }
         }
         if output.json {
             Output.json(report.jsonValue)
