@@ -403,7 +403,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SightlineCLITests",
-            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudCore", "CloudSQLite", "CloudPostgres",
+            dependencies: ["sightline", "CAllocator", "DeviceStore", "IndexModel", "Workloads", "ScratchDirectory", "CloudCore", "CloudSQLite", "CloudPostgres", "Snapshot", "SyncWire",
                            "PostgresTestSupport"]
         ),
     ],

@@ -1,5 +1,9 @@
+import CloudSQLite
+import DeviceStore
 import Foundation
 import IndexModel
+import Snapshot
+import SyncWire
 import Testing
 
 /// A run kept with `--out` explains itself: `run.json` names every device's
@@ -115,4 +119,15 @@ import Testing
         let cut = try CLIRunner.run(["journal", "stats", "--run", directory.path])
         #expect(cut.status == 64 && cut.stderr.contains("is not JSON"), "\(cut.stderr)")
     }
+}
+
+/// `--version` says what this build can exchange with another: the formats
+/// it writes, each as its source defines it.
+@Test func versionNamesTheFormatsThisBuildWrites() throws {
+    let run = try CLIRunner.run(["--version"])
+    #expect(run.status == 0, "\(run.stderr)")
+    #expect(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == """
+        sightline: device store format \(DeviceStore.formatVersion), journal events format \(JournalEvent.formatVersion), \
+        cloud store format \(CloudSchema.formatVersion), wire version \(UploadFrame.version), snapshot container version \(SnapshotFile.headerMagic.last ?? 0)
+        """)
 }

@@ -243,3 +243,9 @@ enum StoreSchema {
         }
     }
 }
+
+extension DeviceStore {
+    /// The format of the stores this build writes; it opens older ones it
+    /// can bring up to it.
+    public static var formatVersion: Int { StoreSchema.formatVersion }
+}
