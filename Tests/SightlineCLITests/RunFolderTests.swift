@@ -131,3 +131,49 @@ import Testing
         cloud store format \(CloudSchema.formatVersion), wire version \(UploadFrame.version), snapshot container version \(SnapshotFile.headerMagic.last ?? 0)
         """)
 }
+
+/// `journal stats` shows a device's sync cursor: what its outbox holds, what
+/// the cloud acknowledged and made durable, and what waits; on a cloud store,
+/// each device's position, which is what the device was acknowledged.
+@Test func journalStatsShowsTheSyncCursor() throws {
+    let directory = try temporaryDirectory()
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let operations = directory.appendingPathComponent("ops.jsonl")
+    try write([
+        #"{"op":"activity","type":"com.example/view","title":"Kept","url":"https://example.com/a","searchable":true,"public":true}"#,
+        #"{"op":"engage","ref":"https://example.com/a"}"#,
+    ], to: operations)
+    let device = directory.appendingPathComponent("device.sqlite").path
+    #expect(try CLIRunner.run(["device", "apply", "--db", device, operations.path]).status == 0)
+    let fresh = try CLIRunner.json(["journal", "stats", "--db", device, "--json"])
+    guard case .object(let sync)? = fresh["sync"], case .integer(let pending)? = sync["pending"] else {
+        Issue.record("journal stats --json has no sync cursor: \(fresh)")
+        return
+    }
+    #expect(pending > 0 && sync["acknowledged"] != sync["outboxHead"] && sync["durable"] == sync["acknowledged"], "\(sync)")
+    let text = try CLIRunner.run(["journal", "stats", "--db", device])
+    let line = text.stdout.split(separator: "\n").first { $0.hasPrefix("pending ") }
+    #expect(line?.hasSuffix(" \(pending) message(s)") == true, "\(text.stdout)")
+
+    // After a converged run, every device's cloud holds all of its outbox.
+    let run = directory.appendingPathComponent("run")
+    #expect(try CLIRunner.run(["simulate", "--seed", "3", "--devices", "2", "--events-per-device", "20", "--out", run.path]).status == 0)
+    // The cloud's stats show each device's position, and it is the one the device was acknowledged.
+    let cloud = try CLIRunner.json(["journal", "stats", "--run", run.path, "--json"])
+    var held: [String: String] = [:]
+    for case .object(let position) in cloud["devicePositions"]?.array ?? [] {
+        guard case .string(let device)? = position["device"], case .array(let epochs)? = position["epochs"],
+              case .object(let last)? = epochs.last, case .integer(let epoch)? = last["epoch"],
+              case .integer(let through)? = last["through"] else { continue }
+        held[device] = "\(epoch):\(through)"
+    }
+    for number in ["0", "1"] {
+        let stats = try CLIRunner.json(["journal", "stats", "--run", run.path, "--device", number, "--json"])
+        guard case .object(let cursor)? = stats["sync"], case .string(let device)? = stats["device"] else {
+            Issue.record("device \(number) has no sync cursor")
+            continue
+        }
+        #expect(cursor["pending"] == .integer(0) && cursor["acknowledged"] == cursor["outboxHead"], "device \(number): \(cursor)")
+        #expect(held[device].map { JSONValue.string($0) } == cursor["acknowledged"], "device \(number): \(held)")
+    }
+}

@@ -105,6 +105,18 @@ enum CloudJournal {
             throw ExitStatus.checkFailed
         }
         let messages = byKind.values.reduce(0, +)
+        // Each device's position in the cloud: per epoch, the last seq it holds.
+        var positions: [(app: AppID, device: DeviceID, epochs: [(epoch: Epoch, through: OutboxSeq)])] = []
+        do {
+            for app in Set(devices.map(\.app)).sorted(by: { $0.rawValue < $1.rawValue }) {
+                for (device, held) in try cloud.heldEpochsByDevice(app: app).sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                    positions.append((app, device, held.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
+                }
+            }
+        } catch {
+            Output.error("error: \(error.commandLineMessage)")
+            throw ExitStatus.checkFailed
+        }
         if json {
             var kinds = JSONObject()
             for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
@@ -117,12 +129,28 @@ enum CloudJournal {
             ]
             if let first { object["firstReceived"] = .string(first.description) }
             if let last { object["lastReceived"] = .string(last.description) }
+            object["devicePositions"] = .array(positions.map { position in
+                .object([
+                    "app": .string(position.app.rawValue), "device": .string(position.device.rawValue),
+                    "epochs": .array(position.epochs.map { held in
+                        .object(["epoch": .integer(Int64(clamping: held.epoch.rawValue)),
+                                 "through": .integer(Int64(clamping: held.through.rawValue))])
+                    }),
+                ])
+            })
             Output.json(.object(object))
         } else {
             var table = [["store", "cloud"], ["log rows", String(rows)], ["messages", String(messages)],
                          ["devices", String(devices.count)], ["first received", first?.description ?? "-"],
                          ["last received", last?.description ?? "-"]]
             for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { table.append(["  " + kind, String(count)]) }
+            // Positions of the first devices; --json lists every one.
+            let shown = 50
+            for position in positions.prefix(shown) {
+                table.append(["device " + TextRule.printable(position.device.rawValue),
+                              position.epochs.map { "epoch \($0.epoch) through \($0.through)" }.joined(separator: ", ")])
+            }
+            if positions.count > shown { table.append(["", "and \(positions.count - shown) more devices (--json lists every one)"]) }
             Output.table(table)
         }
     }

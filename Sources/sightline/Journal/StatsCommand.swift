@@ -49,6 +49,9 @@ struct StatsCommand: ParsableCommand {
             throw error.exit()
         }
         let projections = try? device.projectionCounts()
+        // The sync cursor: what the outbox holds, what the cloud acknowledged
+        // and made durable, and what waits to be sent.
+        let sync = try? device.syncStatus()
         let fileBytes = (try? FileManager.default.attributesOfItem(atPath: store.db)[.size] as? Int) ?? nil
 
         if output.json {
@@ -71,6 +74,12 @@ struct StatsCommand: ParsableCommand {
                 object["activities"] = .integer(Int64(projections.activities))
                 object["indexes"] = .array(projections.indexes.map(JSONValue.string))
                 object["clientStates"] = .integer(Int64(projections.clientStates))
+            }
+            if let sync {
+                object["sync"] = .object([
+                    "outboxHead": .string(sync.head.description), "acknowledged": .string(sync.acknowledged.description),
+                    "durable": .string(sync.durable.description), "pending": .integer(Int64(sync.pending)),
+                ])
             }
             if let fileBytes { object["fileBytes"] = .integer(Int64(fileBytes)) }
             if let stop = scan.stop {
@@ -99,6 +108,12 @@ struct StatsCommand: ParsableCommand {
                 rows.append(["activities", String(projections.activities)])
                 rows.append(["indexes", projections.indexes.isEmpty ? "-" : projections.indexes.joined(separator: ", ")])
                 rows.append(["client states", String(projections.clientStates)])
+            }
+            if let sync {
+                rows.append(["outbox head", sync.head.description])
+                rows.append(["acknowledged", sync.acknowledged.description])
+                rows.append(["durable", sync.durable.description])
+                rows.append(["pending", "\(sync.pending) message(s)"])
             }
             if let fileBytes { rows.append(["file bytes", String(fileBytes)]) }
             Output.table(rows)
