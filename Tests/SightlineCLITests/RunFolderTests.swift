@@ -105,6 +105,49 @@ import Testing
         }
     }
 
+    /// `snapshot inspect` shows a backup's manifest, verifies it as a
+    /// restore would and says what it holds, and makes or changes nothing.
+    @Test func snapshotInspectVerifiesABackupWithoutRestoringIt() throws {
+        let (directory, manifest) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        guard case .array(let devices)? = manifest["devices"], case .object(let device)? = devices.first,
+              case .array(let backups)? = device["backups"], case .object(let backup)? = backups.last,
+              case .string(let file)? = backup["file"], case .object(let cloud)? = manifest["cloud"],
+              case .array(let cloudBackups)? = cloud["backups"], case .string(let cloudFile)? = cloudBackups.last else {
+            Issue.record("run.json names no backups")
+            return
+        }
+        let before = try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
+        let inspected = try CLIRunner.json(["snapshot", "inspect", directory.appendingPathComponent(file).path, "--json"])
+        guard case .object(let snapshot)? = inspected["manifest"], case .object(let holds)? = inspected["holds"] else {
+            Issue.record("snapshot inspect printed no manifest or holdings: \(inspected)")
+            return
+        }
+        #expect(inspected["verified"] == .bool(true) && snapshot["kind"] == .string("device") && snapshot["device"] == device["id"])
+        #expect(holds["events"] == snapshot["headSeq"], "every event of the journal through the snapshot's head")
+        let cloudInspected = try CLIRunner.json(["snapshot", "inspect", directory.appendingPathComponent(cloudFile).path, "--json"])
+        guard case .object(let cloudSnapshot)? = cloudInspected["manifest"], case .object(let cloudHolds)? = cloudInspected["holds"] else {
+            Issue.record("snapshot inspect printed nothing for the cloud's backup: \(cloudInspected)")
+            return
+        }
+        #expect(cloudSnapshot["kind"] == .string("cloud") && cloudHolds["logRows"] == cloudSnapshot["logRows"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() == before, "nothing made or changed")
+
+        // A damaged backup fails the check that catches it, and says so:
+        // a byte of the content (the checksum), of the trailer (the manifest).
+        let original = try Data(contentsOf: directory.appendingPathComponent(file))
+        for offset in [64, original.count - 100] {
+            let damaged = directory.appendingPathComponent("damaged-\(offset).slsnap")
+            var bytes = original
+            bytes[offset] ^= 0x01
+            try bytes.write(to: damaged)
+            let refused = try CLIRunner.run(["snapshot", "inspect", damaged.path])
+            #expect(refused.status == 1 && refused.stderr.hasPrefix("error: "), "byte \(offset): \(refused.stderr)")
+        }
+        let missing = try CLIRunner.run(["snapshot", "inspect", directory.appendingPathComponent("none.slsnap").path])
+        #expect(missing.status == 3, "\(missing.stderr)")
+    }
+
     @Test func anEditedRunJSONCannotPointOutsideItsFolder() throws {
         let (directory, _) = try keptRun()
         defer { try? FileManager.default.removeItem(at: directory) }
