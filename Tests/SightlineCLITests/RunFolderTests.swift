@@ -148,6 +148,25 @@ import Testing
         #expect(missing.status == 3, "\(missing.stderr)")
     }
 
+    /// `journal tail` reads the cloud log too: the last rows of each app's
+    /// chain, the same rows `export` ends with.
+    @Test func journalTailReadsTheCloudLogsLastRows() throws {
+        let (directory, _) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let export = try CLIRunner.run(["journal", "export", "--run", directory.path])
+        #expect(export.status == 0, "\(export.stderr)")
+        let exported = try export.stdout.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+        let tail = try CLIRunner.json(["journal", "tail", "--run", directory.path, "-n", "3", "--json"])
+        #expect(tail["rows"] == .array(Array(exported.suffix(3))), "the last three rows of the app's chain")
+        let text = try CLIRunner.run(["journal", "tail", "--run", directory.path, "-n", "3"])
+        let lines = text.stdout.split(separator: "\n")
+        #expect(text.status == 0 && lines.count == 3, "\(text.stdout)")
+        for (line, row) in zip(lines, exported.suffix(3)) {
+            guard case .integer(let seq)? = row["seq"], case .string(let device)? = row["device"] else { continue }
+            #expect(line.contains("  seq \(seq)  device \(device)  "), "\(line)")
+        }
+    }
+
     @Test func anEditedRunJSONCannotPointOutsideItsFolder() throws {
         let (directory, _) = try keptRun()
         defer { try? FileManager.default.removeItem(at: directory) }

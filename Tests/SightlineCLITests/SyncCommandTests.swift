@@ -66,7 +66,9 @@ import Testing
         let export = try CLIRunner.run(["journal", "export", "--db", cloud])
         #expect(export.status == 0 && export.stdoutLines.count == 5)
         let tail = try CLIRunner.run(["journal", "tail", "--db", cloud])
-        #expect(tail.status == 2 && tail.stderr.contains("is a cloud store"))
+        #expect(tail.status == 0 && tail.stdoutLines.count == 5, "\(tail.stdout)\(tail.stderr)")
+        let show = try CLIRunner.run(["journal", "show", "--db", cloud, "1"])
+        #expect(show.status == 2 && show.stderr.contains("is a cloud store"))
         let bytes = FileManager.default.contents(atPath: cloud) ?? Data()
         #expect(!bytes.contains(Data("CANARY".utf8)))
     }

@@ -173,7 +173,39 @@ enum CloudJournal {
     /// For the journal commands that only read device journals.
     static func refuse(_ command: String, _ path: String) throws {
         guard isCloudStore(path) else { return }
-        Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats and export read the cloud log)")
+        Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats, export and tail read the cloud log)")
         throw ExitStatus.invalidInput
+    }
+
+    /// The last `count` rows of each app's log, each app's in order: one line
+    /// per row (app, seq, device, epoch, its seqs, when it came, its
+    /// messages by kind), or `--json`'s `rows` in `export`'s shape.
+    static func tail(_ path: String, count: Int, json: Bool) throws {
+        let cloud = try open(path)
+        var windows: [AppID: [CloudLogRecord]] = [:]
+        do {
+            try cloud.scanLog { record in
+                windows[record.app, default: []].append(record)
+                // Amortized: the window is cut back once it holds twice what is kept.
+                if windows[record.app]!.count >= 2 * count { windows[record.app]!.removeFirst(count) }
+                return true
+            }
+        } catch {
+            Output.error("error: \(error.commandLineMessage)")
+            throw ExitStatus.checkFailed
+        }
+        let rows = windows.keys.sorted { $0.rawValue < $1.rawValue }.flatMap { windows[$0]!.suffix(count) }
+        if json {
+            Output.json(.object(["rows": .array(rows.map(Self.json))]))
+            return
+        }
+        for row in rows {
+            var kinds: [String: Int] = [:]
+            for message in row.messages.dropFirst(row.firstSeq.count(before: row.acceptedFrom)) { kinds[message.kindName, default: 0] += 1 }
+            let counted = kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+            Output.line("app \(TextRule.printable(row.app.rawValue))  seq \(row.seq)  device \(TextRule.printable(row.device.rawValue))  "
+                        + "epoch \(row.epoch)  seqs \(row.firstSeq)…\(row.lastSeq)  \(row.receivedAt)  "
+                        + (counted.isEmpty ? "no new message" : counted) + (row.isPurged ? "  (content purged)" : ""))
+        }
     }
 }

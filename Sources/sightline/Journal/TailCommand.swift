@@ -5,7 +5,7 @@ import IndexModel
 struct TailCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tail",
-        abstract: "Print the last events of a journal.",
+        abstract: "Print the last events of a journal, or the last rows of each app's cloud log.",
         discussion: "On a damaged store it prints the last events it could read and says where it stopped (exit status 1)."
     )
 
@@ -20,7 +20,9 @@ struct TailCommand: ParsableCommand {
     }
 
     func run() throws {
-        try CloudJournal.refuse("tail", store.db)
+        if CloudJournal.isCloudStore(store.db) {
+            return try CloudJournal.tail(store.db, count: count, json: output.json)
+        }
         let device = try store.openReadOnly()
         var window: [JournalRecord] = []
         let scan: JournalScan
