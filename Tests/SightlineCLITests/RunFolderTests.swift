@@ -167,6 +167,22 @@ import Testing
         }
     }
 
+    /// `journal export --json` is one document holding the objects the JSON
+    /// Lines hold, for a device's journal and for the cloud log.
+    @Test func exportJSONIsOneDocumentOfTheSameObjects() throws {
+        let (directory, _) = try keptRun()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for (selector, name) in [(["--device", "1"], "events"), ([], "rows")] {
+            let arguments = ["journal", "export", "--run", directory.path] + selector
+            let lines = try CLIRunner.run(arguments)
+            let objects = try lines.stdout.split(separator: "\n").map { try JSONReader.parse(String($0)) }
+            let document = try CLIRunner.json(arguments + ["--json"])
+            #expect(!objects.isEmpty && document[name] == .array(objects), "\(name)")
+            let empty = try CLIRunner.json(arguments + ["--json", "--to", "0"])
+            #expect(empty[name] == .array([]))
+        }
+    }
+
     @Test func anEditedRunJSONCannotPointOutsideItsFolder() throws {
         let (directory, _) = try keptRun()
         defer { try? FileManager.default.removeItem(at: directory) }

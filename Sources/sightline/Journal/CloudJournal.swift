@@ -155,19 +155,24 @@ enum CloudJournal {
         }
     }
 
-    static func export(_ path: String, app: AppID?, from: UInt64, to: UInt64?) throws {
+    static func export(_ path: String, app: AppID?, from: UInt64, to: UInt64?, json asDocument: Bool = false) throws {
         let cloud = try open(path)
         let last = to ?? UInt64.max
+        var document = asDocument ? Output.JSONArrayStream(name: "rows") : nil
         do {
             try cloud.scanLog(app: app, from: Int64(clamping: max(from, 1))) { record in
-                if UInt64(record.seq) <= last { Output.line(JSONWriter.compact(json(record))) }
+                if UInt64(record.seq) <= last {
+                    if document != nil { document!.element(json(record)) } else { Output.line(JSONWriter.compact(json(record))) }
+                }
                 // Past --to of one app, the next app's rows may follow.
                 return app == nil || UInt64(record.seq) < last
             }
         } catch {
+            document?.end()
             Output.error("stopped: \(error.message)")
             throw ExitStatus.checkFailed
         }
+        document?.end()
     }
 
     /// For the journal commands that only read device journals.

@@ -8,6 +8,26 @@ enum Output {
         FileHandle.standardOutput.write(Data((text + "\n").utf8))
     }
 
+    /// One JSON document `{"NAME": [ … ]}` written an element at a time, so
+    /// that a command can print a whole journal as `--json` without holding
+    /// it: `begin`, then `element` for each, then `end` (also after a stop).
+    struct JSONArrayStream {
+        private var count = 0
+
+        init(name: String) {
+            Output.line("{\"\(name)\": [")
+        }
+
+        mutating func element(_ value: JSONValue) {
+            Output.line((count == 0 ? "  " : ", ") + JSONWriter.compact(value))
+            count += 1
+        }
+
+        func end() {
+            Output.line("]}")
+        }
+    }
+
     static func error(_ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
