@@ -82,16 +82,7 @@ struct RestoreDrillCommand: ParsableCommand {
             throw ExitStatus.checkFailed
         }
         if let out, let manifest = report.manifest {
-            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.simulation.html),
-                                 (RunManifest.fileName, JSONWriter.pretty(manifest.jsonValue) + "\n")] {
-                let path = (out as NSString).appendingPathComponent(name)
-                do {
-                    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-                } catch {
-                    Output.error("error: cannot write \(path): \(error.localizedDescription)")
-                    throw ExitStatus.storeUnavailable
-                }
-            }
+            try RunFolder.write(into: out, report: report.jsonValue, html: report.simulation.html, manifest: manifest)
         }
         if output.json {
             Output.json(report.jsonValue)

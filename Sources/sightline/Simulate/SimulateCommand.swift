@@ -173,17 +173,7 @@ struct SimulateCommand: ParsableCommand {
             throw ExitStatus.checkFailed
         }
         if let out {
-            let manifest = simulator.manifest(report)
-            for (name, text) in [("report.json", JSONWriter.pretty(report.jsonValue) + "\n"), ("report.html", report.html),
-                                 (RunManifest.fileName, JSONWriter.pretty(manifest.jsonValue) + "\n")] {
-                let path = out + "/" + name
-                do {
-                    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-                } catch {
-                    Output.error("error: cannot write \(path): \(error.localizedDescription)")
-                    throw ExitStatus.storeUnavailable
-                }
-            }
+            try RunFolder.write(into: out, report: report.jsonValue, html: report.html, manifest: simulator.manifest(report))
         }
         if output.json {
             Output.json(report.jsonValue)

@@ -14,28 +14,19 @@ struct CloudStoreOption: ParsableArguments {
         valueName: "path-or-url"))
     var path: String?
 
-    @Option(name: .long, help: ArgumentHelp("Instead of --db: a run's folder (simulate --out), whose cloud store this is.",
+    @Option(name: .long, help: ArgumentHelp("Instead of --db: a run's folder (simulate or drill --out), whose cloud store this is.",
                                             valueName: "dir"))
     var run: String?
 
     @OptionGroup var postgres: PostgresOptions
 
     func validate() throws {
-        switch (path, run) {
-        case (nil, nil): throw ValidationError("give the cloud store: --db PATH-OR-URL, or --run DIR")
-        case (.some, .some): throw ValidationError("--db and --run both name the cloud store: give one")
-        case (nil, .some(let run)): _ = try RunFolder.store(run: run, device: nil)
-        case (.some, nil): break
-        }
+        try RunFolder.validate(path: path, run: run, device: nil, devices: false, what: "cloud store")
         if PostgresLocation.isPostgresURL(db) { try Self.validatePostgresURL(db, option: "--db") }
     }
 
     /// The store's file or URL, as `--db` gave it or the run's manifest names it.
-    var db: String {
-        if let path { return path }
-        guard let run else { return "" }
-        return (try? RunFolder.store(run: run, device: nil)) ?? (run as NSString).appendingPathComponent(RunManifest.fileName)
-    }
+    var db: String { RunFolder.resolved(path: path, run: run, device: nil) }
 
     /// Checks that `url`, given to `option`, is a PostgreSQL URL a store can be
     /// opened at; `what` says what the option takes instead when it is not one.

@@ -14,7 +14,7 @@ enum RunFolder {
     static func manifest(_ folder: String) throws -> RunManifest {
         let path = (folder as NSString).appendingPathComponent(RunManifest.fileName)
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
-            throw ValidationError("--run \(folder) has no \(RunManifest.fileName): give the folder a simulate --out wrote")
+            throw ValidationError("--run \(folder) has no \(RunManifest.fileName): give the folder a simulate or drill --out wrote")
         }
         guard size <= manifestLimit, let data = FileManager.default.contents(atPath: path) else {
             throw ValidationError("--run \(folder): \(path) cannot be read (\(size) bytes; the limit is \(manifestLimit))")
@@ -28,6 +28,31 @@ enum RunFolder {
         }
     }
 
+    /// Checks the choice a store option group was given: `--db`, or `--run`
+    /// (with `--device` only where `devices` is true), one of them and the
+    /// store the run's manifest names for it. `what` names the store.
+    static func validate(path: String?, run: String?, device: String?, devices: Bool, what: String) throws {
+        switch (path, run) {
+        case (nil, nil):
+            throw ValidationError("give the \(what): --db PATH, or --run DIR" + (devices ? " (with --device N for a device's)" : ""))
+        case (.some, .some):
+            throw ValidationError("--db and --run both name the \(what): give one")
+        case (.some, nil):
+            if device != nil { throw ValidationError("--device goes with --run") }
+        case (nil, .some(let run)):
+            _ = try store(run: run, device: device)
+        }
+    }
+
+    /// The store a validated option group names: `path` as `--db` gave it,
+    /// or the one the run's manifest names (a manifest changed since the
+    /// check is reported where the store is opened).
+    static func resolved(path: String?, run: String?, device: String?) -> String {
+        if let path { return path }
+        guard let run else { return "" }
+        return (try? store(run: run, device: device)) ?? (run as NSString).appendingPathComponent(RunManifest.fileName)
+    }
+
     /// The store `device` names in the run at `folder` (by number or id), or
     /// the run's cloud store when `device` is nil.
     static func store(run folder: String, device: String?) throws -> String {
@@ -38,6 +63,21 @@ enum RunFolder {
             throw ValidationError("--device \(TextRule.printable(device)): the run in \(folder) has no such device (numbers: \(numbers), or an id)")
         }
         return (folder as NSString).appendingPathComponent(found.store)
+    }
+
+    /// Writes a finished run's documents into its folder: the report as JSON
+    /// (`report`, the `--json` document) and HTML, and the manifest.
+    static func write(into folder: String, report: JSONValue, html: String, manifest: RunManifest) throws {
+        for (name, text) in [("report.json", JSONWriter.pretty(report) + "\n"), ("report.html", html),
+                             (RunManifest.fileName, JSONWriter.pretty(manifest.jsonValue) + "\n")] {
+            let path = (folder as NSString).appendingPathComponent(name)
+            do {
+                try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            } catch {
+                Output.error("error: cannot write \(path): \(error.localizedDescription)")
+                throw ExitStatus.storeUnavailable
+            }
+        }
     }
 
     /// The run's cloud store: a file in the folder, a PostgreSQL URL, or a

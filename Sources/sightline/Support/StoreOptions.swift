@@ -12,7 +12,7 @@ struct StoreOption: ParsableArguments {
     var path: String?
 
     @Option(name: .long, help: ArgumentHelp(
-        "Instead of --db: a run's folder (simulate --out); the store is the cloud's, or with --device a device's.",
+        "Instead of --db: a run's folder (simulate or drill --out); the store is the cloud's, or with --device a device's.",
         valueName: "dir"))
     var run: String?
 
@@ -20,26 +20,12 @@ struct StoreOption: ParsableArguments {
     var device: String?
 
     func validate() throws {
-        switch (path, run) {
-        case (nil, nil):
-            throw ValidationError("give the store: --db PATH, or --run DIR (with --device N for a device's)")
-        case (.some, .some):
-            throw ValidationError("--db and --run both name the store: give one")
-        case (.some, nil):
-            if device != nil { throw ValidationError("--device goes with --run") }
-        case (nil, .some(let run)):
-            _ = try RunFolder.store(run: run, device: device)
-        }
+        try RunFolder.validate(path: path, run: run, device: device, devices: true, what: "store")
     }
 
     /// The store's file (or, for a cloud, URL), as `--db` gave it or the
     /// run's manifest names it.
-    var db: String {
-        if let path { return path }
-        guard let run else { return "" }
-        // `validate` found it; a manifest changed since is reported where the store is opened.
-        return (try? RunFolder.store(run: run, device: device)) ?? (run as NSString).appendingPathComponent(RunManifest.fileName)
-    }
+    var db: String { RunFolder.resolved(path: path, run: run, device: device) }
 
     /// Opens the store read-only: inspection never creates or modifies a store.
     func openReadOnly(clock: any StoreClock = SystemClock()) throws -> DeviceStore {
