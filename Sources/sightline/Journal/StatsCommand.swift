@@ -23,26 +23,11 @@ struct StatsCommand: ParsableCommand {
             return try CloudJournal.stats(store.db, json: output.json)
         }
         let device = try store.openReadOnly()
-        var byKind: [String: Int] = [:]
-        var events = 0
-        var calls = Set<UInt64>()
-        var epochs = Set<Epoch>()
-        var first: Timestamp?
-        var last: Timestamp?
-        var lastHash: ChainHash?
-        var purged = 0
+        var tally = JournalTally()
         let scan: JournalScan
         do {
             scan = try device.scanJournal { record in
-                events += 1
-                calls.insert(record.call.rawValue)
-                epochs.insert(record.epoch)
-                if first == nil { first = record.time }
-                last = record.time
-                lastHash = record.hash
-                if record.isPurged { purged += 1 }
-                let name = (try? record.event().kind.name) ?? "undecodable"
-                byKind[name, default: 0] += 1
+                tally.add(record)
                 return true
             }
         } catch {
@@ -57,18 +42,16 @@ struct StatsCommand: ParsableCommand {
         if output.json {
             var object: JSONObject = [
                 "device": .string(device.deviceID.rawValue),
-                "events": .integer(Int64(events)),
-                "calls": .integer(Int64(calls.count)),
-                "epochs": .array(epochs.sorted().map { .integer(Int64(clamping: $0.rawValue)) }),
+                "events": .integer(Int64(tally.events)),
+                "calls": .integer(Int64(tally.calls.count)),
+                "epochs": tally.epochsJSON,
                 "headSeq": .integer(Int64(scan.lastSeq?.rawValue ?? 0)),
             ]
-            if let lastHash { object["headHash"] = .string(lastHash.hex) }
-            if let first { object["firstEventTime"] = .string(first.description) }
-            if let last { object["lastEventTime"] = .string(last.description) }
-            var kinds = JSONObject()
-            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
-            object["byKind"] = .object(kinds)
-            object["purgedEvents"] = .integer(Int64(purged))
+            if let lastHash = tally.lastHash { object["headHash"] = .string(lastHash.hex) }
+            if let first = tally.first { object["firstEventTime"] = .string(first.description) }
+            if let last = tally.last { object["lastEventTime"] = .string(last.description) }
+            object["byKind"] = .object(tally.byKindJSON)
+            object["purgedEvents"] = .integer(Int64(tally.purged))
             if let projections {
                 object["items"] = .integer(Int64(projections.items))
                 object["activities"] = .integer(Int64(projections.activities))
@@ -93,16 +76,16 @@ struct StatsCommand: ParsableCommand {
         } else {
             var rows = [
                 ["device", device.deviceID.rawValue],
-                ["events", String(events)],
-                ["calls", String(calls.count)],
-                ["epochs", epochs.sorted().map(\.description).joined(separator: ", ")],
+                ["events", String(tally.events)],
+                ["calls", String(tally.calls.count)],
+                ["epochs", tally.epochs.sorted().map(\.description).joined(separator: ", ")],
                 ["head seq", String(scan.lastSeq?.rawValue ?? 0)],
-                ["head hash", lastHash?.hex ?? "-"],
-                ["first event", first?.description ?? "-"],
-                ["last event", last?.description ?? "-"],
+                ["head hash", tally.lastHash?.hex ?? "-"],
+                ["first event", tally.first?.description ?? "-"],
+                ["last event", tally.last?.description ?? "-"],
             ]
-            for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { rows.append(["  " + kind, String(count)]) }
-            rows.append(["purged events", String(purged)])
+            for (kind, count) in tally.byKind.sorted(by: { $0.key < $1.key }) { rows.append(["  " + kind, String(count)]) }
+            rows.append(["purged events", String(tally.purged)])
             if let projections {
                 rows.append(["items", String(projections.items)])
                 rows.append(["activities", String(projections.activities)])

@@ -88,25 +88,18 @@ struct InspectSnapshotCommand: ParsableCommand {
             throw [.snapshot, .keyRequired].contains(error.code) ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
         }
         let store = try StoreOption.open(path, options: StoreOptions(readOnly: true))
-        var byKind: [String: Int] = [:]
-        var epochs = Set<Epoch>()
-        var events = 0
+        var tally = JournalTally()
         do {
             _ = try store.scanJournal { record in
                 guard record.seq <= report.manifest.headSeq else { return false }
-                events += 1
-                epochs.insert(record.epoch)
-                byKind[(try? record.event().kind.name) ?? "undecodable", default: 0] += 1
+                tally.add(record)
                 return true
             }
         } catch {
             throw error.exit()
         }
-        var kinds = JSONObject()
-        for (kind, count) in byKind.sorted(by: { $0.key < $1.key }) { kinds[kind] = .integer(Int64(count)) }
         var holds: [(String, JSONValue)] = [
-            ("events", .integer(Int64(events))), ("byKind", .object(kinds)),
-            ("epochs", .array(epochs.sorted().map { .integer(Int64(clamping: $0.rawValue)) })),
+            ("events", .integer(Int64(tally.events))), ("byKind", .object(tally.byKindJSON)), ("epochs", tally.epochsJSON),
         ]
         if let counts = try? store.projectionCounts() {
             holds.append(("items", .integer(Int64(counts.items))))
