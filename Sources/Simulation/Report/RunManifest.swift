@@ -86,7 +86,9 @@ public struct RunManifest: Hashable, Sendable {
             }),
         ])
     }
+}
 
+extension RunManifest {
     /// Reads a manifest `jsonValue` wrote, checking every field it uses.
     public init(json: JSONValue) throws(SimulationError) {
         func field(_ object: JSONValue?, _ key: String) throws(SimulationError) -> JSONValue {
@@ -151,18 +153,6 @@ public struct RunManifest: Hashable, Sendable {
             devices.append(Device(number: number, id: try text(device, "id"), store: try file(device, "store"),
                                   replacedStores: replaced, backups: backups))
         }
-        self.devices = devices
-    }
-
-    init(command: String, seed: UInt64, passed: Bool, digest: String, replay: String, cloudStore: String,
-         cloudBackups: [String], devices: [Device]) {
-        self.command = command
-        self.seed = seed
-        self.passed = passed
-        self.digest = digest
-        self.replay = replay
-        self.cloudStore = cloudStore
-        self.cloudBackups = cloudBackups
         self.devices = devices
     }
 }
