@@ -198,11 +198,13 @@ import Testing
         // The server stops once the waiter's statement waits on the lock.
         let observer = PostgresPool(location: cluster.server.location, password: cluster.server.password, size: 1)
         let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let waiting = try observer.withSession { session in
-                try session.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]["n"].int64
+        while try observer.withSession({ session in
+            try session.query("SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock'")[0]["n"].int64
+        }) == 0 {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("the waiter's statement did not wait on the lock within 10 s")
+                break
             }
-            if waiting > 0 { break }
             Thread.sleep(forTimeInterval: 0.01)
         }
         observer.close()
