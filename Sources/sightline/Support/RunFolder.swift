@@ -3,6 +3,7 @@ import CloudPostgres
 import Foundation
 import IndexModel
 import Simulation
+import Synchronization
 
 /// `--run DIR` (with `--device`): a store named through a run folder's
 /// `run.json` (`RunManifest`) rather than by its file name.
@@ -10,8 +11,19 @@ enum RunFolder {
     /// The largest `run.json` read: about 200 bytes a device, with room.
     static let manifestLimit = 1 << 30
 
+    /// The manifests read, by folder: a command reads its store's path more
+    /// than once, and the manifest is read and checked once.
+    private static let read = Mutex<[String: RunManifest]>([:])
+
     /// The manifest in `folder`.
     static func manifest(_ folder: String) throws -> RunManifest {
+        if let known = read.withLock({ $0[folder] }) { return known }
+        let manifest = try load(folder)
+        read.withLock { $0[folder] = manifest }
+        return manifest
+    }
+
+    private static func load(_ folder: String) throws -> RunManifest {
         let path = (folder as NSString).appendingPathComponent(RunManifest.fileName)
         guard let size = (try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? Int else {
             throw ValidationError("--run \(folder) has no \(RunManifest.fileName): give the folder a simulate or drill --out wrote")
