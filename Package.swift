@@ -199,6 +199,10 @@ let package = Package(
         ),
         // The deterministic multi-device simulator: workload, faults, oracle, invariants, reports.
         .target(
+            name: "Inspect",
+            dependencies: ["IndexModel", "SyncWire", "DeviceStore", "CloudCore"]
+        ),
+        .target(
             name: "Simulation",
             dependencies: [
                 "Workloads",
@@ -230,6 +234,7 @@ let package = Package(
                 "SQLiteSupport",
                 "Snapshot",
                 "Simulation",
+                "Inspect",
                 "WebMarkup",
                 "CSQLiteTuning",
                 "CAllocator",
