@@ -35,8 +35,8 @@ import Testing
     private func loggedHashes() throws -> [String: Set<String>] {
         let rows = try CLIRunner.json(["journal", "export", "--run", folder(), "--json"])
         var hashes: [String: Set<String>] = [:]
-        for case .object(let row) in rows.objectValue?["rows"]?.arrayValue ?? rows.arrayValue ?? [] {
-            for case .object(let message) in row["messages"]?.arrayValue ?? [] {
+        for case .object(let row) in rows.objectValue?["rows"]?.array ?? rows.array ?? [] {
+            for case .object(let message) in row["messages"]?.array ?? [] {
                 if message["kind"] != .string("page"), let hash = message["hash"]?.stringValue,
                    let device = row["device"]?.stringValue {
                     hashes[hash, default: []].insert(device)
@@ -47,7 +47,7 @@ import Testing
     }
 
     private func steps(_ trace: JSONValue) -> [JSONObject] {
-        (trace.objectValue?["steps"]?.arrayValue ?? []).compactMap(\.objectValue)
+        (trace.objectValue?["steps"]?.array ?? []).compactMap(\.objectValue)
     }
 
     @Test func everyHashOfARunFoldsFromTheLogToWhatTheCloudsProjectionsHold() throws {
@@ -59,12 +59,12 @@ import Testing
             // A fold that differs from the projections is a problem, exit 1.
             #expect(result.status == 0, "\(hash): \(result.stderr)")
             let trace = try JSONReader.parse(result.stdout)
-            #expect(trace.objectValue?["problems"]?.arrayValue == [])
-            let verdicts = trace.objectValue?["verdicts"]?.arrayValue ?? []
+            #expect(trace.objectValue?["problems"]?.array == [])
+            let verdicts = trace.objectValue?["verdicts"]?.array ?? []
             #expect(verdicts.count == 1 && verdicts.first?.objectValue?["hash"]?.stringValue == hash)
             let times = steps(trace).compactMap { $0["time"]?.stringValue }
             #expect(times == times.sorted(), "\(hash): the timeline is in time order")
-            let decisions = steps(trace).flatMap { $0["decisions"]?.arrayValue ?? [] }.compactMap { $0.objectValue?["kind"]?.stringValue }
+            let decisions = steps(trace).flatMap { $0["decisions"]?.array ?? [] }.compactMap { $0.objectValue?["kind"]?.stringValue }
             if verdicts.first?.objectValue?["public"] == .bool(true) {
                 published += 1
                 #expect(decisions.contains("reachedK") && decisions.contains("published"), "\(hash): \(decisions)")
@@ -88,8 +88,8 @@ import Testing
         // one whose journal recorded the activity (a restore takes the
         // journal back to a backup, which may predate it).
         let manifest = try JSONReader.parse(String(contentsOfFile: folder() + "/run.json", encoding: .utf8))
-        let neverRestored = Set((manifest.objectValue?["devices"]?.arrayValue ?? []).compactMap(\.objectValue)
-            .filter { $0["replacedStores"]?.arrayValue?.isEmpty == true }.compactMap { $0["id"]?.stringValue })
+        let neverRestored = Set((manifest.objectValue?["devices"]?.array ?? []).compactMap(\.objectValue)
+            .filter { $0["replacedStores"]?.array?.isEmpty == true }.compactMap { $0["id"]?.stringValue })
         let recorders = Set(recorded.compactMap { $0["device"]?.stringValue })
         var checked = 0
         for vote in cloud where vote["event"] == .string("vote") {
@@ -105,7 +105,7 @@ import Testing
 
     @Test func whyNotPublicGivesReasonsInCountsAndNeverNamesADevice() throws {
         let manifest = try JSONReader.parse(String(contentsOfFile: folder() + "/run.json", encoding: .utf8))
-        let ids = (manifest.objectValue?["devices"]?.arrayValue ?? []).compactMap { $0.objectValue?["id"]?.stringValue }
+        let ids = (manifest.objectValue?["devices"]?.array ?? []).compactMap { $0.objectValue?["id"]?.stringValue }
         var below = 0
         for hash in try loggedHashes().keys.sorted() {
             let result = try CLIRunner.run(["trace", hash, "--run", folder(), "--why-not-public"])
@@ -124,13 +124,13 @@ import Testing
 
     @Test func aDeviceTraceShowsEveryFrameTheCloudAcceptedFromItAndItsCursor() throws {
         let manifest = try JSONReader.parse(String(contentsOfFile: folder() + "/run.json", encoding: .utf8))
-        guard let device = manifest.objectValue?["devices"]?.arrayValue?.dropFirst(3).first?.objectValue,
+        guard let device = manifest.objectValue?["devices"]?.array?.dropFirst(3).first?.objectValue,
               let id = device["id"]?.stringValue else {
             Issue.record("run.json has no device 3")
             return
         }
         let export = try CLIRunner.json(["journal", "export", "--run", folder(), "--json"])
-        let rows = (export.objectValue?["rows"]?.arrayValue ?? export.arrayValue ?? []).compactMap(\.objectValue)
+        let rows = (export.objectValue?["rows"]?.array ?? export.array ?? []).compactMap(\.objectValue)
         let logged = rows.filter { $0["device"] == .string(id) }.compactMap { $0["seq"] }
         for selector in ["device:3", "device:" + id] {
             let trace = try CLIRunner.json(["trace", selector, "--run", folder(), "--json"])
@@ -199,11 +199,6 @@ import Testing
 private extension JSONValue {
     var objectValue: JSONObject? {
         if case .object(let object) = self { return object }
-        return nil
-    }
-
-    var arrayValue: [JSONValue]? {
-        if case .array(let array) = self { return array }
         return nil
     }
 }
