@@ -15,6 +15,14 @@ public struct SimulationOptions: Sendable {
     /// at the end. Given: device stores are files there and are kept, with the
     /// cloud store and the snapshots.
     public var directory: String?
+    /// Keep the device stores in files even without a `directory` (in the
+    /// scratch one). A run's digest depends on where its stores live: a
+    /// restore journals the SHA-256 of its backup's bytes, and a backup of
+    /// a store in memory is laid out differently (its page size, its
+    /// journal mode) from one of a file.
+    public var storesInFiles = false
+    /// Whether the device stores are files: given a `directory`, always.
+    public var deviceStoresAreFiles: Bool { directory != nil || storesInFiles }
     /// Public activities in the shared catalogue.
     public var catalogueSize: Int
     /// The app every simulated device belongs to.
@@ -82,6 +90,7 @@ public struct SimulationOptions: Sendable {
                 + "--events-per-device \(eventsPerDevice) --threshold \(threshold)"
             if let drillCutBack { command += " --cut-back \(PrivatePopularity.decimal(Int(drillCutBack)))" }
             if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
+            if deviceStoresAreFiles { command += " --stores files" }
             return command
         }
         var command = "sightline simulate --seed \(seed) --devices \(devices) --events-per-device \(eventsPerDevice) --faults \(faults.rawValue)"
@@ -95,6 +104,7 @@ public struct SimulationOptions: Sendable {
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
         if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
+        if deviceStoresAreFiles { command += " --stores files" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }

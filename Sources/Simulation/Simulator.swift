@@ -85,7 +85,7 @@ public final class Simulator {
     public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
         try options.validate()
         // Before anything is made: stores on disk stay open all run.
-        if options.directory != nil { try OpenFiles.ensure(devices: options.devices) }
+        if options.deviceStoresAreFiles { try OpenFiles.ensure(devices: options.devices) }
         self.options = options
         self.progress = progress
         // A drill reads every device's store at each reply; it runs serially.
@@ -218,7 +218,7 @@ public final class Simulator {
         try fleet.onBothThreads(seeds.count) { [options, world, directory] number in
             let clock = DeviceClock(world: world)
             let random = SeededRandom(seed: seeds[number])
-            let location: StoreLocation = options.directory == nil ? .memory : .file(Simulator.devicePath(directory, number))
+            let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, number)) : .memory
             return Result {
                 NewStore(store: try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app)),
                          clock: clock, random: random, location: location)

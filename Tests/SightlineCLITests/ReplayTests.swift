@@ -51,5 +51,32 @@ import Testing
         // The restored device's store is found through the manifest.
         let stats = try CLIRunner.run(["journal", "stats", "--run", directory.path, "--device", "0"])
         #expect(stats.status == 0, "\(stats.stderr)")
+        // Its replay runs the stores in files too, and gives its digest.
+        let replay = try #require(printed["replay"]?.stringValue)
+        #expect(replay.hasSuffix(" --stores files"))
+        let again = try digestAndReplay(try arguments(of: replay))
+        #expect(again.digest == printed["digest"] && again.replay == replay)
+    }
+
+    /// A run kept with `--out` has its device stores in files, and a restore
+    /// journals its backup's SHA-256, whose bytes differ between a store in
+    /// memory and one in a file: the printed replay says `--stores files`,
+    /// and gives the kept run's digest.
+    @Test func aKeptRunsPrintedReplayRunsItsStoresInFilesAndGivesItsDigest() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("kept-replay-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let arguments = ["simulate", "--seed", "1", "--devices", "6", "--events-per-device", "60", "--faults", "heavy"]
+        let kept = try digestAndReplay(arguments + ["--out", directory.path])
+        #expect(kept.replay == "sightline " + arguments.joined(separator: " ") + " --stores files")
+        let manifest = try JSONReader.parse(String(contentsOf: directory.appendingPathComponent("run.json"), encoding: .utf8))
+        #expect(manifest["replay"]?.stringValue == kept.replay && manifest["digest"] == kept.digest)
+        let again = try digestAndReplay(try self.arguments(of: kept.replay))
+        #expect(kept.digest != nil && again.digest == kept.digest && again.replay == kept.replay)
+        // The same run in memory restores the same devices from backups of
+        // other bytes, so its digest is another.
+        let inMemory = try digestAndReplay(arguments)
+        #expect(inMemory.digest != kept.digest)
+        let refused = try CLIRunner.run(arguments + ["--out", directory.path + "-2", "--stores", "memory"])
+        #expect(refused.status == 64 && refused.stderr.contains("--stores memory"))
     }
 }

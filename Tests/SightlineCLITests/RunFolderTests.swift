@@ -35,7 +35,7 @@ import Testing
             return
         }
         #expect(manifest["digest"] == report["digest"] && manifest["replay"] == report["replay"] && manifest["seed"] == .string("7"))
-        #expect(manifest["replay"] == .string(Self.arguments.dropFirst().reduce("sightline simulate") { $0 + " " + $1 }))
+        #expect(manifest["replay"] == .string(Self.arguments.dropFirst().reduce("sightline simulate") { $0 + " " + $1 } + " --stores files"))
         guard case .object(let cloud) = manifest["cloud"], case .string(let cloudStore) = cloud["store"],
               case .array(let cloudBackups) = cloud["backups"], case .array(let devices) = manifest["devices"] else {
             Issue.record("run.json lacks its cloud or devices: \(manifest)")

@@ -71,9 +71,10 @@ public struct DrillReport: Sendable {
     /// (with reindexing on the device side), then convergence and the checks.
     public static func run(side: DrillSide, devices: Int = 5, eventsPerDevice: Int = 60, seed: UInt64 = 1,
                            threshold: Int = 3, directory: String? = nil, cloudDatabase: (any CloudDatabase)? = nil,
-                           cutBackMilliseconds: Int64? = nil) throws(SimulationError) -> DrillReport {
+                           cutBackMilliseconds: Int64? = nil, storesInFiles: Bool = false) throws(SimulationError) -> DrillReport {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: .none,
                                         threshold: threshold, directory: directory)
+        options.storesInFiles = storesInFiles
         options.drill = side
         options.drillCutBack = cutBackMilliseconds
         options.cloudDatabase = cloudDatabase

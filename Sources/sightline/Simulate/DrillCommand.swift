@@ -56,6 +56,7 @@ struct RestoreDrillCommand: ParsableCommand {
     var cutBack: Double?
 
     func validate() throws {
+        try storesOption.validate(out: out)
         if let cutBack {
             guard side == .cloud else { throw ValidationError("--cut-back restores the cloud: give it with --side cloud") }
             guard cutBack.isFinite, (0...86_400).contains(cutBack) else {
@@ -63,6 +64,8 @@ struct RestoreDrillCommand: ParsableCommand {
             }
         }
     }
+
+    @OptionGroup var storesOption: StoresOption
 
     @OptionGroup var cloudDatabase: CloudDatabaseOption
 
@@ -76,7 +79,8 @@ struct RestoreDrillCommand: ParsableCommand {
         do {
             report = try DrillReport.run(side: side, devices: devices, eventsPerDevice: eventsPerDevice, seed: seed,
                                          threshold: threshold, directory: out, cloudDatabase: database,
-                                         cutBackMilliseconds: cutBack.map { Int64(($0 * 1_000).rounded()) })
+                                         cutBackMilliseconds: cutBack.map { Int64(($0 * 1_000).rounded()) },
+                                         storesInFiles: storesOption.inFiles)
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.checkFailed

@@ -51,6 +51,8 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: "Keep every store, the snapshots, report.json, report.html and run.json here (a new or empty directory).")
     var out: String?
 
+    @OptionGroup var storesOption: StoresOption
+
     @Option(name: .long, help: ArgumentHelp(
         "Past this many devices, each backs up proportionally less often (one backup in devices / N).", valueName: "n"))
     var backupFleet = SimulationOptions().backupFleet
@@ -107,6 +109,7 @@ struct SimulateCommand: ParsableCommand {
         if try privatePopularity() != nil, cloud != nil {
             throw ValidationError("--popularity is the embedded cloud's: a served cloud counts as its own `cloud serve --popularity` says")
         }
+        try storesOption.validate(out: out)
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
             throw ValidationError("--out \(out) is not empty: give a new or empty directory")
@@ -139,6 +142,7 @@ struct SimulateCommand: ParsableCommand {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: faults,
                                         threshold: threshold, directory: out)
         options.callLane = !serial && ProcessInfo.processInfo.activeProcessorCount > 1
+        options.storesInFiles = storesOption.inFiles
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
@@ -199,6 +203,7 @@ struct SimulateCommand: ParsableCommand {
 
     private func campaign(_ range: ClosedRange<UInt64>) throws {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, faults: faults, threshold: threshold)
+        options.storesInFiles = storesOption.inFiles
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices

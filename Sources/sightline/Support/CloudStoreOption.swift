@@ -136,6 +136,27 @@ struct PostgresSettings {
     }
 }
 
+/// `--stores` of `simulate` and `drill restore`: whether the device stores
+/// live in memory or in files. A run's digest depends on it
+/// (`SimulationOptions.storesInFiles`), so a replay says it.
+struct StoresOption: ParsableArguments {
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case memory, files
+    }
+
+    @Option(name: .long, help: ArgumentHelp(
+        "Where the device stores live: memory, or files (in a scratch folder, removed after; --out keeps them, so it means files). The digest depends on it: a restore journals its backup's SHA-256.",
+        valueName: "memory|files"))
+    var stores: Kind?
+
+    /// Checks the choice against `--out`, which keeps the stores' files.
+    func validate(out: String?) throws {
+        if out != nil, stores == .memory { throw ValidationError("--out keeps the device stores' files: it does not take --stores memory") }
+    }
+
+    var inFiles: Bool { stores == .files }
+}
+
 /// `--cloud-db` of `simulate` and `drill restore`: the embedded cloud's
 /// store in an empty PostgreSQL database instead of a SQLite file.
 struct CloudDatabaseOption: ParsableArguments {
