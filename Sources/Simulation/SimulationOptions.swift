@@ -35,6 +35,8 @@ public struct SimulationOptions: Sendable {
     /// The app's private popularity (`simulate --popularity ldp`): the cloud
     /// counts it so, and devices learn it in their acks. Nil: exact.
     public var popularity: PrivatePopularity?
+    /// A rule the embedded cloud breaks on purpose (`Sabotage`); nil: none.
+    public var sabotage: Sabotage?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
     /// Keep the embedded cloud's store in this PostgreSQL database (which
@@ -77,6 +79,7 @@ public struct SimulationOptions: Sendable {
         drillCutBack = nil
         popularity = nil
         remote = nil
+        sabotage = nil
         cloudDatabase = nil
         callLane = false
     }
@@ -105,6 +108,7 @@ public struct SimulationOptions: Sendable {
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
         if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
         if deviceStoresAreFiles { command += " --stores files" }
+        if let sabotage { command += " --sabotage \(sabotage.rawValue)" }
         if let remote { command += " --cloud \(remote.location) (not deterministic)" }
         return command
     }
@@ -123,6 +127,13 @@ public struct SimulationOptions: Sendable {
         for (name, value) in [("--backup-fleet", backupFleet), ("--search-stride", searchStride), ("--searching-devices", searchingDevices)] {
             guard (1...100_000).contains(value) else {
                 throw SimulationError("\(name) must be between 1 and 100,000, not \(value)")
+            }
+        }
+        if let sabotage {
+            guard remote == nil else { throw SimulationError("--sabotage breaks a rule of the embedded cloud: it does not take --cloud") }
+            guard drill == nil else { throw SimulationError("--sabotage is for simulate, not for a drill") }
+            guard sabotage != .threshold || threshold >= 2 else {
+                throw SimulationError("--sabotage threshold shows hashes at K − 1 live votes: it needs K of 2 or more")
             }
         }
         if let drillCutBack {

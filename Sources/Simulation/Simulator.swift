@@ -120,7 +120,7 @@ public final class Simulator {
         }
         cloudHost = CloudHost(path: options.remote?.storePath ?? directory + "/cloud.sqlite", database: options.cloudDatabase,
                               directory: directory, world: world,
-                              random: cloudRandom, threshold: options.threshold, app: options.app, isRemote: options.remote != nil,
+                              random: cloudRandom, threshold: options.threshold, sabotage: options.sabotage, app: options.app, isRemote: options.remote != nil,
                               lane: lane)
         do {
             if FileManager.default.fileExists(atPath: directory) {

@@ -69,7 +69,8 @@ import Testing
                   let range = line.range(of: #"[0-9a-f]{64}"#, options: .regularExpression) else { return nil }
             return String(line[range])
         }
-        // The run's, the replay's, run.json's, then the drill's.
-        #expect(digests.count == 4 && Set(digests.prefix(3)).count == 1, "the replay's digest is the run's: \(digests)")
+        // The run's, the replay's, run.json's, then the sabotaged run's and the drill's.
+        #expect(digests.count == 5 && Set(digests.prefix(3)).count == 1, "the replay's digest is the run's: \(digests)")
+        #expect(printed.contains("invariant public-index failed") || printed.contains(#""passed": false"#))
     }
 }

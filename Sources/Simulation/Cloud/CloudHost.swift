@@ -26,6 +26,8 @@ final class CloudHost {
     private let world: WorldClock
     private let random: SeededRandom
     private let threshold: Int
+    /// The rule the cloud breaks on purpose, if any.
+    private let sabotage: Sabotage?
     /// The app every simulated device belongs to.
     private let app: AppID
     /// A served cloud, whose store the host only reads.
@@ -63,7 +65,7 @@ final class CloudHost {
     private var newsRead = (accepted: -1, news: CloudNews(incarnation: -1, mark: 0))
 
     init(path: String, database: (any CloudDatabase)? = nil, directory: String, world: WorldClock, random: SeededRandom,
-         threshold: Int, app: AppID, isRemote: Bool, lane: CallLane?) {
+         threshold: Int, sabotage: Sabotage? = nil, app: AppID, isRemote: Bool, lane: CallLane?) {
         self.path = path
         self.database = database
         self.app = app
@@ -71,6 +73,7 @@ final class CloudHost {
         self.world = world
         self.random = random
         self.threshold = threshold
+        self.sabotage = sabotage
         self.isRemote = isRemote
         self.lane = lane
     }
@@ -106,7 +109,8 @@ final class CloudHost {
     }
 
     private func open() throws(CloudError) -> any CloudStore {
-        let options = CloudOptions(clock: world, random: random, threshold: threshold, durability: .normal, exclusive: true)
+        let options = CloudOptions(clock: world, random: random, threshold: sabotage == .threshold ? threshold - 1 : threshold,
+                                   durability: .normal, exclusive: true)
         if let database {
             return try database.open(options: options, connections: 2)
         }
@@ -286,7 +290,7 @@ final class CloudHost {
         }
         try cloud.recordSnapshot(pending.copy)
         // What this backup made durable below K goes from the log.
-        contentPurged += try cloud.purgeWithdrawnContent(dryRun: false).contentMessages
+        if sabotage != .purge { contentPurged += try cloud.purgeWithdrawnContent(dryRun: false).contentMessages }
         snapshots.append(pending.copy.destination)
         // The two latest are kept.
         if snapshots.count > 2 { StoreFiles.remove(snapshots.removeFirst()) }

@@ -45,7 +45,7 @@ extension Simulator {
             if let number { queue.schedule(.timeout(number, request: request), at: world.milliseconds + 5) }
             return
         }
-        let result = cloud.ingest(bytes)
+        let result = options.sabotage == .withdrawals ? cloud.ingestFoldingWithdrawalsAsVotes(bytes) : cloud.ingest(bytes)
         counters.record(result.outcome)
         guard let number,
               let arrival = network.carryReply(result.reply, to: number, now: world.milliseconds, replaying: true, counters: &counters)
@@ -98,5 +98,29 @@ extension Simulator {
                 return false
             }
         }
+    }
+}
+
+extension CloudStore {
+    /// `ingest(_:)` as `Sabotage.withdrawals` breaks it: the log keeps the
+    /// frame as received, and the fold sees each withdrawal as a vote for its
+    /// hash, with its token (one message for one, so every position stays).
+    func ingestFoldingWithdrawalsAsVotes(_ bytes: [UInt8]) -> IngestResult {
+        guard case .authenticated(let authenticated) = authenticate(bytes), let opened = try? open(authenticated) else {
+            return ingest(bytes)
+        }
+        let messages = opened.messages.map { message -> OutboxMessage in
+            if case .withdraw(let hash, let token) = message { return .vote(hash, token) }
+            return message
+        }
+        let result = ingest(opened.authenticated, messages: messages)
+        // The dictionary the device deflates its next frame against, as
+        // `ingest(_ opened:)` keeps it.
+        let frame = opened.authenticated.frame
+        if case .rejected = result.outcome {} else if !frame.isProbe, frame.version >= UploadFrame.Flags.firstBasedVersion,
+                                                    let next = try? opened.dictionary.following(opened.plain) {
+            frameDictionaries.keep(next, app: opened.authenticated.app, device: frame.device)
+        }
+        return result
     }
 }

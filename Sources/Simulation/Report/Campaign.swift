@@ -6,7 +6,9 @@ import Synchronization
 public struct CampaignReport: Sendable {
     public let seeds: ClosedRange<UInt64>
     /// The seeds that failed, each with its replay command and first failure.
-    public let failures: [(seed: UInt64, replay: String, problem: String)]
+    /// Each failed seed: its replay command, its first problem, and its
+    /// digest (nil when the run stopped before its end).
+    public let failures: [(seed: UInt64, replay: String, problem: String, digest: String?)]
     public let faults: [FaultKind: Int]
     public let coverage: [RecoveryPath: Int]
     public let appCalls: Int
@@ -48,7 +50,7 @@ public struct CampaignReport: Sendable {
             }
             progress?(done)
         }
-        var failures: [(UInt64, String, String)] = []
+        var failures: [(UInt64, String, String, String?)] = []
         var faults: [FaultKind: Int] = [:]
         var coverage: [RecoveryPath: Int] = [:]
         var calls = 0
@@ -62,12 +64,12 @@ public struct CampaignReport: Sendable {
                 injectable.formUnion(report.plan.injectableKinds)
                 calls += report.appCalls
                 if let failure = report.failures.first {
-                    failures.append((seed, report.replayCommand, "\(failure.name): \(failure.detail)"))
+                    failures.append((seed, report.replayCommand, "\(failure.name): \(failure.detail)", report.digest))
                 }
             case .failure(let error):
                 var seeded = options
                 seeded.seed = seed
-                failures.append((seed, seeded.replayCommand, "the run stopped: \(error.message)"))
+                failures.append((seed, seeded.replayCommand, "the run stopped: \(error.message)", nil))
             }
         }
         let wall = ContinuousClock.now - start

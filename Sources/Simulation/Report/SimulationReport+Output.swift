@@ -12,7 +12,7 @@ extension SimulationReport {
         for path in RecoveryPath.allCases { coverageObject[path.rawValue] = integer(coverage[path] ?? 0) }
         var planObject = JSONObject()
         for (name, value) in plan.summary { planObject[name] = .string(value) }
-        let result: JSONObject = [
+        var result: JSONObject = [
             "passed": .bool(passed),
             "seed": .string(String(options.seed)),
             "replay": .string(replayCommand),
@@ -84,6 +84,10 @@ extension SimulationReport {
                 ])
             }),
         ]
+        if let sabotage = options.sabotage {
+            result["sabotage"] = .object(["rule": .string(sabotage.rawValue), "what": .string(sabotage.summary),
+                                          "breaks": .string(sabotage.breaks)])
+        }
         return .object(result)
     }
 
@@ -95,6 +99,11 @@ extension SimulationReport {
         var rows: [[String]] = [
             ["seed", "\(options.seed)  (\(replayCommand))"],
             ["devices", "\(options.devices) × \(options.eventsPerDevice) calls, K = \(options.threshold), faults \(options.faults.rawValue)"],
+        ]
+        if let sabotage = options.sabotage {
+            rows.append(["sabotage", "\(sabotage.rawValue), on purpose: \(sabotage.summary), so \(sabotage.breaks) fails"])
+        }
+        rows += [
             ["app calls", "\(appCalls) (\(journalEvents) journal events)"],
             ["frames", "\(framesSent) sent, \(probes) probes, \(retries) retries, \(rewinds) rewinds, \(dictionaryResets) sent again without a dictionary, \(sessionsGivenUp) sessions given up"],
             ["cloud", "\(cloudAccepted) accepted, \(cloudDuplicates) duplicates, \(cloudRejected) rejected; \(cloudLogRows) log rows, \(publicItems) public items"],

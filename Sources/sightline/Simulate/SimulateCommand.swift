@@ -54,6 +54,11 @@ struct SimulateCommand: ParsableCommand {
     @OptionGroup var storesOption: StoresOption
 
     @Option(name: .long, help: ArgumentHelp(
+        "Make the embedded cloud break one rule on purpose, to see a failure end to end: threshold (shows hashes at K − 1 votes), withdrawals (folds each withdrawal as a vote), or purge (never purges withdrawn content). The run then fails.",
+        valueName: "rule"))
+    var sabotage: Sabotage?
+
+    @Option(name: .long, help: ArgumentHelp(
         "Past this many devices, each backs up proportionally less often (one backup in devices / N).", valueName: "n"))
     var backupFleet = SimulationOptions().backupFleet
 
@@ -110,6 +115,12 @@ struct SimulateCommand: ParsableCommand {
             throw ValidationError("--popularity is the embedded cloud's: a served cloud counts as its own `cloud serve --popularity` says")
         }
         try storesOption.validate(out: out)
+        if let sabotage {
+            guard cloud == nil else { throw ValidationError("--sabotage breaks a rule of the embedded cloud: it does not take --cloud") }
+            guard sabotage != .threshold || threshold >= 2 else {
+                throw ValidationError("--sabotage threshold shows hashes at K − 1 live votes: it needs --threshold 2 or more")
+            }
+        }
         if let out, FileManager.default.fileExists(atPath: out),
            !((try? FileManager.default.contentsOfDirectory(atPath: out))?.isEmpty ?? false) {
             throw ValidationError("--out \(out) is not empty: give a new or empty directory")
@@ -143,6 +154,7 @@ struct SimulateCommand: ParsableCommand {
                                         threshold: threshold, directory: out)
         options.callLane = !serial && ProcessInfo.processInfo.activeProcessorCount > 1
         options.storesInFiles = storesOption.inFiles
+        options.sabotage = sabotage
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
@@ -204,6 +216,7 @@ struct SimulateCommand: ParsableCommand {
     private func campaign(_ range: ClosedRange<UInt64>) throws {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, faults: faults, threshold: threshold)
         options.storesInFiles = storesOption.inFiles
+        options.sabotage = sabotage
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
@@ -263,7 +276,10 @@ struct SimulateCommand: ParsableCommand {
         var coverageObject = JSONObject()
         for path in RecoveryPath.allCases { coverageObject[path.rawValue] = .integer(Int64(report.coverage[path] ?? 0)) }
         let failures: [JSONValue] = report.failures.map { failure in
-            .object(["seed": .string(String(failure.seed)), "replay": .string(failure.replay), "problem": .string(failure.problem)])
+            var object: JSONObject = ["seed": .string(String(failure.seed)), "replay": .string(failure.replay),
+                                      "problem": .string(failure.problem)]
+            if let digest = failure.digest { object["digest"] = .string(digest) }
+            return .object(object)
         }
         return .object([
             "passed": .bool(report.passed),
@@ -280,3 +296,5 @@ struct SimulateCommand: ParsableCommand {
         ])
     }
 }
+
+extension Sabotage: ExpressibleByArgument {}
