@@ -39,6 +39,9 @@ public struct SimulationOptions: Sendable {
     public var sabotage: Sabotage?
     /// Sync with this served cloud instead of an embedded one (not deterministic).
     public var remote: (any RemoteCloud)?
+    /// The file the served cloud's enrolment secret was read from, for the
+    /// command that reruns the run; nil when it came from the environment.
+    public var remoteSecretFile: String?
     /// Keep the embedded cloud's store in this PostgreSQL database (which
     /// must hold no cloud store yet) instead of a SQLite file. The run is the
     /// same, digest included.
@@ -79,6 +82,7 @@ public struct SimulationOptions: Sendable {
         drillCutBack = nil
         popularity = nil
         remote = nil
+        remoteSecretFile = nil
         sabotage = nil
         cloudDatabase = nil
         callLane = false
@@ -109,8 +113,24 @@ public struct SimulationOptions: Sendable {
         if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
         if deviceStoresAreFiles { command += " --stores files" }
         if let sabotage { command += " --sabotage \(sabotage.rawValue)" }
-        if let remote { command += " --cloud \(remote.location) (not deterministic)" }
+        if let remote {
+            command += " --cloud \(remote.location) --cloud-store \(remote.storePath)"
+            if app != SimulationOptions().app { command += " --app \(app.rawValue)" }
+            if let remoteSecretFile { command += " --enrolment-secret-file \(remoteSecretFile)" }
+        }
         return command
+    }
+
+    /// Why `replayCommand` does not replay the run, when it does not: a
+    /// served cloud keeps its own clock and answers in its own time, so the
+    /// command reruns the run against a fresh one rather than replaying it.
+    public var replayNote: String? {
+        guard let remote else { return nil }
+        return """
+            not replayable: the served cloud's clock and timing are its own; the command reruns the run against a fresh \
+            served cloud (`sightline cloud serve` with an empty store at \(remote.storePath), K = \(threshold), at \(remote.location)\
+            \(remoteSecretFile == nil ? ", the enrolment secret in SIGHTLINE_ENROLMENT_SECRET" : ""))
+            """
     }
 
     /// Refuses options no run can use, saying which and why.

@@ -56,6 +56,15 @@ import Testing
         let report = try JSONReader.parse(run.stdout)
         #expect(report["passed"] == .bool(true) && report["cloud"] == .string(server.url))
         #expect(report["faults"]?["cloudCrash"] == .integer(0), "the served cloud's crashes are not the simulator's to cause")
+        // Not replayable, and it says so; its command reruns the run against
+        // a fresh served cloud, with every option the run had.
+        #expect(report["replayable"] == .bool(false) && report["replayNote"]?.stringValue?.hasPrefix("not replayable") == true)
+        let store = directory.appendingPathComponent("cloud.sqlite").path
+        let secret = directory.appendingPathComponent("secret").path
+        #expect(report["replay"]?.stringValue == """
+            sightline simulate --seed 5 --devices 4 --events-per-device 20 --faults heavy --threshold 2 --cloud \(server.url) \
+            --cloud-store \(store) --app com.example.app --enrolment-secret-file \(secret)
+            """)
         let stats = try CLIRunner.json(["cloud", "stats", "--db", directory.appendingPathComponent("cloud.sqlite").path, "--json"])
         guard case .integer(let enrolled)? = stats["devices"] else { Issue.record("no device count: \(stats)"); return }
         #expect(enrolled >= 4, "the devices (and any hostile one) enrolled over HTTP")

@@ -21,7 +21,8 @@ extension SimulationReport {
             svg text { font: 11px system-ui, sans-serif; fill: #555; }
             </style></head><body>
             <h1>Simulation, seed \(options.seed): <span class="\(passed ? "pass" : "fail")">\(status)</span></h1>
-            <p>Replay with <code>\(escape(replayCommand))</code>. Digest <code>\(digest)</code>.</p>
+            <p>\(options.replayNote.map { escape("Not replayable: " + $0.dropFirst("not replayable: ".count) + ". Rerun") } ?? "Replay") \
+            with <code>\(escape(replayCommand))</code>. Digest <code>\(digest)</code>.</p>
 
             """
         page += "<h2>Summary</h2>\n<table>\n"

@@ -16,6 +16,7 @@ extension SimulationReport {
             "passed": .bool(passed),
             "seed": .string(String(options.seed)),
             "replay": .string(replayCommand),
+            "replayable": .bool(options.replayNote == nil),
             "cloud": .string(options.remote?.location ?? "embedded"),
             "options": .object([
                 "devices": integer(options.devices),
@@ -84,6 +85,7 @@ extension SimulationReport {
                 ])
             }),
         ]
+        if let note = options.replayNote { result["replayNote"] = .string(note) }
         if let sabotage = options.sabotage {
             result["sabotage"] = .object(["rule": .string(sabotage.rawValue), "what": .string(sabotage.summary),
                                           "breaks": .string(sabotage.breaks)])
@@ -97,7 +99,7 @@ extension SimulationReport {
     /// The summary table: label and value rows.
     public var summaryRows: [[String]] {
         var rows: [[String]] = [
-            ["seed", "\(options.seed)  (\(replayCommand))"],
+            ["seed", "\(options.seed)  (" + (options.replayNote.map { "\($0): " } ?? "") + "\(replayCommand))"],
             ["devices", "\(options.devices) × \(options.eventsPerDevice) calls, K = \(options.threshold), faults \(options.faults.rawValue)"],
         ]
         if let sabotage = options.sabotage {

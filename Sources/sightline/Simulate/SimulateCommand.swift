@@ -165,6 +165,7 @@ struct SimulateCommand: ParsableCommand {
                 throw ExitStatus.invalidInput
             }
             options.remote = HTTPRemoteCloud(url: cloud, storePath: cloudStore, enrolmentSecret: secret)
+            options.remoteSecretFile = secretOption.enrolmentSecretFile
             if let app { options.app = app }
         }
         options.cloudDatabase = try cloudDatabase.database()
