@@ -33,6 +33,35 @@ import Testing
         #expect(json["query"] == .string(#"kind == "itemDeleted" && id == "42""#))
     }
 
+    /// A field no event has is a misspelling: an error with a caret under it
+    /// and a suggestion (exit 2), not a query that silently matches nothing.
+    /// A custom attribute some event carries is a field like any other.
+    @Test func aFieldNoEventHasIsAnErrorWithACaretAndACustomAttributeIsAField() throws {
+        let db = try makeStore()
+        let directory = URL(fileURLWithPath: db).deletingLastPathComponent()
+        let ops = directory.appendingPathComponent("custom.jsonl")
+        try write([#"{"op":"index","index":"photos","items":[{"id":"9","title":"Nine","attributes":{"mood":"calm"}}]}"#], to: ops)
+        let applied = try CLIRunner.run(["device", "apply", "--db", db, "--clock", "2026-11-23T00:00:00Z", ops.path])
+        #expect(applied.status == 0, "\(applied.stderr)")
+
+        let misspelt = try CLIRunner.run(["journal", "grep", "--db", db, #"kind == "itemDeleted" && kidn == "x""#])
+        #expect(misspelt.status == 2 && misspelt.stdout.isEmpty)
+        let lines = misspelt.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.first?.contains("column 26") == true && lines.first?.contains("no event in this journal has a field kidn") == true
+                && lines.first?.contains("did you mean kind?") == true, "\(misspelt.stderr)")
+        // The caret stands under the misspelt name.
+        let shown = try #require(lines.dropFirst().first), caret = try #require(lines.dropFirst(2).first)
+        let column = caret.count - 1
+        #expect(caret.hasSuffix("^") && Array(shown)[column...].starts(with: "kidn"), "\(misspelt.stderr)")
+        let swapped = try CLIRunner.run(["journal", "grep", "--db", db, #"tilte == "x""#])
+        #expect(swapped.status == 2 && swapped.stderr.contains("did you mean title?"), "\(swapped.stderr)")
+
+        let custom = try CLIRunner.json(["journal", "grep", "--db", db, "--json", #"mood == "calm""#])
+        #expect(custom["events"]?.array?.count == 1)
+        let absent = try CLIRunner.run(["journal", "grep", "--db", db, #"moody == "calm""#])
+        #expect(absent.status == 2 && absent.stderr.contains("did you mean mood?"), "\(absent.stderr)")
+    }
+
     /// A query that would do more work than `--budget` allows stops with
     /// "query too expensive" and exit status 2, in `journal grep` and in
     /// `device query`; within the budget the same query runs.

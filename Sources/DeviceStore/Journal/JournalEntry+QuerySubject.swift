@@ -86,6 +86,17 @@ extension JournalEntry: QuerySubject {
         }
     }
 
+    /// The names of the attributes the event carries (an indexed or updated
+    /// item's, a recorded activity's), custom ones included.
+    public var carriedAttributeNames: [String] {
+        switch event {
+        case .itemIndexed(_, let item): item.attributes.sortedEntries.map(\.key.name)
+        case .itemUpdated(_, let update): update.attributes.sortedEntries.map(\.key.name)
+        case .activityRecorded(let activity): activity.attributes.sortedEntries.map(\.key.name)
+        default: []
+        }
+    }
+
     private func carriedAttribute(_ name: String) -> AttributeValue? {
         let key = AttributeKey(name: name)
         switch event {

@@ -13,6 +13,20 @@
 /// Every error names the column and what was expected there. Nesting, predicate
 /// count and length are bounded by `QueryLimits`.
 public enum QueryParser {
+    /// The attribute names a query compares, each once, with the offset of
+    /// its first use: what a caller checks against the names its subjects
+    /// answer to. A query that does not lex has none.
+    public static func attributeNames(in query: String) -> [(name: String, offset: Int)] {
+        guard let tokens = try? QueryLexer.tokens(query) else { return [] }
+        var seen = Set<String>()
+        var names: [(name: String, offset: Int)] = []
+        for token in tokens {
+            guard case .identifier(let name) = token.kind, name != "InRange", seen.insert(name).inserted else { continue }
+            names.append((name, token.offset))
+        }
+        return names
+    }
+
     public static func parse(_ query: String) throws(QueryError) -> QueryExpression {
         var parser = Parser(tokens: try QueryLexer.tokens(query))
         let expression = try parser.parseOr(depth: 0)

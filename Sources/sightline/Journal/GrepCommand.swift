@@ -49,6 +49,7 @@ struct GrepCommand: ParsableCommand {
         let clock = clockOption.makeClock()
         let device = try store.openReadOnly(clock: clock)
         try clockOption.catchUp(clock, with: device)
+        if let query { try GrepCommand.checkFields(query, in: device) }
         if let explain {
             try printHistory(of: explain, in: device)
             return
@@ -120,6 +121,62 @@ struct GrepCommand: ParsableCommand {
             Output.table(rows)
         }
         try GrepCommand.finish(history.scan)
+    }
+
+    /// A field no event of the journal answers to is a misspelling, not a
+    /// query that matches nothing: names other than the journal's fields and
+    /// the standard attributes are looked for among the custom attributes the
+    /// journal's events carry (read only then, and only until each is found),
+    /// and the first found nowhere is an error with a caret (exit 2).
+    static func checkFields(_ query: String, in store: DeviceStore) throws {
+        let known = JournalEntry.fieldNames + AttributeKey.standard.map(\.name)
+        let unknown = QueryParser.attributeNames(in: query).filter { !known.contains($0.name) }
+        guard !unknown.isEmpty else { return }
+        var missing = Set(unknown.map(\.name))
+        // The custom names met, for a suggestion: the scan reads the whole
+        // journal when a name is missing (a few thousand names at most kept).
+        var carried = Set<String>()
+        _ = try? store.scanEntries { entry in
+            let names = entry.carriedAttributeNames
+            missing.subtract(names)
+            if carried.count < 4_096 { carried.formUnion(names) }
+            return !missing.isEmpty
+        }
+        guard let first = unknown.first(where: { missing.contains($0.name) }) else { return }
+        let candidates = known + carried.subtracting(known).sorted()
+        let suggestion = closest(to: first.name, among: candidates).map { "; did you mean \(TextRule.printable($0))?" } ?? ""
+        Output.error(QueryError(at: first.offset, """
+            no event in this journal has a field \(TextRule.printable(first.name))\(suggestion) \
+            (fields: \(JournalEntry.fieldNames.joined(separator: ", ")), and the attributes events carry)
+            """).rendered(query: query))
+        throw ExitStatus.invalidInput
+    }
+
+    /// The name within two edits of `name` (the fewest, first on a tie), if
+    /// any, counting two neighbours swapped as one edit; a name longer than
+    /// 64 characters is no one's misspelling.
+    static func closest(to name: String, among names: [String]) -> String? {
+        let target = Array(name.lowercased())
+        guard target.count <= 64 else { return nil }
+        var best: (name: String, distance: Int)?
+        for candidate in names {
+            let other = Array(candidate.lowercased())
+            var before = [Int](repeating: 0, count: other.count + 1)
+            var previous = Array(0...other.count)
+            for i in target.indices {
+                var current = [i + 1]
+                for j in other.indices {
+                    var cost = min(previous[j + 1] + 1, current[j] + 1, previous[j] + (target[i] == other[j] ? 0 : 1))
+                    if i > 0, j > 0, target[i] == other[j - 1], target[i - 1] == other[j] { cost = min(cost, before[j - 1] + 1) }
+                    current.append(cost)
+                }
+                before = previous
+                previous = current
+            }
+            let distance = previous[other.count]
+            if distance <= 2, distance < (best?.distance ?? Int.max) { best = (candidate, distance) }
+        }
+        return best?.name
     }
 
     /// Says on stderr what the output is missing, and fails when it is partial.
