@@ -103,6 +103,22 @@ import Testing
         #expect(text.status == 0 && text.stdout.contains("cloud ← device ") && text.stdout.contains(String(hashes.first!.prefix(16))))
     }
 
+    /// `--device N` keeps one device's side of the story: its own steps and
+    /// the cloud's rows from it, nobody else's.
+    @Test func aTraceNarrowedToOneDeviceKeepsOnlyThatDevicesSteps() throws {
+        let whole = steps(try CLIRunner.json(["trace", "pub-3", "--run", folder(), "--json"]))
+        let voters = Set(whole.filter { $0["event"] == .string("vote") }.compactMap { $0["log"]?.objectValue?["label"]?.stringValue })
+        let label = try #require(voters.sorted().first, "someone voted for pub-3")
+        let number = String(label.dropFirst("device ".count))
+        let narrowed = steps(try CLIRunner.json(["trace", "pub-3", "--run", folder(), "--device", number, "--json"]))
+        #expect(!narrowed.isEmpty && narrowed.count < whole.count)
+        #expect(narrowed.allSatisfy { $0["label"] == .string(label) || $0["log"]?.objectValue?["label"] == .string(label) },
+                "\(narrowed)")
+        #expect(narrowed.contains { $0["event"] == .string("vote") })
+        let alone = try CLIRunner.run(["trace", "pub-3", "--db", folder() + "/cloud.sqlite", "--device", number])
+        #expect(alone.status == 64 && alone.stderr.contains("--device goes with --run"))
+    }
+
     @Test func whyNotPublicGivesReasonsInCountsAndNeverNamesADevice() throws {
         let manifest = try JSONReader.parse(String(contentsOfFile: folder() + "/run.json", encoding: .utf8))
         let ids = (manifest.objectValue?["devices"]?.array ?? []).compactMap { $0.objectValue?["id"]?.stringValue }

@@ -139,6 +139,20 @@ public struct PublicVerdict: Sendable {
 
 /// A merged timeline across device stores and a cloud store.
 public struct Trace: Sendable {
+    /// The trace with only the steps of `device`: its own, and the cloud's
+    /// of what its log holds from it. The verdicts stay the whole cloud's.
+    public func only(device: DeviceID) -> Trace {
+        let kept = steps.filter { step in
+            switch (step.place, step.position) {
+            case (.device(_, let id), _): id == device
+            case (.cloud, .log(_, _, let sender, _, _, _, _, _)): sender == device
+            case (.cloud, .cloudState(_, let id, _)): id == device
+            default: false
+            }
+        }
+        return Trace(target: target, steps: kept, verdicts: verdicts, problems: problems, devicesRead: devicesRead, cloudRead: cloudRead)
+    }
+
     public let target: TraceTarget
     /// Every step, in time order (ties in the order read).
     public let steps: [TraceStep]

@@ -28,9 +28,6 @@ public struct Tracer {
         var urls: Set<String> = []
         var keys: Set<String> = []
         var refs: Set<String> = []
-        /// The items the activities are strongly related to: deleting one
-        /// withdraws their votes.
-        var related: Set<String> = []
         /// Each public hash met, with its app (a hash is salted with it).
         var hashes: [PublicHash: AppID] = [:]
         var wantedHash: PublicHash?
@@ -49,7 +46,6 @@ public struct Tracer {
         mutating func add(_ activity: UserActivity, hash: PublicHash?, app: AppID) {
             keys.insert(activity.key)
             refs.formUnion(activity.engagementRefs)
-            if let item = activity.relatedUniqueIdentifier { related.insert(item) }
             if let url = activity.webpageURL { urls.insert(url) }
             if let hash { hashes[hash] = app }
         }
@@ -150,6 +146,9 @@ public struct Tracer {
         var context: [(JournalEntry, String)] = []
         var times: [UInt64: Timestamp] = [:]
         var live: Set<String> = []
+        // The items this device's activities of the subjects are strongly
+        // related to: deleting one of them withdraws their votes here.
+        var relatedHere: Set<String> = []
         func hashes(_ list: [[UInt8]]) -> [PublicHash] {
             list.compactMap(PublicHash.init).filter { subjects.hashes[$0] != nil }
         }
@@ -164,16 +163,17 @@ public struct Tracer {
                     let names = update.attributes.sortedEntries.map(\.key.name)
                     line = "item updated in \(TextRule.printable(index))" + (names.isEmpty ? "" : ": " + names.joined(separator: ", "))
                 case .itemDeleted(let index, let identifier, let cause)
-                    where identifier == subjects.identifier || subjects.related.contains(identifier):
+                    where identifier == subjects.identifier || relatedHere.contains(identifier):
                     live.remove(index)
                     line = "item \(TextRule.printable(identifier)) deleted from \(TextRule.printable(index)) \(Tracer.words(cause))"
-                        + Tracer.relatedWords(identifier, subjects)
-                case .itemExpired(let index, let identifier) where identifier == subjects.identifier || subjects.related.contains(identifier):
+                        + Tracer.relatedWords(identifier, relatedHere)
+                case .itemExpired(let index, let identifier) where identifier == subjects.identifier || relatedHere.contains(identifier):
                     live.remove(index)
-                    line = "item \(TextRule.printable(identifier)) expired in \(TextRule.printable(index))" + Tracer.relatedWords(identifier, subjects)
+                    line = "item \(TextRule.printable(identifier)) expired in \(TextRule.printable(index))" + Tracer.relatedWords(identifier, relatedHere)
                 case .activityRecorded(let activity):
                     hash = Tracer.publicHash(of: activity, app: store.app)
                     guard subjects.keys.contains(activity.key) || hash.map({ subjects.hashes[$0] != nil }) == true else { break }
+                    if let item = activity.relatedUniqueIdentifier { relatedHere.insert(item) }
                     line = "activity \(TextRule.printable(activity.key)) recorded: " + Tracer.publicWords(activity, hash: hash)
                 case .activityDeleted(let key, let cause) where subjects.keys.contains(key):
                     line = "activity \(TextRule.printable(key)) deleted \(Tracer.words(cause)): its vote is withdrawn"
@@ -285,8 +285,8 @@ public struct Tracer {
     static func votes(_ count: Int64) -> String { count == 1 ? "1 live vote" : "\(count) live votes" }
 
     /// What deleting an item does to the activities strongly related to it.
-    static func relatedWords(_ identifier: String, _ subjects: Subjects) -> String {
-        guard subjects.related.contains(identifier) else { return "" }
+    static func relatedWords(_ identifier: String, _ related: Set<String>) -> String {
+        guard related.contains(identifier) else { return "" }
         return ": the activities strongly related to it turn private, and their votes are withdrawn"
     }
 

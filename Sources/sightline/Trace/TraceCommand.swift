@@ -28,6 +28,7 @@ struct TraceCommand: ParsableCommand {
             Examples:
               sightline trace pub-6 --run run
               sightline trace https://sim.example/place/3 --run run --why-not-public
+              sightline trace pub-6 --run run --device 17
               sightline trace device:3 --run run --json
               sightline trace 9f2c…(64 digits) --db device-1.sqlite --db cloud.sqlite
             """
@@ -44,6 +45,11 @@ struct TraceCommand: ParsableCommand {
         "Instead of --run: a device store, or the cloud store (a SQLite file or a postgres:// URL). Repeat it for each store.",
         valueName: "path-or-url"))
     var stores: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp(
+        "With --run: keep only the steps of this device (its number or id): its journal, and what the cloud's log holds from it.",
+        valueName: "n"))
+    var device: String?
 
     @Flag(name: .long, help: "Print only, for each public hash the target names, why it is public or not.")
     var whyNotPublic = false
@@ -63,6 +69,12 @@ struct TraceCommand: ParsableCommand {
             _ = try TraceTarget(parsing: target)
         } catch {
             throw ValidationError(error.description)
+        }
+        if let device {
+            guard let folder else { throw ValidationError("--device goes with --run: it names a device of the run") }
+            guard try RunFolder.manifest(folder).device(device) != nil else {
+                throw ValidationError("--device \(TextRule.printable(device)): the run in \(folder) has no such device")
+            }
         }
         if stores.filter(isCloud).count > 1 { throw ValidationError("--db names more than one cloud store: a trace reads one") }
         for store in stores where PostgresLocation.isPostgresURL(store) {
@@ -97,7 +109,10 @@ struct TraceCommand: ParsableCommand {
         let cloud = try cloudPath.map {
             try CloudStoreOption.open($0, postgres: postgres.settings, options: CloudOptions(readOnly: true))
         }
-        let trace = Tracer(devices: devices, cloud: cloud).trace(target)
+        var trace = Tracer(devices: devices, cloud: cloud).trace(target)
+        if let device, let folder, let id = try RunFolder.manifest(folder).device(device)?.id {
+            trace = trace.only(device: DeviceID(id))
+        }
         if whyNotPublic {
             printVerdicts(trace)
         } else if output.json {
@@ -112,7 +127,11 @@ struct TraceCommand: ParsableCommand {
     private func printTimeline(_ trace: Trace) {
         let read = "\(trace.devicesRead) device store(s)" + (trace.cloudRead ? " and the cloud store" : ", no cloud store")
         guard !trace.steps.isEmpty else {
-            Output.line("nothing in the \(read) read mentions \(trace.target.description)")
+            if let device {
+                Output.line("device \(TextRule.printable(device))'s journal and what the cloud holds from it never mention \(trace.target.description)")
+            } else {
+                Output.line("nothing in the \(read) read mentions \(trace.target.description)")
+            }
             return
         }
         Output.line("\(trace.target.description): \(trace.steps.count) step(s) across \(read)")
