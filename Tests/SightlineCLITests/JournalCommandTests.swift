@@ -6,6 +6,41 @@ import Testing
 import Workloads
 
 @Suite struct JournalCommandTests {
+    /// `show` reads as text, a field a line, and `--json` is an object with
+    /// a named array for one seq as for several; a recorded public activity
+    /// carries the public hash the cloud knows it by, in show, tail and grep.
+    @Test func showPrintsReadableFieldsAndItsJSONIsAnObjectWithEventsAndPublicActivitiesCarryTheirHash() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let ops = directory.appendingPathComponent("ops.jsonl")
+        try write([
+            #"{"op":"activity","type":"com.example.view","title":"Harbour","url":"https://example.com/h","searchable":true,"public":true}"#,
+            #"{"op":"index","index":"notes","items":[{"id":"n1","title":"Note"}]}"#,
+        ], to: ops)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        let applied = try CLIRunner.run(["device", "apply", "--db", db, "--clock", "2026-11-22T00:00:00Z", ops.path])
+        #expect(applied.status == 0, "\(applied.stderr)")
+
+        let one = try CLIRunner.json(["journal", "show", "--db", db, "1", "--json"])
+        let events = try #require(one["events"]?.array)
+        #expect(events.count == 1 && events[0]["seq"]?.integer == 1)
+        let hash = try #require(events[0]["publicHash"]?.stringValue)
+        #expect(hash.count == 64 && events[0]["hash"]?.stringValue != hash)
+        #expect(try CLIRunner.json(["journal", "show", "--db", db, "1", "--to", "2", "--json"])["events"]?.array?.count == 2)
+
+        let text = try CLIRunner.run(["journal", "show", "--db", db, "1"])
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("seq 1  epoch 1  call 1") == true && lines.first?.contains("activityRecorded") == true)
+        #expect(lines.contains("  activity.title: Harbour") && lines.contains("  public hash: \(hash)"), "\(text.stdout)")
+        #expect(!text.stdout.contains("{"), "show prints text, not JSON")
+
+        let grep = try CLIRunner.json(["journal", "grep", "--db", db, "--json", #"kind == "activityRecorded""#])
+        #expect(grep["events"]?.array?.first?["publicHash"]?.stringValue == hash)
+        let tail = try CLIRunner.json(["journal", "tail", "--db", db, "--json"])
+        #expect(tail["events"]?.array?.first?["publicHash"]?.stringValue == hash)
+        #expect(tail["events"]?.array?.last?["publicHash"] == nil, "an item is not a public activity")
+    }
+
     /// A store made by the CLI from a seeded workload of `count` calls.
     func makeStore(count: Int, seed: UInt64 = 1) throws -> String {
         let directory = try temporaryDirectory()

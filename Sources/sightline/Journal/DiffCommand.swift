@@ -84,8 +84,8 @@ struct DiffCommand: ParsableCommand {
             object["differences"] = .array(differing.map { seq, a, b in
                 .object(["seq": .integer(Int64(seq.rawValue)), "db": RecordFormat.json(a), "other": RecordFormat.json(b)])
             })
-            object["onlyInDbEvents"] = .array(onlyLeft.map(RecordFormat.json))
-            object["onlyInOtherEvents"] = .array(onlyRight.map(RecordFormat.json))
+            object["onlyInDbEvents"] = .array(onlyLeft.map { RecordFormat.json($0) })
+            object["onlyInOtherEvents"] = .array(onlyRight.map { RecordFormat.json($0) })
             Output.json(.object(object))
         } else if identical {
             Output.line("identical: \(common) events")

@@ -64,7 +64,7 @@ struct GrepCommand: ParsableCommand {
                 if let compiled, try !compiled.matches(entry, budget: budget) { return true }
                 count += 1
                 if output.json {
-                    matches.append(GrepCommand.json(entry))
+                    matches.append(GrepCommand.json(entry, app: device.app))
                 } else {
                     Output.line(RecordFormat.line(entry.record) + GrepCommand.batchSuffix(entry.batch))
                 }
@@ -98,7 +98,7 @@ struct GrepCommand: ParsableCommand {
                 "id": .string(identifier),
                 "device": .string(device.deviceID.rawValue),
                 "history": .array(history.steps.map { step in
-                    guard case .object(var object) = GrepCommand.json(step.entry) else { return .null }
+                    guard case .object(var object) = GrepCommand.json(step.entry, app: device.app) else { return .null }
                     object["change"] = .string(GrepCommand.describe(step.change))
                     return .object(object)
                 }),
@@ -187,8 +187,8 @@ struct GrepCommand: ParsableCommand {
         if RecordFormat.reportStop(result.scan) || !result.undecodable.isEmpty { throw ExitStatus.checkFailed }
     }
 
-    static func json(_ entry: JournalEntry) -> JSONValue {
-        guard case .object(var object) = RecordFormat.json(entry.record) else { return .null }
+    static func json(_ entry: JournalEntry, app: AppID? = nil) -> JSONValue {
+        guard case .object(var object) = RecordFormat.json(entry.record, app: app) else { return .null }
         if let batch = entry.batch {
             object["batch"] = .object([
                 "call": .integer(Int64(batch.call.rawValue)), "index": .string(batch.index),

@@ -1,6 +1,7 @@
 import ArgumentParser
 import DeviceStore
 import IndexModel
+import SyncWire
 
 struct JournalCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -14,7 +15,10 @@ struct JournalCommand: ParsableCommand {
 
 /// How journal records are printed by tail, show, export and grep.
 enum RecordFormat {
-    static func json(_ record: JournalRecord) -> JSONValue {
+    /// A journal row as JSON. Given the store's `app`, a recorded public
+    /// activity also carries `publicHash`: the hash the cloud knows it by,
+    /// which joins it to the cloud's log (`sightline trace`).
+    static func json(_ record: JournalRecord, app: AppID? = nil) -> JSONValue {
         var object: JSONObject = [
             "seq": .integer(Int64(record.seq.rawValue)),
             "epoch": .integer(Int64(clamping: record.epoch.rawValue)),
@@ -22,7 +26,12 @@ enum RecordFormat {
             "time": .string(record.time.description),
         ]
         do {
-            object["event"] = try record.event().jsonValue
+            let event = try record.event()
+            object["event"] = event.jsonValue
+            if let app, case .activityRecorded(let activity) = event,
+               let hash = PublicContent(activity).flatMap({ PublicHash.of(app: app, content: $0) }) {
+                object["publicHash"] = .string(hash.hex)
+            }
         } catch {
             object["kind"] = .integer(Int64(record.kind))
             object["undecodable"] = .string(error.message)

@@ -38,7 +38,7 @@ struct TailCommand: ParsableCommand {
             throw error.exit()
         }
         if output.json {
-            Output.json(.object(["events": .array(window.map(RecordFormat.json))]))
+            Output.json(.object(["events": .array(window.map { RecordFormat.json($0, app: device.app) })]))
         } else {
             for record in window { Output.line(RecordFormat.line(record)) }
         }
@@ -80,11 +80,47 @@ struct ShowCommand: ParsableCommand {
             throw ExitStatus.checkFailed
         }
         if output.json {
-            Output.json(records.count == 1 && to == nil ? RecordFormat.json(records[0]) : .array(records.map(RecordFormat.json)))
+            Output.json(.object(["events": .array(records.map { RecordFormat.json($0, app: device.app) })]))
         } else {
-            for record in records {
-                Output.line(JSONWriter.pretty(RecordFormat.json(record)))
+            for (index, record) in records.enumerated() {
+                if index > 0 { Output.line("") }
+                Output.line(RecordFormat.line(record))
+                for (name, value) in ShowCommand.fields(RecordFormat.json(record, app: device.app)) { Output.line("  \(name): \(value)") }
             }
+        }
+    }
+}
+
+extension ShowCommand {
+    /// An event's fields as `name: value` lines: nested objects by dotted
+    /// names, lists of plain values on one line, the event's position (in
+    /// the heading line) left out.
+    static func fields(_ record: JSONValue) -> [(String, String)] {
+        var lines: [(String, String)] = []
+        func add(_ value: JSONValue, _ name: String) {
+            switch value {
+            case .object(let object):
+                for member in object.members { add(member.value, name.isEmpty ? member.key : name + "." + member.key) }
+            case .array(let values) where values.allSatisfy({ if case .object = $0 { false } else if case .array = $0 { false } else { true } }):
+                lines.append((name, values.isEmpty ? "(none)" : values.map(text).joined(separator: ", ")))
+            case .array(let values):
+                for (index, element) in values.enumerated() { add(element, "\(name)[\(index)]") }
+            default:
+                lines.append((name, text(value)))
+            }
+        }
+        guard case .object(let object) = record else { return [] }
+        for member in object.members where !["seq", "epoch", "call", "time"].contains(member.key) {
+            let names = ["event": "", "hash": "chain hash", "publicHash": "public hash"]
+            add(member.value, names[member.key] ?? member.key)
+        }
+        return lines
+    }
+
+    private static func text(_ value: JSONValue) -> String {
+        switch value {
+        case .string(let string): TextRule.printable(string)
+        default: JSONWriter.compact(value)
         }
     }
 }
