@@ -33,6 +33,32 @@ import Testing
         #expect(json["query"] == .string(#"kind == "itemDeleted" && id == "42""#))
     }
 
+    /// On a cloud store, grep asks about each message of the log: the same
+    /// messages `journal export` lists, with the row's fields.
+    @Test func grepOnACloudStoreMatchesTheLogsMessagesAsExportListsThem() throws {
+        let run = try TraceCommandTests.run.get().path
+        let export = try CLIRunner.json(["journal", "export", "--run", run, "--json"])
+        var votes: [String: Int] = [:]
+        for row in export["rows"]?.array ?? [] {
+            for message in row["messages"]?.array ?? [] where message["kind"] == .string("vote") {
+                votes[message["hash"]?.stringValue ?? "", default: 0] += 1
+            }
+        }
+        let (hash, count) = try #require(votes.max { $0.value < $1.value })
+        let query = #"kind == "vote" && hash == ""# + hash + #"""#
+        let found = try CLIRunner.json(["journal", "grep", "--run", run, "--json", query])
+        let messages = try #require(found["messages"]?.array)
+        #expect(messages.count == count)
+        #expect(messages.allSatisfy { $0["kind"] == .string("vote") && $0["hash"] == .string(hash) && $0["row"]?.integer != nil })
+        let text = try CLIRunner.run(["journal", "grep", "--run", run, "--limit", "1", query])
+        #expect(text.status == 0 && text.stdout.split(separator: "\n").count == 1 && text.stdout.contains("vote  \(hash)"))
+
+        let misspelt = try CLIRunner.run(["journal", "grep", "--run", run, #"kidn == "vote""#])
+        #expect(misspelt.status == 2 && misspelt.stderr.contains("did you mean kind?") && misspelt.stderr.contains("^"))
+        let explain = try CLIRunner.run(["journal", "grep", "--run", run, "--explain", "pub-3"])
+        #expect(explain.status == 2 && explain.stderr.contains("sightline trace"))
+    }
+
     /// A field no event has is a misspelling: an error with a caret under it
     /// and a suggestion (exit 2), not a query that silently matches nothing.
     /// A custom attribute some event carries is a field like any other.

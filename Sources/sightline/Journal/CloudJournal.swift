@@ -3,6 +3,7 @@ import CloudPostgres
 import CloudSQLite
 import Foundation
 import IndexModel
+import IndexQuery
 import SQLiteSupport
 import SyncWire
 
@@ -175,10 +176,52 @@ enum CloudJournal {
         document?.end()
     }
 
+    /// `journal grep` on a cloud store: each message of the log a query
+    /// matches (`CloudMessageSubject`), in log order, each app's in turn; a
+    /// field no message has is an error with a caret (exit 2).
+    static func grep(_ path: String, query: String?, limit: Int?, budget: QueryBudget, json: Bool) throws {
+        let expression = try query.map(QueryCommand.parse)
+        if let query {
+            let known = CloudMessageSubject.rowFieldNames + CloudMessageSubject.messageFieldNames
+            if let unknown = QueryParser.attributeNames(in: query).first(where: { !known.contains($0.name) }) {
+                let suggestion = GrepCommand.closest(to: unknown.name, among: known).map { "; did you mean \($0)?" } ?? ""
+                Output.error(QueryError(at: unknown.offset, """
+                    no message of a cloud log has a field \(TextRule.printable(unknown.name))\(suggestion) \
+                    (fields: \(CloudMessageSubject.rowFieldNames.joined(separator: ", ")), and each kind's own)
+                    """).rendered(query: query))
+                throw ExitStatus.invalidInput
+            }
+        }
+        let cloud = try open(path)
+        let compiled = expression.map { CompiledQuery($0, now: cloud.now) }
+        var document = json ? Output.JSONArrayStream(name: "messages") : nil
+        var count = 0
+        do {
+            try cloud.scanLog { record in
+                var seq = record.firstSeq
+                for message in record.messages {
+                    defer { seq = seq.next }
+                    let subject = CloudMessageSubject(record: record, seq: seq, message: message)
+                    if let compiled, try !compiled.matches(subject, budget: budget) { continue }
+                    count += 1
+                    if document != nil { document!.element(subject.jsonValue) } else { Output.line(subject.line) }
+                    if let limit, count >= limit { return false }
+                }
+                return true
+            }
+        } catch {
+            document?.end()
+            if let stop = budget.exhaustion { throw stop.exit() }
+            Output.error("stopped: \(error.commandLineMessage)")
+            throw ExitStatus.checkFailed
+        }
+        document?.end()
+    }
+
     /// For the journal commands that only read device journals.
     static func refuse(_ command: String, _ path: String) throws {
         guard isCloudStore(path) else { return }
-        Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats, export and tail read the cloud log)")
+        Output.error("error: \(path) is a cloud store; journal \(command) reads device journals (verify, stats, export, tail and grep read the cloud log)")
         throw ExitStatus.invalidInput
     }
 

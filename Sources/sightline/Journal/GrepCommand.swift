@@ -44,7 +44,13 @@ struct GrepCommand: ParsableCommand {
     }
 
     func run() throws {
-        try CloudJournal.refuse("grep", store.db)
+        if CloudJournal.isCloudStore(store.db) {
+            guard explain == nil else {
+                Output.error("error: \(store.db) is a cloud store; --explain reads a device journal (sightline trace follows an entry through the cloud)")
+                throw ExitStatus.invalidInput
+            }
+            return try CloudJournal.grep(store.db, query: query, limit: limit, budget: budget.make(), json: output.json)
+        }
         let expression = try query.map(QueryCommand.parse)
         let clock = clockOption.makeClock()
         let device = try store.openReadOnly(clock: clock)
