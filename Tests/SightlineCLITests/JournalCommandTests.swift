@@ -6,6 +6,33 @@ import Testing
 import Workloads
 
 @Suite struct JournalCommandTests {
+    /// `tail --follow` prints the last rows, then each row a writer commits
+    /// after them, as it comes, until stopped.
+    @Test func tailFollowPrintsWhatAnotherProcessAppendsAsItComes() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let first = directory.appendingPathComponent("first.jsonl"), second = directory.appendingPathComponent("second.jsonl")
+        try write([#"{"op":"index","index":"notes","items":[{"id":"before","title":"Before"}]}"#], to: first)
+        try write([#"{"op":"index","index":"notes","items":[{"id":"after","title":"After"}]}"#], to: second)
+        let db = directory.appendingPathComponent("d.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, "--clock", "2026-11-22T00:00:00Z", first.path]).status == 0)
+        let follower = try Child(["journal", "tail", "--db", db, "-f", "--interval", "0.05"], in: directory)
+        defer { follower.stop() }
+        func waitFor(_ text: String) {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !follower.outputText.contains(text) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        waitFor("notes/before")
+        #expect(follower.outputText.contains("notes/before") && !follower.outputText.contains("notes/after"))
+        #expect(try CLIRunner.run(["device", "apply", "--db", db, "--clock", "2026-11-22T00:00:01Z", second.path]).status == 0)
+        waitFor("notes/after")
+        let lines = follower.outputText.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[1].hasPrefix("seq 2") && lines[1].contains("notes/after"), "\(lines)")
+        #expect(follower.process.isRunning)
+        let bad = try CLIRunner.run(["journal", "tail", "--db", db, "-f", "--interval", "0"])
+        #expect(bad.status == 64)
+    }
+
     /// `show` reads as text, a field a line, and `--json` is an object with
     /// a named array for one seq as for several; a recorded public activity
     /// carries the public hash the cloud knows it by, in show, tail and grep.

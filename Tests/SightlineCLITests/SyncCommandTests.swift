@@ -73,6 +73,35 @@ import Testing
         #expect(!bytes.contains(Data("CANARY".utf8)))
     }
 
+    /// `tail --follow` on a served cloud's store prints each row the server
+    /// appends as it comes, as JSON Lines with `--json`.
+    @Test func tailFollowPrintsTheRowsAServedCloudAppendsAsItAcceptsThem() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try servedCloud(directory, threshold: 2)
+        defer {
+            server.process.terminate()
+            server.process.waitUntilExit()
+        }
+        let cloud = directory.appendingPathComponent("cloud.sqlite").path
+        let follower = try Child(["journal", "tail", "--db", cloud, "--follow", "--interval", "0.05", "--json"], in: directory)
+        defer { follower.stop() }
+        let operations = directory.appendingPathComponent("ops.jsonl")
+        try write([#"{"op":"activity","type":"com.example.view","title":"Followed","url":"https://example.com/f","searchable":true,"public":true}"#,
+                   #"{"op":"engage","ref":"https://example.com/f"}"#], to: operations)
+        let store = directory.appendingPathComponent("device.sqlite").path
+        #expect(try CLIRunner.run(["device", "apply", "--db", store, operations.path]).status == 0)
+        let sync = try CLIRunner.run(["sync", "--db", store, "--cloud", server.url, "--enrolment-secret-file",
+                                      directory.appendingPathComponent("secret").path])
+        #expect(sync.status == 0, "\(sync.stderr)")
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !follower.outputText.contains(#""kind":"vote""#) && ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        let lines = follower.outputText.split(separator: "\n").map(String.init)
+        #expect(follower.process.isRunning, "it follows until stopped: \(follower.errorText)")
+        #expect(!lines.isEmpty && lines.allSatisfy { (try? JSONReader.parse($0))?["seq"]?.integer != nil }, "\(lines)")
+        #expect(lines.contains { $0.contains(#""kind":"vote""#) }, "the row of the device's vote came: \(lines)")
+    }
+
     @Test func syncWithoutASecretOrWithAWrongOneFailsClearly() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -228,7 +228,7 @@ enum CloudJournal {
     /// The last `count` rows of each app's log, each app's in order: one line
     /// per row (app, seq, device, epoch, its seqs, when it came, its
     /// messages by kind), or `--json`'s `rows` in `export`'s shape.
-    static func tail(_ path: String, count: Int, json: Bool) throws {
+    static func tail(_ path: String, count: Int, json: Bool, lines: Bool = false) throws {
         let cloud = try open(path)
         var windows: [AppID: [CloudLogRecord]] = [:]
         do {
@@ -247,13 +247,40 @@ enum CloudJournal {
             Output.json(.object(["rows": .array(rows.map(Self.json))]))
             return
         }
-        for row in rows {
-            var kinds: [String: Int] = [:]
-            for message in row.messages.dropFirst(row.firstSeq.count(before: row.acceptedFrom)) { kinds[message.kindName, default: 0] += 1 }
-            let counted = kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-            Output.line("app \(TextRule.printable(row.app.rawValue))  seq \(row.seq)  device \(TextRule.printable(row.device.rawValue))  "
-                        + "epoch \(row.epoch)  seqs \(row.firstSeq)…\(row.lastSeq)  \(row.receivedAt)  "
-                        + (counted.isEmpty ? "no new message" : counted) + (row.isPurged ? "  (content purged)" : ""))
+        for row in rows { Output.line(lines ? JSONWriter.compact(Self.json(row)) : line(row)) }
+    }
+
+    /// `tail --follow` on a cloud store: each row appended to any app's log
+    /// after the rows printed, as it comes, until interrupted; `json` prints
+    /// each as one JSON object a line.
+    static func follow(_ path: String, json: Bool, interval: Double) throws {
+        let cloud = try open(path)
+        var printed: [AppID: Int64] = [:]
+        do {
+            for head in try cloud.logHeads() { printed[head.app] = Int64(head.rows) }
+            while true {
+                Thread.sleep(forTimeInterval: interval)
+                for head in try cloud.logHeads() where Int64(head.rows) > printed[head.app] ?? 0 {
+                    try cloud.scanLog(app: head.app, from: (printed[head.app] ?? 0) + 1) { record in
+                        Output.line(json ? JSONWriter.compact(Self.json(record)) : line(record))
+                        printed[head.app] = record.seq
+                        return true
+                    }
+                }
+            }
+        } catch {
+            Output.error("error: \(error.commandLineMessage)")
+            throw ExitStatus.checkFailed
         }
+    }
+
+    /// One row of the log as `tail` prints it.
+    private static func line(_ row: CloudLogRecord) -> String {
+        var kinds: [String: Int] = [:]
+        for message in row.messages.dropFirst(row.firstSeq.count(before: row.acceptedFrom)) { kinds[message.kindName, default: 0] += 1 }
+        let counted = kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+        return "app \(TextRule.printable(row.app.rawValue))  seq \(row.seq)  device \(TextRule.printable(row.device.rawValue))  "
+            + "epoch \(row.epoch)  seqs \(row.firstSeq)…\(row.lastSeq)  \(row.receivedAt)  "
+            + (counted.isEmpty ? "no new message" : counted) + (row.isPurged ? "  (content purged)" : "")
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import DeviceStore
+import Foundation
 import IndexModel
 
 struct TailCommand: ParsableCommand {
@@ -15,13 +16,23 @@ struct TailCommand: ParsableCommand {
     @Option(name: [.customShort("n"), .long], help: "How many events.")
     var count: Int = 10
 
+    @Flag(name: [.customShort("f"), .long], help: ArgumentHelp(
+        "Then keep printing what is appended, until interrupted (with --json: one JSON object a line)."))
+    var follow = false
+
+    @Option(name: .long, help: ArgumentHelp("With --follow: seconds between looks (0.05…60).", valueName: "seconds"))
+    var interval: Double = 0.5
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be 1 or more") }
+        guard interval.isFinite, (0.05...60).contains(interval) else { throw ValidationError("--interval must be between 0.05 and 60 seconds") }
     }
 
     func run() throws {
         if CloudJournal.isCloudStore(store.db) {
-            return try CloudJournal.tail(store.db, count: count, json: output.json)
+            try CloudJournal.tail(store.db, count: count, json: output.json && !follow, lines: follow && output.json)
+            if follow { try CloudJournal.follow(store.db, json: output.json, interval: interval) }
+            return
         }
         let device = try store.openReadOnly()
         var window: [JournalRecord] = []
@@ -37,12 +48,34 @@ struct TailCommand: ParsableCommand {
         } catch {
             throw error.exit()
         }
-        if output.json {
+        if output.json && !follow {
             Output.json(.object(["events": .array(window.map { RecordFormat.json($0, app: device.app) })]))
         } else {
-            for record in window { Output.line(RecordFormat.line(record)) }
+            for record in window { print(record, device: device) }
         }
         if RecordFormat.reportStop(scan) { throw ExitStatus.checkFailed }
+        guard follow else { return }
+        // What a writer commits after the last row printed, as it comes.
+        var last = window.last?.seq.rawValue ?? 0
+        while true {
+            Thread.sleep(forTimeInterval: interval)
+            let more: JournalScan
+            do {
+                more = try device.scanJournal(from: Seq(last + 1)) { record in
+                    print(record, device: device)
+                    last = record.seq.rawValue
+                    return true
+                }
+            } catch {
+                throw error.exit()
+            }
+            if RecordFormat.reportStop(more) { throw ExitStatus.checkFailed }
+        }
+    }
+
+    /// One row: a line of text, or with `--json` (following) a JSON object.
+    private func print(_ record: JournalRecord, device: DeviceStore) {
+        Output.line(output.json ? JSONWriter.compact(RecordFormat.json(record, app: device.app)) : RecordFormat.line(record))
     }
 }
 
