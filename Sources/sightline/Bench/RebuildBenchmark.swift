@@ -132,7 +132,7 @@ struct RebuildBenchCommand: AsyncParsableCommand {
         valueName: "url"))
     var db: String?
 
-    @OptionGroup var postgres: PostgresOptions
+    @OptionGroup(title: "PostgreSQL") var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
 

@@ -47,7 +47,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
         """, valueName: "device|frame"))
     var spread: SyncBenchmark.Spread = .device
 
-    @OptionGroup var postgres: PostgresOptions
+    @OptionGroup(title: "PostgreSQL") var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
 

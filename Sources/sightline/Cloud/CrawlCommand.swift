@@ -47,7 +47,7 @@ struct CrawlCommand: ParsableCommand {
         """, valueName: "scheme"))
     var linkSchemes: [String] = []
 
-    @OptionGroup var postgres: PostgresOptions
+    @OptionGroup(title: "PostgreSQL") var postgres: PostgresOptions
 
     @OptionGroup var output: JSONOption
 

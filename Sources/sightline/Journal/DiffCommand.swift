@@ -22,7 +22,7 @@ struct DiffCommand: ParsableCommand {
     @Flag(name: .long, help: "Also compare epoch, call and time.")
     var strict = false
 
-    @Option(name: .long, help: "The most differences to print.")
+    @Option(name: [.customShort("n"), .long], help: "The most differences to print.")
     var limit: Int = 20
 
     func run() throws {

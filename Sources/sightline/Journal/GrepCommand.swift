@@ -28,7 +28,7 @@ struct GrepCommand: ParsableCommand {
                                             valueName: "id"))
     var explain: String?
 
-    @Option(name: .long, help: "Stop after this many matching events (1…10000000).")
+    @Option(name: [.customShort("n"), .long], help: "Stop after this many matching events (1…10000000).")
     var limit: Int?
 
     @Argument(help: ArgumentHelp("The query; without one every event matches.", valueName: "query"))

@@ -13,7 +13,8 @@ struct TailCommand: ParsableCommand {
     @OptionGroup var store: StoreOption
     @OptionGroup var output: JSONOption
 
-    @Option(name: [.customShort("n"), .long], help: "How many events.")
+    @Option(name: [.customShort("n"), .customLong("limit"), .customLong("count")],
+            help: "How many of the last rows (--count is the same; every journal tool's -n is --limit).")
     var count: Int = 10
 
     @Flag(name: [.customShort("f"), .long], help: ArgumentHelp(
@@ -24,7 +25,7 @@ struct TailCommand: ParsableCommand {
     var interval: Double = 0.5
 
     func validate() throws {
-        guard count >= 1 else { throw ValidationError("--count must be 1 or more") }
+        guard count >= 1 else { throw ValidationError("--limit must be 1 or more") }
         guard interval.isFinite, (0.05...60).contains(interval) else { throw ValidationError("--interval must be between 0.05 and 60 seconds") }
     }
 

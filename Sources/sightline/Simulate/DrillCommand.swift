@@ -29,6 +29,11 @@ struct RestoreDrillCommand: ParsableCommand {
             their journals where they had dropped it. The run syncs until quiet and checks every \
             invariant of `simulate`. \
             Exit 1 when a check fails or anything was counted twice.
+
+            Examples:
+              sightline drill restore --side cloud --out drill
+              sightline drill restore --side cloud --cut-back 20
+              sightline drill restore --side device --devices 10 --json
             """
     )
 
@@ -67,7 +72,7 @@ struct RestoreDrillCommand: ParsableCommand {
 
     @OptionGroup var storesOption: StoresOption
 
-    @OptionGroup var cloudDatabase: CloudDatabaseOption
+    @OptionGroup(title: "PostgreSQL") var cloudDatabase: CloudDatabaseOption
 
     @OptionGroup var output: JSONOption
 

@@ -18,6 +18,12 @@ struct SimulateCommand: ParsableCommand {
             fault profile says. After the faults, the run syncs until quiet and checks its \
             invariants (docs/SIMULATION.md). The same seed and options give the same digest. \
             Exit 1 when any invariant fails.
+
+            Examples:
+              sightline simulate --devices 20 --events-per-device 100 --faults swarm --seed 1 --out run
+              sightline trace pub-3 --run run
+              sightline simulate --seeds 1-50 --faults heavy
+              sightline simulate --seed 1 --devices 12 --events-per-device 80 --sabotage threshold   (a failure, on purpose)
             """
     )
 
@@ -82,7 +88,7 @@ struct SimulateCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("With --cloud: the app the server enrols devices for.", valueName: "name"))
     var app: AppID?
 
-    @OptionGroup var cloudDatabase: CloudDatabaseOption
+    @OptionGroup(title: "PostgreSQL") var cloudDatabase: CloudDatabaseOption
 
     @Flag(name: .long, help: ArgumentHelp(
         "Run every app call on the event loop's thread. By default, on a machine with two cores or more, the calls run on a second thread; the run and its digest are the same either way."))

@@ -18,7 +18,7 @@ struct CloudStoreOption: ParsableArguments {
                                             valueName: "dir"))
     var run: String?
 
-    @OptionGroup var postgres: PostgresOptions
+    @OptionGroup(title: "PostgreSQL") var postgres: PostgresOptions
 
     func validate() throws {
         try RunFolder.validate(path: path, run: run, device: nil, devices: false, what: "cloud store")
