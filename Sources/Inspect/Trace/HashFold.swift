@@ -29,6 +29,9 @@ struct HashFold {
     private(set) var content: PublicContent?
     /// Each live voter's offer while the hash is wanted.
     private(set) var offers: [DeviceID: PublicContent] = [:]
+    /// How many of `offers` are each content, so that an offer counts its
+    /// agreement in constant time however many voters offered.
+    private(set) var agreeing: [PublicContent: Int] = [:]
     private(set) var popularity = Popularity()
     /// The log row whose message made the content public.
     private(set) var publishedBy: Int64?
@@ -72,7 +75,7 @@ struct HashFold {
             vote.live = false
             votes[device] = vote
             var decisions = [TraceDecision(.withdrawn, "vote withdrawn")]
-            if offers.removeValue(forKey: device) != nil {
+            if replaceOffer(of: device, with: nil) {
                 decisions.append(TraceDecision(.offerDropped, "the device's offer of content goes with its vote"))
             }
             return decisions + change(by: -1)
@@ -92,8 +95,8 @@ struct HashFold {
                     publish(ContentRule.fromPage(offered), logSeq: logSeq)
                     return [TraceDecision(.published, "published: its URL is a crawled page's, which shows in place of any offer")]
                 }
-                offers[device] = offered
-                let agreeing = offers.values.filter { $0 == offered }.count
+                replaceOffer(of: device, with: offered)
+                let agreeing = self.agreeing[offered] ?? 0
                 if ContentRule.publishes(agreeing: Int64(agreeing), agreement: agreement, liveVotes: liveVotes,
                                          threshold: threshold, hasContent: false) {
                     publish(offered, logSeq: logSeq)
@@ -132,15 +135,33 @@ struct HashFold {
     /// hash go, so that their voters are asked again.
     mutating func pagesRecorded() -> [TraceDecision] {
         guard isWanted, !offers.isEmpty else { return [] }
-        offers.removeAll()
+        dropOffers()
         return [TraceDecision(.offerDropped, "offers dropped: the crawler recorded pages, so the live voters are asked again")]
+    }
+
+    private mutating func dropOffers() {
+        offers.removeAll()
+        agreeing.removeAll()
+    }
+
+    /// Sets or drops `device`'s offer, keeping `agreeing` in step; whether
+    /// it had one.
+    @discardableResult
+    private mutating func replaceOffer(of device: DeviceID, with content: PublicContent?) -> Bool {
+        let old = content.map { offers.updateValue($0, forKey: device) } ?? offers.removeValue(forKey: device)
+        if let old {
+            agreeing[old, default: 1] -= 1
+            if agreeing[old] == 0 { agreeing[old] = nil }
+        }
+        if let content { agreeing[content, default: 0] += 1 }
+        return old != nil
     }
 
     private mutating func publish(_ published: PublicContent, logSeq: Int64) {
         content = published
         publishedBy = logSeq
         isWanted = false
-        offers.removeAll()
+        dropOffers()
     }
 
     /// Moves the live votes by `delta` and applies the threshold's actions.
@@ -160,7 +181,7 @@ struct HashFold {
             decisions.append(TraceDecision(.unpublished, "public content withdrawn: below K"))
         }
         if actions.dropWanted {
-            offers.removeAll()
+            dropOffers()
             decisions.append(TraceDecision(.offerDropped, "no longer wanted: its offers dropped"))
         }
         if actions.dropRawHash || actions.dropContent || actions.dropWanted {

@@ -511,8 +511,7 @@ public struct Tracer {
                 problems.append("\(traced.label): \(Tracer.words(error))")
             }
         }
-        var groups: [PublicContent: Int] = [:]
-        for offer in fold.offers.values { groups[offer, default: 0] += 1 }
+        let groups = fold.agreeing
         let largest = groups.values.max() ?? 0
         var reasons: [String] = []
         let k = fold.threshold
