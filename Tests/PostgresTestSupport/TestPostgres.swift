@@ -154,7 +154,13 @@ public enum TestPostgres {
     nonisolated(unsafe) private static var clusterDirectory: String?
 
     private static func startCluster() throws -> Server {
-        let lines = try run(script, ["start"]).split(separator: "\n").map(String.init)
+        // The server outlives the script and would keep every descriptor it
+        // inherits open: a pipe another thread of this process made for its
+        // own child (Foundation's `Process` in `CLIRunner`) would then never
+        // reach its end, and that thread would wait for ever. The script
+        // closes all but the standard three before it starts the server.
+        let closeInherited = #"for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done 2>/dev/null; exec "$0" start"#
+        let lines = try run("/bin/bash", ["-c", closeInherited, script]).split(separator: "\n").map(String.init)
         guard lines.count == 3 else {
             throw TestPostgresError("tools/postgres start printed \(lines.count) lines, not 3")
         }
