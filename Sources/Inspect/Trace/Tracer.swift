@@ -13,6 +13,10 @@ public struct Tracer {
     /// Each device's label by its id, for the cloud log's rows.
     private let labels: [DeviceID: String]
 
+    /// Adds a step: its time, place, position, event, text, hash and the
+    /// cloud's decisions.
+    typealias Append = (Timestamp, TraceStep.Place, TraceStep.Position, String, String, PublicHash?, [TraceDecision]) -> Void
+
     public init(devices: [TraceDevice], cloud: (any CloudStore)?) {
         self.devices = devices
         self.cloud = cloud
@@ -42,6 +46,10 @@ public struct Tracer {
             if let hash, hash == wantedHash { return true }
             return false
         }
+
+        /// Whether the trace follows `hash`: the target names it, or an
+        /// activity the target names has it.
+        func follows(_ hash: PublicHash) -> Bool { hashes[hash] != nil || hash == wantedHash }
 
         mutating func add(_ activity: UserActivity, hash: PublicHash?, app: AppID) {
             keys.insert(activity.key)
@@ -106,9 +114,6 @@ public struct Tracer {
                 problems.append("\(traced.label): \(Tracer.words(error))")
             }
         }
-        if let hash = subjects.wantedHash, subjects.hashes[hash] == nil, let app = cloudApp(of: hash, problems: &problems) {
-            subjects.hashes[hash] = app
-        }
         if subjects.hashes.isEmpty, case .url(let url) = target {
             for (hash, app) in publicHashes(at: url, problems: &problems) { subjects.hashes[hash] = app }
         }
@@ -116,11 +121,13 @@ public struct Tracer {
             readDevice(traced, subjects: subjects, problems: &problems, append: append)
         }
         var folds = readCloudLog(for: subjects, problems: &problems, append: append)
+        // A hash no device named gets its app from the first log row with it.
+        for (hash, fold) in folds where subjects.hashes[hash] == nil { subjects.hashes[hash] = fold.app }
         var verdicts: [PublicVerdict] = []
         for (hash, app) in subjects.hashes.sorted(by: { $0.key < $1.key }) {
-            guard cloud != nil else { break }
-            let fold = folds.removeValue(forKey: hash) ?? HashFold(app: app, hash: hash, threshold: cloud?.threshold ?? 0,
-                                                                   agreement: cloud?.agreement ?? 0)
+            guard let cloud else { break }
+            let fold = folds.removeValue(forKey: hash) ?? HashFold(app: app, hash: hash, threshold: cloud.threshold,
+                                                                   agreement: cloud.agreement)
             compare(fold, problems: &problems)
             verdicts.append(verdict(of: fold, problems: &problems))
         }
@@ -139,7 +146,7 @@ public struct Tracer {
     /// A device's steps for the subjects: the events about them, then the
     /// restores and epochs of the device, when anything was about them.
     private func readDevice(_ traced: TraceDevice, subjects: Subjects, problems: inout [String],
-                            append: (Timestamp, TraceStep.Place, TraceStep.Position, String, String, PublicHash?, [TraceDecision]) -> Void) {
+                            append: Append) {
         let store = traced.store
         let place = TraceStep.Place.device(label: traced.label, id: store.deviceID)
         var found: [(JournalEntry, String, PublicHash?)] = []
@@ -150,7 +157,7 @@ public struct Tracer {
         // related to: deleting one of them withdraws their votes here.
         var relatedHere: Set<String> = []
         func hashes(_ list: [[UInt8]]) -> [PublicHash] {
-            list.compactMap(PublicHash.init).filter { subjects.hashes[$0] != nil }
+            list.compactMap(PublicHash.init).filter(subjects.follows)
         }
         do {
             let scan = try store.scanEntries { entry in
@@ -172,7 +179,7 @@ public struct Tracer {
                     line = "item \(TextRule.printable(identifier)) expired in \(TextRule.printable(index))" + Tracer.relatedWords(identifier, relatedHere)
                 case .activityRecorded(let activity):
                     hash = Tracer.publicHash(of: activity, app: store.app)
-                    guard subjects.keys.contains(activity.key) || hash.map({ subjects.hashes[$0] != nil }) == true else { break }
+                    guard subjects.keys.contains(activity.key) || hash.map(subjects.follows) == true else { break }
                     if let item = activity.relatedUniqueIdentifier { relatedHere.insert(item) }
                     line = "activity \(TextRule.printable(activity.key)) recorded: " + Tracer.publicWords(activity, hash: hash)
                 case .activityDeleted(let key, let cause) where subjects.keys.contains(key):
@@ -180,7 +187,7 @@ public struct Tracer {
                 case .activityExpired(let key) where subjects.keys.contains(key):
                     line = "activity \(TextRule.printable(key)) expired: its vote is withdrawn"
                 case .activityPurged(let purged):
-                    guard let bytes = purged.publicHash, let purgedHash = PublicHash(bytes), subjects.hashes[purgedHash] != nil else { break }
+                    guard let bytes = purged.publicHash, let purgedHash = PublicHash(bytes), subjects.follows(purgedHash) else { break }
                     hash = purgedHash
                     line = "a purge took this activity's content out of the journal; its public hash stays"
                 case .resultShown(let ref) where subjects.refs.contains(ref):
@@ -227,7 +234,7 @@ public struct Tracer {
             let status = try store.syncStatus()
             let last = found.last?.0.record.time ?? Timestamp(millisecondsSince1970: 0)
             for entry in try store.outboxEntries(after: status.acknowledged) {
-                guard let hash = entry.message.hash, subjects.hashes[hash] != nil else { continue }
+                guard let hash = entry.message.hash, subjects.follows(hash) else { continue }
                 append(times[entry.journalSeq.rawValue] ?? last, place,
                        .outbox(epoch: entry.position.epoch.rawValue, seq: entry.position.seq.rawValue, journalSeq: entry.journalSeq.rawValue),
                        entry.message.kindName, "\(entry.message.kindName) \(hash) waits in the outbox at \(entry.position): the cloud has not acknowledged it",
@@ -241,7 +248,7 @@ public struct Tracer {
     /// A device's own steps, for a device trace: its restores, epochs and
     /// what the cloud asked of it, then its sync cursor.
     private func readDevice(_ traced: TraceDevice, problems: inout [String],
-                            append: (Timestamp, TraceStep.Place, TraceStep.Position, String, String, PublicHash?, [TraceDecision]) -> Void) {
+                            append: Append) {
         let store = traced.store
         let place = TraceStep.Place.device(label: traced.label, id: store.deviceID)
         var events = 0
@@ -325,21 +332,6 @@ public struct Tracer {
 
     // MARK: - Cloud
 
-    /// The app whose log carries `hash`, from the first message that names it.
-    private func cloudApp(of hash: PublicHash, problems: inout [String]) -> AppID? {
-        guard let cloud else { return nil }
-        var found: AppID?
-        do {
-            try cloud.scanLog(app: nil, from: 1) { record in
-                if record.messages.contains(where: { $0.hash == hash }) { found = record.app }
-                return found == nil
-            }
-        } catch {
-            problems.append("cloud: the log cannot be read: \(Tracer.words(error))")
-        }
-        return found
-    }
-
     /// The public entries whose content is at `url`, in any app.
     private func publicHashes(at url: String, problems: inout [String]) -> [(PublicHash, AppID)] {
         guard let cloud else { return [] }
@@ -358,7 +350,7 @@ public struct Tracer {
 
     /// Every log row of `device`: what the cloud received and acknowledged.
     private func readCloudRows(of device: DeviceID, problems: inout [String],
-                               append: (Timestamp, TraceStep.Place, TraceStep.Position, String, String, PublicHash?, [TraceDecision]) -> Void) {
+                               append: Append) {
         guard let cloud else { return }
         var last = Timestamp(millisecondsSince1970: 0)
         do {
@@ -395,9 +387,9 @@ public struct Tracer {
     /// Folds the log for each of the subjects' hashes (`HashFold`), with a
     /// step for each message about one, and for crawled pages at their URLs.
     private func readCloudLog(for subjects: Subjects, problems: inout [String],
-                              append: (Timestamp, TraceStep.Place, TraceStep.Position, String, String, PublicHash?, [TraceDecision]) -> Void)
+                              append: Append)
         -> [PublicHash: HashFold] {
-        guard let cloud, !subjects.hashes.isEmpty || !subjects.urls.isEmpty else { return [:] }
+        guard let cloud, !subjects.hashes.isEmpty || !subjects.urls.isEmpty || subjects.wantedHash != nil else { return [:] }
         var folds: [PublicHash: HashFold] = [:]
         for (hash, app) in subjects.hashes {
             folds[hash] = HashFold(app: app, hash: hash, threshold: cloud.threshold, agreement: cloud.agreement)
@@ -422,7 +414,11 @@ public struct Tracer {
                         }
                         continue
                     }
-                    guard let hash = message.hash, var fold = folds[hash], fold.app == record.app else { continue }
+                    guard let hash = message.hash, subjects.follows(hash) else { continue }
+                    // The target's hash, when no device named it, is folded from its first row.
+                    var fold = folds[hash] ?? HashFold(app: record.app, hash: hash, threshold: cloud.threshold, agreement: cloud.agreement)
+                    guard fold.app == record.app else { continue }
+                    if folds[hash] == nil { folds[hash] = fold }
                     if case .signal(_, let counts) = message {
                         if fold.countsSignal(of: record.device) {
                             var sum = signals[hash]?.0 ?? Popularity()

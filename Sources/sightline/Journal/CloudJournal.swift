@@ -184,12 +184,8 @@ enum CloudJournal {
         if let query {
             let known = CloudMessageSubject.rowFieldNames + CloudMessageSubject.messageFieldNames
             if let unknown = QueryParser.attributeNames(in: query).first(where: { !known.contains($0.name) }) {
-                let suggestion = GrepCommand.closest(to: unknown.name, among: known).map { "; did you mean \($0)?" } ?? ""
-                Output.error(QueryError(at: unknown.offset, """
-                    no message of a cloud log has a field \(TextRule.printable(unknown.name))\(suggestion) \
-                    (fields: \(CloudMessageSubject.rowFieldNames.joined(separator: ", ")), and each kind's own)
-                    """).rendered(query: query))
-                throw ExitStatus.invalidInput
+                throw GrepCommand.refuseField(unknown, in: query, among: known, noSubject: "no message of a cloud log",
+                                              fields: "\(CloudMessageSubject.rowFieldNames.joined(separator: ", ")), and each kind's own")
             }
         }
         let cloud = try open(path)

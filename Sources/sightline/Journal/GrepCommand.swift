@@ -149,13 +149,20 @@ struct GrepCommand: ParsableCommand {
             return !missing.isEmpty
         }
         guard let first = unknown.first(where: { missing.contains($0.name) }) else { return }
-        let candidates = known + carried.subtracting(known).sorted()
-        let suggestion = closest(to: first.name, among: candidates).map { "; did you mean \(TextRule.printable($0))?" } ?? ""
-        Output.error(QueryError(at: first.offset, """
-            no event in this journal has a field \(TextRule.printable(first.name))\(suggestion) \
-            (fields: \(JournalEntry.fieldNames.joined(separator: ", ")), and the attributes events carry)
+        throw refuseField(first, in: query, among: known + carried.subtracting(known).sorted(), noSubject: "no event in this journal",
+                          fields: "\(JournalEntry.fieldNames.joined(separator: ", ")), and the attributes events carry")
+    }
+
+    /// Prints a query's unknown field with a caret under it, the nearest of
+    /// `candidates` and the fields there are (`noSubject` says what has no
+    /// such field), and returns the exit status for it (2).
+    static func refuseField(_ field: (name: String, offset: Int), in query: String, among candidates: [String], noSubject: String,
+                            fields: String) -> ExitCode {
+        let suggestion = closest(to: field.name, among: candidates).map { "; did you mean \(TextRule.printable($0))?" } ?? ""
+        Output.error(QueryError(at: field.offset, """
+            \(noSubject) has a field \(TextRule.printable(field.name))\(suggestion) (fields: \(fields))
             """).rendered(query: query))
-        throw ExitStatus.invalidInput
+        return ExitStatus.invalidInput
     }
 
     /// The name within two edits of `name` (the fewest, first on a tie), if
