@@ -313,8 +313,8 @@ let package = Package(
         .testTarget(
             name: "CloudServerTests",
             dependencies: [
-                "CloudServer", "CloudCore", "CloudSQLite", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery", "ScratchDirectory",
-                "ServerTestSupport", "TextTestSupport",
+                "CloudServer", "CloudCore", "CloudSQLite", "CloudPostgres", "SyncHTTP", "DeviceStore", "SyncWire", "IndexModel", "IndexQuery",
+                "ScratchDirectory", "ServerTestSupport", "TextTestSupport", "PostgresTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -38,8 +38,10 @@ extension CloudServer {
         }
         switch enrolled {
         case nil:
+            metrics.enrolmentRefused("unavailable")
             return CloudServer.error(.serviceUnavailable, "unavailable", "the server is shutting down")
         case .success(let key)?:
+            metrics.enrolled()
             context.logger.info("enrolled", metadata: ["device": "\(device)", "app": "\(app)"])
             return CloudServer.json(.ok, ["device": .string(device.rawValue), "key": .string(Data(key).base64EncodedString())])
         case .failure(let error)?:

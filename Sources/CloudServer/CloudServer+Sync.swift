@@ -105,7 +105,7 @@ extension CloudServer {
         case .accepted(let count):
             metrics.accepted(frames: 1, messages: count, bytes: bytes)
             metrics.ingested("accepted", in: took)
-            context.logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": "\(count)", "bytes": "\(bytes)"])
+            context.logger.debug("frame accepted", metadata: ["device": "\(device)", "messages": .stringConvertible(count), "bytes": .stringConvertible(bytes)])
             return (CloudServer.binary(.ok, result.reply), "accepted")
         case .duplicate:
             metrics.duplicate()

@@ -39,6 +39,12 @@ public struct CloudServer: Sendable {
     let addresses: RateLimiter<String>
     /// The public searches running now.
     let searches: SearchGate
+    /// What periodic snapshots have done (`PeriodicSnapshots` reports to it).
+    public let snapshotStatus: SnapshotStatus
+    /// When the server was made, for the status page's uptime.
+    let started: ContinuousClock.Instant
+    /// The store's per-app figures, read for scrapes and the status page within a deadline.
+    let figures = StoreFigures()
 
     /// A device as its signature proved it: names are per app.
     struct ProvenDevice: Hashable, Sendable {
@@ -54,6 +60,8 @@ public struct CloudServer: Sendable {
         self.tracer = tracer ?? InstrumentationSystem.tracer
         registry = PrometheusCollectorRegistry()
         metrics = ServerMetrics(registry: registry)
+        snapshotStatus = SnapshotStatus(metrics: metrics)
+        started = ContinuousClock.now
         devices = RateLimiter(rate: configuration.framesPerSecond, burst: configuration.burst, capacity: configuration.limiterCapacity)
         addresses = RateLimiter(rate: configuration.addressRequestsPerSecond, burst: configuration.addressBurst,
                                 capacity: configuration.limiterCapacity)
@@ -92,8 +100,9 @@ public struct CloudServer: Sendable {
     }
 
     /// The operator's application, on its own listener (loopback unless told
-    /// otherwise): `/healthz`, `/metrics` and `/v1/stats`, which count
-    /// devices, hashes and votes below K and so stay off the public API.
+    /// otherwise): the status page `/`, `/healthz`, `/metrics` and
+    /// `/v1/stats`, which count devices, hashes and votes below K and so
+    /// stay off the public API.
     public func adminApplication(host: String = "127.0.0.1", port: Int,
                                  onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) -> some ApplicationProtocol {
         Application(router: adminRouter(),
@@ -104,18 +113,29 @@ public struct CloudServer: Sendable {
 
     func adminRouter() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: AccessLogMiddleware(listener: "admin", metrics: metrics))
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(routes: [
-            (["healthz"], [.get]), (["metrics"], [.get]), (["v1", "stats"], [.get]),
+            ([], [.get]), (["healthz"], [.get]), (["metrics"], [.get]), (["v1", "stats"], [.get]),
         ]))
+        router.get("/") { _, _ in
+            let apps = await figures.read(cloud)
+            let page = StatusPage(build: configuration.build, store: cloud.displayName, threshold: cloud.threshold,
+                                  agreement: cloud.agreement, apps: apps, snapshot: snapshotStatus.current,
+                                  uptime: (ContinuousClock.now - started).seconds)
+            var headers = HTTPFields()
+            headers[.contentType] = "text/html; charset=utf-8"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page.html)))
+        }
         router.get("healthz") { _, _ in
             CloudServer.json(.ok, ["status": .string("ok")])
         }
         router.get("metrics") { _, _ in
             var headers = HTTPFields()
-            headers[.contentType] = "text/plain; version=0.0.4"
-            return Response(status: .ok, headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+            headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+            let text = await ScrapeMetrics(cloud: cloud, build: configuration.build, snapshots: snapshotStatus, figures: figures)
+                .text(registry: registry.emitToString())
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
         }
         router.get("v1/stats") { _, _ in
             do {
@@ -129,6 +149,7 @@ public struct CloudServer: Sendable {
 
     func router() -> Router<CloudRequestContext> {
         let router = Router(context: CloudRequestContext.self)
+        router.add(middleware: AccessLogMiddleware(listener: "public", metrics: metrics))
         router.add(middleware: RequestIDMiddleware())
         router.add(middleware: MethodNotAllowedMiddleware(routes: [
             (["healthz"], [.get]), (["v1", "enrol"], [.post]), (["v1", "sync"], [.post]),

@@ -37,6 +37,8 @@ public struct CloudServerConfiguration: Sendable {
     /// (`SearchGate`); past either the answer is 429.
     public var searchesInFlight: Int
     public var searchesPerAddress: Int
+    /// What the served build is (`sightline_build_info`, the status page).
+    public var build: BuildInfo
 
     /// Units a public search may spend by default (`QueryBudget.publicSearchUnits`).
     public static let defaultSearchBudget = QueryBudget.publicSearchUnits
@@ -46,7 +48,9 @@ public struct CloudServerConfiguration: Sendable {
                 addressRequestsPerSecond: Double = 100, addressBurst: Double = 1_000, limiterCapacity: Int = 100_000,
                 clientTimeout: Duration = .seconds(30), searchBudget: Int = CloudServerConfiguration.defaultSearchBudget,
                 searchTimeout: Duration = .seconds(2), searchesInFlight: Int = max(1, System.coreCount / 2),
-                searchesPerAddress: Int = 1) {
+                searchesPerAddress: Int = 1,
+                build: BuildInfo = BuildInfo(version: "sightline wire version \(UploadFrame.version)",
+                                             labels: [("wire_version", "\(UploadFrame.version)")])) {
         self.host = host
         self.port = port
         self.maximumBodyBytes = maximumBodyBytes
@@ -60,6 +64,7 @@ public struct CloudServerConfiguration: Sendable {
         self.searchTimeout = searchTimeout
         self.searchesInFlight = searchesInFlight
         self.searchesPerAddress = searchesPerAddress
+        self.build = build
     }
 }
 

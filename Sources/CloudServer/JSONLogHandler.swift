@@ -11,8 +11,9 @@ import Synchronization
 /// `clock`), `level`, `label`, `message`, `request` (the request's id, as
 /// the response's `x-request-id` header carries it) when the line belongs to
 /// a request, `error` when the event carries one, then the line's metadata,
-/// each value a string, an array or an object as swift-log holds it. A
-/// metadata key that names one of those members is written as `metadata.KEY`.
+/// each value a string, an array or an object as swift-log holds it, or a
+/// number or a bool where the metadata holds one (`.stringConvertible(42)`).
+/// A metadata key that names one of those members is written as `metadata.KEY`.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var metadataProvider: Logger.MetadataProvider?
@@ -76,10 +77,26 @@ public struct JSONLogHandler: LogHandler {
         sink.emit(JSONWriter.compact(.object(object)) + "\n")
     }
 
+    /// A number or a bool given as one (`.stringConvertible(42)`), as a
+    /// JSON number or bool; a double that JSON cannot hold (NaN, infinity)
+    /// stays a string.
+    static func number(_ value: any CustomStringConvertible & Sendable) -> JSONValue? {
+        switch value {
+        case let value as Bool: .bool(value)
+        case let value as Int: .integer(Int64(value))
+        case let value as Int64: .integer(value)
+        case let value as Int32: .integer(Int64(value))
+        case let value as UInt32: .integer(Int64(value))
+        case let value as UInt64 where value <= UInt64(Int64.max): .integer(Int64(value))
+        case let value as Double where value.isFinite: .double(value)
+        default: nil
+        }
+    }
+
     static func value(_ value: Logger.Metadata.Value) -> JSONValue {
         switch value {
         case .string(let text): .string(text)
-        case .stringConvertible(let convertible): .string(convertible.description)
+        case .stringConvertible(let convertible): number(convertible) ?? .string(convertible.description)
         case .array(let values): .array(values.map(JSONLogHandler.value))
         case .dictionary(let values):
             .object(values.sorted { $0.key < $1.key }.reduce(into: JSONObject()) { $0[$1.key] = JSONLogHandler.value($1.value) })

@@ -20,9 +20,13 @@ public struct PeriodicSnapshots: Sendable {
     /// plaintext snapshots.
     let key: [UInt8]?
     let logger: Logger
+    /// Where each snapshot's outcome is reported (`/metrics`, the status page).
+    let status: SnapshotStatus?
 
-    public init(cloud: any CloudStore, directory: String, kept: Int, key: SymmetricKey?, logger: Logger) {
+    public init(cloud: any CloudStore, directory: String, kept: Int, key: SymmetricKey?, logger: Logger,
+                status: SnapshotStatus? = nil) {
         self.cloud = cloud
+        self.status = status
         self.directory = directory
         self.kept = max(kept, 1)
         self.key = key.map { $0.withUnsafeBytes { Array($0) } }
@@ -69,8 +73,10 @@ public struct PeriodicSnapshots: Sendable {
         switch written {
         case .success(let written)?:
             manifest = written
-            logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": "\(manifest.logRows)"])
+            status?.written(file: name, logRows: manifest.logRows)
+            logger.info("snapshot written", metadata: ["file": "\(name)", "logRows": .stringConvertible(manifest.logRows)])
         case .failure(let error)?:
+            status?.failed()
             logger.error("snapshot failed", metadata: ["reason": "\(error.message)"])
             return nil
         case nil:
@@ -82,7 +88,9 @@ public struct PeriodicSnapshots: Sendable {
         }
         switch purged {
         case .success(let report)? where report.contentMessages > 0:
-            logger.info("withdrawn content purged", metadata: ["messages": "\(report.contentMessages)", "rows": "\(report.rows.count)"])
+            status?.purged(contentMessages: report.contentMessages)
+            logger.info("withdrawn content purged",
+                        metadata: ["messages": .stringConvertible(report.contentMessages), "rows": .stringConvertible(report.rows.count)])
         case .failure(let error)?:
             logger.error("purge failed", metadata: ["reason": "\(error.message)"])
         default:

@@ -29,6 +29,8 @@ public struct RunningServer: Sendable {
     public let adminURL: String
     /// The store the server serves.
     public let cloud: CloudIndex
+    /// The server, for what a test reaches past HTTP (its snapshot status).
+    public let server: CloudServer
     private let tasks: [Task<Void, any Error>]
 
     /// Starts a server with threshold K = `threshold` on `configuration`
@@ -60,7 +62,7 @@ public struct RunningServer: Sendable {
         var adminIterator = adminPorts.makeAsyncIterator()
         guard let adminPort = await adminIterator.next() else { throw TransportError("the admin listener did not start") }
         let url = configuration.tls == nil ? "http://127.0.0.1:\(port)" : "https://localhost:\(port)"
-        return RunningServer(url: url, port: port, adminURL: "http://127.0.0.1:\(adminPort)", cloud: cloud,
+        return RunningServer(url: url, port: port, adminURL: "http://127.0.0.1:\(adminPort)", cloud: cloud, server: server,
                              tasks: [task, adminTask])
     }
 
@@ -74,7 +76,12 @@ public struct RunningServer: Sendable {
 
     /// GET `path` on the admin listener.
     public func admin(_ path: String) async throws -> (status: UInt, body: String) {
-        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: adminURL + path), timeout: .seconds(10))
+        try await RunningServer.get(adminURL + path)
+    }
+
+    /// GET `url`.
+    public static func get(_ url: String) async throws -> (status: UInt, body: String) {
+        let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(10))
         let buffer = try await response.body.collect(upTo: 1 << 22)
         return (response.status.code, String(decoding: buffer.readableBytesView, as: UTF8.self))
     }

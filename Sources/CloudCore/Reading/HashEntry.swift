@@ -141,3 +141,39 @@ extension PublicContent {
                              webpageURL: url)
     }
 }
+
+/// One app's sizes as a served cloud reports them at each `/metrics` scrape:
+/// read from the tables' keys alone, so that a scrape costs a walk of an
+/// index per app and never a scan of the log.
+public struct AppFigures: Hashable, Sendable {
+    public let app: AppID
+    /// The app's cloud log rows (its last row's seq; rows are numbered from 1 without gaps).
+    public let logRows: Int64
+    /// Entries in the app's public index.
+    public let publicItems: Int64
+    /// Devices enrolled in the app.
+    public let devices: Int64
+
+    package init(app: AppID, logRows: Int64, publicItems: Int64, devices: Int64) {
+        self.app = app
+        self.logRows = logRows
+        self.publicItems = publicItems
+        self.devices = devices
+    }
+}
+
+/// How a backend's connection pool is used at one moment.
+public struct ConnectionPoolUse: Hashable, Sendable {
+    /// Connections lent to a caller (or being opened for one).
+    public let inUse: Int
+    /// Connections open and waiting for a caller.
+    public let idle: Int
+    /// The most connections the pool opens at once.
+    public let maximum: Int
+
+    package init(inUse: Int, idle: Int, maximum: Int) {
+        self.inUse = inUse
+        self.idle = idle
+        self.maximum = maximum
+    }
+}

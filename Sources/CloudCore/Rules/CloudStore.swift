@@ -49,6 +49,12 @@ public protocol CloudService: AnyObject, Sendable {
     func crawledPages(app: AppID, urls: Set<String>) throws(CloudError) -> [String: CrawledPage]
     func entry(app: AppID, hash: PublicHash) throws(CloudError) -> HashEntry?
     func stats() throws(CloudError) -> CloudStats
+    /// Each registered app's log rows, public items and devices, in app
+    /// order, without scanning the log (`AppFigures`).
+    func appFigures() throws(CloudError) -> [AppFigures]
+    /// How the backend's connection pool is used now; nil for a backend
+    /// without one (SQLite opens its connections itself).
+    var connectionPoolUse: ConnectionPoolUse? { get }
     /// Each app's cloud log head: its rows and its last row's hash.
     func logHeads() throws(CloudError) -> [CloudLogHead]
     /// The uncompressed payloads of the newest log rows of `device` of

@@ -1,3 +1,4 @@
+import CloudCore
 import Foundation
 import Logging
 import NIOCore
@@ -124,6 +125,13 @@ public final class PostgresPool: @unchecked Sendable {
         self.settings = Settings(
             location: location, logger: logger,
             unansweredLimit: statementTimeout.map { Self.timeAmount($0 + Self.answerSlack) })
+    }
+
+    /// How many connections are lent (or being opened) and how many wait idle, now.
+    public var use: ConnectionPoolUse {
+        condition.lock()
+        defer { condition.unlock() }
+        return ConnectionPoolUse(inUse: state.open - state.idle.count, idle: state.idle.count, maximum: size)
     }
 
     /// Runs `body` with a connection of this pool, on the calling thread, and

@@ -160,6 +160,21 @@ extension PostgresCloud {
         }
     }
 
+    public func appFigures() throws(CloudError) -> [AppFigures] {
+        try read { session in
+            try session.query("""
+                SELECT a.app, coalesce((SELECT max(seq) FROM cloud_log WHERE app = a.app), 0),
+                       (SELECT count(*) FROM public_content WHERE app = a.app), (SELECT count(*) FROM devices WHERE app = a.app)
+                FROM apps a ORDER BY a.app
+                """).map { row throws(CloudError) in
+                AppFigures(app: AppID(try row.text(0, "apps.app")), logRows: try row.count(1, "cloud_log.seq"),
+                           publicItems: try row.count(2, "the public item count"), devices: try row.count(3, "the device count"))
+            }
+        }
+    }
+
+    public var connectionPoolUse: ConnectionPoolUse? { pool.use }
+
     public func logHeads() throws(CloudError) -> [CloudLogHead] {
         try read { session in try PostgresCloud.logHeads(session) }
     }

@@ -115,6 +115,24 @@ extension CloudIndex {
         }
     }
 
+    public func appFigures() throws(CloudError) -> [AppFigures] {
+        try read { db in
+            try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT a.app, coalesce((SELECT max(seq) FROM cloud_log WHERE app = a.app), 0),
+                       (SELECT count(*) FROM public_content WHERE app = a.app), (SELECT count(*) FROM devices WHERE app = a.app)
+                FROM apps a ORDER BY a.app
+                """)).map { row throws(CloudError) in
+                let app: String = try Stored.column(row, 0, "apps.app")
+                return AppFigures(app: AppID(app), logRows: try Stored.count(try Stored.column(row, 1, "cloud_log.seq"), "cloud_log.seq"),
+                                  publicItems: try Stored.column(row, 2, "the public item count"),
+                                  devices: try Stored.column(row, 3, "the device count"))
+            }
+        }
+    }
+
+    /// SQLite has no pool to report: the store opens its connections itself.
+    public var connectionPoolUse: ConnectionPoolUse? { nil }
+
     public func popularity(app: AppID) throws(CloudError) -> PopularityMode {
         try read { db in try CloudIndex.popularity(app: app, db) ?? .exact }
     }

@@ -1,12 +1,16 @@
 import ArgumentParser
 import CloudCore
+import CloudPostgres
+import CloudSQLite
 import CloudServer
+import DeviceStore
 import Foundation
 import Hummingbird
 import IndexModel
 import Logging
 import OTel
 import ServiceLifecycle
+import Snapshot
 import SyncWire
 
 struct ServeCommand: AsyncParsableCommand {
@@ -237,7 +241,14 @@ struct ServeCommand: AsyncParsableCommand {
             host: host, port: port, framesPerSecond: rate, burst: rate * 2,
             addressRequestsPerSecond: addressRate, addressBurst: addressBurst, clientTimeout: .seconds(clientTimeout),
             searchBudget: searchBudget, searchTimeout: .milliseconds(Int64(searchTimeout * 1000)),
-            searchesPerAddress: searchesPerAddress)
+            searchesPerAddress: searchesPerAddress,
+            build: BuildInfo(version: Sightline.formats, labels: [
+                ("backend", PostgresLocation.isPostgresURL(store.db) ? "postgresql" : "sqlite"),
+                ("store_format", "\(CloudSchema.formatVersion)"),
+                ("wire_version", "\(UploadFrame.version)"),
+                ("journal_format", "\(JournalEvent.formatVersion)"),
+                ("snapshot_version", "\(SnapshotFile.headerMagic.last ?? 0)"),
+            ]))
         if let searchesInFlight { configuration.searchesInFlight = searchesInFlight }
         if let tlsCert, let tlsKey {
             do {
@@ -257,7 +268,8 @@ struct ServeCommand: AsyncParsableCommand {
         let application = try server.application(services: tracing.map { [$0] } ?? []) { port in
             let url = "\(scheme)://\(host):\(port)"
             if json {
-                ServeCommand.announce("listening", ["url": "\(url)", "threshold": "\(threshold)", "agreement": "\(agreement)"])
+                ServeCommand.announce("listening", ["url": "\(url)", "threshold": .stringConvertible(threshold),
+                                                "agreement": .stringConvertible(agreement)])
             } else {
                 Output.error("listening on \(url) (threshold K = \(threshold), content agreement \(agreement))")
             }
@@ -265,7 +277,9 @@ struct ServeCommand: AsyncParsableCommand {
         let key = try keyOption.key()
         let snapshotting = Task {
             guard let every = snapshotEvery, let directory = snapshotDir else { return }
-            await PeriodicSnapshots(cloud: cloud, directory: directory, kept: snapshotsKept, key: key, logger: logger)
+            server.snapshotStatus.schedule(every: every, into: directory)
+            await PeriodicSnapshots(cloud: cloud, directory: directory, kept: snapshotsKept, key: key, logger: logger,
+                                    status: server.snapshotStatus)
                 .run(ticks: PeriodicSnapshots.ticks(every: every))
         }
         defer { snapshotting.cancel() }
