@@ -73,7 +73,7 @@ public final class Simulator {
     var findings: [String] = []
     var restores: [RestoreRecord] = []
     var timeline: [TimelineSample] = []
-    private let progress: ((Double) -> Void)?
+    private let progress: ((SimulationProgress) -> Void)?
     /// The second thread for app calls (`SimulationOptions.callLane`); nil:
     /// every call runs on the event loop's thread.
     var lane: CallLane? { fleet.lane }
@@ -82,7 +82,10 @@ public final class Simulator {
     var beforeEvent: ((Event) throws -> Void)?
 
     /// Prepares a run: the directory, the cloud, and every device enrolled.
-    public init(options: SimulationOptions, progress: ((Double) -> Void)? = nil) throws(SimulationError) {
+    /// `progress` hears the calls made as they are made, then the
+    /// convergence, then the checks (`SimulationProgress`); it is called
+    /// on the simulator's thread and should only store what it is told.
+    public init(options: SimulationOptions, progress: ((SimulationProgress) -> Void)? = nil) throws(SimulationError) {
         try options.validate()
         // Before anything is made: stores on disk stay open all run.
         if options.deviceStoresAreFiles { try OpenFiles.ensure(devices: options.devices) }
@@ -291,6 +294,7 @@ public final class Simulator {
         } catch {
             throw SimulationError("the simulation stopped at virtual time \(world.now()): \(error)")
         }
+        progress?(.checking)
         let checks = checkInvariants()
         let converged = checks.first { $0.name == "converged" }?.passed ?? false
         let wall = ContinuousClock.now - wallStart
@@ -448,9 +452,9 @@ public final class Simulator {
         }
         counters.appCalls += calls
         device.workloadCalls += calls
+        progress?(.calls(done: counters.appCalls, of: options.devices * options.eventsPerDevice))
         if device.workloadCalls >= options.eventsPerDevice && device.scripted.isEmpty {
             finishedDevices += 1
-            progress?(Double(finishedDevices) / Double(devices.count))
             if finishedDevices == devices.count { startConvergence() }
         } else {
             queue.schedule(.userAction(device.number), at: world.milliseconds + timingRandom.between(Simulator.actionGap.lowerBound, Simulator.actionGap.upperBound))
@@ -608,6 +612,7 @@ public final class Simulator {
     private func convergenceCheck() throws {
         guard let since = convergenceStart else { return }
         let now = world.milliseconds
+        progress?(.converging(virtualSeconds: Int((now - since) / 1000)))
         let news = try cloudNews()
         let quiet = try cloud != nil && devices.allSatisfy { device throws in
             guard device.session == nil, device.heardCloudAt == news else { return false }

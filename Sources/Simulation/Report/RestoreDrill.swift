@@ -71,7 +71,8 @@ public struct DrillReport: Sendable {
     /// (with reindexing on the device side), then convergence and the checks.
     public static func run(side: DrillSide, devices: Int = 5, eventsPerDevice: Int = 60, seed: UInt64 = 1,
                            threshold: Int = 3, directory: String? = nil, cloudDatabase: (any CloudDatabase)? = nil,
-                           cutBackMilliseconds: Int64? = nil, storesInFiles: Bool = false) throws(SimulationError) -> DrillReport {
+                           cutBackMilliseconds: Int64? = nil, storesInFiles: Bool = false,
+                           progress: ((SimulationProgress) -> Void)? = nil) throws(SimulationError) -> DrillReport {
         var options = SimulationOptions(devices: devices, eventsPerDevice: eventsPerDevice, seed: seed, faults: .none,
                                         threshold: threshold, directory: directory)
         options.storesInFiles = storesInFiles
@@ -79,7 +80,7 @@ public struct DrillReport: Sendable {
         options.drillCutBack = cutBackMilliseconds
         options.cloudDatabase = cloudDatabase
         guard eventsPerDevice >= 4 else { throw SimulationError("a drill needs at least 4 calls per device") }
-        let simulator = try Simulator(options: options)
+        let simulator = try Simulator(options: options, progress: progress)
         let report = try simulator.run()
         return try DrillReport(simulator: simulator, report: report)
     }

@@ -48,6 +48,8 @@ struct AppendBenchCommand: ParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func validate() throws {
         guard events >= 1000, events <= 10_000_000 else {
             throw ValidationError("--events must be between 1000 and 10000000 (got \(events))")
@@ -73,18 +75,15 @@ struct AppendBenchCommand: ParsableCommand {
 
         let benchmark = AppendBenchmark(events: events, rounds: rounds, commitEvery: 1000, seed: seed,
                                         only: workload, directory: directory)
-        let showProgress = isatty(STDERR_FILENO) == 1
+        let line = ProgressLine(mode: progressOption.mode, phase: "bench append", total: nil, unit: "")
+        defer { line.finish() }
         let results: [AppendBenchmark.Result]
         do {
-            results = try benchmark.run { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch let error as BenchInputError {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.invalidInput
+            results = try benchmark.run { message in line.begin(phase: message, total: nil, unit: "") }
+            line.finish()
         } catch {
-            Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+            line.finish()
+            throw BenchRun.exit(error)
         }
 
         if output.json {
@@ -156,26 +155,41 @@ struct AppendBenchCommand: ParsableCommand {
 }
 
 /// What every bench run shares: its directory (`--dir`, or a new temporary one
-/// removed afterwards), progress on stderr when it is a terminal, and failures
-/// turned into the CLI's exit statuses.
+/// removed afterwards), progress on stderr (`ProgressLine`: the step the
+/// benchmark says it is on and the time), and failures turned into the
+/// CLI's exit statuses.
 enum BenchRun {
-    static func run<Result>(dir: String?, name: String,
+    static func run<Result>(dir: String?, name: String, progress mode: ProgressLine.Mode,
                             _ body: (URL, (String) -> Void) async throws -> Result) async throws -> Result {
         let ownsDirectory = dir == nil
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? FileManager.default.temporaryDirectory
             .appendingPathComponent("sightline-bench-\(name)-\(ProcessInfo.processInfo.processIdentifier)")
         defer { if ownsDirectory { try? FileManager.default.removeItem(at: directory) } }
-        let showProgress = isatty(STDERR_FILENO) == 1
+        let line = ProgressLine(mode: mode, phase: "bench \(name)", total: nil, unit: "")
+        defer { line.finish() }
         do {
-            return try await body(directory) { message in if showProgress { Output.error(message) } }
-        } catch let error as DeviceStoreError {
-            throw error.exit()
-        } catch let error as BenchInputError {
-            Output.error("error: \(error.message)")
-            throw ExitStatus.invalidInput
+            let result = try await body(directory) { message in line.begin(phase: message, total: nil, unit: "") }
+            line.finish()
+            return result
         } catch {
+            line.finish()
+            throw BenchRun.exit(error)
+        }
+    }
+
+    /// A benchmark's failure as the CLI's exit status, said on stderr.
+    static func exit(_ error: any Error) -> any Error {
+        switch error {
+        case let error as DeviceStoreError:
+            return error.exit()
+        case let error as BenchInputError:
+            Output.error("error: \(error.message)")
+            return ExitStatus.invalidInput
+        case let error as ExitCode:
+            return error
+        default:
             Output.error("error: \(error)")
-            throw ExitStatus.storeUnavailable
+            return ExitStatus.storeUnavailable
         }
     }
 }

@@ -51,6 +51,8 @@ struct QueryBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     /// `--queries` as a count of each kind, nil when it names a file.
     private var queriesPerKind: Int? {
         queries.allSatisfy(\.isASCII) && queries.allSatisfy(\.isNumber) ? Int(queries) ?? Int.max : nil
@@ -85,7 +87,7 @@ struct QueryBenchCommand: AsyncParsableCommand {
                 throw ExitStatus.invalidInput
             }
         }
-        let result: QueryBenchmark.Result = try await BenchRun.run(dir: dir, name: "query") { directory, progress in
+        let result: QueryBenchmark.Result = try await BenchRun.run(dir: dir, name: "query", progress: progressOption.mode) { directory, progress in
             try QueryBenchmark(source: source, queries: run, seed: seed, directory: directory, keep: keep, saveQueries: saveQueries)
                 .run(progress: progress)
         }

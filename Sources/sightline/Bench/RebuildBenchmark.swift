@@ -136,6 +136,8 @@ struct RebuildBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func validate() throws {
         if let db {
             try CloudStoreOption.validatePostgresURL(db, option: "--db",
@@ -149,12 +151,12 @@ struct RebuildBenchCommand: AsyncParsableCommand {
         if let db {
             let databases = try BenchDatabases.on(db, postgres.settings)
             defer { databases.dropAll() }
-            (result, serverVersion) = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { _, progress in
+            (result, serverVersion) = try await BenchRun.run(dir: fleet.dir, name: "rebuild", progress: progressOption.mode) { _, progress in
                 try PostgresRebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed,
                                              databases: databases).run(progress: progress)
             }
         } else {
-            result = try await BenchRun.run(dir: fleet.dir, name: "rebuild") { directory, progress in
+            result = try await BenchRun.run(dir: fleet.dir, name: "rebuild", progress: progressOption.mode) { directory, progress in
                 try RebuildBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory)
                     .run(progress: progress)
             }

@@ -146,6 +146,8 @@ struct RestoreBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func validate() throws {
         guard (1000...10_000_000).contains(events) else {
             throw ValidationError("--events must be between 1000 and 10000000 (got \(events))")
@@ -156,7 +158,7 @@ struct RestoreBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let result: RestoreBenchmark.Result = try await BenchRun.run(dir: dir, name: "restore") { directory, progress in
+        let result: RestoreBenchmark.Result = try await BenchRun.run(dir: dir, name: "restore", progress: progressOption.mode) { directory, progress in
             try RestoreBenchmark(events: events, seed: seed, directory: directory, keep: keep).run(progress: progress)
         }
         let scale = Double(result.events) / 1_000_000

@@ -51,6 +51,8 @@ struct SyncBenchCommand: AsyncParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func validate() throws {
         if let db {
             try CloudStoreOption.validatePostgresURL(db, option: "--db",
@@ -66,7 +68,7 @@ struct SyncBenchCommand: AsyncParsableCommand {
             try await runPostgres(db)
             return
         }
-        let result: SyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
+        let result: SyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync", progress: progressOption.mode) { directory, progress in
             try await SyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory).run(progress: progress)
         }
         let meetsRate = result.messagesPerSecond >= SyncBenchmark.targetMessagesPerSecond
@@ -102,7 +104,7 @@ extension SyncBenchCommand {
     func runPostgres(_ url: String) async throws {
         let databases = try BenchDatabases.on(url, postgres.settings)
         defer { databases.dropAll() }
-        let result: PostgresSyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync") { directory, progress in
+        let result: PostgresSyncBenchmark.Result = try await BenchRun.run(dir: fleet.dir, name: "sync", progress: progressOption.mode) { directory, progress in
             try await PostgresSyncBenchmark(devices: fleet.devices, callsPerDevice: fleet.calls, seed: fleet.seed, directory: directory,
                                             databases: databases, servers: servers, spread: spread, poolSize: postgres.poolSize,
                                             statementTimeout: postgres.statementTimeout).run(progress: progress)

@@ -29,6 +29,7 @@ struct CloudRestoreCommand: ParsableCommand {
 
     @OptionGroup var store: CloudStoreOption
     @OptionGroup var keyOption: KeyFileOption
+    @OptionGroup var progressOption: ProgressOption
 
     @Flag(name: .long, help: "Replace an existing store file (it is kept beside the restored one); a PostgreSQL database must be empty.")
     var force = false
@@ -46,6 +47,8 @@ struct CloudRestoreCommand: ParsableCommand {
     func run() throws {
         let key = try keyOption.key()
         let instant = toTime.flatMap(ISO8601.parse)
+        let line = ProgressLine(mode: progressOption.mode, phase: "restoring \(snapshot)", total: nil, unit: "")
+        defer { line.finish() }
         do throws(CloudError) {
             let manifest: CloudSnapshotManifest
             var cut: CloudLogCut?
@@ -65,6 +68,7 @@ struct CloudRestoreCommand: ParsableCommand {
             } else {
                 (manifest, cut) = try CloudIndex.restore(snapshot: snapshot, to: store.db, through: instant, force: force, key: key)
             }
+            line.finish()
             if let cut {
                 Output.line("restored \(store.displayName) from \(snapshot) as at \(ISO8601.format(cut.through)): "
                             + "\(cut.rowsKept) of \(cut.rowsBefore) cloud log rows kept, \(manifest.devices) devices")
@@ -72,6 +76,7 @@ struct CloudRestoreCommand: ParsableCommand {
                 Output.line("restored \(store.displayName) from \(snapshot): \(manifest.logRows) cloud log rows, \(manifest.devices) devices")
             }
         } catch {
+            line.finish()
             Output.error("error: \(error.commandLineMessage)")
             throw [.snapshot, .keyRequired, .destinationExists].contains(error.code) ? ExitStatus.checkFailed : ExitStatus.storeUnavailable
         }

@@ -51,6 +51,8 @@ struct CrawlCommand: ParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     @Argument(help: ArgumentHelp("HTML files, or folders of them.", valueName: "path"))
     var paths: [String]
 
@@ -118,7 +120,11 @@ struct CrawlCommand: ParsableCommand {
         }
         var reports: [Report] = []
         var pages: [CrawledPage] = []
-        for path in try CrawlCommand.files(paths) {
+        let files = try CrawlCommand.files(paths)
+        let line = ProgressLine(mode: progressOption.mode, phase: "reading", total: files.count, unit: "pages")
+        defer { line.finish() }
+        for (index, path) in files.enumerated() {
+            line.update(done: index)
             switch CrawlCommand.read(path, linkSchemes: schemes) {
             case .failure(let error):
                 reports.append(Report(path: path, error: error.message))
@@ -132,7 +138,9 @@ struct CrawlCommand: ParsableCommand {
                 pages.append(page)
             }
         }
+        line.begin(phase: "recording \(pages.count) pages", total: nil, unit: "")
         if !PostgresLocation.isPostgresURL(db), !FileManager.default.fileExists(atPath: db) {
+            line.finish()
             Output.error("error: no cloud store at \(db)")
             throw ExitStatus.storeUnavailable
         }
@@ -140,7 +148,9 @@ struct CrawlCommand: ParsableCommand {
         let outcome: CrawlOutcome
         do {
             outcome = try cloud.recordPages(pages, app: app)
+            line.finish()
         } catch {
+            line.finish()
             Output.error("error: \(error.commandLineMessage)")
             throw ExitStatus.storeUnavailable
         }

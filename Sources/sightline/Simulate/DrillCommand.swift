@@ -76,16 +76,21 @@ struct RestoreDrillCommand: ParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func run() throws {
         Output.error("seed=\(seed) side=\(side.rawValue) devices=\(devices) events-per-device=\(eventsPerDevice) threshold=\(threshold)"
                      + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? ""))
         let database = try cloudDatabase.database()
         let report: DrillReport
+        let line = ProgressLine(mode: progressOption.mode, phase: "calls", total: devices * eventsPerDevice, unit: "calls")
+        defer { line.finish() }
         do {
             report = try DrillReport.run(side: side, devices: devices, eventsPerDevice: eventsPerDevice, seed: seed,
                                          threshold: threshold, directory: out, cloudDatabase: database,
                                          cutBackMilliseconds: cutBack.map { Int64(($0 * 1_000).rounded()) },
-                                         storesInFiles: storesOption.inFiles)
+                                         storesInFiles: storesOption.inFiles, progress: line.hear)
+            line.finish()
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.checkFailed

@@ -98,6 +98,8 @@ struct SimulateCommand: ParsableCommand {
 
     @OptionGroup var output: JSONOption
 
+    @OptionGroup var progressOption: ProgressOption
+
     func validate() throws {
         if let seeds {
             guard seedRange(seeds) != nil else {
@@ -175,22 +177,16 @@ struct SimulateCommand: ParsableCommand {
             if let app { options.app = app }
         }
         options.cloudDatabase = try cloudDatabase.database()
-        let showProgress = isatty(STDERR_FILENO) == 1 && !output.json
         Output.error("seed=\(seed) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)"
                      + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? "") + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
         let simulator: Simulator
+        let line = ProgressLine(mode: progressOption.mode, phase: "calls", total: devices * eventsPerDevice, unit: "calls")
+        defer { line.finish() }
         do {
-            var shown = -1
-            simulator = try Simulator(options: options, progress: showProgress ? { fraction in
-                let percent = Int(fraction * 100)
-                guard percent != shown else { return }
-                shown = percent
-                let bar = String(repeating: "#", count: percent / 4) + String(repeating: ".", count: 25 - percent / 4)
-                FileHandle.standardError.write(Data("\r[\(bar)] \(percent)% of devices done".utf8))
-            } : nil)
+            simulator = try Simulator(options: options, progress: line.hear)
             report = try simulator.run()
-            if showProgress { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            line.finish()
         } catch {
             Output.error("error: \(error)")
             throw ExitStatus.checkFailed
@@ -235,17 +231,10 @@ struct SimulateCommand: ParsableCommand {
                          + "it can inject, and reports the recovery paths without judging them")
         }
         let total = range.count
-        let progress: (@Sendable (Int) -> Void)?
-        if isatty(STDERR_FILENO) == 1 && !output.json {
-            progress = { done in
-                guard done % 10 == 0 || done == total else { return }
-                FileHandle.standardError.write(Data("\r\(done)/\(total) seeds".utf8))
-            }
-        } else {
-            progress = nil
-        }
-        let report = CampaignReport.run(seeds: range, options: options, progress: progress)
-        if progress != nil { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        let line = ProgressLine(mode: progressOption.mode, phase: "seeds", total: total, unit: "seeds")
+        defer { line.finish() }
+        let report = CampaignReport.run(seeds: range, options: options, progress: { line.update(done: $0) })
+        line.finish()
         let faultCounts = FaultKind.allCases.map { "\($0.rawValue) \(report.faults[$0] ?? 0)" }
         let pathCounts = RecoveryPath.allCases.map { "\($0.rawValue) \(report.coverage[$0] ?? 0)" }
         if output.json {
