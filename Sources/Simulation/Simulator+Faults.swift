@@ -19,7 +19,7 @@ extension Simulator {
         if faultRandom.chance(min(1, plan.offlinePeriods * perTick * count)) {
             let device = randomDevice()
             try settle(device)
-            counters.fault(.offline)
+            counters.fault(.offline, device: device.number)
             device.offlineUntil = world.milliseconds + faultRandom.between(60_000, 600_000)
             dropSession(device)
         }
@@ -30,7 +30,7 @@ extension Simulator {
         if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
             let device = randomDevice()
             try settle(device)
-            counters.fault(.clockJump)
+            counters.fault(.clockJump, device: device.number)
             device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
         }
         if cloud != nil, faultRandom.chance(plan.cloudCrashes * perTick) { crashCloud(restore: false) }
@@ -66,7 +66,7 @@ extension Simulator {
     /// gone; its store is opened again from what was committed.
     func crash(_ device: SimDevice) throws {
         try settle(device)
-        counters.fault(.deviceCrash)
+        counters.fault(.deviceCrash, device: device.number)
         dropSession(device)
         if case .file = device.location {
             device.store = try DeviceStore(at: device.location, options: storeOptions(clock: device.clock, random: device.random))
@@ -83,6 +83,7 @@ extension Simulator {
                                       model: device.model, epoch: device.epoch, calls: device.calls,
                                       groups: device.expected[device.epoch]?.count ?? 0, takenAt: world.milliseconds)
         fleet.noteBackup(of: device)
+        counters.record(RunEvent.deviceBackup, device: device.number)
         device.backups.append(backup)
         if device.backups.count > 3 {
             StoreFiles.remove(device.backups.removeFirst().path)
@@ -102,7 +103,7 @@ extension Simulator {
     func restore(_ device: SimDevice, from chosen: SimDevice.Backup? = nil) throws {
         try settle(device)
         let backup = chosen ?? device.backups[faultRandom.below(device.backups.count)]
-        counters.fault(.deviceRestore)
+        counters.fault(.deviceRestore, device: device.number)
         dropSession(device)
         let head = try device.store.verifyJournal().head
         // What an earlier restore owed the cloud but had not sent yet is

@@ -283,6 +283,7 @@ public final class Simulator {
                     throw SimulationError("the fault phase ran past \(Simulator.faultPhaseLimit / 3_600_000) virtual hours without the devices finishing their calls")
                 }
                 world.move(to: next.time)
+                counters.now = next.time - Simulator.start.millisecondsSince1970
                 try beforeEvent?(next.event)
                 try handle(next.event)
             }
@@ -406,6 +407,7 @@ public final class Simulator {
             queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
         case .cloudSnapshotWritten:
             try cloudHost.finishSnapshot()
+            counters.record(RunEvent.cloudSnapshot)
         case .deviceBackup(let number):
             if case .faults = phase {
                 try settle(devices[number])

@@ -47,18 +47,18 @@ final class SimNetwork {
         guard !partitions.contains(where: { $0.blocksRequests && $0.covers(device) }) else { return [] }
         if faulty {
             if captured.count < 64 { captured.append(bytes) } else { captured[random.below(64)] = bytes }
-            if random.chance(plan.requestLoss) { counters.fault(.requestLost); return [] }
+            if random.chance(plan.requestLoss) { counters.fault(.requestLost, device: device); return [] }
         }
         var delivered = bytes
-        let latency = transit(&delivered, counters: &counters)
+        let latency = transit(&delivered, device: device, counters: &counters)
         var arrivals: [Arrival] = []
         if faulty {
             if random.chance(plan.duplication) {
-                counters.fault(.duplicated)
+                counters.fault(.duplicated, device: device)
                 arrivals.append(Arrival(bytes: delivered, at: now + latency + random.between(1, 3_000), replayed: false))
             }
             if random.chance(plan.replay), !captured.isEmpty {
-                counters.fault(.replayed)
+                counters.fault(.replayed, device: device)
                 arrivals.append(Arrival(bytes: captured[random.below(captured.count)], at: now + random.between(1_000, 60_000),
                                         replayed: true))
             }
@@ -72,16 +72,16 @@ final class SimNetwork {
     /// same device may arrive in its place (a replay on the wire).
     func carryReply(_ reply: [UInt8], to device: Int, now: Int64, replaying: Bool, counters: inout RunCounters) -> Arrival? {
         if partitions.contains(where: { $0.blocksReplies && $0.covers(device) }) { return nil }
-        if faulty && random.chance(plan.replyLoss) { counters.fault(.replyLost); return nil }
+        if faulty && random.chance(plan.replyLoss) { counters.fault(.replyLost, device: device); return nil }
         var delivered = reply
         if replaying {
             defer { lastReply[device] = reply }
             if faulty, let old = lastReply[device], random.chance(plan.replay) {
-                counters.fault(.replyReplayed)
+                counters.fault(.replyReplayed, device: device)
                 delivered = old
             }
         }
-        let latency = transit(&delivered, counters: &counters)
+        let latency = transit(&delivered, device: device, counters: &counters)
         counters.bytesDown += delivered.count
         return Arrival(bytes: delivered, at: now + latency, replayed: false)
     }
@@ -108,15 +108,15 @@ final class SimNetwork {
 
     /// What the way there does to a frame or a reply: its latency, and in the
     /// fault phase a delay (which reorders) and a flipped bit, each as the plan says.
-    private func transit(_ bytes: inout [UInt8], counters: inout RunCounters) -> Int64 {
+    private func transit(_ bytes: inout [UInt8], device: Int, counters: inout RunCounters) -> Int64 {
         var latency = random.between(5, 60)
         guard faulty else { return latency }
         if random.chance(plan.delay) {
-            counters.fault(.delayed)
+            counters.fault(.delayed, device: device)
             latency += random.between(500, 6_000)
         }
         if random.chance(plan.bitFlip) {
-            counters.fault(.bitFlip)
+            counters.fault(.bitFlip, device: device)
             flipBit(&bytes)
         }
         return latency

@@ -76,6 +76,13 @@ extension SimulationReport {
                 ])
             } ?? .object(["mode": .string("exact")]),
             "findings": .array(findings.map { .string($0) }),
+            "events": .array(events.map { event in
+                var object: JSONObject = ["atSeconds": seconds(event.at), "kind": .string(event.kind)]
+                if let device = event.device { object["device"] = integer(device) }
+                return .object(object)
+            }),
+            "eventsLeftOut": integer(eventsLeftOut),
+            "largestBacklogs": .array(deviceLag.map { integer($0) }),
             "timeline": .array(timeline.map { sample in
                 .object([
                     "atSeconds": seconds(sample.at),

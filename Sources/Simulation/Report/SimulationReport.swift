@@ -78,8 +78,26 @@ struct RunCounters {
     var hostileFindings: [String] = []
     var faults: [FaultKind: Int] = [:]
     var coverage: [RecoveryPath: Int] = [:]
+    /// Virtual milliseconds since the run began, as of the event the loop
+    /// is handling: when what is recorded now happened.
+    var now: Int64 = 0
+    /// Faults, backups and snapshots in the order they happened, the first
+    /// `RunEvent.limit` of them (the counts above are exact).
+    var events: [RunEvent] = []
+    var eventsLeftOut = 0
 
-    mutating func fault(_ kind: FaultKind) { faults[kind, default: 0] += 1 }
+    mutating func fault(_ kind: FaultKind, device: Int? = nil) {
+        faults[kind, default: 0] += 1
+        record(kind.rawValue, device: device)
+    }
+
+    mutating func record(_ kind: String, device: Int? = nil) {
+        guard events.count < RunEvent.limit else {
+            eventsLeftOut += 1
+            return
+        }
+        events.append(RunEvent(at: now, kind: kind, device: device))
+    }
     mutating func mark(_ path: RecoveryPath) { coverage[path, default: 0] += 1 }
 
     mutating func absorb(_ report: SyncReport) {
@@ -103,6 +121,22 @@ struct RunCounters {
         case .rejected: rejected += 1
         }
     }
+}
+
+/// Something that happened to the run at one virtual instant: a fault (its
+/// kind's name), a device backup (`deviceBackup`) or a cloud snapshot
+/// (`cloudSnapshot`), and the device it happened to, if one.
+public struct RunEvent: Hashable, Sendable {
+    /// Virtual milliseconds since the run began.
+    public let at: Int64
+    public let kind: String
+    public let device: Int?
+
+    /// The most events a run keeps for its report and timeline.
+    public static let limit = 50_000
+    /// The kinds that are not faults.
+    public static let deviceBackup = "deviceBackup"
+    public static let cloudSnapshot = "cloudSnapshot"
 }
 
 /// One device restore: when, from how old a backup, and what it lost.
@@ -161,6 +195,10 @@ public struct SimulationReport: Sendable {
     public let convergenceMilliseconds: Int64
     public let wallSeconds: Double
     public let timeline: [TimelineSample]
+    /// Faults, backups and snapshots as they happened (`RunEvent`), at most
+    /// `RunEvent.limit`; `eventsLeftOut` more were counted but not kept.
+    public let events: [RunEvent]
+    public let eventsLeftOut: Int
     /// Per device: the most outbox messages it had waiting at any look.
     public let deviceLag: [Int]
     /// What the run noticed beyond the invariants (also in their details).
@@ -207,6 +245,8 @@ public struct SimulationReport: Sendable {
         self.coverage = coverage
         restores = simulator.restores
         timeline = simulator.timeline
+        events = simulator.counters.events
+        eventsLeftOut = simulator.counters.eventsLeftOut
         deviceLag = simulator.devices.map(\.maxPending)
         findings = simulator.findings
         popularity = simulator.lastRun.flatMap(PopularityAccuracy.init)
