@@ -202,10 +202,13 @@ public struct SimulationError: Error, Hashable, Sendable, CustomStringConvertibl
     public var description: String { message }
 }
 
-/// Where a run is, as `Simulator`'s progress hears it: the app calls made
-/// so far of all the run will make, then how long (in virtual time) the
-/// devices have synced since the calls ended, then the end checks.
+/// Where a run is, as `Simulator`'s progress hears it: the device stores
+/// made and enrolled, the app calls made so far of all the run will make,
+/// then how long (in virtual time) the devices have synced since the calls
+/// ended, then the end checks.
 public enum SimulationProgress: Hashable, Sendable {
+    case preparing(done: Int, of: Int)
+    case enrolling(done: Int, of: Int)
     case calls(done: Int, of: Int)
     case converging(virtualSeconds: Int)
     case checking

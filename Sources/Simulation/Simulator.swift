@@ -162,8 +162,18 @@ public final class Simulator {
             // enrolled with the cloud in device order again, and given their
             // keys on both threads.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
-            let stores = try makeStores(seeds.map(\.store))
-            let keys = try stores.map { new in try enrol(new.store.deviceID) }
+            // Made a slice at a time, so that a large fleet's setup reports progress.
+            var stores: [NewStore] = []
+            for first in stride(from: 0, to: seeds.count, by: Simulator.storesPerSlice) {
+                stores += try makeStores(seeds[first..<min(first + Simulator.storesPerSlice, seeds.count)].map(\.store), first: first)
+                progress?(.preparing(done: stores.count, of: seeds.count))
+            }
+            var enrolled: [[UInt8]] = []
+            for new in stores {
+                enrolled.append(try enrol(new.store.deviceID))
+                if enrolled.count % Simulator.storesPerSlice == 0 { progress?(.enrolling(done: enrolled.count, of: stores.count)) }
+            }
+            let keys = enrolled
             let cargo = LaneCargo(value: stores)
             _ = try fleet.onBothThreads(stores.count) { number in
                 Result { try cargo.value[number].store.setDeviceKey(keys[number]) }
@@ -217,11 +227,15 @@ public final class Simulator {
     /// A store for each seed, in order, made on both threads
     /// (`Fleet.onBothThreads`): setting up thousands of stores on one thread
     /// is a noticeable part of a run.
-    private func makeStores(_ seeds: [UInt64]) throws -> [NewStore] {
-        try fleet.onBothThreads(seeds.count) { [options, world, directory] number in
+    /// Devices made at once on both threads between two progress reports.
+    static let storesPerSlice = 256
+
+    /// The stores of devices `first`, `first + 1`, … from their seeds.
+    private func makeStores(_ seeds: [UInt64], first: Int) throws -> [NewStore] {
+        try fleet.onBothThreads(seeds.count) { [options, world, directory] index in
             let clock = DeviceClock(world: world)
-            let random = SeededRandom(seed: seeds[number])
-            let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, number)) : .memory
+            let random = SeededRandom(seed: seeds[index])
+            let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, first + index)) : .memory
             return Result {
                 NewStore(store: try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app)),
                          clock: clock, random: random, location: location)

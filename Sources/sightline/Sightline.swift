@@ -19,7 +19,7 @@ struct Sightline: AsyncParsableCommand {
             """,
         version: Sightline.formats,
         subcommands: [SimulateCommand.self, DrillCommand.self, DeviceCommand.self, JournalCommand.self, SyncCommand.self, CloudCommand.self,
-                      SnapshotFilesCommand.self, TraceCommand.self,
+                      SnapshotFilesCommand.self, TraceCommand.self, InspectCommand.self,
                       BenchCommand.self]
     )
 

@@ -248,8 +248,8 @@ struct ChartScale {
     }
 }
 
-/// The report's CSS and colours, shared by its charts.
-enum ReportStyle {
+/// The report's CSS and colours, shared by its charts (and the inspector's timeline).
+public enum ReportStyle {
     static let css = """
         body { font: 14px/1.45 -apple-system, system-ui, sans-serif; margin: 2rem auto; max-width: 1100px; color: #1d1d1f; padding: 0 1rem; }
         h1 { font-size: 1.5rem; } h2 { font-size: 1.1rem; margin-top: 2rem; border-bottom: 1px solid #ddd; padding-bottom: .2rem; }
@@ -265,7 +265,7 @@ enum ReportStyle {
         """
 
     /// A fault kind's colour: the network's in blues, devices' in ambers, the cloud's in reds, backups in greens.
-    static func color(_ kind: String) -> String {
+    public static func color(_ kind: String) -> String {
         switch kind {
         case "requestLost", "replyLost", "duplicated", "replayed", "replyReplayed", "delayed", "bitFlip", "partition": "#2563eb"
         case "offline", "clockJump", "deviceCrash", "deviceRestore": "#b45309"

@@ -82,7 +82,11 @@ extension SimulationReport {
                 return .object(object)
             }),
             "eventsLeftOut": integer(eventsLeftOut),
-            "largestBacklogs": .array(deviceLag.map { integer($0) }),
+            "devices": .array(devices.map { device in
+                .object(["number": integer(device.number), "id": .string(device.id), "calls": integer(device.calls),
+                         "epoch": .integer(Int64(clamping: device.epoch)), "restores": integer(device.restores),
+                         "backups": integer(device.backups), "largestBacklog": integer(device.largestBacklog)])
+            }),
             "timeline": .array(timeline.map { sample in
                 .object([
                     "atSeconds": seconds(sample.at),

@@ -139,6 +139,20 @@ public struct RunEvent: Hashable, Sendable {
     public static let cloudSnapshot = "cloudSnapshot"
 }
 
+/// One device at the end of a run.
+public struct DeviceFigures: Hashable, Sendable {
+    public let number: Int
+    public let id: String
+    /// App calls the device made, scripted and drawn.
+    public let calls: Int
+    /// The epoch it ended in (each restore begins a new one).
+    public let epoch: UInt64
+    public let restores: Int
+    public let backups: Int
+    /// The most outbox messages it had waiting at once.
+    public let largestBacklog: Int
+}
+
 /// One device restore: when, from how old a backup, and what it lost.
 public struct RestoreRecord: Hashable, Sendable {
     public let device: Int
@@ -199,6 +213,8 @@ public struct SimulationReport: Sendable {
     /// `RunEvent.limit`; `eventsLeftOut` more were counted but not kept.
     public let events: [RunEvent]
     public let eventsLeftOut: Int
+    /// Each device's figures at the end of the run, by device number.
+    public let devices: [DeviceFigures]
     /// Per device: the most outbox messages it had waiting at any look.
     public let deviceLag: [Int]
     /// What the run noticed beyond the invariants (also in their details).
@@ -247,6 +263,10 @@ public struct SimulationReport: Sendable {
         timeline = simulator.timeline
         events = simulator.counters.events
         eventsLeftOut = simulator.counters.eventsLeftOut
+        devices = simulator.devices.map { device in
+            DeviceFigures(number: device.number, id: device.name.rawValue, calls: device.calls, epoch: device.epoch.rawValue,
+                          restores: device.restores, backups: device.backupsTaken, largestBacklog: device.maxPending)
+        }
         deviceLag = simulator.devices.map(\.maxPending)
         findings = simulator.findings
         popularity = simulator.lastRun.flatMap(PopularityAccuracy.init)

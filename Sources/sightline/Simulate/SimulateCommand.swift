@@ -181,7 +181,7 @@ struct SimulateCommand: ParsableCommand {
                      + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? "") + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
         let simulator: Simulator
-        let line = ProgressLine(mode: progressOption.mode, phase: "calls", total: devices * eventsPerDevice, unit: "calls")
+        let line = ProgressLine(mode: progressOption.mode, phase: "making device stores", total: devices, unit: "stores")
         defer { line.finish() }
         do {
             simulator = try Simulator(options: options, progress: line.hear)
