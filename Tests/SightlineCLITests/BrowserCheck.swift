@@ -32,31 +32,14 @@ enum BrowserCheck {
         let script = FileManager.default.temporaryDirectory.appendingPathComponent("sightline-browser-\(UUID().uuidString).json")
         try Data(JSONWriter.compact(.array(steps.map(JSONValue.object))).utf8).write(to: script)
         defer { try? FileManager.default.removeItem(at: script) }
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = [script.path]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        nonisolated(unsafe) var errData = Data()
-        let group = DispatchGroup()
-        group.enter()
-        DispatchQueue.global().async {
-            errData = err.fileHandleForReading.readDataToEndOfFile()
-            group.leave()
-        }
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
-        process.waitUntilExit()
-        let report = (try? JSONReader.parse([UInt8](outData))) ?? .string(String(decoding: outData, as: UTF8.self))
-        return Result(status: process.terminationStatus, report: report, stderr: String(decoding: errData, as: UTF8.self))
+        let run = try CLIRunner.run([script.path], executable: tool)
+        let report = (try? JSONReader.parse(run.stdout)) ?? .string(run.stdout)
+        return Result(status: run.status, report: report, stderr: run.stderr)
     }
 
-    /// The checks every page gets at a width: nothing cut, nothing wider
-    /// than the window, no script error.
-    static func whole(at width: Int) -> [JSONObject] {
-        [["expectNoCutText": .string("body")], ["expectNoHorizontalScroll": .bool(true)], ["expectNoConsoleErrors": .bool(true)]]
-    }
+    /// The checks every page gets: nothing cut, nothing wider than the
+    /// window, no script error.
+    static let whole: [JSONObject] = [
+        ["expectNoCutText": .string("body")], ["expectNoHorizontalScroll": .bool(true)], ["expectNoConsoleErrors": .bool(true)],
+    ]
 }

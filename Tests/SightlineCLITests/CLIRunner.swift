@@ -25,9 +25,10 @@ struct CLIRunner {
         return root.appendingPathComponent(".build/debug/sightline")
     }()
 
-    static func run(_ arguments: [String], stdin: Data? = nil) throws -> Result {
+    /// Runs `executable` (the `sightline` binary unless given) with `arguments`.
+    static func run(_ arguments: [String], stdin: Data? = nil, executable: URL = binary) throws -> Result {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable
         process.arguments = arguments
         let out = Pipe()
         let err = Pipe()

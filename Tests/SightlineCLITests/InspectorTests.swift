@@ -55,26 +55,26 @@ struct InspectorTests {
                 steps.append(["expectText": .string("\(member.key) (\(count))")])
             }
             steps += [["click": .string(".zoom-in")], ["expectText": .string("showing ")], ["click": .string(".zoom-reset")]]
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
             // The fleet: twelve devices, sorted by restores, filtered to those with any.
             steps += [open("/fleet"), ["waitFor": .string("tbody tr")], ["expectSelector": .string("tbody tr"), "count": .integer(12)],
                       ["click": .string("th[data-column=restores]")], ["expectText": .string("restores ▼")],
                       ["fill": .array([.string(".filter"), .string("number=5")])], ["expectSelector": .string("tbody tr"), "count": .integer(1)],
                       ["expectText": .string("devices 1–1 of 1 (of 12)")]]
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
             // A device, the cloud.
             steps += [open("/devices/5"), ["expectText": .string("Device 5")], ["expectText": .string("What the cloud holds of it")],
                       ["expectText": .string("Journal: ")], ["expectSelector": .string("svg"), "atLeast": .integer(1)]]
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
             steps += [open("/cloud"), ["expectText": .string("Log rows by app")], ["expectText": .string("Popularity in com.sightline.sim")],
                       ["expectText": .string("Public index over virtual time")]]
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
             // A trace from the search box: the verdict in counts, then the steps.
             steps += [open("/"), ["fill": .array([.string("input[name=q]"), .string("pub-3")])],
                       ["press": .array([.string("input[name=q]"), .string("Enter")])], ["waitFor": .string("p.trace")],
                       ["expectText": .string("identifier pub-3: ")], ["expectText": .string("Why it is public or not")],
                       ["expectSelector": .string("table.steps tr"), "atLeast": .integer(10)]]
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
         }
         let checked = try BrowserCheck.run(steps)
         #expect(checked.status == 0, "the inspector in the browser:\n\(checked.failures)")

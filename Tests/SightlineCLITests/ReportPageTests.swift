@@ -30,7 +30,7 @@ struct ReportPageTests {
                 guard case .integer(let count) = member.value, count > 0 else { continue }
                 steps.append(["expectText": .string("\(member.key) (\(count))")])
             }
-            steps += BrowserCheck.whole(at: width)
+            steps += BrowserCheck.whole
         }
         let checked = try BrowserCheck.run(steps)
         #expect(checked.status == 0, "report.html in the browser:\n\(checked.failures)")

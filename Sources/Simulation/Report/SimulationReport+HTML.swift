@@ -1,4 +1,5 @@
 import Foundation
+import IndexModel
 
 extension SimulationReport {
     /// `report.html`: one self-contained page (inline CSS and SVG, no
@@ -116,8 +117,7 @@ extension SimulationReport {
     }
 
     private func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        HTMLText.escape(text)
     }
 
     // MARK: - Charts
@@ -220,25 +220,26 @@ extension SimulationReport {
 }
 
 /// An axis from 0 to a round number at or above the data's maximum, with
-/// ticks at steps of 1, 2 or 5 times a power of ten (at most six).
-struct ChartScale {
-    let step: Double
-    let top: Double
+/// ticks at steps of 1, 2 or 5 times a power of ten, about `ticks` of them
+/// (the report's charts and the inspector's).
+public struct ChartScale: Sendable {
+    public let step: Double
+    public let top: Double
 
-    init(maximum: Double) {
-        let rough = max(maximum, 1e-9) / 5
+    public init(maximum: Double, ticks: Double = 5) {
+        let rough = max(maximum, 1e-9) / ticks
         let power = pow(10, floor(log10(rough)))
         let step = [1.0, 2, 5, 10].map { $0 * power }.first { $0 >= rough } ?? 10 * power
         self.step = step
         top = max(step, ceil(maximum / step) * step)
     }
 
-    var ticks: [Double] {
+    public var ticks: [Double] {
         stride(from: 0, through: top + step / 2, by: step).map { $0 }
     }
 
     /// 1200 as "1,200", 2500000 as "2.5M", 0.5 as "0.5".
-    static func label(_ value: Double) -> String {
+    public static func label(_ value: Double) -> String {
         if value >= 1_000_000 { return String(format: "%gM", value / 1_000_000) }
         if value == value.rounded() {
             let whole = Int(value)

@@ -218,9 +218,8 @@ enum InspectPages {
         guard let first = perMinute.keys.min(), let last = perMinute.keys.max() else { return "" }
         let (width, height, left, bottom, top) = (480.0, 200.0, 52.0, 36.0, 8.0)
         let minutes = Int(last - first) + 1
-        let maximum = Double(perMinute.values.max() ?? 1)
-        let yStep = niceStep(maximum, 4)
-        let yTop = max(yStep, (maximum / yStep).rounded(.up) * yStep)
+        let scale = ChartScale(maximum: Double(perMinute.values.max() ?? 1), ticks: 4)
+        let (yStep, yTop) = (scale.step, scale.top)
         let slot = (width - left - 10) / Double(minutes)
         var svg = "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" width=\"100%\" role=\"img\">"
         for tick in stride(from: 0.0, through: yTop, by: yStep) {
@@ -233,19 +232,13 @@ enum InspectPages {
             svg += "<rect x=\"\(left + Double(Int(minute - first)) * slot)\" y=\"\(height - bottom - barHeight)\" "
                 + "width=\"\(max(slot - 1, 1))\" height=\"\(barHeight)\" fill=\"#0a66c2\"/>"
         }
-        let xStep = max(1, Int(niceStep(Double(minutes), 5)))
+        let xStep = max(1, Int(ChartScale(maximum: Double(minutes)).step))
         for minute in stride(from: 0, through: minutes - 1, by: xStep) {
             let x = left + (Double(minute) + 0.5) * slot
             svg += "<text x=\"\(x)\" y=\"\(height - bottom + 16)\" text-anchor=\"\(minute == 0 ? "start" : "middle")\">\(minute)</text>"
         }
         svg += "<text x=\"\((left + width) / 2)\" y=\"\(height - 4)\" text-anchor=\"middle\">minutes of the device's clock from its first event</text>"
         return "<figure style=\"margin:0\">" + svg + "</svg><figcaption class=\"muted\">Journal events per minute</figcaption></figure>"
-    }
-
-    static func niceStep(_ span: Double, _ count: Double) -> Double {
-        let rough = max(span, 1e-9) / count
-        let power = pow(10, floor(log10(rough)))
-        return [1.0, 2, 5, 10].map { $0 * power }.first { $0 >= rough } ?? 10 * power
     }
 
     // MARK: - The cloud
@@ -297,8 +290,8 @@ enum InspectPages {
         guard !samples.isEmpty else { return "<p class=\"muted\">The report has no timeline.</p>" }
         let (width, height, left, bottom, top) = (960.0, 220.0, 52.0, 36.0, 8.0)
         let maxX = max(samples.map(\.0).max() ?? 1, 1), maxY = max(samples.map(\.1).max() ?? 1, 1)
-        let xStep = niceStep(maxX, 8), yStep = niceStep(maxY, 4)
-        let xTop = (maxX / xStep).rounded(.up) * xStep, yTop = max(yStep, (maxY / yStep).rounded(.up) * yStep)
+        let xScale = ChartScale(maximum: maxX, ticks: 8), yScale = ChartScale(maximum: maxY, ticks: 4)
+        let (xStep, xTop, yStep, yTop) = (xScale.step, xScale.top, yScale.step, yScale.top)
         func px(_ x: Double) -> Double { left + x / xTop * (width - left - 14) }
         func py(_ y: Double) -> Double { height - bottom - y / yTop * (height - bottom - top) }
         var svg = "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" width=\"100%\" role=\"img\">"
@@ -371,18 +364,6 @@ enum InspectPages {
     }
 
     static func escape(_ text: String) -> String {
-        var escaped = ""
-        escaped.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "&": escaped += "&amp;"
-            case "<": escaped += "&lt;"
-            case ">": escaped += "&gt;"
-            case "\"": escaped += "&quot;"
-            case "'": escaped += "&#39;"
-            default: escaped.unicodeScalars.append(scalar)
-            }
-        }
-        return escaped
+        HTMLText.escape(text)
     }
 }
