@@ -64,7 +64,9 @@ struct InspectorTests {
             steps += BrowserCheck.whole
             // A device, the cloud.
             steps += [open("/devices/5"), ["expectText": .string("Device 5")], ["expectText": .string("What the cloud holds of it")],
-                      ["expectText": .string("Journal: ")], ["expectSelector": .string("svg"), "atLeast": .integer(1)]]
+                      ["expectText": .string("Journal: ")], ["expectText": .string("frames the cloud logged from it")],
+                      ["expectText": .string("Messages the cloud logged from it (acknowledged)")],
+                      ["expectSelector": .string("svg"), "atLeast": .integer(2)]]
             steps += BrowserCheck.whole
             steps += [open("/cloud"), ["expectText": .string("Log rows by app")], ["expectText": .string("Popularity in com.sightline.sim")],
                       ["expectText": .string("Public index over virtual time")]]

@@ -192,7 +192,40 @@ enum InspectPages {
         if case .object(let kinds) = JSONValue.object(tally.byKindJSON) {
             for member in kinds.members { body += row(member.key, escape(plain(member.value)), numeric: true) }
         }
-        body += "</table></section><section>\(eventsChart(perMinute))</section></div>\n"
+        body += "</table></section><section>\(minuteChart(perMinute, caption: "Journal events per minute", axis: "minutes of the device's clock from its first event"))</section></div>\n"
+
+        // Its outbox and what the cloud logged from it, over time, from the
+        // same reading of its store and the cloud's log as `trace device:N`.
+        let trace = Tracer(devices: [TraceDevice(label: "device \(device.number)", store: store)], cloud: try? run.cloud())
+            .trace(.device(String(device.number)))
+        var waiting: [Int64: Int] = [:]
+        var logged: [Int64: Int] = [:]
+        var frames: [String] = []
+        for step in trace.steps {
+            switch (step.place, step.position) {
+            case (.device, .outbox):
+                waiting[step.time.millisecondsSince1970 / 60_000, default: 0] += 1
+            case (.cloud, .log(let app, let row, _, _, let epoch, let first, let last, nil)) where step.event == "frame":
+                logged[step.time.millisecondsSince1970 / 60_000, default: 0] += Int(last - first + 1)
+                frames.append("<tr><td class=\"num\">\(row)</td><td>\(escape(app.rawValue))</td><td>\(escape(step.time.description))</td>"
+                              + "<td class=\"num\">\(epoch)</td><td class=\"num\">\(first)…\(last)</td></tr>")
+            default:
+                break
+            }
+        }
+        body += "<h2>Its outbox and what the cloud logged from it</h2>\n<div class=\"grid\">"
+        body += "<section>" + (waiting.isEmpty ? "<p>Nothing waits in its outbox.</p>"
+            : minuteChart(waiting, caption: "Messages still in its outbox, by the minute their journal event was written",
+                          axis: "minutes of the device's clock from its first waiting message")) + "</section>"
+        body += "<section>" + (logged.isEmpty ? "<p>The cloud logged nothing from it.</p>"
+            : minuteChart(logged, caption: "Messages the cloud logged from it (acknowledged), per minute of the cloud's clock",
+                          axis: "minutes of the cloud's clock from the first frame")) + "</section></div>\n"
+        if !frames.isEmpty {
+            body += "<details\(frames.count <= 20 ? " open" : "")><summary>\(frames.count) frames the cloud logged from it</summary>"
+                + "<table><tr><th class=\"num\">log row</th><th>app</th><th>received</th><th class=\"num\">epoch</th><th class=\"num\">messages</th></tr>\n"
+                + frames.joined(separator: "\n") + "</table></details>\n"
+        }
+        for problem in trace.problems { body += "<p class=\"fail\">\(escape(problem))</p>\n" }
         body += "<h2>Its faults in the run</h2>\n"
         var faults: [String] = []
         if case .array(let events)? = run.report["events"] {
@@ -213,8 +246,8 @@ enum InspectPages {
         return layout("Device \(device.number)", section: .device, body)
     }
 
-    /// Journal events per virtual minute, as bars with ticks.
-    static func eventsChart(_ perMinute: [Int64: Int]) -> String {
+    /// Counts per minute, as bars with ticks on both axes.
+    static func minuteChart(_ perMinute: [Int64: Int], caption: String, axis: String) -> String {
         guard let first = perMinute.keys.min(), let last = perMinute.keys.max() else { return "" }
         let (width, height, left, bottom, top) = (480.0, 200.0, 52.0, 36.0, 8.0)
         let minutes = Int(last - first) + 1
@@ -237,8 +270,8 @@ enum InspectPages {
             let x = left + (Double(minute) + 0.5) * slot
             svg += "<text x=\"\(x)\" y=\"\(height - bottom + 16)\" text-anchor=\"\(minute == 0 ? "start" : "middle")\">\(minute)</text>"
         }
-        svg += "<text x=\"\((left + width) / 2)\" y=\"\(height - 4)\" text-anchor=\"middle\">minutes of the device's clock from its first event</text>"
-        return "<figure style=\"margin:0\">" + svg + "</svg><figcaption class=\"muted\">Journal events per minute</figcaption></figure>"
+        svg += "<text x=\"\((left + width) / 2)\" y=\"\(height - 4)\" text-anchor=\"middle\">\(escape(axis))</text>"
+        return "<figure style=\"margin:0\">" + svg + "</svg><figcaption class=\"muted\">\(escape(caption))</figcaption></figure>"
     }
 
     // MARK: - The cloud
