@@ -104,6 +104,39 @@ struct InspectorTests {
         #expect(missing.status == 1 && missing.failures.contains("404"), "\(missing.failures)")
     }
 
+    /// A report.json someone edited (numbers no device has, times that are
+    /// text, lists that are not lists) is shown as far as it reads, and no
+    /// page fails: nothing in the folder can stop the inspector.
+    @Test func anEditedReportIsShownAsFarAsItReads() throws {
+        let folder = try Self.run.get()
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let copy = directory.appendingPathComponent("edited")
+        try FileManager.default.copyItem(at: folder, to: copy)
+        let path = copy.appendingPathComponent("report.json")
+        guard case .object(var report) = try JSONReader.parse([UInt8](try Data(contentsOf: path))) else {
+            Issue.record("report.json is not an object")
+            return
+        }
+        report["restores"] = .array([.object(["device": .double(1e300), "atSeconds": .string("later")])])
+        report["events"] = .array([.object(["kind": .integer(3)]), .object(["kind": .string("deviceCrash"), "atSeconds": .string("x")]),
+                                   .string("not an event")])
+        report["devices"] = .string("nope")
+        report["invariants"] = .integer(5)
+        report["timeline"] = .array([.object(["atSeconds": .double(-1e308), "cloudUp": .string("yes")])])
+        try Data(JSONWriter.compact(.object(report)).utf8).write(to: path)
+        let (child, url) = try Self.inspect(copy, in: directory)
+        defer { child.stop() }
+        let checked = try BrowserCheck.run([
+            ["open": .string(url + "/")], ["expectText": .string("Run, seed 3")], ["expectNoConsoleErrors": .bool(true)],
+            ["open": .string(url + "/fleet")], ["waitFor": .string("tbody tr")], ["expectNoConsoleErrors": .bool(true)],
+            ["open": .string(url + "/devices/2")], ["expectText": .string("Device 2")],
+            ["open": .string(url + "/cloud")], ["expectText": .string("Log rows by app")],
+        ])
+        #expect(checked.status == 0, "\(checked.failures)")
+        #expect(child.process.isRunning)
+    }
+
     @Test func aFolderThatIsNoRunIsRefused() throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -148,8 +148,8 @@ enum InspectAssets {
           function draw() {
             const rows = devices.filter((device) => matches(device, filter.value));
             rows.sort((a, b) => {
-              const x = a[sort.column], y = b[sort.column];
-              const order = typeof x === "string" ? x.localeCompare(y) : x - y;
+              const x = a[sort.column] ?? 0, y = b[sort.column] ?? 0;
+              const order = typeof x === "string" ? String(x).localeCompare(String(y)) : x - y;
               return (sort.down ? -order : order) || a.number - b.number;
             });
             page = Math.min(page, Math.max(0, Math.ceil(rows.length / pageSize) - 1));
@@ -165,7 +165,7 @@ enum InspectAssets {
                   link.textContent = device.number;
                   td.appendChild(link);
                 } else {
-                  td.textContent = device[column];
+                  td.textContent = device[column] ?? "";
                 }
                 tr.appendChild(td);
               }

@@ -117,7 +117,8 @@ enum InspectPages {
                 + "<tr><th class=\"num\">device</th><th class=\"num\">virtual s</th><th class=\"num\">backup age (s)</th>"
                 + "<th class=\"num\">journal events lost</th><th class=\"num\">calls lost</th></tr>\n"
             for restore in restores {
-                let device = restore["device"]?.number.map { Int($0) } ?? -1
+                // An edited report can hold any number here: one that is no device's stays unlinked text.
+                let device = restore["device"]?.number.flatMap { Int(exactly: $0) } ?? -1
                 body += "<tr><td class=\"num\"><a href=\"/devices/\(device)\">\(device)</a></td>"
                     + ["atSeconds", "backupAgeSeconds", "journalEventsLost", "callsLost"].map {
                         "<td class=\"num\">\(escape(plain(restore[$0] ?? .null)))</td>"
