@@ -34,8 +34,9 @@ struct ProgressOption: ParsableArguments {
 /// The work reports what it has done with `update`, which only stores it,
 /// so that the work pays nothing for the drawing; a thread of the line's
 /// own draws, so the line moves (its clock, at least) while one long step
-/// runs, until `finish()`, which every user calls (in a `defer`). The time left is the phase's elapsed time scaled by the work left,
-/// shown once a second of the phase has passed.
+/// runs, until `finish()`, which every user calls (in a `defer`). The time
+/// left is the phase's elapsed time scaled by the work left, shown once a
+/// second of the phase has passed.
 final class ProgressLine: Sendable {
     enum Mode: Sendable, Equatable {
         /// A bar redrawn every half second.
@@ -47,14 +48,13 @@ final class ProgressLine: Sendable {
 
     /// What the work has reported.
     struct State: Sendable {
-        /// What is being done now ("calls", "converging", "checking").
+        /// What is being done now ("calls", "converging", a benchmark's step).
         var phase: String
         var done: Int = 0
         /// Nil while the amount of work is unknown: only the time is shown.
         var total: Int?
         var unit: String
         var phaseStarted = ContinuousClock.now
-        var finished = false
     }
 
     let mode: Mode
