@@ -20,16 +20,7 @@ struct InspectorTests {
     /// Starts the inspector on a free port and returns its base URL.
     static func inspect(_ folder: URL, in directory: URL) throws -> (child: Child, url: String) {
         let child = try Child(["inspect", folder.path], in: directory)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline {
-            if let match = child.errorText.firstMatch(of: /inspecting .* on (http:\/\/127\.0\.0\.1:\d+)/) {
-                return (child, String(match.output.1))
-            }
-            guard child.process.isRunning else { throw ServeFailure("inspect exited: \(child.errorText)") }
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        child.stop()
-        throw ServeFailure("inspect did not print its URL within 20 seconds: \(child.errorText)")
+        return (child, try child.waitForError(/inspecting .* on (http:\/\/127\.0\.0\.1:\d+)/))
     }
 
     @Test func everyPageOfARunReadsWholeAtBothWidthsAndATraceFollowsFromTheSearchBox() throws {

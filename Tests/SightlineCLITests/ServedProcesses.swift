@@ -34,6 +34,22 @@ final class Child {
     }
 
     var errorText: String { String(decoding: FileManager.default.contents(atPath: stderr.path) ?? Data(), as: UTF8.self) }
+
+    /// Polls stderr until `pattern` matches, and returns the match's first
+    /// capture (or the whole match); throws when the process exits first or
+    /// nothing matches within `timeout`, killing it then.
+    func waitForError(_ pattern: Regex<(Substring, Substring)>, timeout: Duration = .seconds(20)) throws -> String {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let match = errorText.firstMatch(of: pattern) { return String(match.output.1) }
+            guard process.isRunning else {
+                throw ServeFailure("sightline \(arguments.first ?? "") exited with status \(process.terminationStatus): \(errorText)")
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        crash()
+        throw ServeFailure("sightline \(arguments.first ?? "") printed nothing matching within \(timeout): \(errorText)")
+    }
     var outputText: String { String(decoding: FileManager.default.contents(atPath: stdout.path) ?? Data(), as: UTF8.self) }
 
     /// Waits for the process to exit. Past `timeout` it is killed and the
