@@ -62,3 +62,39 @@ extension DatabaseQueue {
         }
     }
 }
+
+extension DatabaseQueue {
+    /// Copies `image`, the bytes a database file would hold (as
+    /// `serializedFromSnapshot` gives them), into this connection's main
+    /// database, which must be a new in-memory one: afterwards its pages
+    /// are the image's, byte for byte. SQLite reads an image only through a
+    /// database of its own kind (`sqlite3_deserialize`), which counts each
+    /// commit in its header where an in-memory database does not; so the
+    /// image is opened that way on the side and copied in with the backup
+    /// API, and the schema cookie the backup moves is put back. Throws when
+    /// SQLite refuses the bytes.
+    public func load(image: [UInt8]) throws {
+        let source = try DatabaseQueue()
+        try source.writeWithoutTransaction { db in
+            let size = sqlite3_int64(image.count)
+            guard let buffer = sqlite3_malloc64(sqlite3_uint64(max(image.count, 1)))?.assumingMemoryBound(to: UInt8.self) else {
+                throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "no memory for a database image of \(image.count) bytes")
+            }
+            image.withUnsafeBufferPointer { bytes in
+                if let base = bytes.baseAddress { buffer.update(from: base, count: bytes.count) }
+            }
+            // SQLite owns the buffer from here, and frees it even when it refuses it.
+            let flags = UInt32(SQLITE_DESERIALIZE_FREEONCLOSE) | UInt32(SQLITE_DESERIALIZE_READONLY)
+            let status = sqlite3_deserialize(db.sqliteConnection, "main", buffer, size, size, flags)
+            guard status == SQLITE_OK else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: status), message: "SQLite refused a database image of \(image.count) bytes")
+            }
+        }
+        let cookie = try source.backupFromSnapshot(to: self) { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0 }
+        try writeWithoutTransaction { db in
+            if try Int.fetchOne(db, sql: "PRAGMA schema_version") != cookie {
+                try db.execute(sql: "PRAGMA schema_version = \(cookie)")
+            }
+        }
+    }
+}

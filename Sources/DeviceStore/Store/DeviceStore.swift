@@ -115,7 +115,13 @@ public final class DeviceStore: Sendable {
     /// The page size of in-memory stores.
     static let memoryPageBytes = 1024
 
-    public init(at location: StoreLocation, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) {
+    public convenience init(at location: StoreLocation, options: StoreOptions = StoreOptions()) throws(DeviceStoreError) {
+        try self.init(at: location, options: options, image: nil)
+    }
+
+    /// Opens the store at `location`; an in-memory store with `image` holds
+    /// those bytes (a store woken from `hibernate()`) instead of a new store.
+    init(at location: StoreLocation, options: StoreOptions, image: [UInt8]?) throws(DeviceStoreError) {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
@@ -158,7 +164,11 @@ public final class DeviceStore: Sendable {
             switch location {
             case .memory:
                 queue = try DatabaseQueue(configuration: configuration)
-                try DeviceStore.emptyMemoryStore.get().backupFromSnapshot(to: queue)
+                if let image {
+                    try queue.load(image: image)
+                } else {
+                    try DeviceStore.emptyMemoryStore.get().backupFromSnapshot(to: queue)
+                }
             case .file(let path):
                 if options.readOnly && !FileManager.default.fileExists(atPath: path) {
                     throw DeviceStoreError(.storeNotFound, "no store at \(path): check the path (read-only commands never create a store)")
@@ -191,7 +201,7 @@ public final class DeviceStore: Sendable {
             } else {
                 meta = try queue.write { db in
                     try DeviceStore.checkSchemaTable(db, location)
-                    if case .memory = location {
+                    if case .memory = location, image == nil {
                         // The schema came from the empty store; only the
                         // identity is this store's own.
                         let identifier = DeviceStore.makeDeviceID(random)

@@ -1,0 +1,88 @@
+import ByteCoding
+import GRDB
+import IndexModel
+import SQLiteSupport
+import SyncWire
+
+/// A store put to sleep (`DeviceStore.hibernate()`): everything it held,
+/// without its connection. An in-memory store's database is kept as its
+/// bytes, deflated; a store file stays where it is and only its connection
+/// goes (with it, its three open files). Besides the database, what the store
+/// kept in memory between sync runs comes along: the frame dictionary its
+/// next frame is deflated against, the content requests it answered and the
+/// cloud has not acknowledged, and its device key. So a woken store sends
+/// the same frames, byte for byte, as one that stayed awake.
+///
+/// A sleeping store is this process's own: it is made by `hibernate()` and
+/// only ever woken here, so its bytes are not checked again beyond what
+/// opening a store checks.
+public struct SleepingStore: Sendable {
+    public let location: StoreLocation
+    /// The in-memory database's bytes, deflated; empty for a store file.
+    let image: [UInt8]
+    /// The database's size before deflating; 0 for a store file.
+    public let imageBytes: Int
+    let frameDictionary: FrameDictionary
+    let answersInFlight: [PublicHash: OutboxPosition]
+    let deviceKey: [UInt8]?
+
+    /// The bytes it holds in memory, near enough: the image, the dictionary,
+    /// and each answer's hash and position.
+    public var heldBytes: Int {
+        image.count + frameDictionary.bytes.count + (deviceKey?.count ?? 0) + answersInFlight.count * 64 + 128
+    }
+}
+
+extension DeviceStore {
+    /// Puts the store to sleep: what it holds, as `SleepingStore`. The
+    /// store itself must not be used afterwards; dropping it releases its
+    /// connection, its statements and its page cache, and
+    /// `DeviceStore(waking:options:)` brings it back. The deflate is zlib's
+    /// fastest level: most of a small store's pages are nearly empty, and
+    /// a sleep is taken often.
+    public func hibernate() throws(DeviceStoreError) -> SleepingStore {
+        var image: [UInt8] = []
+        var imageBytes = 0
+        if isInMemory {
+            do {
+                let pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
+                imageBytes = pages.count
+                image = Deflate.compress(pages, level: 1)
+            } catch {
+                throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
+            }
+        }
+        return SleepingStore(location: location, image: image, imageBytes: imageBytes,
+                             frameDictionary: frameDictionary.withLock { $0 },
+                             answersInFlight: answersInFlight.withLock { $0 },
+                             deviceKey: knownDeviceKey.withLock { $0 })
+    }
+
+    /// The bytes the store's database holds: its pages, used or free.
+    /// An in-memory store's pages are its memory.
+    public func databaseBytes() throws(DeviceStoreError) -> Int {
+        try read { db in
+            let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
+            let size = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0
+            return pages * size
+        }
+    }
+
+    /// Wakes a store put to sleep with `hibernate()`: the same database,
+    /// the same memory between sync runs, opened with `options` (the clock
+    /// and randomness the store had before it slept, for the same run).
+    public convenience init(waking sleeping: SleepingStore, options: StoreOptions) throws(DeviceStoreError) {
+        var pages: [UInt8]?
+        if case .memory = sleeping.location {
+            do {
+                pages = try Deflate.decompress(sleeping.image, limit: sleeping.imageBytes)
+            } catch {
+                throw DeviceStoreError(.corruptStore, "a sleeping store's image does not inflate: \(error)")
+            }
+        }
+        try self.init(at: sleeping.location, options: options, image: pages)
+        frameDictionary.withLock { $0 = sleeping.frameDictionary }
+        answersInFlight.withLock { $0 = sleeping.answersInFlight }
+        knownDeviceKey.withLock { $0 = sleeping.deviceKey }
+    }
+}

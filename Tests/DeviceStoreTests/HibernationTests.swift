@@ -1,0 +1,84 @@
+import DeviceStore
+import Foundation
+import IndexModel
+import Testing
+
+/// The calls both stores of a pair make: notes, a public activity, its
+/// engagement, an edit and a delete.
+private func calls(_ round: Int) -> [AppOperation] {
+    let url = "https://example.com/recipe/\(round)"
+    return [
+        .index(index: "notes", items: [item("n\(round)", domain: "notes.f\(round % 3)", title: "Note \(round)")]),
+        .activity(UserActivity(activityType: "com.example.recipe", title: "Recipe \(round)", webpageURL: url,
+                               eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: "r\(round)")),
+        .engage(ref: url),
+        .shown(ref: url),
+        .update(index: "notes", updates: [ItemUpdate(uniqueIdentifier: "n\(round)",
+                                                     attributes: AttributeChanges([.title: .string("Note \(round) edited")]))]),
+        .delete(index: "notes", identifiers: ["n\(max(0, round - 2))"]),
+    ]
+}
+
+/// What a user and the sync would see of a store.
+private func state(_ store: DeviceStore) throws -> [String] {
+    [try store.projectionDigest(), "\(try store.outboxEntries())", "\(try store.syncStatus())",
+     "\(try store.resultTitles("note"))", "\(try store.verifyJournal().head)", store.deviceID.rawValue]
+}
+
+@Suite struct HibernationTests {
+    @Test func aStoreWokenFromSleepHoldsAndDoesWhatOneThatStayedAwakeDoes() throws {
+        let clock = ManualClock(testStart)
+        let awake = try makeStore(seed: 7, clock: clock)
+        var sleeper = try makeStore(seed: 7, clock: clock)
+        for round in 0..<12 {
+            for call in calls(round) {
+                try awake.perform(call)
+                try sleeper.perform(call)
+            }
+            if round % 3 == 2 {
+                let sleeping = try sleeper.hibernate()
+                #expect(sleeping.imageBytes > 0)
+                #expect(sleeping.heldBytes < sleeping.imageBytes, "a store's image deflates while it sleeps")
+                sleeper = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 99)))
+            }
+            try clock.advance(to: testStart.adding(milliseconds: Int64(round + 1) * 1_000))
+            #expect(try state(sleeper) == state(awake), "round \(round)")
+        }
+        #expect(try sleeper.verifyJournal().isValid)
+        // A backup of either is the same file, byte for byte: a woken store's
+        // pages are laid out as they were, header included, so a restore
+        // from it journals the same SHA-256.
+        let directory = try temporaryDirectory()
+        let paths = ["awake", "woken"].map { directory.appendingPathComponent("\($0).slsnap").path }
+        _ = try awake.snapshot(to: paths[0])
+        _ = try sleeper.snapshot(to: paths[1])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: URL(fileURLWithPath: paths[1])))
+    }
+
+    @Test func aStoreFileSleepsByClosingItsConnectionAndWakesWhereItWas() throws {
+        let directory = try temporaryDirectory()
+        let clock = ManualClock(testStart)
+        func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 3), durability: .normal) }
+        let twin = try DeviceStore(at: .file(directory.appendingPathComponent("awake.sqlite").path), options: options())
+        let path = directory.appendingPathComponent("sleeper.sqlite").path
+        var store = try DeviceStore(at: .file(path), options: options())
+        for round in 0..<12 {
+            for call in calls(round) {
+                try store.perform(call)
+                try twin.perform(call)
+            }
+            // A backup of each, as the simulator takes them between sleeps.
+            _ = try twin.snapshot(to: directory.appendingPathComponent("awake-\(round).slsnap").path)
+            _ = try store.snapshot(to: directory.appendingPathComponent("woken-\(round).slsnap").path)
+            let sleeping = try store.hibernate()
+            #expect(sleeping.location == .file(path))
+            #expect(sleeping.imageBytes == 0, "a file is not copied into memory")
+            store = try DeviceStore(waking: sleeping, options: options())
+            #expect(try state(store) == state(twin), "round \(round)")
+        }
+        let paths = ["awake", "woken"].map { directory.appendingPathComponent("\($0).slsnap").path }
+        _ = try twin.snapshot(to: paths[0])
+        _ = try store.snapshot(to: paths[1])
+        #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: URL(fileURLWithPath: paths[1])))
+    }
+}
