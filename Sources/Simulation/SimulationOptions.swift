@@ -66,6 +66,11 @@ public struct SimulationOptions: Sendable {
     /// device's index against its own calls, so a thousand devices already
     /// take every path a search has.
     public var searchingDevices = 1_000
+    /// The bytes the device stores may hold, awake and asleep together
+    /// (`StoreKeeper`); past it, the least recently used go to sleep. Nil:
+    /// half of this machine's memory. The run is the same, digest included,
+    /// whatever the budget; only its time and memory change.
+    public var memoryBudget: Int?
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -208,7 +213,6 @@ public struct SimulationError: Error, Hashable, Sendable, CustomStringConvertibl
 /// ended, then the end checks.
 public enum SimulationProgress: Hashable, Sendable {
     case preparing(done: Int, of: Int)
-    case enrolling(done: Int, of: Int)
     case calls(done: Int, of: Int)
     case converging(virtualSeconds: Int)
     case checking

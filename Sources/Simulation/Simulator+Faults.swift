@@ -69,7 +69,7 @@ extension Simulator {
         counters.fault(.deviceCrash, device: device.number)
         dropSession(device)
         if case .file = device.location {
-            device.store = try DeviceStore(at: device.location, options: storeOptions(clock: device.clock, random: device.random))
+            try device.replace(store: DeviceStore(at: device.location, options: device.storeOptions))
         }
     }
 
@@ -129,7 +129,7 @@ extension Simulator {
         }
         if let kept = report.replacedStoreKeptAt { StoreFiles.remove(kept) }
         let replaced = device.location
-        device.store = try DeviceStore(at: .file(path), options: storeOptions(clock: device.clock, random: device.random))
+        try device.replace(store: DeviceStore(at: .file(path), options: device.storeOptions))
         device.location = .file(path)
         // What the backup covers and the cloud's backup held may go at once;
         // a restore that forgot what the wiped store purged has purged already.

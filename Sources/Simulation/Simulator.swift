@@ -93,7 +93,7 @@ public final class Simulator {
         self.progress = progress
         // A drill reads every device's store at each reply; it runs serially.
         let lane = options.callLane && options.drill == nil ? CallLane() : nil
-        fleet = Fleet(lane: lane)
+        fleet = Fleet(lane: lane, keeper: StoreKeeper(budget: options.memoryBudget ?? StoreKeeper.defaultBudget))
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
         var plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
@@ -157,30 +157,31 @@ public final class Simulator {
             return try cloud.enrol(app: options.app, device: device, enrolmentSecret: Simulator.enrolmentSecret)
         }
         do {
-            // Each device's seeds are drawn in device order; the stores, which
-            // touch nothing in common, are then made on both threads,
-            // enrolled with the cloud in device order again, and given their
-            // keys on both threads.
+            // Each device's seeds are drawn in device order. The devices are
+            // then set up a slice at a time (so that a large fleet's setup
+            // reports progress and keeps within the memory budget): their
+            // stores, which touch nothing in common, made on both threads,
+            // enrolled with the cloud in device order, and given their keys
+            // on both threads.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
-            // Made a slice at a time, so that a large fleet's setup reports progress.
-            var stores: [NewStore] = []
             for first in stride(from: 0, to: seeds.count, by: Simulator.storesPerSlice) {
-                stores += try makeStores(seeds[first..<min(first + Simulator.storesPerSlice, seeds.count)].map(\.store), first: first)
-                progress?(.preparing(done: stores.count, of: seeds.count))
-            }
-            var enrolled: [[UInt8]] = []
-            for new in stores {
-                enrolled.append(try enrol(new.store.deviceID))
-                if enrolled.count % Simulator.storesPerSlice == 0 { progress?(.enrolling(done: enrolled.count, of: stores.count)) }
-            }
-            let keys = enrolled
-            let cargo = LaneCargo(value: stores)
-            _ = try fleet.onBothThreads(stores.count) { number in
-                Result { try cargo.value[number].store.setDeviceKey(keys[number]) }
-            }
-            for (number, new) in stores.enumerated() {
-                fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
-                                         workload: Workload(device: number, random: seeds[number].workload)))
+                let slice = seeds[first..<min(first + Simulator.storesPerSlice, seeds.count)]
+                let stores = try makeStores(slice.map(\.store), first: first)
+                var keys: [[UInt8]] = []
+                for new in stores { keys.append(try enrol(new.store.deviceID)) }
+                let cargo = LaneCargo(value: stores), given = keys
+                _ = try fleet.onBothThreads(stores.count) { number in
+                    Result { try cargo.value[number].store.setDeviceKey(given[number]) }
+                }
+                for (offset, new) in stores.enumerated() {
+                    let number = first + offset
+                    fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
+                                        workload: Workload(device: number, random: seeds[number].workload),
+                                        options: Simulator.storeOptions(clock: new.clock, random: new.random, app: options.app),
+                                        keeper: fleet.keeper, pages: new.pages))
+                }
+                try fleet.keeper.enforce { _ in }
+                progress?(.preparing(done: first + stores.count, of: seeds.count))
             }
             if plan.hostile {
                 hostileKey = try enrol(Simulator.hostileName)
@@ -222,6 +223,8 @@ public final class Simulator {
         let clock: DeviceClock
         let random: SeededRandom
         let location: StoreLocation
+        /// What its database holds (`DeviceStore.databaseBytes`).
+        let pages: Int
     }
 
     /// A store for each seed, in order, made on both threads
@@ -237,8 +240,8 @@ public final class Simulator {
             let random = SeededRandom(seed: seeds[index])
             let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, first + index)) : .memory
             return Result {
-                NewStore(store: try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app)),
-                         clock: clock, random: random, location: location)
+                let store = try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app))
+                return NewStore(store: store, clock: clock, random: random, location: location, pages: try store.databaseBytes())
             }
         }
     }
@@ -300,6 +303,7 @@ public final class Simulator {
                 counters.now = next.time - Simulator.start.millisecondsSince1970
                 try beforeEvent?(next.event)
                 try handle(next.event)
+                if fleet.keeper.isOver { try fleet.keeper.enforce(settle: settle) }
             }
             try settleAll()
             try cloudHost.settleRestoreChecks()
@@ -493,6 +497,9 @@ public final class Simulator {
     /// Runs `work`, which touches only `device`, where the device's own
     /// work runs (`Fleet.handOff`), and records what it left if it ran here.
     func handOff(_ device: SimDevice, _ work: @escaping (SimDevice) -> SimDevice.Turn) throws(SimulationError) {
+        // Woken here, so that the lane finds the store awake.
+        _ = try device.store
+        device.referenced = true
         if let turn = fleet.handOff(device, now: world.milliseconds, work) { try record(turn) }
     }
 
@@ -500,6 +507,7 @@ public final class Simulator {
     /// what it left (`Fleet.settle`): the event loop calls this before it
     /// reads or changes anything of the device's. Throws what stopped the call.
     func settle(_ device: SimDevice) throws(SimulationError) {
+        device.referenced = true
         if let turn = fleet.settle(device) { try record(turn) }
     }
 
@@ -528,7 +536,7 @@ public final class Simulator {
         queue.schedule(.syncTimer(device.number), at: now + (converging ? timingRandom.between(1_000, 2_000)
                                                                         : timingRandom.between(10_000, 30_000)))
         guard device.session == nil, now >= device.offlineUntil else { return }
-        let status = try device.store.syncStatus()
+        let status = try device.syncStatus()
         device.lastPending = status.pending
         // Converging, a device syncs until it has nothing to send and has
         // heard the cloud since its last news (`cloudNews`: a content request
@@ -633,7 +641,7 @@ public final class Simulator {
         let quiet = try cloud != nil && devices.allSatisfy { device throws in
             guard device.session == nil, device.heardCloudAt == news else { return false }
             try settle(device)
-            device.lastPending = try device.store.syncStatus().pending
+            device.lastPending = try device.syncStatus().pending
             return device.lastPending == 0
         }
         if quiet {

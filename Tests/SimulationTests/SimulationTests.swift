@@ -116,12 +116,12 @@ let epochAdvanceSeeds: Set<UInt64> = [6, 51]
 /// journal for a cloud restored from an older backup.
 let recoveryFromJournalSeeds: Set<UInt64> = [10, 13]
 
-private func run(_ options: SimulationOptions) throws -> SimulationReport {
+func run(_ options: SimulationOptions) throws -> SimulationReport {
     try Simulator(options: options).run()
 }
 
 /// The failed invariants in words, with what replays the run; empty when it passed.
-private func failures(_ report: SimulationReport) -> String {
+func failures(_ report: SimulationReport) -> String {
     report.passed ? "" : "\(report.replayCommand): "
         + report.failures.map { "\($0.name): \($0.detail)" }.joined(separator: "; ")
 }
@@ -228,7 +228,7 @@ private func failures(_ report: SimulationReport) -> String {
             let content = PublicContent(activityType: "com.example.view", title: title, keywords: [],
                                         contentDescription: String(repeating: "padding ", count: 40), webpageURL: nil)
             let hash = try #require(PublicHash.of(app: AppID("com.example.app"), content: content))
-            return UploadFrame(app: AppID("com.example.app"), device: device.store.deviceID,
+            return UploadFrame(app: AppID("com.example.app"), device: device.name,
                                records: [OutboxRecord(position: OutboxPosition(epoch: Epoch(1), seq: OutboxSeq(1)), message: .content(hash, content))],
                                key: [UInt8](repeating: 7, count: 32)).encoded
         }

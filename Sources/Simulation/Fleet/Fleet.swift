@@ -9,13 +9,16 @@ import DeviceStore
 final class Fleet {
     /// The second thread; nil: every call runs on the event loop's thread.
     let lane: CallLane?
+    /// Which devices' stores are awake (`StoreKeeper`).
+    let keeper: StoreKeeper
     private(set) var devices: [SimDevice] = []
     /// The numbers of the devices that have taken a backup, in order: a
     /// device restore picks among them.
     private(set) var backedUp: [Int] = []
 
-    init(lane: CallLane?) {
+    init(lane: CallLane?, keeper: StoreKeeper) {
         self.lane = lane
+        self.keeper = keeper
     }
 
     deinit { close() }

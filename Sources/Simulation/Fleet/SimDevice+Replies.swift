@@ -21,7 +21,7 @@ extension SimDevice {
 
     /// Purges what is due (`DeviceStore.purge`) and notes whether a public
     /// activity still waits for the cloud's backup.
-    func purge() throws(DeviceStoreError) {
+    func purge() throws {
         noteWaiting(try store.purge())
     }
 

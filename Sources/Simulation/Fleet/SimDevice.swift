@@ -1,4 +1,5 @@
 import DeviceStore
+import Foundation
 import IndexModel
 import SyncWire
 
@@ -45,7 +46,33 @@ final class SimDevice {
     let number: Int
     let clock: DeviceClock
     let random: SeededRandom
-    var store: DeviceStore
+    /// The store's name, the same through sleeps and restores.
+    let name: DeviceID
+    /// What the store is opened with: this device's clock and randomness.
+    let storeOptions: StoreOptions
+    /// The keeper of which stores are awake (`StoreKeeper`).
+    unowned let keeper: StoreKeeper
+    /// The store while it is awake; nil while it sleeps.
+    private var awakeStore: DeviceStore?
+    /// The store while it sleeps, and its sync status when it went to sleep
+    /// (which a sleeping store cannot change).
+    private var sleepingStore: (store: Sleeping, status: SyncStatus)?
+
+    /// How a store sleeps. An in-memory store hibernates: its database is
+    /// kept deflated and its connection goes (`DeviceStore.hibernate`). A
+    /// store file keeps its connection, and with it its open files, and
+    /// lets go of its statements and page cache: closed and opened again,
+    /// its file would be laid out otherwise afterwards (its backups' bytes,
+    /// and so the digest, would change), though it holds the same.
+    private enum Sleeping {
+        case hibernated(SleepingStore)
+        case released(DeviceStore)
+    }
+    /// The store was used since the keeper's clock hand last passed it.
+    /// Set and read on the event loop only.
+    var referenced = true
+    /// What the keeper counts this store at while it is awake.
+    var countedBytes = 0
     var location: StoreLocation
     var workload: Workload
     var truth = AppTruth()
@@ -103,16 +130,100 @@ final class SimDevice {
     /// loop acts on a taken reply only at its own `replyTaken` event.
     var replyTokens: UInt64 = 0
 
-    init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload) {
+    init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload,
+         options: StoreOptions, keeper: StoreKeeper, pages: Int) {
         self.number = number
         self.clock = clock
         self.random = random
-        self.store = store
+        self.name = store.deviceID
+        self.storeOptions = options
+        self.keeper = keeper
+        awakeStore = store
         self.location = location
         self.workload = workload
+        keeper.noteAwake(self, pages: pages)
     }
 
-    var name: DeviceID { store.deviceID }
+    /// The device's store, woken first if it sleeps. The event loop wakes a
+    /// device before it hands the device's work to the call lane, and puts
+    /// one to sleep only once it is settled, so on the lane it is awake.
+    var store: DeviceStore {
+        get throws(SimulationError) {
+            if let awakeStore { return awakeStore }
+            return try wake()
+        }
+    }
+
+    var isAwake: Bool { awakeStore != nil }
+
+    /// The store the device has now, in place of the one it had (a crash
+    /// opened it again, a restore made a new one).
+    func replace(store: DeviceStore) throws(SimulationError) {
+        if awakeStore == nil { _ = try wake() }
+        awakeStore = store
+    }
+
+    /// The store's sync status; a sleeping store's is the one it went to sleep with.
+    func syncStatus() throws -> SyncStatus {
+        if let sleepingStore { return sleepingStore.status }
+        return try store.syncStatus()
+    }
+
+    /// The store to read from on any thread once the run is over: the
+    /// awake store, or a sleeping one woken for the reader alone (the
+    /// device keeps sleeping).
+    func storeForReading() throws -> DeviceStore {
+        if let awakeStore { return awakeStore }
+        switch sleepingStore?.store {
+        case .hibernated(let sleeping): return try DeviceStore(waking: sleeping, options: storeOptions)
+        case .released(let store): return store
+        case nil: throw SimulationError("device \(number) has no store")
+        }
+    }
+
+    private func wake() throws(SimulationError) -> DeviceStore {
+        guard let sleepingStore else { throw SimulationError("device \(number) has no store") }
+        let started = ContinuousClock.now
+        let woken: DeviceStore
+        var pages = 0, held = 0
+        switch sleepingStore.store {
+        case .hibernated(let sleeping):
+            do {
+                woken = try DeviceStore(waking: sleeping, options: storeOptions)
+            } catch {
+                throw SimulationError("device \(number)'s store could not be woken: \(error)")
+            }
+            pages = sleeping.imageBytes
+            held = sleeping.heldBytes
+        case .released(let store):
+            woken = store
+        }
+        awakeStore = woken
+        self.sleepingStore = nil
+        referenced = true
+        keeper.noteWoken(self, pages: pages, held: held, seconds: (ContinuousClock.now - started).seconds)
+        return woken
+    }
+
+    /// Puts the store to sleep; returns the bytes it holds asleep. The
+    /// keeper's to call, on a settled device.
+    func sleep() throws(SimulationError) -> Int {
+        guard let awakeStore else { return 0 }
+        do {
+            let status = try awakeStore.syncStatus()
+            self.awakeStore = nil
+            if case .file = location {
+                awakeStore.releaseStatements()
+                sleepingStore = (.released(awakeStore), status)
+                return 0
+            }
+            let sleeping = try awakeStore.hibernate()
+            sleepingStore = (.hibernated(sleeping), status)
+            return sleeping.heldBytes
+        } catch {
+            throw SimulationError("device \(number)'s store could not be put to sleep: \(error)")
+        }
+    }
 
     /// What one of the user's turns left for the event loop: the searches
     /// made, what they found wrong, and the error that stopped the run.
@@ -185,7 +296,7 @@ final class SimDevice {
 
     /// Makes one call on the store and folds it into the oracle. The model
     /// is updated only when the store committed the call.
-    func perform(_ operation: AppOperation, catalogue: Catalogue) throws(DeviceStoreError) {
+    func perform(_ operation: AppOperation, catalogue: Catalogue) throws {
         let now = clock.now()
         try store.perform(operation)
         calls += 1

@@ -109,7 +109,7 @@ extension Simulator {
         let deviceChecks = DeviceChecks(devices: devices, cloudChecks: lane == nil ? nil : { cloudChecks.value.run() })
         let checksJob = lane?.hand { deviceChecks.run(fromEnd: true) }
 
-        evidence.heads = devices.map { try? $0.store.syncStatus().head }
+        evidence.heads = devices.map { try? $0.syncStatus().head }
         readLog(cloud, into: &evidence)
         for number in 0...catalogue.sybil.number {
             evidence.counts.append(Result { () throws(CloudError) in try cloud.entry(app: options.app, hash: catalogue.entry(number).hash) })

@@ -93,7 +93,14 @@ final class DeviceChecks: @unchecked Sendable {
 
     private func check(_ device: SimDevice) -> DeviceCheck {
         var result = DeviceCheck(device: device.number)
-        let store = device.store
+        // A sleeping store is woken for the check alone, and let go after it.
+        let store: DeviceStore
+        do {
+            store = try device.storeForReading()
+        } catch {
+            result.journalProblems.append("device \(device.number) cannot be read: \(error)")
+            return result
+        }
         do {
             let journal = try store.verifyJournal()
             result.journal = journal

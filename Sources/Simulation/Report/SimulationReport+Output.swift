@@ -63,6 +63,15 @@ extension SimulationReport {
             "convergenceSeconds": seconds(convergenceMilliseconds),
             "wallSeconds": .double((wallSeconds * 1_000).rounded() / 1_000),
             "eventsPerSecond": .double(eventsPerSecond.rounded()),
+            "hibernation": .object([
+                "budgetBytes": integer(hibernation.budget),
+                "mostAwake": integer(hibernation.mostAwake),
+                "sleeps": integer(hibernation.sleeps),
+                "wakes": integer(hibernation.wakes),
+                "sleepSeconds": .double((hibernation.sleepSeconds * 1_000).rounded() / 1_000),
+                "wakeSeconds": .double((hibernation.wakeSeconds * 1_000).rounded() / 1_000),
+                "mostSleepingBytes": integer(hibernation.mostSleepingBytes),
+            ]),
             "digest": .string(digest),
             "popularity": popularity.map { accuracy in
                 .object([
@@ -135,6 +144,7 @@ extension SimulationReport {
             ? String(format: "%.1f virtual s after the faults (run: %.1f virtual s)", Double(convergenceMilliseconds) / 1_000, Double(virtualMilliseconds) / 1_000)
             : "did not converge"])
         rows.append(["wall time", String(format: "%.2f s, %.0f calls/s", wallSeconds, eventsPerSecond)])
+        rows.append(["stores", hibernation.summary])
         if let popularity {
             rows.append(["popularity", "ldp, ε \(PrivatePopularity.decimal(popularity.settings.epsilonThousandths)) a report: "
                          + "\(popularity.reports) reports counted; estimates of \(popularity.items) entries off by "

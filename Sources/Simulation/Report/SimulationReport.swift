@@ -208,6 +208,8 @@ public struct SimulationReport: Sendable {
     public let virtualMilliseconds: Int64
     public let convergenceMilliseconds: Int64
     public let wallSeconds: Double
+    /// What the device stores' sleeps and wakes did and cost (`StoreKeeper`).
+    public let hibernation: HibernationFigures
     public let timeline: [TimelineSample]
     /// Faults, backups and snapshots as they happened (`RunEvent`), at most
     /// `RunEvent.limit`; `eventsLeftOut` more were counted but not kept.
@@ -274,6 +276,7 @@ public struct SimulationReport: Sendable {
         convergenceMilliseconds = simulator.convergenceMilliseconds
         wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
         directory = simulator.options.directory
+        hibernation = simulator.fleet.keeper.figures
 
         var hasher = SHA256()
         var events: UInt64 = 0

@@ -83,7 +83,7 @@ struct RestoreDrillCommand: ParsableCommand {
                      + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? ""))
         let database = try cloudDatabase.database()
         let report: DrillReport
-        let line = ProgressLine(mode: progressOption.mode, phase: "making device stores", total: devices, unit: "stores")
+        let line = ProgressLine(mode: progressOption.mode, phase: "setting devices up", total: devices, unit: "devices")
         defer { line.finish() }
         do {
             report = try DrillReport.run(side: side, devices: devices, eventsPerDevice: eventsPerDevice, seed: seed,

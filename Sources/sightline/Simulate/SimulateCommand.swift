@@ -90,6 +90,11 @@ struct SimulateCommand: ParsableCommand {
 
     @OptionGroup(title: "PostgreSQL") var cloudDatabase: CloudDatabaseOption
 
+    @Option(name: .long, help: ArgumentHelp(
+        "The memory the device stores may hold, awake and asleep, like 2G or 512M (powers of 1,024). Past it, the least recently used stores sleep: deflated in memory, or for --out, their files closed. The run and its digest are the same whatever the budget. Default: half this machine's memory.",
+        valueName: "size"))
+    var memoryBudget: ByteSize?
+
     @Flag(name: .long, help: ArgumentHelp(
         "Run every app call on the event loop's thread. By default, on a machine with two cores or more, the calls run on a second thread; the run and its digest are the same either way."))
     var serial = false
@@ -166,6 +171,7 @@ struct SimulateCommand: ParsableCommand {
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
+        options.memoryBudget = memoryBudget?.bytes
         options.popularity = try privatePopularity()
         if let cloud, let cloudStore {
             guard let secret = try secretOption.secret() else {
@@ -181,7 +187,7 @@ struct SimulateCommand: ParsableCommand {
                      + (cloudDatabase.cloudDB.map { " cloud-db=\($0)" } ?? "") + (cloud.map { " cloud=\($0) (not deterministic)" } ?? ""))
         let report: SimulationReport
         let simulator: Simulator
-        let line = ProgressLine(mode: progressOption.mode, phase: "making device stores", total: devices, unit: "stores")
+        let line = ProgressLine(mode: progressOption.mode, phase: "setting devices up", total: devices, unit: "devices")
         defer { line.finish() }
         do {
             simulator = try Simulator(options: options, progress: line.hear)
@@ -223,6 +229,7 @@ struct SimulateCommand: ParsableCommand {
         options.backupFleet = backupFleet
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
+        options.memoryBudget = memoryBudget?.bytes
         options.popularity = try privatePopularity()
         Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
         let cannot = FaultKind.allCases.filter { !faults.injectableKinds.contains($0) }.map(\.rawValue)

@@ -109,10 +109,7 @@ final class ProgressLine: Sendable {
         state.withLock { state in
             switch progress {
             case .preparing(let done, let total):
-                if state.phase != "making device stores" { state = State(phase: "making device stores", total: total, unit: "stores") }
-                state.done = done
-            case .enrolling(let done, let total):
-                if state.phase != "enrolling" { state = State(phase: "enrolling", total: total, unit: "devices") }
+                if state.phase != "setting devices up" { state = State(phase: "setting devices up", total: total, unit: "devices") }
                 state.done = done
             case .calls(let done, let total):
                 if state.phase != "calls" { state = State(phase: "calls", total: total, unit: "calls") }

@@ -1,0 +1,144 @@
+import DeviceStore
+import Foundation
+
+/// Which device stores are awake, and which sleep (`DeviceStore.hibernate`).
+/// A run keeps its stores within a memory budget: awake stores count what
+/// their database held when last measured plus what a connection costs
+/// (`connectionBytes`), sleeping ones what their deflated image holds. Past
+/// the budget, the least recently used awake stores go to sleep (by the
+/// clock algorithm: a store used since the hand last passed it is passed
+/// over once), and a sleeping store wakes when its device is next touched.
+///
+/// Sleeping never changes what a run does: a woken store holds what it
+/// held, and its memory between sync runs comes with it. Only the event
+/// loop's thread uses the keeper; a device is put to sleep only once settled
+/// (`Simulator.settle`), so the call lane never finds its store asleep.
+final class StoreKeeper {
+    /// The bytes the stores may hold, awake and asleep together.
+    let budget: Int
+    private(set) var figures = HibernationFigures()
+    /// The awake devices, in the order the clock's hand passes them.
+    private var ring: [SimDevice] = []
+    private var hand = 0
+    fileprivate var awakeBytes = 0
+    private var sleepingBytes = 0
+
+    /// What an awake store holds besides its pages: its connection, the
+    /// write path's prepared statements, its page cache's headers and the
+    /// schema SQLite parsed. Measured with `sightline bench hibernation`.
+    static let connectionBytes = 160 * 1024
+    /// Never fewer awake than this, however small the budget: a store put
+    /// to sleep on every event would only be woken again at the next.
+    static let fewestAwake = 16
+
+    init(budget: Int) {
+        self.budget = budget
+        figures.budget = budget
+    }
+
+    /// The budget when none is given: half of this machine's memory.
+    static var defaultBudget: Int {
+        let pages = sysconf(Int32(_SC_PHYS_PAGES)), size = sysconf(Int32(_SC_PAGESIZE))
+        guard pages > 0, size > 0 else { return 4 << 30 }
+        return pages.multipliedReportingOverflow(by: size).overflow ? Int.max / 2 : pages * size / 2
+    }
+
+    /// `device`'s store is awake now (new, woken or replaced), counted at
+    /// `bytes` of pages.
+    func noteAwake(_ device: SimDevice, pages bytes: Int) {
+        let counted = bytes + StoreKeeper.connectionBytes
+        device.countedBytes = counted
+        awakeBytes += counted
+        ring.append(device)
+        figures.mostAwake = max(figures.mostAwake, ring.count)
+    }
+
+    /// `device` woke, which took `seconds`, and its image of `held` bytes went.
+    func noteWoken(_ device: SimDevice, pages: Int, held: Int, seconds: Double) {
+        sleepingBytes -= held
+        figures.wakes += 1
+        figures.wakeSeconds += seconds
+        noteAwake(device, pages: pages)
+    }
+
+    /// Whether the stores hold more than the budget and one may still go to sleep.
+    var isOver: Bool {
+        ring.count > StoreKeeper.fewestAwake && awakeBytes + sleepingBytes > budget
+    }
+
+    /// Puts stores to sleep, least recently used first, until the stores
+    /// are within the budget. `settle` runs on each before it sleeps.
+    func enforce(settle: (SimDevice) throws(SimulationError) -> Void) throws(SimulationError) {
+        var passed = 0
+        while isOver && passed < 2 * ring.count + 1 {
+            if hand >= ring.count { hand = 0 }
+            let device = ring[hand]
+            // A device whose call is on the lane is in use, as is one used
+            // since the hand last passed it.
+            if device.laneJob != nil || device.referenced {
+                if device.laneJob == nil {
+                    // Used since last passed: it may have grown.
+                    device.referenced = false
+                    remeasure(device)
+                }
+                hand += 1
+                passed += 1
+                continue
+            }
+            try settle(device)
+            let started = ContinuousClock.now
+            let held = try device.sleep()
+            figures.sleeps += 1
+            figures.sleepSeconds += (ContinuousClock.now - started).seconds
+            awakeBytes -= device.countedBytes
+            sleepingBytes += held
+            figures.mostSleepingBytes = max(figures.mostSleepingBytes, sleepingBytes)
+            ring.swapAt(hand, ring.count - 1)
+            ring.removeLast()
+        }
+    }
+}
+
+extension StoreKeeper {
+    /// Counts an awake store at what its database holds now.
+    fileprivate func remeasure(_ device: SimDevice) {
+        guard let pages = try? device.store.databaseBytes() else { return }
+        let counted = pages + StoreKeeper.connectionBytes
+        awakeBytes += counted - device.countedBytes
+        device.countedBytes = counted
+    }
+}
+
+/// What hibernation did in a run: the report's `hibernation`.
+public struct HibernationFigures: Sendable, Equatable {
+    public var budget = 0
+    public var sleeps = 0
+    public var wakes = 0
+    public var sleepSeconds = 0.0
+    public var wakeSeconds = 0.0
+    /// The most stores awake at once.
+    public var mostAwake = 0
+    /// The most bytes the sleeping stores held at once.
+    public var mostSleepingBytes = 0
+
+    /// One line for a run's summary.
+    public var summary: String {
+        let budgetText = "budget " + HibernationFigures.size(budget)
+        guard sleeps > 0 else { return "at most \(mostAwake) awake, none put to sleep (\(budgetText))" }
+        return "at most \(mostAwake) awake; \(sleeps) sleeps in " + String(format: "%.2f s", sleepSeconds)
+            + ", \(wakes) wakes in " + String(format: "%.2f s", wakeSeconds)
+            + "; asleep at most " + HibernationFigures.size(mostSleepingBytes) + " (\(budgetText))"
+    }
+
+    static func size(_ bytes: Int) -> String {
+        if bytes >= 1 << 30 { return String(format: "%.1f GiB", Double(bytes) / Double(1 << 30)) }
+        return String(format: "%.1f MiB", Double(bytes) / Double(1 << 20))
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}

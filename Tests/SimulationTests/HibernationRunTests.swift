@@ -1,0 +1,32 @@
+import Foundation
+import Simulation
+import Testing
+
+/// Stores that sleep (`simulate --memory-budget`) must not change a run: a
+/// woken store holds what it held, byte for byte, and what it kept in memory
+/// between sync runs comes back with it.
+@Suite struct HibernationRunTests {
+    /// A budget of a mebibyte keeps only the fewest stores awake, so nearly
+    /// every event wakes one and puts another to sleep. Seeds with crashes,
+    /// restores (whose stores are files after), clock jumps and cloud
+    /// restores among them, on both threads, and one with every store in a file.
+    @Test func aRunWithItsStoresAsleepGivesTheSameRunAsOneWithEveryStoreAwake() throws {
+        for (seed, faults, files) in [(3, FaultProfile.heavy, false), (1, .swarm, false), (8, .swarm, false), (16, .heavy, true)]
+            as [(UInt64, FaultProfile, Bool)] {
+            var options = SimulationOptions(devices: 32, eventsPerDevice: 30, seed: seed, faults: faults, threshold: 3)
+            options.callLane = true
+            options.storesInFiles = files
+            let awake = try run(options)
+            options.memoryBudget = 1 << 20
+            let asleep = try run(options)
+            #expect(failures(asleep) == "")
+            #expect(asleep.hibernation.sleeps > 100 && asleep.hibernation.wakes > 100,
+                    "seed \(seed): \(asleep.hibernation.summary)")
+            #expect(awake.hibernation.sleeps == 0)
+            #expect(asleep.digest == awake.digest, "seed \(seed) ran to another digest with its stores asleep")
+            #expect(asleep.faults == awake.faults && asleep.coverage == awake.coverage)
+            #expect(asleep.framesSent == awake.framesSent && asleep.bytesUp == awake.bytesUp)
+            #expect(asleep.invariants.map(\.detail) == awake.invariants.map(\.detail))
+        }
+    }
+}
