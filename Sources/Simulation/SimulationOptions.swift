@@ -71,6 +71,10 @@ public struct SimulationOptions: Sendable {
     /// half of this machine's memory. The run is the same, digest included,
     /// whatever the budget; only its time and memory change.
     public var memoryBudget: Int?
+    /// What the users do: act all run (`busy`), or live one day (`day`,
+    /// `DayPlan`): a few visits in a daily rhythm, idle between. On a day,
+    /// `eventsPerDevice` caps a user's calls.
+    public var workload = WorkloadShape.busy
 
     public init(devices: Int = 8, eventsPerDevice: Int = 60, seed: UInt64 = 1, faults: FaultProfile = .light,
                 threshold: Int = CloudOptions.defaultThreshold, directory: String? = nil, catalogueSize: Int = 24,
@@ -115,6 +119,7 @@ public struct SimulationOptions: Sendable {
         if backupFleet != defaults.backupFleet { command += " --backup-fleet \(backupFleet)" }
         if searchStride != defaults.searchStride { command += " --search-stride \(searchStride)" }
         if searchingDevices != defaults.searchingDevices { command += " --searching-devices \(searchingDevices)" }
+        if workload != defaults.workload { command += " --workload \(workload.rawValue)" }
         if let cloudDatabase { command += " --cloud-db \(cloudDatabase)" }
         if deviceStoresAreFiles { command += " --stores files" }
         if let sabotage { command += " --sabotage \(sabotage.rawValue)" }
@@ -167,6 +172,9 @@ public struct SimulationOptions: Sendable {
                 throw SimulationError("the cut-back must be between 0 and 86,400 virtual seconds, not \(drillCutBack) ms")
             }
         }
+        if workload != .busy && drill != nil {
+            throw SimulationError("a restore drill times its backup and its restore by the busy workload's calls: it does not take --workload")
+        }
         if remote != nil && drill != nil {
             throw SimulationError("a restore drill destroys the cloud store, so it runs on an embedded cloud only")
         }
@@ -213,6 +221,8 @@ public struct SimulationError: Error, Hashable, Sendable, CustomStringConvertibl
 /// ended, then the end checks.
 public enum SimulationProgress: Hashable, Sendable {
     case preparing(done: Int, of: Int)
+    /// On a day (`WorkloadShape.day`): how far into the day the users are.
+    case day(virtualSeconds: Int)
     case calls(done: Int, of: Int)
     case converging(virtualSeconds: Int)
     case checking

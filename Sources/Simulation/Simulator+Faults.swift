@@ -14,27 +14,34 @@ extension Simulator {
     func chaos() throws {
         let perTick = 1.0 / 3_600.0
         let count = Double(devices.count)
-        if faultRandom.chance(plan.partitions * perTick) { partition() }
-        if faultRandom.chance(min(1, plan.deviceCrashes * perTick * count)) { try crash(randomDevice()) }
-        if faultRandom.chance(min(1, plan.offlinePeriods * perTick * count)) {
+        /// Whether a fault of `rate` an hour (a device, or the whole fleet's
+        /// with `perDevice`) happens in this virtual second: at most one a
+        /// second on a busy run, and a day draws each as rarely as its
+        /// backups (`dayStretch`), at most one in 360 seconds.
+        func happens(_ rate: Double, perDevice: Bool = true) -> Bool {
+            faultRandom.chance(min(1, rate * perTick * (perDevice ? count : 1)) / Double(dayStretch))
+        }
+        if happens(plan.partitions, perDevice: false) { partition() }
+        if happens(plan.deviceCrashes) { try crash(randomDevice()) }
+        if happens(plan.offlinePeriods) {
             let device = randomDevice()
             try settle(device)
             counters.fault(.offline, device: device.number)
             device.offlineUntil = world.milliseconds + faultRandom.between(60_000, 600_000)
             dropSession(device)
         }
-        if faultRandom.chance(min(1, plan.deviceRestores * perTick * count)) {
+        if happens(plan.deviceRestores) {
             let backedUp = fleet.backedUp
             if !backedUp.isEmpty { try restore(devices[backedUp[faultRandom.below(backedUp.count)]]) }
         }
-        if faultRandom.chance(min(1, plan.clockJumps * perTick * count)) {
+        if happens(plan.clockJumps) {
             let device = randomDevice()
             try settle(device)
             counters.fault(.clockJump, device: device.number)
             device.clock.skewMilliseconds += faultRandom.between(-600_000, 600_000)
         }
-        if cloud != nil, faultRandom.chance(plan.cloudCrashes * perTick) { crashCloud(restore: false) }
-        if cloud != nil, !cloudHost.snapshots.isEmpty, faultRandom.chance(plan.cloudRestores * perTick) { crashCloud(restore: true) }
+        if cloud != nil, happens(plan.cloudCrashes, perDevice: false) { crashCloud(restore: false) }
+        if cloud != nil, !cloudHost.snapshots.isEmpty, happens(plan.cloudRestores, perDevice: false) { crashCloud(restore: true) }
     }
 
     func randomDevice() -> SimDevice { devices[faultRandom.below(devices.count)] }

@@ -183,6 +183,11 @@ public final class Simulator {
                 try fleet.keeper.enforce { _ in }
                 progress?(.preparing(done: first + stores.count, of: seeds.count))
             }
+            if options.workload == .day {
+                // Drawn after everything else, so that a busy run's draws stay as they were.
+                var days = root.split()
+                for device in fleet.devices { device.day = DayPlan(random: &days) }
+            }
             if plan.hostile {
                 hostileKey = try enrol(Simulator.hostileName)
             }
@@ -272,12 +277,18 @@ public final class Simulator {
         let wallStart = ContinuousClock.now
         let now = world.milliseconds
         for device in devices {
-            queue.schedule(.userAction(device.number), at: now + timingRandom.between(1, Simulator.actionGap.upperBound))
+            if let day = device.day {
+                if let first = day.starts.first { queue.schedule(.userAction(device.number), at: now + first) }
+            } else {
+                queue.schedule(.userAction(device.number), at: now + timingRandom.between(1, Simulator.actionGap.upperBound))
+            }
             queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
             if plan.deviceRestores > 0 {
-                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing)
+                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing * dayStretch)
             }
         }
+        // A device whose day holds no visit is done at once.
+        finishedDevices += devices.count { $0.day?.starts.isEmpty == true }
         queue.schedule(.chaos, at: now + 1_000)
         queue.schedule(.sample, at: now)
         if let side = options.drill {
@@ -290,10 +301,10 @@ public final class Simulator {
             queue.schedule(.drillDestroy, at: now + max(span * 3 / 4, span / 2 + Simulator.cloudSnapshotWriteTime + 1_000))
             drill = DrillState(side: side)
         } else if options.remote == nil {
-            queue.schedule(.cloudSnapshot, at: now + Simulator.cloudSnapshotInterval)
+            queue.schedule(.cloudSnapshot, at: now + cloudSnapshotInterval)
         }
         if plan.hostile { queue.schedule(.hostile, at: now + timingRandom.between(1_000, 20_000)) }
-        if options.eventsPerDevice == 0 { finishedDevices = devices.count; startConvergence() }
+        if options.eventsPerDevice == 0 || finishedDevices == devices.count { finishedDevices = devices.count; startConvergence() }
         do {
             while !isFinished, let next = queue.pop() {
                 if case .faults = phase, next.time - Simulator.start.millisecondsSince1970 > Simulator.faultPhaseLimit {
@@ -342,6 +353,13 @@ public final class Simulator {
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
+    /// How much further apart a day's backups, cloud snapshots and hostile
+    /// frames are than a busy run's, and how much rarer its faults are per
+    /// hour: a busy run of the default 60 calls a device lasts about four
+    /// virtual minutes, a day 24 hours, 360 times as long. So a day takes
+    /// about as many of each as a busy run of the same fleet.
+    var dayStretch: Int64 { options.workload == .day ? 360 : 1 }
+    var cloudSnapshotInterval: Int64 { Simulator.cloudSnapshotInterval * dayStretch }
     /// A cloud snapshot is the cloud's backup this long after its copy was
     /// taken: the time its file takes to write. The lane writes it meanwhile,
     /// and must be done before the loop needs it even where virtual time runs
@@ -370,6 +388,8 @@ public final class Simulator {
         case .userAction(let number):
             try userAction(devices[number])
         case .syncTimer(let number):
+            // On a day, a timer moved since it was set is not the device's.
+            if devices[number].day != nil && devices[number].nextSyncTimer != world.milliseconds { return }
             try settle(devices[number])
             try syncTimer(devices[number])
         case .sessionWake(let number, let session):
@@ -422,7 +442,7 @@ public final class Simulator {
             }
         case .cloudSnapshot:
             try takeCloudSnapshot()
-            queue.schedule(.cloudSnapshot, at: world.milliseconds + Simulator.cloudSnapshotInterval)
+            queue.schedule(.cloudSnapshot, at: world.milliseconds + cloudSnapshotInterval)
         case .cloudSnapshotWritten:
             try cloudHost.finishSnapshot()
             counters.record(RunEvent.cloudSnapshot)
@@ -430,16 +450,17 @@ public final class Simulator {
             if case .faults = phase {
                 try settle(devices[number])
                 try takeBackup(devices[number])
-                queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000) * backupSpacing)
+                queue.schedule(.deviceBackup(number), at: world.milliseconds + timingRandom.between(20_000, 90_000) * backupSpacing * dayStretch)
             }
         case .hostile:
             if case .faults = phase {
                 hostileFrame()
-                queue.schedule(.hostile, at: world.milliseconds + timingRandom.between(5_000, 30_000))
+                queue.schedule(.hostile, at: world.milliseconds + timingRandom.between(5_000, 30_000) * dayStretch)
             }
         case .sample:
             try sample()
-            queue.schedule(.sample, at: world.milliseconds + 10_000)
+            // A day's timeline is sampled every ten virtual minutes.
+            queue.schedule(.sample, at: world.milliseconds + (options.workload == .day ? 600_000 : 10_000))
         case .convergenceCheck:
             try convergenceCheck()
         case .drillBackup:
@@ -457,6 +478,12 @@ public final class Simulator {
     /// answers a tap with several calls. The scripted calls come first.
     private func userAction(_ device: SimDevice) throws {
         try settle(device)
+        if let day = device.day, device.actionsLeftInVisit == 0 {
+            // A visit begins.
+            guard device.nextVisit < day.actions.count else { return }
+            device.actionsLeftInVisit = day.actions[device.nextVisit]
+            device.nextVisit += 1
+        }
         let wanted = 1 + timingRandom.below(Simulator.largestBurst)
         let scripted = Array(device.scripted.prefix(wanted))
         device.scripted.removeFirst(scripted.count)
@@ -472,13 +499,35 @@ public final class Simulator {
         }
         counters.appCalls += calls
         device.workloadCalls += calls
+        func gap() -> Int64 { timingRandom.between(Simulator.actionGap.lowerBound, Simulator.actionGap.upperBound) }
+        if let day = device.day {
+            progress?(.day(virtualSeconds: Int((world.milliseconds - Simulator.start.millisecondsSince1970) / 1_000)))
+            device.actionsLeftInVisit -= 1
+            let capped = device.workloadCalls >= options.eventsPerDevice && device.scripted.isEmpty
+            if !capped && device.actionsLeftInVisit > 0 {
+                queue.schedule(.userAction(device.number), at: world.milliseconds + gap())
+            } else if !capped && device.nextVisit < day.starts.count {
+                device.actionsLeftInVisit = 0
+                queue.schedule(.userAction(device.number), at: max(Simulator.start.millisecondsSince1970 + day.starts[device.nextVisit],
+                                                                   world.milliseconds + gap()))
+            } else {
+                device.actionsLeftInVisit = 0
+                device.nextVisit = day.starts.count
+                finishDevice()
+            }
+            return
+        }
         progress?(.calls(done: counters.appCalls, of: options.devices * options.eventsPerDevice))
         if device.workloadCalls >= options.eventsPerDevice && device.scripted.isEmpty {
-            finishedDevices += 1
-            if finishedDevices == devices.count { startConvergence() }
+            finishDevice()
         } else {
-            queue.schedule(.userAction(device.number), at: world.milliseconds + timingRandom.between(Simulator.actionGap.lowerBound, Simulator.actionGap.upperBound))
+            queue.schedule(.userAction(device.number), at: world.milliseconds + gap())
         }
+    }
+
+    private func finishDevice() {
+        finishedDevices += 1
+        if finishedDevices == devices.count { startConvergence() }
     }
 
     /// A user's actions are 1 to 7 calls each, 2 to 22 virtual seconds apart:
@@ -533,8 +582,11 @@ public final class Simulator {
     private func syncTimer(_ device: SimDevice) throws {
         let now = world.milliseconds
         let converging = convergenceStart != nil
-        queue.schedule(.syncTimer(device.number), at: now + (converging ? timingRandom.between(1_000, 2_000)
-                                                                        : timingRandom.between(10_000, 30_000)))
+        if let day = device.day, !converging {
+            return try daySyncTimer(device, day: day)
+        }
+        scheduleSyncTimer(device, at: now + (converging ? timingRandom.between(1_000, 2_000)
+                                                        : timingRandom.between(10_000, 30_000)))
         guard device.session == nil, now >= device.offlineUntil else { return }
         let status = try device.syncStatus()
         device.lastPending = status.pending
@@ -544,6 +596,44 @@ public final class Simulator {
         let stale = try converging ? device.heardCloudAt != cloudNews() : now >= device.nextProbe
         guard status.pending > 0 || stale else { return }
         device.nextProbe = now + 60_000
+        try beginSync(device)
+    }
+
+    /// A device's next sync timer; on a day, the one before it no longer counts.
+    private func scheduleSyncTimer(_ device: SimDevice, at time: Int64) {
+        device.nextSyncTimer = time
+        queue.schedule(.syncTimer(device.number), at: time)
+    }
+
+    /// On a day, a device syncs as a phone's uploader would: every 10 to
+    /// 30 virtual seconds while its user is in the app, a session runs or
+    /// anything waits to be sent; otherwise at its user's next visit, with
+    /// a probe for the cloud's news every hour between. An idle device's
+    /// store is not touched (its sync status is kept while it sleeps).
+    private func daySyncTimer(_ device: SimDevice, day: DayPlan) throws {
+        let now = world.milliseconds
+        var pending = device.lastPending
+        if device.session == nil, now >= device.offlineUntil {
+            pending = try device.syncStatus().pending
+            device.lastPending = pending
+            if pending > 0 || now >= device.nextProbe {
+                device.nextProbe = now + Simulator.dayProbeInterval
+                try beginSync(device)
+            }
+        }
+        let soon = now + timingRandom.between(10_000, 30_000)
+        if device.session != nil || device.actionsLeftInVisit > 0 || pending > 0 || now < device.offlineUntil {
+            return scheduleSyncTimer(device, at: max(soon, device.offlineUntil))
+        }
+        let visit = device.nextVisit < day.starts.count ? Simulator.start.millisecondsSince1970 + day.starts[device.nextVisit] : Int64.max
+        scheduleSyncTimer(device, at: max(soon, min(visit + 10_000, device.nextProbe)))
+    }
+
+    /// How often an idle device asks the cloud for news on a day.
+    static let dayProbeInterval: Int64 = 3_600_000
+
+    /// Begins a sync session on `device` and takes its first step.
+    private func beginSync(_ device: SimDevice) throws {
         device.sessionNumber += 1
         device.session = try device.store.beginSync(configuration: UploaderConfiguration(
             maximumMessages: 200, initialBackoffMilliseconds: 200, maximumBackoffMilliseconds: 10_000,
@@ -619,7 +709,11 @@ public final class Simulator {
         let now = world.milliseconds
         phase = .converging(since: now)
         network.endFaults()
-        for device in devices { device.offlineUntil = 0 }
+        for device in devices {
+            device.offlineUntil = 0
+            // An idle device of a day may have its next timer hours away.
+            if device.day != nil { scheduleSyncTimer(device, at: now + timingRandom.between(1_000, 2_000)) }
+        }
         // A restore begun when the cloud went down is carried through.
         if cloud == nil {
             queue.schedule(.cloudUp(restore: cloudHost.pendingRestore != nil, incarnation: cloudHost.incarnation), at: now)

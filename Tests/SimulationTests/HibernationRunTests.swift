@@ -11,11 +11,12 @@ import Testing
     /// restores (whose stores are files after), clock jumps and cloud
     /// restores among them, on both threads, and one with every store in a file.
     @Test func aRunWithItsStoresAsleepGivesTheSameRunAsOneWithEveryStoreAwake() throws {
-        for (seed, faults, files) in [(3, FaultProfile.heavy, false), (1, .swarm, false), (8, .swarm, false), (16, .heavy, true)]
-            as [(UInt64, FaultProfile, Bool)] {
+        for (seed, faults, files, day) in [(3, FaultProfile.heavy, false, false), (1, .swarm, false, false), (8, .swarm, false, true),
+                                           (16, .heavy, true, false)] as [(UInt64, FaultProfile, Bool, Bool)] {
             var options = SimulationOptions(devices: 32, eventsPerDevice: 30, seed: seed, faults: faults, threshold: 3)
             options.callLane = true
             options.storesInFiles = files
+            options.workload = day ? .day : .busy
             let awake = try run(options)
             options.memoryBudget = 1 << 20
             let asleep = try run(options)

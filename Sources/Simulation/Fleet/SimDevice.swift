@@ -102,6 +102,13 @@ final class SimDevice {
     /// The workload's calls: the device is done when these reach the run's events per device.
     var workloadCalls = 0
     var scripted: [AppOperation] = []
+    /// Under `WorkloadShape.day`: the user's day, the next visit of it,
+    /// the actions left of the visit under way, and when the device's next
+    /// sync timer is due (an earlier one set for another time is dropped).
+    var day: DayPlan?
+    var nextVisit = 0
+    var actionsLeftInVisit = 0
+    var nextSyncTimer: Int64 = 0
     var session: SyncRun?
     var sessionNumber: UInt64 = 0
     var inFlight: UInt64?

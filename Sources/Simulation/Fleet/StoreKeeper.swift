@@ -13,6 +13,7 @@ import Foundation
 /// held, and its memory between sync runs comes with it. Only the event
 /// loop's thread uses the keeper; a device is put to sleep only once settled
 /// (`Simulator.settle`), so the call lane never finds its store asleep.
+/// Only the loop reads or writes a device's `referenced`.
 final class StoreKeeper {
     /// The bytes the stores may hold, awake and asleep together.
     let budget: Int
@@ -73,14 +74,13 @@ final class StoreKeeper {
         while isOver && passed < 2 * ring.count + 1 {
             if hand >= ring.count { hand = 0 }
             let device = ring[hand]
-            // A device whose call is on the lane is in use, as is one used
-            // since the hand last passed it.
-            if device.laneJob != nil || device.referenced {
-                if device.laneJob == nil {
-                    // Used since last passed: it may have grown.
-                    device.referenced = false
-                    remeasure(device)
-                }
+            // A device used since the hand last passed it is passed over
+            // once. One whose last call the lane may still be running is
+            // settled when the hand next comes round, a lap later.
+            if device.referenced {
+                device.referenced = false
+                // Used since last passed: it may have grown.
+                if device.laneJob == nil { remeasure(device) }
                 hand += 1
                 passed += 1
                 continue

@@ -5,6 +5,7 @@ import IndexModel
 import Simulation
 
 extension FaultProfile: ExpressibleByArgument {}
+extension WorkloadShape: ExpressibleByArgument {}
 
 /// `sightline simulate`: many devices, a faulty network and one cloud in one
 /// deterministic process, checked against the oracle at the end.
@@ -91,6 +92,11 @@ struct SimulateCommand: ParsableCommand {
     @OptionGroup(title: "PostgreSQL") var cloudDatabase: CloudDatabaseOption
 
     @Option(name: .long, help: ArgumentHelp(
+        "busy: every user acts all run, 2 to 22 virtual seconds apart, until their calls are made. day: one simulated day, each user visiting the app a few times in a daily rhythm in their time zone (one in twenty many times) and idle between; --events-per-device then caps a user's calls.",
+        valueName: "shape"))
+    var workload = WorkloadShape.busy
+
+    @Option(name: .long, help: ArgumentHelp(
         "The memory the device stores may hold, awake and asleep, like 2G or 512M (powers of 1,024). Past it, the least recently used stores sleep: deflated in memory, or for --out, their files closed. The run and its digest are the same whatever the budget. Default: half this machine's memory.",
         valueName: "size"))
     var memoryBudget: ByteSize?
@@ -172,6 +178,7 @@ struct SimulateCommand: ParsableCommand {
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
         options.memoryBudget = memoryBudget?.bytes
+        options.workload = workload
         options.popularity = try privatePopularity()
         if let cloud, let cloudStore {
             guard let secret = try secretOption.secret() else {
@@ -230,6 +237,7 @@ struct SimulateCommand: ParsableCommand {
         options.searchStride = searchStride
         options.searchingDevices = searchingDevices
         options.memoryBudget = memoryBudget?.bytes
+        options.workload = workload
         options.popularity = try privatePopularity()
         Output.error("seeds=\(range.lowerBound)-\(range.upperBound) devices=\(devices) events-per-device=\(eventsPerDevice) faults=\(faults.rawValue) threshold=\(threshold)")
         let cannot = FaultKind.allCases.filter { !faults.injectableKinds.contains($0) }.map(\.rawValue)

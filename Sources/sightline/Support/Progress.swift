@@ -111,6 +111,9 @@ final class ProgressLine: Sendable {
             case .preparing(let done, let total):
                 if state.phase != "setting devices up" { state = State(phase: "setting devices up", total: total, unit: "devices") }
                 state.done = done
+            case .day(let seconds):
+                if state.phase != "the day" { state = State(phase: "the day", total: 86_400, unit: "virtual s") }
+                state.done = seconds
             case .calls(let done, let total):
                 if state.phase != "calls" { state = State(phase: "calls", total: total, unit: "calls") }
                 state.done = done
