@@ -282,7 +282,7 @@ public final class Simulator {
             } else {
                 queue.schedule(.userAction(device.number), at: now + timingRandom.between(1, Simulator.actionGap.upperBound))
             }
-            queue.schedule(.syncTimer(device.number), at: now + timingRandom.between(500, 8_000))
+            scheduleSyncTimer(device, at: now + timingRandom.between(500, 8_000))
             if plan.deviceRestores > 0 {
                 queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing * dayStretch)
             }
@@ -625,8 +625,11 @@ public final class Simulator {
         if device.session != nil || device.actionsLeftInVisit > 0 || pending > 0 || now < device.offlineUntil {
             return scheduleSyncTimer(device, at: max(soon, device.offlineUntil))
         }
-        let visit = device.nextVisit < day.starts.count ? Simulator.start.millisecondsSince1970 + day.starts[device.nextVisit] : Int64.max
-        scheduleSyncTimer(device, at: max(soon, min(visit + 10_000, device.nextProbe)))
+        var next = device.nextProbe
+        if device.nextVisit < day.starts.count {
+            next = min(next, Simulator.start.millisecondsSince1970 + day.starts[device.nextVisit] + 10_000)
+        }
+        scheduleSyncTimer(device, at: max(soon, next))
     }
 
     /// How often an idle device asks the cloud for news on a day.

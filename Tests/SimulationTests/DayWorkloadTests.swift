@@ -47,6 +47,10 @@ import Testing
             #expect(report.digest == again.digest)
             #expect(report.virtualMilliseconds > 20 * DayPlan.hourMilliseconds && report.appCalls > 0)
             #expect(report.replayCommand.contains("--workload day"))
+            // Devices sync during the day, not only once it is over.
+            let dayEnd = report.virtualMilliseconds - report.convergenceMilliseconds
+            #expect(report.timeline.contains { $0.at < dayEnd && $0.publicItems > 0 },
+                    "nothing was public before the day ended: \(report.timeline.map(\.publicItems))")
         }
         var drill = SimulationOptions()
         drill.drill = .device
