@@ -608,8 +608,9 @@ public final class Simulator {
     /// On a day, a device syncs as a phone's uploader would: every 10 to
     /// 30 virtual seconds while its user is in the app, a session runs or
     /// anything waits to be sent; otherwise at its user's next visit, with
-    /// a probe for the cloud's news every hour between. An idle device's
-    /// store is not touched (its sync status is kept while it sleeps).
+    /// a background refresh for the cloud's news every six hours between.
+    /// An idle device's store is not touched until then (its sync status is
+    /// kept while it sleeps): a probe's reply is written to the store.
     private func daySyncTimer(_ device: SimDevice, day: DayPlan) throws {
         let now = world.milliseconds
         var pending = device.lastPending
@@ -632,8 +633,9 @@ public final class Simulator {
         scheduleSyncTimer(device, at: max(soon, next))
     }
 
-    /// How often an idle device asks the cloud for news on a day.
-    static let dayProbeInterval: Int64 = 3_600_000
+    /// How often an idle device asks the cloud for news on a day: a
+    /// phone's background refresh, a few times a day.
+    static let dayProbeInterval: Int64 = 6 * 3_600_000
 
     /// Begins a sync session on `device` and takes its first step.
     private func beginSync(_ device: SimDevice) throws {
