@@ -161,8 +161,6 @@ final class SimDevice {
         }
     }
 
-    var isAwake: Bool { awakeStore != nil }
-
     /// The store the device has now, in place of the one it had (a crash
     /// opened it again, a restore made a new one).
     func replace(store: DeviceStore) throws(SimulationError) {
