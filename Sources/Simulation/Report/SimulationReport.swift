@@ -274,7 +274,7 @@ public struct SimulationReport: Sendable {
         popularity = simulator.lastRun.flatMap(PopularityAccuracy.init)
         virtualMilliseconds = simulator.world.milliseconds - Simulator.start.millisecondsSince1970
         convergenceMilliseconds = simulator.convergenceMilliseconds
-        wallSeconds = Double(wall.components.seconds) + Double(wall.components.attoseconds) / 1e18
+        wallSeconds = wall.seconds
         directory = simulator.options.directory
         hibernation = simulator.fleet.keeper.figures
 
