@@ -26,10 +26,11 @@ public struct SleepingStore: Sendable {
     let answersInFlight: [PublicHash: OutboxPosition]
     let deviceKey: [UInt8]?
 
-    /// The bytes it holds in memory, near enough: the image, the dictionary,
-    /// and each answer's hash and position.
+    /// The bytes it holds in memory, near enough: what the image and the
+    /// dictionary were allocated (not only what they use), and each
+    /// answer's hash and position.
     public var heldBytes: Int {
-        image.count + frameDictionary.bytes.count + (deviceKey?.count ?? 0) + answersInFlight.count * 64 + 128
+        image.capacity + frameDictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + answersInFlight.count * 64 + 128
     }
 }
 
@@ -47,7 +48,11 @@ extension DeviceStore {
             do {
                 let pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
                 imageBytes = pages.count
-                image = Deflate.compress(pages, level: 1)
+                // Deflate's output has room for its bound, about the
+                // image's own size; kept for as long as the store sleeps,
+                // that room would cost more than the deflated bytes, so
+                // they are copied out of it.
+                image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
             } catch {
                 throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
             }
