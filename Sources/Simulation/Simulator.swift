@@ -279,6 +279,7 @@ public final class Simulator {
         for device in devices {
             if let day = device.day {
                 if let first = day.starts.first { queue.schedule(.userAction(device.number), at: now + first) }
+                device.nextProbe = now + day.firstRefresh
             } else {
                 queue.schedule(.userAction(device.number), at: now + timingRandom.between(1, Simulator.actionGap.upperBound))
             }
@@ -608,7 +609,8 @@ public final class Simulator {
     /// On a day, a device syncs as a phone's uploader would: every 10 to
     /// 30 virtual seconds while its user is in the app, a session runs or
     /// anything waits to be sent; otherwise at its user's next visit, with
-    /// a background refresh for the cloud's news every six hours between.
+    /// a background refresh for the cloud's news between
+    /// (`DayPlan.firstRefresh`, then every six hours).
     /// An idle device's store is not touched until then (its sync status is
     /// kept while it sleeps): a probe's reply is written to the store.
     private func daySyncTimer(_ device: SimDevice, day: DayPlan) throws {
@@ -618,7 +620,7 @@ public final class Simulator {
             pending = try device.syncStatus().pending
             device.lastPending = pending
             if pending > 0 || now >= device.nextProbe {
-                device.nextProbe = now + Simulator.dayProbeInterval
+                device.nextProbe = now + DayPlan.refreshInterval
                 try beginSync(device)
             }
         }
@@ -632,10 +634,6 @@ public final class Simulator {
         }
         scheduleSyncTimer(device, at: max(soon, next))
     }
-
-    /// How often an idle device asks the cloud for news on a day: a
-    /// phone's background refresh, a few times a day.
-    static let dayProbeInterval: Int64 = 6 * 3_600_000
 
     /// Begins a sync session on `device` and takes its first step.
     private func beginSync(_ device: SimDevice) throws {

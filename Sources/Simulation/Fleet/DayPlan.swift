@@ -21,6 +21,10 @@ public enum WorkloadShape: String, CaseIterable, Sendable {
 ///   evening.
 /// - **How long.** A visit is 1 to 4 actions, each 1 to 7 calls as on a
 ///   busy day, 2 to 22 virtual seconds apart.
+/// - **Background refresh.** The phone first asks the cloud for news at a
+///   time of its own in the first `refreshInterval` of the day, as a
+///   phone's system spreads background refreshes, rather than every
+///   device at the start of the run.
 struct DayPlan: Equatable {
     /// When each visit begins, earliest first.
     var starts: [Int64]
@@ -28,6 +32,13 @@ struct DayPlan: Equatable {
     var actions: [Int]
     /// The user's time zone, in hours from UTC.
     let zone: Int
+    /// When the device first refreshes in the background, in milliseconds
+    /// from the run's start; then every `refreshInterval` after its last sync.
+    let firstRefresh: Int64
+
+    /// How often an idle device asks the cloud for news: a phone's
+    /// background refresh, a few times a day.
+    static let refreshInterval: Int64 = 6 * 3_600_000
 
     static let dayMilliseconds: Int64 = 86_400_000
     static let hourMilliseconds: Int64 = 3_600_000
@@ -55,6 +66,7 @@ struct DayPlan: Equatable {
         visits.sort { $0.start < $1.start }
         starts = visits.map(\.start)
         actions = visits.map(\.actions)
+        firstRefresh = random.between(0, DayPlan.refreshInterval - 1)
     }
 
     /// The local hour at which the point `unit` (in 0..<1) of the day's
