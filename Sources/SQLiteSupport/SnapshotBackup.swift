@@ -71,30 +71,57 @@ extension DatabaseQueue {
     /// database of its own kind (`sqlite3_deserialize`), which counts each
     /// commit in its header where an in-memory database does not; so the
     /// image is opened that way on the side and copied in with the backup
-    /// API, and the schema cookie the backup moves is put back. Throws when
-    /// SQLite refuses the bytes.
+    /// API, and the schema cookie stays the image's. Throws when SQLite
+    /// refuses the bytes or they are shorter than a database header.
     public func load(image: [UInt8]) throws {
-        let source = try DatabaseQueue()
-        try source.writeWithoutTransaction { db in
-            let size = sqlite3_int64(image.count)
-            guard let buffer = sqlite3_malloc64(sqlite3_uint64(max(image.count, 1)))?.assumingMemoryBound(to: UInt8.self) else {
-                throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "no memory for a database image of \(image.count) bytes")
-            }
-            image.withUnsafeBufferPointer { bytes in
-                if let base = bytes.baseAddress { buffer.update(from: base, count: bytes.count) }
-            }
-            // SQLite owns the buffer from here, and frees it even when it refuses it.
-            let flags = UInt32(SQLITE_DESERIALIZE_FREEONCLOSE) | UInt32(SQLITE_DESERIALIZE_READONLY)
-            let status = sqlite3_deserialize(db.sqliteConnection, "main", buffer, size, size, flags)
-            guard status == SQLITE_OK else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: status), message: "SQLite refused a database image of \(image.count) bytes")
-            }
+        // The schema cookie, a big-endian UInt32 at byte 40 of the header.
+        guard image.count >= DatabaseQueue.headerBytes else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "a database image of \(image.count) bytes has no header")
         }
-        let cookie = try source.backupFromSnapshot(to: self) { db in try Int.fetchOne(db, sql: "PRAGMA schema_version") ?? 0 }
+        let cookie = image[40..<44].reduce(0) { $0 << 8 | Int($1) }
+        // The image is opened on a bare connection: nothing but the backup
+        // reads it, and the backup copies pages without parsing the schema.
+        var opened: OpaquePointer?
+        let openStatus = sqlite3_open_v2(":memory:", &opened, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil)
+        defer { sqlite3_close_v2(opened) }
+        guard openStatus == SQLITE_OK, let source = opened else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: openStatus), message: "cannot open a connection for a database image")
+        }
+        guard let buffer = sqlite3_malloc64(sqlite3_uint64(image.count))?.assumingMemoryBound(to: UInt8.self) else {
+            throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "no memory for a database image of \(image.count) bytes")
+        }
+        image.withUnsafeBufferPointer { bytes in
+            if let base = bytes.baseAddress { buffer.update(from: base, count: bytes.count) }
+        }
+        // SQLite owns the buffer from here, and frees it even when it refuses it.
+        let size = sqlite3_int64(image.count)
+        let flags = UInt32(SQLITE_DESERIALIZE_FREEONCLOSE) | UInt32(SQLITE_DESERIALIZE_READONLY)
+        let status = sqlite3_deserialize(source, "main", buffer, size, size, flags)
+        guard status == SQLITE_OK else {
+            throw DatabaseError(resultCode: ResultCode(rawValue: status), message: "SQLite refused a database image of \(image.count) bytes")
+        }
         try writeWithoutTransaction { db in
-            if try Int.fetchOne(db, sql: "PRAGMA schema_version") != cookie {
-                try db.execute(sql: "PRAGMA schema_version = \(cookie)")
+            // The backup leaves the copy's cookie one past the one this
+            // database had, so that one is set first: the copy's schema is
+            // then parsed once, by the first statement that needs it, where
+            // putting the cookie back afterwards would parse it twice.
+            if cookie > 0 { try db.execute(sql: "PRAGMA schema_version = \(cookie - 1)") }
+            guard let backup = sqlite3_backup_init(db.sqliteConnection, "main", source, "main") else {
+                let message = sqlite3_errmsg(db.sqliteConnection).map { String(cString: $0) } ?? "no message"
+                throw DatabaseError(resultCode: .SQLITE_ERROR, message: "cannot copy a database image: \(message)")
             }
+            let stepped = sqlite3_backup_step(backup, -1)
+            let finished = sqlite3_backup_finish(backup)
+            guard stepped == SQLITE_DONE, finished == SQLITE_OK else {
+                let code = stepped == SQLITE_DONE ? finished : stepped
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: "copying a database image of \(image.count) bytes failed")
+            }
+            if cookie == 0 { try db.execute(sql: "PRAGMA schema_version = 0") }
         }
     }
+}
+
+extension DatabaseQueue {
+    /// The bytes of a database file's header.
+    static let headerBytes = 100
 }
