@@ -1,5 +1,6 @@
 import Foundation
 import IndexModel
+import NIOCore
 import ServerTestSupport
 import SyncHTTP
 import SyncWire
@@ -54,10 +55,13 @@ import Testing
             (.ok, [UInt8](repeating: 7, count: path.hasPrefix("/long") ? limit + 1 : limit))
         }
         defer { Task { await stub.stop() } }
-        let taken = try await HTTPTransport(baseURL: stub.url).exchange([1])
+        // Two MiB each way, on a machine the whole suite keeps busy: the
+        // limit is what this checks, so the exchange's timeout is generous.
+        let timeout = TimeAmount.seconds(300)
+        let taken = try await HTTPTransport(baseURL: stub.url, timeout: timeout).exchange([1])
         #expect(taken.count == limit)
         await #expect(throws: TransportError.self) {
-            _ = try await HTTPTransport(baseURL: stub.url + "/long").exchange([1])
+            _ = try await HTTPTransport(baseURL: stub.url + "/long", timeout: timeout).exchange([1])
         }
     }
 

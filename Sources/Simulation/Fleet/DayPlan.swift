@@ -23,8 +23,7 @@ public enum WorkloadShape: String, CaseIterable, Sendable {
 ///   busy day, 2 to 22 virtual seconds apart.
 /// - **Background refresh.** The phone first asks the cloud for news at a
 ///   time of its own in the first `refreshInterval` of the day, as a
-///   phone's system spreads background refreshes, rather than every
-///   device at the start of the run.
+///   phone's system spreads background refreshes over its devices.
 struct DayPlan: Equatable {
     /// When each visit begins, earliest first.
     var starts: [Int64]
