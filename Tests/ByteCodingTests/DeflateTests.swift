@@ -137,3 +137,24 @@ private func noise(_ count: Int) -> [UInt8] {
         #expect(Hex.decode("") == [])
     }
 }
+
+@Suite struct FingerprintTests {
+    @Test func equalBytesShareAFingerprintAndOneChangedByteOrLengthDoesNot() {
+        var bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let first = Fingerprint.of(bytes)
+        #expect(Fingerprint.of(bytes) == first)
+        for index in [0, 4_095, 99_999] {
+            var changed = bytes
+            changed[index] ^= 0x01
+            #expect(Fingerprint.of(changed) != first, "a flipped bit at \(index)")
+        }
+        bytes.append(0)
+        #expect(Fingerprint.of(bytes) != first, "a zero byte appended")
+    }
+
+    @Test func theFingerprintIsCRC32BesideAdler32() {
+        // "123456789": CRC-32 0xCBF43926, Adler-32 0x091E01DE (their check values).
+        #expect(Fingerprint.of(Array("123456789".utf8)) == 0xCBF4_3926_091E_01DE)
+        #expect(Fingerprint.of([]) == 0x0000_0000_0000_0001)
+    }
+}

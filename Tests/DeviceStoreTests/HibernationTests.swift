@@ -55,6 +55,39 @@ private func state(_ store: DeviceStore) throws -> [String] {
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: URL(fileURLWithPath: paths[1])))
     }
 
+    @Test func aStoreWokenAndLeftAsItWasSleepsOnItsImageAndOneWrittenToDeflatesAgain() throws {
+        let clock = ManualClock(testStart)
+        let twin = try makeStore(seed: 5, clock: clock)
+        var store = try makeStore(seed: 5, clock: clock)
+        func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 11)) }
+        for call in calls(0) {
+            try store.perform(call)
+            try twin.perform(call)
+        }
+        let first = try store.hibernate()
+        #expect(!first.keptImage, "a store that never slept has no image to keep")
+        store = try DeviceStore(waking: first, options: options())
+        #expect(store.wokenImageBytes > 0 && store.wokenImageBytes < first.imageBytes / 2,
+                "a woken store keeps the deflated image it woke from, not its pages")
+        // Reads leave the pages as they were.
+        _ = try store.projectionDigest()
+        _ = try store.syncStatus()
+        _ = try store.verifyJournal()
+        let unchanged = try store.hibernate()
+        #expect(unchanged.keptImage, "the pages it woke with: the image it woke from")
+        #expect(unchanged.imageBytes == first.imageBytes && unchanged.heldBytes == first.heldBytes)
+        store = try DeviceStore(waking: unchanged, options: options())
+        #expect(try state(store) == state(twin))
+        for call in calls(1) {
+            try store.perform(call)
+            try twin.perform(call)
+        }
+        let written = try store.hibernate()
+        #expect(!written.keptImage, "a store written to deflates its new pages")
+        store = try DeviceStore(waking: written, options: options())
+        #expect(try state(store) == state(twin), "the woken store holds the writes made before it slept")
+    }
+
     @Test func aStoreFileSleepsByClosingItsConnectionAndWakesWhereItWas() throws {
         let directory = try temporaryDirectory()
         let clock = ManualClock(testStart)

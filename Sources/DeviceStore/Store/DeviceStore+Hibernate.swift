@@ -16,12 +16,22 @@ import SyncWire
 /// A sleeping store is this process's own: it is made by `hibernate()` and
 /// only ever woken here, so its bytes are not checked again beyond what
 /// opening a store checks.
+///
+/// A woken store keeps the image it woke from (`WokenImage`): put to sleep
+/// again with the same pages, it takes that image back instead of
+/// deflating them again: a store woken and left as it was sleeps for the
+/// price of serializing its pages and summing them (`Fingerprint`).
 public struct SleepingStore: Sendable {
     public let location: StoreLocation
     /// The in-memory database's bytes, deflated; empty for a store file.
     let image: [UInt8]
     /// The database's size before deflating; 0 for a store file.
     public let imageBytes: Int
+    /// The `Fingerprint` of the database's bytes before deflating.
+    let fingerprint: UInt64
+    /// Whether `hibernate()` found the pages the store woke with and took
+    /// back the image it woke from.
+    public let keptImage: Bool
     let frameDictionary: FrameDictionary
     let answersInFlight: [PublicHash: OutboxPosition]
     let deviceKey: [UInt8]?
@@ -44,23 +54,37 @@ extension DeviceStore {
     public func hibernate() throws(DeviceStoreError) -> SleepingStore {
         var image: [UInt8] = []
         var imageBytes = 0
+        var fingerprint: UInt64 = 0
+        var kept = false
         if isInMemory {
             do {
                 let pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
                 imageBytes = pages.count
-                // Deflate's output has room for its bound, about the
-                // image's own size; kept for as long as the store sleeps,
-                // that room would cost more than the deflated bytes, so
-                // they are copied out of it.
-                image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+                fingerprint = Fingerprint.of(pages)
+                if let woken = wokenImage.withLock({ $0 }), woken.bytes == imageBytes, woken.fingerprint == fingerprint {
+                    image = woken.image
+                    kept = true
+                } else {
+                    // Deflate's output has room for its bound, about the
+                    // image's own size; kept for as long as the store
+                    // sleeps, that room would cost more than the deflated
+                    // bytes, so they are copied out of it.
+                    image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+                }
             } catch {
                 throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
             }
         }
-        return SleepingStore(location: location, image: image, imageBytes: imageBytes,
+        return SleepingStore(location: location, image: image, imageBytes: imageBytes, fingerprint: fingerprint, keptImage: kept,
                              frameDictionary: frameDictionary.withLock { $0 },
                              answersInFlight: answersInFlight.withLock { $0 },
                              deviceKey: knownDeviceKey.withLock { $0 })
+    }
+
+    /// The bytes of the image the store woke from that it keeps while
+    /// awake (`SleepingStore`); 0 for a store that never slept.
+    public var wokenImageBytes: Int {
+        wokenImage.withLock { $0?.image.capacity ?? 0 }
     }
 
     /// The bytes the store's database holds: its pages, used or free.
@@ -86,8 +110,19 @@ extension DeviceStore {
             }
         }
         try self.init(at: sleeping.location, options: options, image: pages)
+        if pages != nil {
+            wokenImage.withLock { $0 = WokenImage(image: sleeping.image, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint) }
+        }
         frameDictionary.withLock { $0 = sleeping.frameDictionary }
         answersInFlight.withLock { $0 = sleeping.answersInFlight }
         knownDeviceKey.withLock { $0 = sleeping.deviceKey }
     }
+}
+
+/// The image an in-memory store woke from, which `hibernate()` takes back
+/// when the pages are still the ones it woke with.
+struct WokenImage: Sendable {
+    let image: [UInt8]
+    let bytes: Int
+    let fingerprint: UInt64
 }

@@ -85,6 +85,8 @@ public final class DeviceStore: Sendable {
     /// holds it: after a restart both start over, and a dictionary the
     /// cloud no longer holds costs one frame sent again.
     let frameDictionary = Mutex(FrameDictionary.empty)
+    /// The image the store woke from, if it slept (`hibernate()`).
+    let wokenImage = Mutex<WokenImage?>(nil)
     /// The write path's statements and memo, kept for the connection's life.
     let writePath: WritePath
     /// The SQL functions of compiled queries, registered on every connection;

@@ -198,7 +198,8 @@ final class SimDevice {
             } catch {
                 throw SimulationError("device \(number)'s store could not be woken: \(error)")
             }
-            pages = sleeping.imageBytes
+            // The woken store keeps the image it woke from.
+            pages = sleeping.imageBytes + woken.wokenImageBytes
             held = sleeping.heldBytes
         case .released(let store):
             woken = store
@@ -210,21 +211,22 @@ final class SimDevice {
         return woken
     }
 
-    /// Puts the store to sleep; returns the bytes it holds asleep. The
-    /// keeper's to call, on a settled device.
-    func sleep() throws(SimulationError) -> Int {
-        guard let awakeStore else { return 0 }
+    /// Puts the store to sleep; returns the bytes it holds asleep and
+    /// whether it took back the image it woke from. The keeper's to call,
+    /// on a settled device.
+    func sleep() throws(SimulationError) -> (held: Int, keptImage: Bool) {
+        guard let awakeStore else { return (0, false) }
         do {
             let status = try awakeStore.syncStatus()
             self.awakeStore = nil
             if case .file = location {
                 awakeStore.releaseStatements()
                 sleepingStore = (.released(awakeStore), status)
-                return 0
+                return (0, false)
             }
             let sleeping = try awakeStore.hibernate()
             sleepingStore = (.hibernated(sleeping), status)
-            return sleeping.heldBytes
+            return (sleeping.heldBytes, sleeping.keptImage)
         } catch {
             throw SimulationError("device \(number)'s store could not be put to sleep: \(error)")
         }

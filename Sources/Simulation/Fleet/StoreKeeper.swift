@@ -87,8 +87,9 @@ final class StoreKeeper {
             }
             try settle(device)
             let started = ContinuousClock.now
-            let held = try device.sleep()
+            let (held, keptImage) = try device.sleep()
             figures.sleeps += 1
+            if keptImage { figures.keptImages += 1 }
             figures.sleepSeconds += (ContinuousClock.now - started).seconds
             awakeBytes -= device.countedBytes
             sleepingBytes += held
@@ -102,8 +103,8 @@ final class StoreKeeper {
 extension StoreKeeper {
     /// Counts an awake store at what its database holds now.
     fileprivate func remeasure(_ device: SimDevice) {
-        guard let pages = try? device.store.databaseBytes() else { return }
-        let counted = pages + StoreKeeper.connectionBytes
+        guard let store = try? device.store, let pages = try? store.databaseBytes() else { return }
+        let counted = pages + store.wokenImageBytes + StoreKeeper.connectionBytes
         awakeBytes += counted - device.countedBytes
         device.countedBytes = counted
     }
@@ -113,6 +114,9 @@ extension StoreKeeper {
 public struct HibernationFigures: Sendable, Equatable {
     public var budget = 0
     public var sleeps = 0
+    /// The sleeps that found the pages the store woke with, and kept the
+    /// image it woke from instead of deflating them again.
+    public var keptImages = 0
     public var wakes = 0
     public var sleepSeconds = 0.0
     public var wakeSeconds = 0.0
@@ -125,7 +129,7 @@ public struct HibernationFigures: Sendable, Equatable {
     public var summary: String {
         let budgetText = "budget " + HibernationFigures.size(budget)
         guard sleeps > 0 else { return "at most \(mostAwake) awake, none put to sleep (\(budgetText))" }
-        return "at most \(mostAwake) awake; \(sleeps) sleeps in " + String(format: "%.2f s", sleepSeconds)
+        return "at most \(mostAwake) awake; \(sleeps) sleeps (\(keptImages) unchanged) in " + String(format: "%.2f s", sleepSeconds)
             + ", \(wakes) wakes in " + String(format: "%.2f s", wakeSeconds)
             + "; asleep at most " + HibernationFigures.size(mostSleepingBytes) + " (\(budgetText))"
     }

@@ -67,6 +67,7 @@ extension SimulationReport {
                 "budgetBytes": integer(hibernation.budget),
                 "mostAwake": integer(hibernation.mostAwake),
                 "sleeps": integer(hibernation.sleeps),
+                "unchangedSleeps": integer(hibernation.keptImages),
                 "wakes": integer(hibernation.wakes),
                 "sleepSeconds": .double((hibernation.sleepSeconds * 1_000).rounded() / 1_000),
                 "wakeSeconds": .double((hibernation.wakeSeconds * 1_000).rounded() / 1_000),
