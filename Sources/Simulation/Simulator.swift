@@ -285,7 +285,7 @@ public final class Simulator {
             }
             scheduleSyncTimer(device, at: now + timingRandom.between(500, 8_000))
             if plan.deviceRestores > 0 {
-                queue.schedule(.deviceBackup(device.number), at: now + timingRandom.between(5_000, 60_000) * backupSpacing * dayStretch)
+                queue.schedule(.deviceBackup(device.number), at: now + firstBackupDelay())
             }
         }
         // A device whose day holds no visit is done at once.
@@ -351,6 +351,17 @@ public final class Simulator {
 
     /// One backup in this many (`SimulationOptions.backupFleet`).
     var backupSpacing: Int64 { Int64(max(1, devices.count / options.backupFleet)) }
+
+    /// When a device's first backup is due: 5 to 60 virtual seconds in,
+    /// with only the upper end stretched past `backupFleet` devices. Were
+    /// the lower end stretched too, no device of a large fleet would back
+    /// up before the run ends (at 100,000 devices on a day, the earliest
+    /// would be 100 virtual hours in); this way the first backups spread
+    /// from the start, about as many an hour as a fleet of `backupFleet`
+    /// takes.
+    private func firstBackupDelay() -> Int64 {
+        timingRandom.between(5_000, 60_000 * backupSpacing) * dayStretch
+    }
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000

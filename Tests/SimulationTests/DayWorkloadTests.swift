@@ -35,6 +35,19 @@ import Testing
         #expect(byLocalHour[8] > 3 * byLocalHour[3] && byLocalHour[12] > byLocalHour[15])
     }
 
+    /// A fleet far past `--backup-fleet` backs up less often, not never:
+    /// one backup in 60 here, where stretching the earliest first backup
+    /// as well would put it 30 virtual hours in, past the day.
+    @Test func aFleetFarPastItsBackupFleetStillBacksUpDuringTheDay() throws {
+        var options = SimulationOptions(devices: 60, eventsPerDevice: 20, seed: 3, faults: .swarm, threshold: 3)
+        options.workload = .day
+        options.backupFleet = 1
+        let report = try run(options)
+        #expect(failures(report) == "")
+        let backups = report.devices.reduce(0) { $0 + $1.backups }
+        #expect(backups > 0 && backups < 30, "\(backups) backups by 60 devices, each one backup in 60")
+    }
+
     /// A day with faults passes every invariant, lasts a day of virtual
     /// time, replays to its digest, and its replay command names it.
     @Test func aDayWithFaultsPassesEveryInvariantAndReplays() throws {
