@@ -76,7 +76,7 @@ extension Simulator {
         counters.fault(.deviceCrash, device: device.number)
         dropSession(device)
         if case .file = device.location {
-            try device.replace(store: DeviceStore(at: device.location, options: device.storeOptions))
+            try device.replace { try DeviceStore(at: device.location, options: device.storeOptions) }
         }
     }
 
@@ -136,7 +136,7 @@ extension Simulator {
         }
         if let kept = report.replacedStoreKeptAt { StoreFiles.remove(kept) }
         let replaced = device.location
-        try device.replace(store: DeviceStore(at: .file(path), options: device.storeOptions))
+        try device.replace { try DeviceStore(at: .file(path), options: device.storeOptions) }
         device.location = .file(path)
         // What the backup covers and the cloud's backup held may go at once;
         // a restore that forgot what the wiped store purged has purged already.

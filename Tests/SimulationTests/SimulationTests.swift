@@ -393,6 +393,27 @@ func failures(_ report: SimulationReport) -> String {
         #expect(catalogue?.message.contains("between 1 and 255 entries") == true)
     }
 
+    /// A crash opens a store on disk again only once its old connection is
+    /// closed, and so does a restore: however often a store crashed, its
+    /// database is open once, as `OpenFiles` counts it. Opened the other
+    /// way round, SQLite keeps the old connection's descriptor (`replace`).
+    @Test func aStoreOnDiskThatCrashedHoldsItsDatabaseOpenOnce() throws {
+        var options = SimulationOptions(devices: 6, eventsPerDevice: 40, seed: 3, faults: .heavy, threshold: 3)
+        options.storesInFiles = true
+        let simulator = try Simulator(options: options)
+        let report = try simulator.run()
+        #expect(failures(report) == "")
+        #expect(report.faults[.deviceCrash, default: 0] > 0 && report.faults[.deviceRestore, default: 0] > 0)
+        var opened: [String: Int] = [:]
+        for descriptor in try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") {
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(descriptor)"),
+                  target.hasPrefix(simulator.directory + "/"), target.hasSuffix(".sqlite") else { continue }
+            opened[target, default: 0] += 1
+        }
+        #expect(opened.count >= options.devices, "the stores' databases are open: \(opened)")
+        #expect(opened.filter { $0.value > 1 } == [:])
+    }
+
     /// `--out` keeps three files open per device store all run: a run that
     /// needs more than the process may ever open is refused up front, saying
     /// how many devices fit, and a soft limit that is merely low is raised.

@@ -161,11 +161,18 @@ final class SimDevice {
         }
     }
 
-    /// The store the device has now, in place of the one it had (a crash
-    /// opened it again, a restore made a new one).
-    func replace(store: DeviceStore) throws(SimulationError) {
+    /// Puts the store `open` gives in place of the one the device had (a
+    /// crash opens it again, a restore makes a new one), opened only once
+    /// the old one is let go of. Were the old connection still open, the
+    /// new one's database file would stay open after the old closed: SQLite's
+    /// unix VFS does not close a descriptor of a file another connection of
+    /// the process holds locks on (POSIX locks belong to the process, and
+    /// closing any descriptor of the file drops them all), so each crash
+    /// would keep one more file open, past what `OpenFiles` allows for.
+    func replace(opening open: () throws -> DeviceStore) throws {
         if awakeStore == nil { _ = try wake() }
-        awakeStore = store
+        awakeStore = nil
+        awakeStore = try open()
     }
 
     /// The store's sync status; a sleeping store's is the one it went to sleep with.
