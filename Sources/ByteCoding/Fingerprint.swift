@@ -3,7 +3,8 @@ import CZlib
 /// A 64-bit fingerprint of bytes held in this process: zlib's CRC-32 and
 /// Adler-32 of them side by side. It tells whether bytes are the ones they
 /// were without keeping a copy (a sleeping store's pages, `hibernate()`).
-/// Two different inputs of the same length share one with a chance of about
+/// CRC-32 alone misses no change confined to 32 consecutive bits; unrelated
+/// inputs of the same length share a fingerprint with a chance of about
 /// 2⁻⁶⁴. It is no defence against an adversary, who can make both sums
 /// collide at will: use it on the process's own bytes only.
 public enum Fingerprint {
