@@ -60,10 +60,13 @@ private func state(_ store: DeviceStore) throws -> [String] {
         let twin = try makeStore(seed: 5, clock: clock)
         var store = try makeStore(seed: 5, clock: clock)
         func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 11)) }
-        for call in calls(0) {
-            try store.perform(call)
-            try twin.perform(call)
+        func both(_ round: Int) throws {
+            for call in calls(round) {
+                try store.perform(call)
+                try twin.perform(call)
+            }
         }
+        try both(0)
         let first = try store.hibernate()
         #expect(!first.keptImage, "a store that never slept has no image to keep")
         store = try DeviceStore(waking: first, options: options())
@@ -78,10 +81,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
         #expect(unchanged.imageBytes == first.imageBytes && unchanged.heldBytes == first.heldBytes)
         store = try DeviceStore(waking: unchanged, options: options())
         #expect(try state(store) == state(twin))
-        for call in calls(1) {
-            try store.perform(call)
-            try twin.perform(call)
-        }
+        try both(1)
         let written = try store.hibernate()
         #expect(!written.keptImage, "a store written to deflates its new pages")
         store = try DeviceStore(waking: written, options: options())
