@@ -50,9 +50,8 @@ public final class PostgresCloud: CloudStore {
     let secrets: CloudSecrets
     /// K and the agreement as last read from the database.
     private let current: Mutex<FoldSettings>
-    /// Enrolled devices' keys, as authentication read them. A device is
-    /// enrolled once and its key never changes.
-    private let enrolled = Mutex<[DeviceStream: [UInt8]]>([:])
+    /// Enrolled devices' keys, as authentication read them (`EnrolledKeys`).
+    private let enrolled = EnrolledKeys()
     /// Each app's reading of the log for purges, kept between them.
     let purgeReadings = CloudPurgeReadings()
     /// What each app's last fold left (its rows and its acks' requests), kept between ingest transactions while exact.
@@ -334,12 +333,12 @@ public final class PostgresCloud: CloudStore {
     /// once read.
     private func enrolledKey(app: AppID, device: DeviceID) throws -> [UInt8]? {
         let stream = DeviceStream(app: app, device: device)
-        if let known = enrolled.withLock({ $0[stream] }) { return known }
+        if let known = enrolled.key(of: stream) { return known }
         let key = try run { session in
             try session.query("SELECT key FROM devices WHERE app = $1 AND device = $2", [.text(app.rawValue), .text(device.rawValue)])
                 .first.map { row throws(CloudError) in try row.bytes(0, "devices.key of \(device)") }
         }
-        if let key { enrolled.withLock { $0[stream] = key } }
+        if let key { enrolled.remember(key, of: stream) }
         return key
     }
 
@@ -386,7 +385,7 @@ public final class PostgresCloud: CloudStore {
             } catch let refusal as Refusal {
                 return .rejecting(WireError(.refused, refusal.message), device: name, frame: frame, key: key)
             } catch is DeviceNotEnrolled {
-                enrolled.withLock { _ = $0.removeValue(forKey: DeviceStream(app: app, device: name)) }
+                enrolled.forget(DeviceStream(app: app, device: name))
                 return .rejecting(WireError(.unknownDevice, "device \(name) is not enrolled for app \(app)"), device: name,
                                   frame: frame, key: nil)
             } catch let failure as PostgresFailure {

@@ -12,7 +12,7 @@ extension CloudIndex {
     /// is stored. A caller that rate-limits devices charges one only after
     /// this proved who sent the frame (`docs/SECURITY.md`).
     public func authenticate(_ bytes: [UInt8]) -> FrameAuthentication {
-        FrameAuthentication.of(bytes) { app, name in try enrolledDevice(app: app, name: name)?.key }
+        FrameAuthentication.of(bytes) { app, name in try enrolledKey(app: app, name: name) }
     }
 
     /// Ingests an authenticated frame and returns the reply, deciding as
@@ -58,18 +58,18 @@ extension CloudIndex {
         IngestCore(threshold: threshold, agreement: agreement, secrets: secrets, clock: clock)
     }
 
-    /// The id and key of the device named `name` in `app`, or nil when it is
-    /// not enrolled. Each frame needs them, so they are remembered after the
-    /// first read.
-    private func enrolledDevice(app: AppID, name: DeviceID) throws -> EnrolledDevice? {
-        let memo = EnrolledName(app: app, name: name)
-        if let known = enrolled.withLock({ $0[memo] }) { return known }
+    /// The key of the device named `name` in `app`, or nil when it is not
+    /// enrolled. Each frame needs it, so it is remembered after the first
+    /// read (`EnrolledKeys`).
+    private func enrolledKey(app: AppID, name: DeviceID) throws -> [UInt8]? {
+        let stream = DeviceStream(app: app, device: name)
+        if let known = enrolled.key(of: stream) { return known }
         let read = try self.read { db in
             guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT key FROM devices WHERE app = ? AND device = ?"),
-                                             arguments: [app, name]) else { return nil as EnrolledDevice? }
-            return EnrolledDevice(key: [UInt8](try Stored.column(row, 0, "devices.key of \(name)") as Data))
+                                             arguments: [app, name]) else { return nil as [UInt8]? }
+            return [UInt8](try Stored.column(row, 0, "devices.key of \(name)") as Data)
         }
-        if let read { enrolled.withLock { $0[memo] = read } }
+        if let read { enrolled.remember(read, of: stream) }
         return read
     }
 

@@ -42,10 +42,8 @@ public final class CloudIndex: CloudStore {
     let random: any RandomSource
     /// The keyed hashes made with the store's secret (`CloudSecrets`).
     let secrets: CloudSecrets
-    /// Enrolled devices' apps and keys, as ingest has read them. A device is
-    /// enrolled once and never changes or leaves, so an entry stays true;
-    /// devices not (yet) enrolled are not remembered.
-    let enrolled = Mutex<[EnrolledName: EnrolledDevice]>([:])
+    /// Enrolled devices' keys, as ingest has read them (`EnrolledKeys`).
+    let enrolled = EnrolledKeys()
     /// Each app's reading of the log for purges, kept between them.
     let purgeReadings = CloudPurgeReadings()
     /// What the fold knows of vote rows between frames (`IngestMemory`).
@@ -67,16 +65,6 @@ public final class CloudIndex: CloudStore {
     /// keeps reading pages back from the OS; 64 MiB holds many times as many,
     /// and ingest reads far fewer back.
     static let pageCacheBytes = 64 << 20
-
-    /// A device as a frame names it: device names are per app.
-    struct EnrolledName: Hashable {
-        let app: AppID
-        let name: DeviceID
-    }
-
-    struct EnrolledDevice {
-        let key: [UInt8]
-    }
 
     public init(at location: CloudLocation, options: CloudOptions = CloudOptions()) throws(CloudError) {
         if let threshold = options.threshold, !(1...1_000_000).contains(threshold) {
