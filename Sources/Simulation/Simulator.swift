@@ -362,6 +362,7 @@ public final class Simulator {
     private func firstBackupDelay() -> Int64 {
         timingRandom.between(5_000, 60_000 * backupSpacing) * dayStretch
     }
+
     /// A guard against a workload that never ends: far beyond any run's need.
     static let faultPhaseLimit: Int64 = 30 * 24 * 3_600_000
     static let cloudSnapshotInterval: Int64 = 30_000
