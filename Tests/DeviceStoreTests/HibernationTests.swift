@@ -88,6 +88,25 @@ private func state(_ store: DeviceStore) throws -> [String] {
         #expect(try state(store) == state(twin), "the woken store holds the writes made before it slept")
     }
 
+    @Test func aStoreAsleepHoldsOnlyWhatItChangedOfANewStoresPages() throws {
+        let clock = ManualClock(testStart)
+        let new = try makeStore(seed: 9, clock: clock)
+        let sleeping = try new.hibernate()
+        // Its pages deflated as they are take about 2.3 KiB, nearly all of
+        // them the schema's.
+        #expect(sleeping.imageBytes > 30_000 && sleeping.heldBytes < 1_024,
+                "a new store asleep holds \(sleeping.heldBytes) bytes for \(sleeping.imageBytes) bytes of pages")
+        let woken = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 9)))
+        let twin = try makeStore(seed: 9, clock: clock)
+        for round in 0..<3 {
+            for call in calls(round) {
+                try woken.perform(call)
+                try twin.perform(call)
+            }
+        }
+        #expect(try state(woken) == state(twin))
+    }
+
     @Test func aStoreFileSleepsByClosingItsConnectionAndWakesWhereItWas() throws {
         let directory = try temporaryDirectory()
         let clock = ManualClock(testStart)

@@ -17,13 +17,20 @@ import SyncWire
 /// only ever woken here, so its bytes are not checked again beyond what
 /// opening a store checks.
 ///
+/// An in-memory store begins as a copy of a new store's pages, and its
+/// schema's pages stay as they were: deflated as they are, they would cost
+/// every sleeping store about 2 KiB. So the image is of the pages' difference
+/// from a new store's (`newStorePages`), byte by byte (XOR), in which what
+/// did not change is zeros and deflates to almost nothing.
+///
 /// A woken store keeps the image it woke from (`WokenImage`): put to sleep
 /// again with the same pages, it takes that image back instead of
 /// deflating them again: a store woken and left as it was sleeps for the
 /// price of serializing its pages and summing them (`Fingerprint`).
 public struct SleepingStore: Sendable {
     public let location: StoreLocation
-    /// The in-memory database's bytes, deflated; empty for a store file.
+    /// The in-memory database's bytes taken against a new store's
+    /// (`DeviceStore.difference`), deflated; empty for a store file.
     let image: [UInt8]
     /// The database's size before deflating; 0 for a store file.
     public let imageBytes: Int
@@ -69,7 +76,9 @@ extension DeviceStore {
                     // image's own size; kept for as long as the store
                     // sleeps, that room would cost more than the deflated
                     // bytes, so they are copied out of it.
-                    image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+                    var difference = pages
+                    DeviceStore.difference(&difference)
+                    image = Deflate.compress(difference, level: 1).withUnsafeBufferPointer { Array($0) }
                 }
             } catch {
                 throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
@@ -104,7 +113,9 @@ extension DeviceStore {
         var pages: [UInt8]?
         if case .memory = sleeping.location {
             do {
-                pages = try Deflate.decompress(sleeping.image, limit: sleeping.imageBytes)
+                var inflated = try Deflate.decompress(sleeping.image, limit: sleeping.imageBytes)
+                DeviceStore.difference(&inflated)
+                pages = inflated
             } catch {
                 throw DeviceStoreError(.corruptStore, "a sleeping store's image does not inflate: \(error)")
             }
@@ -116,6 +127,35 @@ extension DeviceStore {
         frameDictionary.withLock { $0 = sleeping.frameDictionary }
         answersInFlight.withLock { $0 = sleeping.answersInFlight }
         knownDeviceKey.withLock { $0 = sleeping.deviceKey }
+    }
+}
+
+extension DeviceStore {
+    /// A new in-memory store's pages, as serialized: every in-memory
+    /// store's first pages, schema included. Empty if the new store cannot
+    /// be read, and then images are of the pages themselves.
+    static let newStorePages: [UInt8] = (try? emptyMemoryStore.get().serializedFromSnapshot { _ in }.image) ?? []
+
+    /// Turns pages into their difference from `newStorePages`, and that
+    /// difference back into the pages: each byte XOR the new store's byte
+    /// at the same offset (none past the new store's end).
+    static func difference(_ bytes: inout [UInt8]) {
+        let base = newStorePages
+        let count = min(bytes.count, base.count)
+        bytes.withUnsafeMutableBufferPointer { target in
+            base.withUnsafeBufferPointer { source in
+                guard let to = target.baseAddress, let from = source.baseAddress else { return }
+                let words = count / 8
+                let toWords = UnsafeMutableRawPointer(to), fromWords = UnsafeRawPointer(from)
+                for word in 0..<words {
+                    let offset = word * 8
+                    let value = toWords.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                        ^ fromWords.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
+                    toWords.storeBytes(of: value, toByteOffset: offset, as: UInt64.self)
+                }
+                for offset in (words * 8)..<count { to[offset] ^= from[offset] }
+            }
+        }
     }
 }
 

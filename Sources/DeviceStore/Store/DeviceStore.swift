@@ -244,7 +244,7 @@ public final class DeviceStore: Sendable {
     /// in-memory store copies page by page, in a fraction of the time that
     /// running the schema's statements takes, which would otherwise be most
     /// of a large simulation's setup.
-    private static let emptyMemoryStore = Result { () throws -> DatabaseQueue in
+    static let emptyMemoryStore = Result { () throws -> DatabaseQueue in
         var configuration = Configuration()
         configuration.label = "DeviceStore.empty"
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = \(DeviceStore.memoryPageBytes)") }
