@@ -87,14 +87,15 @@ extension Simulator {
     func takeBackup(_ device: SimDevice) throws {
         device.backupsTaken += 1
         let backup = SimDevice.Backup(path: directory + "/device-\(device.number)-backup-\(device.backupsTaken).slsnap",
-                                      model: device.model, epoch: device.epoch, calls: device.calls,
-                                      groups: device.expected[device.epoch]?.count ?? 0, takenAt: world.milliseconds)
+                                      model: device.model, epoch: device.epoch, calls: device.calls, takenAt: world.milliseconds,
+                                      positions: device.truth.positions)
         fleet.noteBackup(of: device)
         counters.record(RunEvent.deviceBackup, device: device.number)
         device.backups.append(backup)
         if device.backups.count > 3 {
             StoreFiles.remove(device.backups.removeFirst().path)
         }
+        device.keepTruthForBackups()
         try handOff(device) { device in
             do {
                 device.noteWaiting(try backup.write(device.store))

@@ -13,20 +13,22 @@ final class SimDevice {
         let path: String
         let model: StoreModel
         let epoch: Epoch
-        /// Calls the device had made, and message groups of `epoch` the oracle had.
+        /// Calls the device had made.
         let calls: Int
-        let groups: Int
         let takenAt: Int64
+        /// The app's position in each index (`AppTruth.positions`): the
+        /// client states the backup holds.
+        let positions: [String: Int]
         /// The store's journal head and outbox head in the backup.
         private(set) var journalHead = Seq.none
         private(set) var outboxHead = OutboxPosition.start
 
-        init(path: String, model: StoreModel, epoch: Epoch, calls: Int, groups: Int, takenAt: Int64) {
+        init(path: String, model: StoreModel, epoch: Epoch, calls: Int, takenAt: Int64, positions: [String: Int]) {
             self.path = path
+            self.positions = positions
             self.model = model
             self.epoch = epoch
             self.calls = calls
-            self.groups = groups
             self.takenAt = takenAt
         }
 
@@ -173,6 +175,17 @@ final class SimDevice {
         if awakeStore == nil { _ = try wake() }
         awakeStore = nil
         awakeStore = try open()
+    }
+
+    /// Keeps the app's operations back to the oldest client state a
+    /// restore from one of the backups brings back (`AppTruth.keep(from:)`).
+    /// Called whenever `backups` changes.
+    func keepTruthForBackups() {
+        var oldest: [String: Int] = [:]
+        for backup in backups {
+            for (index, position) in backup.positions { oldest[index] = min(oldest[index] ?? position, position) }
+        }
+        truth.keep(from: oldest)
     }
 
     /// The store's sync status; a sleeping store's is the one it went to sleep with.
