@@ -130,9 +130,9 @@ extension SimDevice {
             }
             .map { CloudModel.expected($0.message, catalogue) }
         let old = expected.removeValue(forKey: epoch) ?? []
-        if let (kept, carried) = SimDevice.split(old, moving: moved) {
-            if kept.contains(where: { !$0.isEmpty }) { expected[epoch] = kept }
-            expected[advanced] = carried
+        if let (kept, carried) = SimDevice.split(old.map(Array.init), moving: moved) {
+            if kept.contains(where: { !$0.isEmpty }) { expected[epoch] = MessageGroups(kept) }
+            expected[advanced] = MessageGroups(carried)
         } else {
             findings.append("""
                 device \(number) moved \(moved.count) message(s) from epoch \(epoch) to \(advanced) \

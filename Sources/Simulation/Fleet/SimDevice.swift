@@ -89,7 +89,7 @@ final class SimDevice {
     /// The epoch the store writes in now.
     var epoch = Epoch.first
     /// Per epoch, the messages each call implied (one group per call).
-    var expected: [Epoch: [[ExpectedMessage]]] = [.first: []]
+    var expected: [Epoch: MessageGroups] = [.first: []]
     var backups: [Backup] = []
     var backupsTaken = 0
     /// Per ended epoch, the outbox position the device held when it was
@@ -111,7 +111,13 @@ final class SimDevice {
     var nextVisit = 0
     var actionsLeftInVisit = 0
     var nextSyncTimer: Int64 = 0
-    var session: SyncRun?
+    /// The sync run under way, if any. Most devices have none most of the
+    /// time, and a run is about 600 bytes: it is held out of line.
+    var session: SyncRun? {
+        get { sessionBox?.value }
+        set { OutOfLine.assign(newValue, to: &sessionBox) }
+    }
+    private var sessionBox: OutOfLine<SyncRun>?
     var sessionNumber: UInt64 = 0
     var inFlight: UInt64?
     var offlineUntil: Int64 = 0
@@ -134,7 +140,11 @@ final class SimDevice {
     /// A reply the device took where its calls run, until the loop acts on
     /// it or drops it with the session (`Simulator.takeReply`); written
     /// there, read once the device is settled.
-    var takenReply: TakenReply?
+    var takenReply: TakenReply? {
+        get { takenReplyBox?.value }
+        set { OutOfLine.assign(newValue, to: &takenReplyBox) }
+    }
+    private var takenReplyBox: OutOfLine<TakenReply>?
     /// The loop's own: the token of the last reply handed over, so that the
     /// loop acts on a taken reply only at its own `replyTaken` event.
     var replyTokens: UInt64 = 0
@@ -390,6 +400,22 @@ struct SimReindexer: ReindexDelegate {
             .sorted { $0.uniqueIdentifier < $1.uniqueIdentifier }
         guard !items.isEmpty else { return }
         try device.perform(.index(index: index, items: items), catalogue: catalogue)
+    }
+}
+
+/// A value a device holds now and then, kept on the heap so that a device
+/// without one does not pay for its bytes (a pointer instead of hundreds).
+/// Each box has one owner, which changes its value in place.
+final class OutOfLine<Value> {
+    var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    static func assign(_ value: Value?, to box: inout OutOfLine?) {
+        guard let value else { return box = nil }
+        if let box { box.value = value } else { box = OutOfLine(value) }
     }
 }
 

@@ -79,11 +79,18 @@ struct StoreModel {
     struct Activity {
         /// The catalogue entry of a public activity; nil for a private one.
         var entry: Int?
-        var refs: Set<String>
+        /// What engaging or showing it goes by (`refers(to:)`): its web
+        /// page and the items it is related to, strongly or weakly.
+        var url: String?
         var live: Bool
         var related: String?
+        var weaklyRelated: String?
         var domain: String?
         var expires: Timestamp?
+
+        func refers(to ref: String) -> Bool {
+            url == ref || related == ref || weaklyRelated == ref
+        }
     }
 
     private(set) var items: [String: [String: SearchableItem]] = [:]
@@ -182,10 +189,9 @@ struct StoreModel {
             let entry = PublicContent(activity)
                 .flatMap { PublicHash.of(app: catalogue.app, content: $0) }
                 .flatMap(catalogue.number(of:))
-            activities[key] = Activity(entry: entry, refs: Set([activity.webpageURL, activity.relatedUniqueIdentifier,
-                                                                 activity.weakRelatedUniqueIdentifier].compactMap { $0 }),
-                                       live: true, related: activity.relatedUniqueIdentifier,
-                                       domain: activity.domainIdentifier, expires: activity.expirationDate)
+            activities[key] = Activity(entry: entry, url: activity.webpageURL, live: true, related: activity.relatedUniqueIdentifier,
+                                       weaklyRelated: activity.weakRelatedUniqueIdentifier, domain: activity.domainIdentifier,
+                                       expires: activity.expirationDate)
             noteExpiry(activity.expirationDate)
             if let entry {
                 if emptied == entry { emptied = nil }
@@ -267,7 +273,7 @@ struct StoreModel {
     }
 
     private func liveEntries(ref: String) -> [Int] {
-        activities.values.compactMap { $0.live && $0.refs.contains(ref) ? $0.entry : nil }.sorted()
+        activities.values.compactMap { $0.live && $0.refers(to: ref) ? $0.entry : nil }.sorted()
     }
 
     /// Whether the device holds a live public activity of `entry` (and so answers content requests for it).
