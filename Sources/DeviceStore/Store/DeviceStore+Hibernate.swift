@@ -14,8 +14,10 @@ import SyncWire
 /// the same frames, byte for byte, as one that stayed awake.
 ///
 /// A sleeping store is this process's own: it is made by `hibernate()` and
-/// only ever woken here, so its bytes are not checked again beyond what
-/// opening a store checks.
+/// only ever woken here, so its bytes are not checked again, and an
+/// in-memory store's identity (`store_meta`, read and checked when the store
+/// was opened) comes along instead of being read again: each of those reads
+/// would compile a statement, and a woken store compiles enough.
 ///
 /// An in-memory store begins as a copy of a new store's pages, and its
 /// schema's pages stay as they were: deflated as they are, they would cost
@@ -42,12 +44,16 @@ public struct SleepingStore: Sendable {
     let frameDictionary: FrameDictionary
     let answersInFlight: [PublicHash: OutboxPosition]
     let deviceKey: [UInt8]?
+    /// The store's identity, which its image holds and a woken in-memory
+    /// store takes from here instead of reading and checking it again.
+    let meta: DeviceStore.StoreMeta
 
-    /// The bytes it holds in memory, near enough: what the image and the
-    /// dictionary were allocated (not only what they use), and each
-    /// answer's hash and position.
+    /// The bytes it holds in memory, near enough: what the image, the
+    /// dictionary and the keys were allocated (not only what they use), and
+    /// each answer's hash and position.
     public var heldBytes: Int {
-        image.capacity + frameDictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + answersInFlight.count * 64 + 128
+        image.capacity + frameDictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + meta.keys.voteSecret.capacity
+            + answersInFlight.count * 64 + 128
     }
 }
 
@@ -87,7 +93,8 @@ extension DeviceStore {
         return SleepingStore(location: location, image: image, imageBytes: imageBytes, fingerprint: fingerprint, keptImage: kept,
                              frameDictionary: frameDictionary.withLock { $0 },
                              answersInFlight: answersInFlight.withLock { $0 },
-                             deviceKey: knownDeviceKey.withLock { $0 })
+                             deviceKey: knownDeviceKey.withLock { $0 },
+                             meta: StoreMeta(deviceID: deviceID, keys: privacyKeys, chain: journalChain))
     }
 
     /// The bytes of the image the store woke from that it keeps while
@@ -120,7 +127,7 @@ extension DeviceStore {
                 throw DeviceStoreError(.corruptStore, "a sleeping store's image does not inflate: \(error)")
             }
         }
-        try self.init(at: sleeping.location, options: options, image: pages)
+        try self.init(at: sleeping.location, options: options, image: pages, known: sleeping.meta)
         if pages != nil {
             wokenImage.withLock { $0 = WokenImage(image: sleeping.image, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint) }
         }

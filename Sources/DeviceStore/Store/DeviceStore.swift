@@ -123,7 +123,9 @@ public final class DeviceStore: Sendable {
 
     /// Opens the store at `location`; an in-memory store with `image` holds
     /// those bytes (a store woken from `hibernate()`) instead of a new store.
-    init(at location: StoreLocation, options: StoreOptions, image: [UInt8]?) throws(DeviceStoreError) {
+    /// `known` is the identity of the store whose image it is, read and
+    /// checked when that store was opened: given, it is not read again.
+    init(at location: StoreLocation, options: StoreOptions, image: [UInt8]?, known: StoreMeta? = nil) throws(DeviceStoreError) {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
@@ -200,7 +202,14 @@ public final class DeviceStore: Sendable {
         let now = options.clock.now()
         do {
             let meta: StoreMeta
-            if options.readOnly {
+            if let known, image != nil {
+                // The schema is parsed here, as every open parses it, and not
+                // by the store's first statement.
+                guard try queue.writeWithoutTransaction({ db in try SchemaLookup.hasTable(db, "store_meta") }) else {
+                    throw DeviceStoreError(.notADeviceStore, "a sleeping store's image has no store_meta table")
+                }
+                meta = known
+            } else if options.readOnly {
                 meta = try queue.snapshotRead { db in
                     try DeviceStore.checkSchemaTable(db, location)
                     return try DeviceStore.checkMeta(db)
@@ -318,7 +327,8 @@ public final class DeviceStore: Sendable {
         }
     }
 
-    private struct StoreMeta {
+    /// A store's identity, from its `store_meta` table.
+    struct StoreMeta: Sendable {
         let deviceID: DeviceID
         let keys: PrivacyProjection.Keys
         var chain = JournalChain.overPayloadHashes
