@@ -71,7 +71,7 @@ extension DeviceStore {
         var kept = false
         if isInMemory {
             do {
-                let pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
+                var pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
                 imageBytes = pages.count
                 fingerprint = Fingerprint.of(pages)
                 if let woken = wokenImage.withLock({ $0 }), woken.bytes == imageBytes, woken.fingerprint == fingerprint {
@@ -81,10 +81,10 @@ extension DeviceStore {
                     // Deflate's output has room for its bound, about the
                     // image's own size; kept for as long as the store
                     // sleeps, that room would cost more than the deflated
-                    // bytes, so they are copied out of it.
-                    var difference = pages
-                    DeviceStore.difference(&difference)
-                    image = Deflate.compress(difference, level: 1).withUnsafeBufferPointer { Array($0) }
+                    // bytes, so they are copied out of it. The pages are
+                    // a copy of their own: turned into their difference in place.
+                    DeviceStore.difference(&pages)
+                    image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
                 }
             } catch {
                 throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
