@@ -74,6 +74,8 @@ public final class Simulator {
     var restores: [RestoreRecord] = []
     var timeline: [TimelineSample] = []
     private let progress: ((SimulationProgress) -> Void)?
+    /// Where the event loop's time goes (`RunTimes`).
+    var clock: PartClock { fleet.keeper.clock }
     /// The second thread for app calls (`SimulationOptions.callLane`); nil:
     /// every call runs on the event loop's thread.
     var lane: CallLane? { fleet.lane }
@@ -275,6 +277,7 @@ public final class Simulator {
     /// invariants. Throws only when the run could not be carried out.
     public func run() throws(SimulationError) -> SimulationReport {
         let wallStart = ContinuousClock.now
+        clock.reset(to: .other)
         let now = world.milliseconds
         for device in devices {
             if let day = device.day {
@@ -314,22 +317,32 @@ public final class Simulator {
                 world.move(to: next.time)
                 counters.now = next.time - Simulator.start.millisecondsSince1970
                 try beforeEvent?(next.event)
+                clock.enter(RunTimes.Part(of: next.event))
                 try handle(next.event)
-                if fleet.keeper.isOver { try fleet.keeper.enforce(settle: settle) }
+                if fleet.keeper.isOver {
+                    clock.enter(.sleeps)
+                    try fleet.keeper.enforce(settle: settle)
+                }
             }
+            clock.enter(.calls)
             try settleAll()
+            clock.enter(.cloud)
             try cloudHost.settleRestoreChecks()
             cloudHost.discardPendingSnapshot()
+            clock.enter(.other)
+            fleet.keeper.measureAwake()
         } catch let error as SimulationError {
             throw error
         } catch {
             throw SimulationError("the simulation stopped at virtual time \(world.now()): \(error)")
         }
         progress?(.checking)
+        clock.enter(.checks)
         let checks = checkInvariants()
         let converged = checks.first { $0.name == "converged" }?.passed ?? false
+        let times = clock.finish(lane: lane?.busySeconds ?? 0)
         let wall = ContinuousClock.now - wallStart
-        return SimulationReport(simulator: self, invariants: checks, converged: converged, wall: wall)
+        return SimulationReport(simulator: self, invariants: checks, converged: converged, wall: wall, times: times)
     }
 
     /// The oracle's checks against the stores as they are now (`run` makes
@@ -570,6 +583,13 @@ public final class Simulator {
     /// reads or changes anything of the device's. Throws what stopped the call.
     func settle(_ device: SimDevice) throws(SimulationError) {
         device.referenced = true
+        guard device.laneJob != nil else {
+            if let turn = fleet.settle(device) { try record(turn) }
+            return
+        }
+        // The device's calls, run here or waited for: charged to calls.
+        let part = clock.enter(.calls)
+        defer { clock.enter(part) }
         if let turn = fleet.settle(device) { try record(turn) }
     }
 

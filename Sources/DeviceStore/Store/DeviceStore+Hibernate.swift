@@ -103,6 +103,12 @@ extension DeviceStore {
         wokenImage.withLock { $0?.image.capacity ?? 0 }
     }
 
+    /// What the store's connection holds in memory now, as SQLite counts it:
+    /// what an awake store costs besides the process's own copies.
+    public func connectionMemory() -> StoreMemory {
+        queue.inDatabase { db in ConnectionMemory(db) }
+    }
+
     /// The bytes the store's database holds: its pages, used or free.
     /// An in-memory store's pages are its memory.
     public func databaseBytes() throws(DeviceStoreError) -> Int {
@@ -173,3 +179,6 @@ struct WokenImage: Sendable {
     let bytes: Int
     let fingerprint: UInt64
 }
+
+/// What an awake store's connection holds in memory (`connectionMemory()`).
+public typealias StoreMemory = ConnectionMemory

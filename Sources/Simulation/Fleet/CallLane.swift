@@ -35,6 +35,16 @@ final class CallLane: @unchecked Sendable {
     private var waiting = false
     /// Jobs handed over; only the event loop's thread reads and writes it.
     private var handed: UInt64 = 0
+    /// Seconds the lane's thread spent running jobs.
+    private var laneSeconds = 0.0
+
+    /// How long the lane's thread has run jobs, in seconds (not the jobs
+    /// the loop took back and ran itself).
+    var busySeconds: Double {
+        condition.lock()
+        defer { condition.unlock() }
+        return laneSeconds
+    }
 
     /// At most this many calls wait: the loop otherwise runs ahead, holding
     /// every waiting call's memory. Beyond it `hand` waits for room and
@@ -44,8 +54,9 @@ final class CallLane: @unchecked Sendable {
         let thread = Thread { [self] in
             while let job = jobs.next() {
                 guard claim(job) else { continue }
+                let started = ContinuousClock.now
                 job.work()
-                complete(job)
+                complete(job, lane: (ContinuousClock.now - started).seconds)
             }
         }
         thread.name = name
@@ -120,10 +131,11 @@ final class CallLane: @unchecked Sendable {
         return true
     }
 
-    private func complete(_ job: Job) {
+    private func complete(_ job: Job, lane seconds: Double = 0) {
         condition.lock()
         job.state = .done
         finished += 1
+        laneSeconds += seconds
         if waiting { condition.broadcast() }
         condition.unlock()
     }

@@ -12,6 +12,10 @@ extension SimulationReport {
         for path in RecoveryPath.allCases { coverageObject[path.rawValue] = integer(coverage[path] ?? 0) }
         var planObject = JSONObject()
         for (name, value) in plan.summary { planObject[name] = .string(value) }
+        func milliseconds(_ seconds: Double) -> JSONValue { .double((seconds * 1_000).rounded() / 1_000) }
+        var timesObject = JSONObject()
+        for part in RunTimes.Part.allCases { timesObject[part.name + "Seconds"] = milliseconds(times[part]) }
+        timesObject["laneSeconds"] = milliseconds(times.lane)
         var result: JSONObject = [
             "passed": .bool(passed),
             "seed": .string(String(options.seed)),
@@ -63,6 +67,7 @@ extension SimulationReport {
             "convergenceSeconds": seconds(convergenceMilliseconds),
             "wallSeconds": .double((wallSeconds * 1_000).rounded() / 1_000),
             "eventsPerSecond": .double(eventsPerSecond.rounded()),
+            "times": .object(timesObject),
             "hibernation": .object([
                 "budgetBytes": integer(hibernation.budget),
                 "mostAwake": integer(hibernation.mostAwake),
@@ -72,6 +77,10 @@ extension SimulationReport {
                 "sleepSeconds": .double((hibernation.sleepSeconds * 1_000).rounded() / 1_000),
                 "wakeSeconds": .double((hibernation.wakeSeconds * 1_000).rounded() / 1_000),
                 "mostSleepingBytes": integer(hibernation.mostSleepingBytes),
+                "awakeAtEnd": integer(hibernation.awakeAtEnd),
+                "awakeStatementBytes": integer(hibernation.awakeMemory.statements),
+                "awakePageBytes": integer(hibernation.awakeMemory.pages),
+                "awakeSchemaBytes": integer(hibernation.awakeMemory.schema),
             ]),
             "digest": .string(digest),
             "popularity": popularity.map { accuracy in
@@ -145,6 +154,7 @@ extension SimulationReport {
             ? String(format: "%.1f virtual s after the faults (run: %.1f virtual s)", Double(convergenceMilliseconds) / 1_000, Double(virtualMilliseconds) / 1_000)
             : "did not converge"])
         rows.append(["wall time", String(format: "%.2f s, %.0f calls/s", wallSeconds, eventsPerSecond)])
+        rows.append(["time", times.summary])
         rows.append(["stores", hibernation.summary])
         if let popularity {
             rows.append(["popularity", "ldp, ε \(PrivatePopularity.decimal(popularity.settings.epsilonThousandths)) a report: "

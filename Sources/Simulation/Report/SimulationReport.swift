@@ -208,6 +208,8 @@ public struct SimulationReport: Sendable {
     public let virtualMilliseconds: Int64
     public let convergenceMilliseconds: Int64
     public let wallSeconds: Double
+    /// Where the wall time went, by part of the run (`RunTimes`).
+    public let times: RunTimes
     /// What the device stores' sleeps and wakes did and cost (`StoreKeeper`).
     public let hibernation: HibernationFigures
     public let timeline: [TimelineSample]
@@ -234,7 +236,7 @@ public struct SimulationReport: Sendable {
     public var failures: [InvariantResult] { invariants.filter { !$0.passed } }
     public var eventsPerSecond: Double { wallSeconds > 0 ? Double(appCalls) / wallSeconds : 0 }
 
-    init(simulator: Simulator, invariants: [InvariantResult], converged: Bool, wall: Duration) {
+    init(simulator: Simulator, invariants: [InvariantResult], converged: Bool, wall: Duration, times: RunTimes = RunTimes()) {
         options = simulator.options
         plan = simulator.plan
         self.invariants = invariants
@@ -275,6 +277,7 @@ public struct SimulationReport: Sendable {
         virtualMilliseconds = simulator.world.milliseconds - Simulator.start.millisecondsSince1970
         convergenceMilliseconds = simulator.convergenceMilliseconds
         wallSeconds = wall.seconds
+        self.times = times
         directory = simulator.options.directory
         hibernation = simulator.fleet.keeper.figures
 
