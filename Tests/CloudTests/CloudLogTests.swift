@@ -31,6 +31,50 @@ import Testing
         #expect(verification.isValid && verification.verifiedRows == rows)
     }
 
+    /// A reader that checks one device at a time (the simulator's end
+    /// checks) reads the log device by device: every row once, each
+    /// device's rows together and in epoch and outbox order, across more
+    /// rows than a PostgreSQL page holds, and no further than it asks.
+    @Test(arguments: Backend.allCases) func theLogReadDeviceByDeviceHoldsEveryRowOnceEachDevicesTogether(backend: Backend) throws {
+        let harness = try SyncHarness(threshold: 2, backend: backend)
+        let stores = try (0..<6).map { _ in try harness.addDevice() }
+        try vote(stores)
+        // A frame a device a round, the devices' frames interleaved in the log.
+        for _ in 0..<50 {
+            for store in stores {
+                try store.recordShown(ref: recipeURL)
+                _ = try harness.sync(store)
+            }
+        }
+        var inLogOrder: [Int64] = []
+        try harness.cloud.scanLog(app: app, from: 1) { record in
+            inLogOrder.append(record.seq)
+            return true
+        }
+        var byDevice: [CloudLogRecord] = []
+        try harness.cloud.scanLogByDevice(app: app) { record in
+            byDevice.append(record)
+            return true
+        }
+        #expect(inLogOrder.count > 300)
+        #expect(byDevice.map(\.seq).sorted() == inLogOrder)
+        var finished: Set<DeviceID> = []
+        for (before, record) in zip(byDevice, byDevice.dropFirst()) {
+            if record.device == before.device {
+                #expect((before.epoch, before.lastSeq, before.seq) < (record.epoch, record.lastSeq, record.seq))
+            } else {
+                #expect(finished.insert(before.device).inserted, "\(before.device)'s rows are not together")
+            }
+        }
+        #expect(!finished.contains(byDevice.last!.device) && finished.count == stores.count - 1)
+        var first: [Int64] = []
+        try harness.cloud.scanLogByDevice(app: app) { record in
+            first.append(record.seq)
+            return first.count < 3
+        }
+        #expect(first == byDevice.prefix(3).map(\.seq))
+    }
+
     @Test func anAlteredLogRowIsFoundByVerification() throws {
         let directory = try temporaryDirectory("sightline-cloud")
         defer { try? FileManager.default.removeItem(at: directory) }

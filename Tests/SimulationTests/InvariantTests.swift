@@ -5,72 +5,90 @@ import IndexModel
 import SyncWire
 import Testing
 
-/// A passing run, as the invariants see it.
-private func passingRun() throws -> FinishedRun {
+/// A passing run, as the invariants see it, and its cloud log as every
+/// device's messages.
+private func passingRun() throws -> (run: FinishedRun, log: [DeviceID: HeldLog]) {
     let simulator = try Simulator(options: SimulationOptions(devices: 5, eventsPerDevice: 40, seed: 4, faults: .light, threshold: 3))
     let report = try simulator.run()
     guard report.passed, let run = simulator.lastRun else {
         throw SimulationError("the base run failed: \(report.failures.map { "\($0.name): \($0.detail)" })")
     }
-    return run
+    return (run, try wholeLog(simulator))
+}
+
+/// Every device's messages in the run's cloud log (the crawler's left out),
+/// held at once as the run's checks never do.
+private func wholeLog(_ simulator: Simulator) throws -> [DeviceID: HeldLog] {
+    let cloud = try #require(simulator.cloud)
+    var log: [DeviceID: HeldLog] = [:]
+    try cloud.scanLogByDevice(app: simulator.options.app) { record in
+        if !CrawlerRule.isReserved(record.device) { log[record.device, default: [:]][record.epoch, default: []] += RunEvidence.Held.new(in: record) }
+        return true
+    }
+    return log
 }
 
 /// A device with messages the cloud holds in its current epoch, and that epoch.
-private func deviceWithHeldMessages(_ evidence: RunEvidence) throws -> (name: DeviceID, epoch: Epoch) {
-    let device = try #require(evidence.devices.first { evidence.log[$0.name]?[$0.epoch]?.isEmpty == false })
+private func deviceWithHeldMessages(_ evidence: RunEvidence, _ log: [DeviceID: HeldLog]) throws -> (name: DeviceID, epoch: Epoch) {
+    let device = try #require(evidence.devices.first { log[$0.name]?[$0.epoch]?.isEmpty == false })
     return (device.name, device.epoch)
 }
 
-/// Each invariant, and a change to a passing run's evidence that it must
-/// catch: the run as a cloud or device that broke it would have left it.
-private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Void)] { [
-    ("converged", { $0.converged = false }),
-    ("cloud-log-dense", { evidence in
-        let (name, epoch) = try deviceWithHeldMessages(evidence)
-        evidence.log[name]![epoch]!.removeFirst()
+/// Each invariant, and a change to a passing run's evidence or cloud log
+/// that it must catch: the run as a cloud or device that broke it would
+/// have left it.
+private var breakers: [(name: String, breakIt: (inout RunEvidence, inout [DeviceID: HeldLog]) throws -> Void)] { [
+    ("converged", { evidence, _ in evidence.converged = false }),
+    ("cloud-log-dense", { evidence, log in
+        let (name, epoch) = try deviceWithHeldMessages(evidence, log)
+        log[name]![epoch]!.removeFirst()
     }),
-    ("acknowledged-not-lost", { evidence in
-        let (name, epoch) = try deviceWithHeldMessages(evidence)
-        evidence.log[name]![epoch]!.removeLast()
+    ("acknowledged-not-lost", { evidence, log in
+        let (name, epoch) = try deviceWithHeldMessages(evidence, log)
+        log[name]![epoch]!.removeLast()
     }),
-    ("messages-match-calls", { evidence in
-        let (name, epoch) = try deviceWithHeldMessages(evidence)
-        let last = try #require(evidence.log[name]?[epoch]?.last { if case .content = $0.message { false } else { true } })
-        let next = (evidence.log[name]![epoch]!.last?.seq ?? .beforeFirst).next
-        evidence.log[name]![epoch]!.append(RunEvidence.Held(seq: next, message: last.message, day: last.day))
+    ("messages-match-calls", { evidence, log in
+        let (name, epoch) = try deviceWithHeldMessages(evidence, log)
+        let last = try #require(log[name]?[epoch]?.last { if case .content = $0.message { false } else { true } })
+        let next = (log[name]![epoch]!.last?.seq ?? .beforeFirst).next
+        log[name]![epoch]!.append(RunEvidence.Held(seq: next, message: last.message, day: last.day))
     }),
-    ("counts-exact", { evidence in
+    ("counts-exact", { evidence, _ in
         let counted = try #require(evidence.counts.firstIndex { (try? $0.get()) != nil })
         evidence.counts[counted] = .success(nil)
     }),
-    ("public-index", { evidence in
+    ("public-index", { evidence, _ in
         #expect(evidence.counts.contains { (try? $0.get())?.isPublic == true }, "the base run made nothing public")
         evidence.threshold = 1_000
     }),
-    ("sybil-never-public", { $0.threshold = 0 }),
-    ("hostile-contained", { evidence in
+    ("sybil-never-public", { evidence, _ in evidence.threshold = 0 }),
+    ("hostile-contained", { evidence, _ in
         let other = evidence.catalogue.entry(evidence.hostileTarget.number + 1)
         evidence.hostileMessages.append(RunEvidence.Held(seq: .first, message: .vote(other.hash, Simulator.hostileToken), day: 0))
     }),
-    ("no-private-leak", { $0.counters.leaks = 1 }),
-    ("journals-verify", { $0.cloudJournalProblems = ["cloud log: row 7's hash does not chain"] }),
-    ("device-index-matches-calls", { $0.deviceChecks[2].indexProblems = ["device 2 index items: lacks a"] }),
-    ("no-deleted-item-returned", { $0.deviceChecks[1].returnedProblems = ["device 1 index items holds a, which the app deleted"] }),
-    ("search-matches-calls", { $0.findings.append("device 3's search for 'a' returned a deleted item") }),
-    ("projections-equal-rebuild", { $0.cloudRebuildProblems = ["the cloud's projections differ from a rebuild of its log"] }),
-    ("epochs-never-reused", { $0.findings.append("device 0 moved its epoch 1 to 2, which it had already used") }),
-    ("privacy-budget", { $0.deviceChecks[0].budgetProblems = ["device 0 spent ε 12 on day 20414, above its 8"] }),
-    ("votes-match-devices", { evidence in
+    ("no-private-leak", { evidence, _ in evidence.counters.leaks = 1 }),
+    ("journals-verify", { evidence, _ in evidence.cloudJournalProblems = ["cloud log: row 7's hash does not chain"] }),
+    ("device-index-matches-calls", { evidence, _ in evidence.deviceChecks[2].indexProblems = ["device 2 index items: lacks a"] }),
+    ("no-deleted-item-returned", { evidence, _ in
+        evidence.deviceChecks[1].returnedProblems = ["device 1 index items holds a, which the app deleted"]
+    }),
+    ("search-matches-calls", { evidence, _ in evidence.findings.append("device 3's search for 'a' returned a deleted item") }),
+    ("projections-equal-rebuild", { evidence, _ in
+        evidence.cloudRebuildProblems = ["the cloud's projections differ from a rebuild of its log"]
+    }),
+    ("epochs-never-reused", { evidence, _ in evidence.findings.append("device 0 moved its epoch 1 to 2, which it had already used") }),
+    ("privacy-budget", { evidence, _ in evidence.deviceChecks[0].budgetProblems = ["device 0 spent ε 12 on day 20414, above its 8"] }),
+    ("votes-match-devices", { evidence, _ in
         // Device 0 forgets, or gains, a vote for entry 0 that the cloud's count disagrees with.
         let hash = evidence.catalogue.entry(0).hash
         if evidence.deviceChecks[0].votes.remove(hash) == nil { evidence.deviceChecks[0].votes.insert(hash) }
     }),
-    ("withdrawn-content-purged", { $0.unpurgedContent = .success(1) }),
+    ("withdrawn-content-purged", { evidence, _ in evidence.unpurgedContent = .success(1) }),
 ] }
 
 @Suite struct InvariantTests {
     @Test func aPassingRunPassesEveryInvariant() throws {
-        let run = try passingRun()
+        let (run, _) = try passingRun()
         for result in run.results { #expect(result.passed, "\(result.name): \(result.detail)") }
     }
 
@@ -80,12 +98,15 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
 
     @Test(arguments: breakers.map(\.name))
     func eachInvariantCatchesTheRunThatBreaksIt(name: String) throws {
-        let run = try passingRun()
+        let (run, whole) = try passingRun()
+        var log = whole
         let invariant = try #require(Invariant.all.first { $0.name == name })
         let breakIt = try #require(breakers.first { $0.name == name }).breakIt
+        // The whole log read afresh passes as the run's own reading did.
+        #expect(invariant.result(FinishedRun(run.evidence, log: log)) == invariant.result(run))
         var evidence = run.evidence
-        try breakIt(&evidence)
-        let broken = invariant.result(FinishedRun(evidence))
+        try breakIt(&evidence, &log)
+        let broken = invariant.result(FinishedRun(evidence, log: log))
         #expect(!broken.passed, "\(name) passed a run that breaks it: \(broken.detail)")
     }
 
@@ -95,10 +116,11 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
     @Test func aFailedInvariantShowsEveryProblemInTheReports() throws {
         let simulator = try Simulator(options: SimulationOptions(devices: 5, eventsPerDevice: 40, seed: 4, faults: .light, threshold: 3))
         let base = try simulator.run()
-        var evidence = try #require(simulator.lastRun).evidence
+        let run = try #require(simulator.lastRun)
+        var evidence = run.evidence
         let problems = (1...12).map { "device 2 index items: lacks item-\($0) <\($0)>" }
         evidence.deviceChecks[2].indexProblems = problems
-        let results = FinishedRun(evidence).results
+        let results = FinishedRun(evidence, matching: run.matching).results
         let report = SimulationReport(simulator: simulator, invariants: results, converged: base.converged, wall: .seconds(1))
         let failed = try #require(report.failures.first)
         #expect(report.failures.count == 1 && failed.name == "device-index-matches-calls")
@@ -186,7 +208,7 @@ private var breakers: [(name: String, breakIt: (inout RunEvidence) throws -> Voi
         #expect(run.evidence.devices.contains { !$0.model.spent.isEmpty }, "some device reported")
         var counted = run.evidence
         counted.cloudReports = (counted.cloudReports ?? 0) + 1
-        #expect(!Invariant.countsExact.result(FinishedRun(counted)).passed, "a report counted once too often")
+        #expect(!Invariant.countsExact.result(FinishedRun(counted, matching: run.matching)).passed, "a report counted once too often")
         guard case .object(let json) = report.jsonValue, case .object(let popularity)? = json["popularity"] else {
             Issue.record("no popularity in the report's JSON")
             return

@@ -90,6 +90,11 @@ public protocol CloudStore: CloudService {
     /// Reads the cloud log of `app` (of every app, one after another, when
     /// nil) from log seq `start` on, until `body` returns false.
     func scanLog(app: AppID?, from start: Int64, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
+    /// Reads `app`'s cloud log device by device, each device's rows by
+    /// epoch, outbox seq and log seq (the order of the `cloud_log_by_device`
+    /// index), until `body` returns false: a reader that checks one device
+    /// at a time holds one device's rows, not the whole log.
+    func scanLogByDevice(app: AppID, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError)
     func projectionDigest() throws(CloudError) -> String
     func rebuiltProjectionDigest() throws(CloudError) -> String
     func rebuildProjections() throws(CloudError)

@@ -94,6 +94,32 @@ extension PostgresCloud {
         }
     }
 
+    /// Pages through the log in `cloud_log_by_device`'s order, each page
+    /// after the last row of the one before.
+    public func scanLogByDevice(app: AppID, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+        try read { session in
+            let limit = PostgresCloud.pageRows("cloud_log")
+            var after: StoredLogRow?
+            while true {
+                var sql = "SELECT \(PostgresCloud.logColumns), hash FROM cloud_log WHERE app = $1"
+                var binds: [PostgresValue] = [.text(app.rawValue)]
+                if let after {
+                    sql += " AND (device, epoch, last_seq, seq) > ($2, $3, $4, $5)"
+                    binds += [.text(after.device.rawValue), .int64(Int64(after.epoch.rawValue)),
+                              .int64(Int64(after.lastSeq.rawValue)), .int64(after.seq)]
+                }
+                sql += " ORDER BY device, epoch, last_seq, seq LIMIT \(limit)"
+                let rows = try session.query(sql, binds)
+                for row in rows {
+                    let stored = try PostgresCloud.logRow(row)
+                    guard try body(CloudLogRecord(stored, hash: try row.bytes(12, "cloud_log.hash"))) else { return }
+                    after = stored
+                }
+                guard rows.count == limit else { return }
+            }
+        }
+    }
+
     /// A SHA-256 digest of every projection row in key order, the same bytes
     /// as the SQLite backend's for the same rows (`ProjectionDigest`).
     public func projectionDigest() throws(CloudError) -> String {

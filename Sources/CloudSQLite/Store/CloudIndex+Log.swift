@@ -218,4 +218,17 @@ extension CloudIndex {
             }
         }
     }
+
+    public func scanLogByDevice(app: AppID, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
+        try read { db in
+            // In the index's order: one row read at a time, no sort of the log.
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE app = ? ORDER BY device, epoch, last_seq, seq
+                """, arguments: [app])
+            while let row = try rows.next() {
+                let stored = try StoredLogRow(row)
+                guard try body(CloudLogRecord(stored, hash: [UInt8](try Stored.column(row, 12, "hash") as Data))) else { break }
+            }
+        }
+    }
 }

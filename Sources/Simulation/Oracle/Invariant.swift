@@ -103,20 +103,7 @@ struct Invariant: Sendable {
     static let notConverged = "the run did not go quiet within \(Simulator.convergenceLimit / 60_000) virtual minutes of the faults ending"
 
     static let cloudLogDense = Invariant(name: "cloud-log-dense") { run in
-        var problems = run.evidence.logReadProblem.map { [$0] } ?? []
-        for (device, epochs) in run.evidence.log.sorted(by: { $0.key < $1.key }) {
-            for (epoch, messages) in epochs.sorted(by: { $0.key < $1.key }) {
-                var last = OutboxSeq.beforeFirst
-                for held in messages {
-                    guard held.seq == last.next else {
-                        problems.append("the cloud log holds \(device) epoch \(epoch) seq \(held.seq) after seq \(last)")
-                        break
-                    }
-                    last = held.seq
-                }
-            }
-        }
-        return problems
+        (run.evidence.logReadProblem.map { [$0] } ?? []) + run.matching.denseProblems
     } holds: { _ in
         "every (device, epoch) in the cloud log is dense from seq 1"
     }
@@ -175,20 +162,7 @@ struct Invariant: Sendable {
 
     static let publicIndex = Invariant(name: "public-index") { run in
         let evidence = run.evidence, catalogue = evidence.catalogue, threshold = evidence.threshold
-        var problems: [String] = []
-        for (device, epochs) in evidence.log.sorted(by: { $0.key < $1.key }) where device != Simulator.hostileName {
-            for (_, messages) in epochs.sorted(by: { $0.key < $1.key }) {
-                for case .content(let hash, let content) in messages.map(\.message) {
-                    if let number = catalogue.number(of: hash) {
-                        if catalogue.entry(number).content != content {
-                            problems.append("content for entry \(number) from \(device) differs from the catalogue's")
-                        }
-                    } else {
-                        problems.append("\(device) sent content for a hash no catalogue entry has")
-                    }
-                }
-            }
-        }
+        var problems = run.matching.contentProblems
         // The operator's crawl is in the cloud, page for page, and came from
         // the crawler's stream alone.
         let crawled = evidence.crawled

@@ -3,10 +3,22 @@ import CloudSQLite
 import IndexModel
 import SyncWire
 
+/// One device's new messages in the cloud log, by epoch, in seq order.
+typealias HeldLog = [Epoch: [RunEvidence.Held]]
+
 /// The oracle's reading of the cloud log: each device's messages matched,
 /// epoch by epoch, against the groups its calls implied (a group is one
 /// call's messages, in any order within it), and the oracle's cloud folded
-/// from the matched ones, then from what the hostile device got in.
+/// from the matched ones, then from what the hostile device got in. It also
+/// checks that each (device, epoch) is dense from seq 1 and that devices'
+/// content is the catalogue's.
+///
+/// The log is read one device at a time (`read`, in the order of
+/// `CloudStore.scanLogByDevice`), and nothing of a device's messages is kept
+/// once read, so the checks of a large run never hold the whole log. The
+/// oracle's cloud adds each device's messages on their own (a vote counts
+/// per device, allowances are per device), so the order of devices does
+/// not change it.
 struct Matching {
     /// The oracle's cloud from the honest devices' messages.
     var honest = CloudModel()
@@ -25,19 +37,89 @@ struct Matching {
     var extraMessages = 0
     /// Messages calls implied that the cloud does not hold.
     var missingMessages = 0
+    /// A (device, epoch) whose seqs are not dense from 1 (`cloud-log-dense`).
+    var denseProblems: [String] = []
+    /// Content from a device that is not the catalogue's (`public-index`).
+    var contentProblems: [String] = []
 
+    private let devices: [SimDevice]
+    private let heads: [OutboxPosition?]
+    private let catalogue: Catalogue
+    /// Each simulated device's number, by name, until `finish`.
+    private var numbers: [DeviceID: Int]
+    /// Which devices `read` has matched, by number, until `finish`.
+    private var matched: [Bool]
+
+    /// Begins a reading of the log of `evidence`'s run.
     init(_ evidence: RunEvidence) {
-        let catalogue = evidence.catalogue
+        devices = evidence.devices
+        heads = evidence.heads
+        catalogue = evidence.catalogue
         model.privately = evidence.privately
-        let names = Set(evidence.devices.map(\.name))
-        for device in evidence.devices {
-            match(device, head: evidence.heads[device.number], held: evidence.log[device.name] ?? [:], catalogue)
-        }
-        for name in evidence.log.keys.sorted() where !names.contains(name) && name != Simulator.hostileName {
+        numbers = Dictionary(evidence.devices.map { ($0.name, $0.number) }, uniquingKeysWith: { first, _ in first })
+        matched = [Bool](repeating: false, count: evidence.devices.count)
+    }
+
+    /// Reads the messages of every device of `log` (a test's log, whole),
+    /// then finishes.
+    init(_ evidence: RunEvidence, log: [DeviceID: HeldLog]) {
+        self.init(evidence)
+        for name in log.keys.sorted() { read(name, log[name] ?? [:]) }
+        finish(evidence)
+    }
+
+    /// Reads one device's messages, all of them at once: each device is
+    /// read once.
+    mutating func read(_ name: DeviceID, _ held: HeldLog) {
+        checkDense(name, held)
+        if name != Simulator.hostileName { checkContent(name, held) }
+        if let number = numbers[name] {
+            matched[number] = true
+            match(devices[number], head: heads[number], held: held, catalogue)
+        } else if name != Simulator.hostileName {
             messageProblems.append("the cloud log holds frames of \(name), which is no simulated device")
         }
+    }
+
+    /// Matches the devices the log holds nothing of (all they implied is
+    /// missing), then folds in the hostile device's messages (`evidence`'s
+    /// `hostileMessages`, read with the log).
+    mutating func finish(_ evidence: RunEvidence) {
+        for (number, wasRead) in matched.enumerated() where !wasRead {
+            match(devices[number], head: heads[number], held: [:], catalogue)
+        }
+        // Kept with the run's reading: what only the reading needed goes.
+        numbers = [:]
+        matched = []
         honest = model
         foldHostile(evidence)
+    }
+
+    private mutating func checkDense(_ name: DeviceID, _ held: HeldLog) {
+        for (epoch, messages) in held.sorted(by: { $0.key < $1.key }) {
+            var last = OutboxSeq.beforeFirst
+            for message in messages {
+                guard message.seq == last.next else {
+                    denseProblems.append("the cloud log holds \(name) epoch \(epoch) seq \(message.seq) after seq \(last)")
+                    break
+                }
+                last = message.seq
+            }
+        }
+    }
+
+    private mutating func checkContent(_ name: DeviceID, _ held: HeldLog) {
+        for (_, messages) in held.sorted(by: { $0.key < $1.key }) {
+            for case .content(let hash, let content) in messages.map(\.message) {
+                if let number = catalogue.number(of: hash) {
+                    if catalogue.entry(number).content != content {
+                        contentProblems.append("content for entry \(number) from \(name) differs from the catalogue's")
+                    }
+                } else {
+                    contentProblems.append("\(name) sent content for a hash no catalogue entry has")
+                }
+            }
+        }
     }
 
     private mutating func match(_ device: SimDevice, head: OutboxPosition?, held: [Epoch: [RunEvidence.Held]], _ catalogue: Catalogue) {

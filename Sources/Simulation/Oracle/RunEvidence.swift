@@ -6,9 +6,11 @@ import IndexModel
 import SyncWire
 
 /// What a finished run left, read once for the invariants (`Invariant`): the
-/// cloud's log and counts, each store's own checks, and what the run recorded
-/// on the way. Plain values, so a test can change one and see the invariant
-/// that guards it fail (`FinishedRun(evidence)`).
+/// cloud's counts, each store's own checks, and what the run recorded on the
+/// way; the cloud log is read into the `Matching` a device at a time and not
+/// kept. Plain values, so a test can change one and see the invariant that
+/// guards it fail (`FinishedRun(evidence, matching:)`, or with a changed log
+/// `FinishedRun(evidence, log:)`).
 struct RunEvidence {
     /// One message the cloud log holds for a (device, epoch), new ones only.
     struct Held {
@@ -16,6 +18,15 @@ struct RunEvidence {
         let message: OutboxMessage
         /// The day of cloud time it was accepted on.
         let day: Int64
+
+        /// The messages of a log row that were new when the cloud took it.
+        static func new(in record: CloudLogRecord) -> [Held] {
+            let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
+            let messages = record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom))
+            return zip(sequence(first: record.acceptedFrom) { $0.next }, messages).map { seq, message in
+                Held(seq: seq, message: message, day: day)
+            }
+        }
     }
 
     var converged: Bool
@@ -31,14 +42,12 @@ struct RunEvidence {
     var counters: RunCounters
     var findings: [String]
     var restores: Int
-    /// The cloud log's new messages per device name and epoch, in log order.
-    var log: [DeviceID: [Epoch: [Held]]] = [:]
-    /// The hostile device's new messages, in log order, with their day.
+    /// The hostile device's new messages, by epoch and seq, with their day.
     var hostileMessages: [Held] = []
     /// The pages the operator crawled (none for a served cloud, which keeps
     /// its own store).
     var crawled: [CrawledPage] = []
-    /// The crawler's messages (`CrawlerRule`), in log order: not a device's.
+    /// The crawler's messages (`CrawlerRule`): not a device's.
     var crawlerMessages: [OutboxMessage] = []
     /// The pages the cloud holds at the end (nil: unreadable).
     var pages: Result<[CrawledPage], CloudError> = .success([])
@@ -71,9 +80,11 @@ struct FinishedRun {
     let evidence: RunEvidence
     let matching: Matching
 
-    init(_ evidence: RunEvidence) {
+    /// Reads `log`, every device's messages at once, afresh: for a test
+    /// that changes the log or the hostile device's messages.
+    init(_ evidence: RunEvidence, log: [DeviceID: HeldLog]) {
         self.evidence = evidence
-        matching = Matching(evidence)
+        matching = Matching(evidence, log: log)
     }
 
     init(_ evidence: RunEvidence, matching: Matching) {
@@ -110,7 +121,7 @@ extension Simulator {
         let checksJob = lane?.hand { deviceChecks.run(fromEnd: true) }
 
         evidence.heads = devices.map { try? $0.syncStatus().head }
-        readLog(cloud, into: &evidence)
+        var matching = readLog(cloud, into: &evidence)
         for number in 0...catalogue.sybil.number {
             evidence.counts.append(Result { () throws(CloudError) in try cloud.entry(app: options.app, hash: catalogue.entry(number).hash) })
         }
@@ -129,7 +140,7 @@ extension Simulator {
         }
         evidence.crawled = crawledPages
         evidence.pages = Result { () throws(CloudError) in try cloud.crawledPages(app: options.app) }
-        let matching = Matching(evidence)
+        matching.finish(evidence)
 
         // This thread is done with the cloud.
         deviceChecks.releaseCloud()
@@ -141,24 +152,34 @@ extension Simulator {
         return .success(FinishedRun(evidence, matching: matching))
     }
 
-    private func readLog(_ cloud: any CloudStore, into evidence: inout RunEvidence) {
+    /// Reads the app's cloud log device by device into a matching, which
+    /// takes each device's messages as soon as the next device's begin: only
+    /// one device's messages are held at a time. The crawler's messages and
+    /// the hostile device's go into `evidence`.
+    private func readLog(_ cloud: any CloudStore, into evidence: inout RunEvidence) -> Matching {
+        var matching = Matching(evidence)
+        var device: DeviceID?
+        var held: HeldLog = [:]
         do {
-            try cloud.scanLog { record in
-                let day = PopularityRule.day(milliseconds: record.receivedAt.millisecondsSince1970)
-                let messages = record.messages.dropFirst(record.firstSeq.count(before: record.acceptedFrom))
-                let new = zip(sequence(first: record.acceptedFrom) { $0.next }, messages).map { seq, message in
-                    RunEvidence.Held(seq: seq, message: message, day: day)
-                }
+            try cloud.scanLogByDevice(app: options.app) { record in
+                let new = RunEvidence.Held.new(in: record)
                 if CrawlerRule.isReserved(record.device) {
                     evidence.crawlerMessages += new.map(\.message)
                     return true
                 }
+                if record.device != device {
+                    if let device { matching.read(device, held) }
+                    device = record.device
+                    held = [:]
+                }
                 if record.device == Simulator.hostileName { evidence.hostileMessages += new }
-                evidence.log[record.device, default: [:]][record.epoch, default: []] += new
+                held[record.epoch, default: []] += new
                 return true
             }
+            if let device { matching.read(device, held) }
         } catch {
             evidence.logReadProblem = "the cloud log cannot be read: \(error)"
         }
+        return matching
     }
 }
