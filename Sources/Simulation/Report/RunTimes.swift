@@ -1,12 +1,14 @@
 /// Where a run's wall time went: the event loop's thread by the part of the
 /// run it was doing, and how long the call lane's thread ran calls. The loop
-/// decides the run's order and waits for nothing else, so its parts add up
-/// to the run's wall time from the first event to the end of the checks;
-/// the lane works beside it.
+/// runs the whole run, its waits for the lane included (charged to calls),
+/// so its parts add up to the run's wall time from the first event to the
+/// end of the checks; the lane works beside it.
 public struct RunTimes: Sendable, Equatable {
     public enum Part: Int, CaseIterable, Sendable {
-        /// Users' actions: handing calls to the lane, running the ones the
-        /// lane had not begun, waiting for the one it was running.
+        /// Users' actions, handed to the lane, and the device work the lane
+        /// was handed (calls, replies taken, backups written) whenever the
+        /// loop runs what the lane had not begun or waits for what it was
+        /// running.
         case calls
         /// Devices' sync sessions: timers, taking replies, timeouts.
         case sync
