@@ -215,7 +215,12 @@ import Testing
             #expect(line["level"] == .string("info") && line["listener"] == .string("public") && line["route"] == .string(route))
             #expect(line["status"] == .integer(Int64(answer.status)))
             #expect(line["bytes"] == .integer(Int64(answer.body.utf8.count)))
-            guard case .double(let milliseconds)? = line["durationMs"] else {
+            // A JSON number: a whole number of milliseconds reads back as an integer.
+            let milliseconds: Double
+            switch line["durationMs"] {
+            case .double(let value)?: milliseconds = value
+            case .integer(let value)?: milliseconds = Double(value)
+            default:
                 Issue.record("durationMs is not a number: \(line)")
                 continue
             }
