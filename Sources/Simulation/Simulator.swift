@@ -583,13 +583,9 @@ public final class Simulator {
     /// reads or changes anything of the device's. Throws what stopped the call.
     func settle(_ device: SimDevice) throws(SimulationError) {
         device.referenced = true
-        guard device.laneJob != nil else {
-            if let turn = fleet.settle(device) { try record(turn) }
-            return
-        }
-        // The device's calls, run here or waited for: charged to calls.
-        let part = clock.enter(.calls)
-        defer { clock.enter(part) }
+        // The device's work on the lane, run here or waited for: charged to calls.
+        let part = device.laneJob == nil ? nil : clock.enter(.calls)
+        defer { if let part { clock.enter(part) } }
         if let turn = fleet.settle(device) { try record(turn) }
     }
 

@@ -212,23 +212,28 @@ extension CloudIndex {
             } ?? Row.fetchCursor(db, sql: """
                 SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE seq >= ? ORDER BY app, seq
                 """, arguments: [start])
-            while let row = try rows.next() {
-                let stored = try StoredLogRow(row)
-                guard try body(CloudLogRecord(stored, hash: [UInt8](try Stored.column(row, 12, "hash") as Data))) else { break }
-            }
+            try CloudIndex.each(rows, body)
         }
     }
 
     public func scanLogByDevice(app: AppID, _ body: (CloudLogRecord) throws -> Bool) throws(CloudError) {
         try read { db in
-            // In the index's order: one row read at a time, no sort of the log.
+            // In the index's order, one row read at a time: SQLite sorts only
+            // rows that tie on the index's columns, which a log the cloud
+            // wrote never has (each frame's last seq is past the one before).
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT \(StoredLogRow.columns), hash FROM cloud_log WHERE app = ? ORDER BY device, epoch, last_seq, seq
                 """, arguments: [app])
-            while let row = try rows.next() {
-                let stored = try StoredLogRow(row)
-                guard try body(CloudLogRecord(stored, hash: [UInt8](try Stored.column(row, 12, "hash") as Data))) else { break }
-            }
+            try CloudIndex.each(rows, body)
+        }
+    }
+
+    /// Hands each log row of `rows` (`StoredLogRow.columns`, then the hash)
+    /// to `body`, checked, until `body` returns false.
+    private static func each(_ rows: RowCursor, _ body: (CloudLogRecord) throws -> Bool) throws {
+        while let row = try rows.next() {
+            let stored = try StoredLogRow(row)
+            guard try body(CloudLogRecord(stored, hash: [UInt8](try Stored.column(row, 12, "hash") as Data))) else { break }
         }
     }
 }

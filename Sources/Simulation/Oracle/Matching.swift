@@ -71,8 +71,9 @@ struct Matching {
     /// Reads one device's messages, all of them at once: each device is
     /// read once.
     mutating func read(_ name: DeviceID, _ held: HeldLog) {
-        checkDense(name, held)
-        if name != Simulator.hostileName { checkContent(name, held) }
+        let epochs = held.sorted { $0.key < $1.key }
+        checkDense(name, epochs)
+        if name != Simulator.hostileName { checkContent(name, epochs) }
         if let number = numbers[name] {
             matched[number] = true
             match(devices[number], head: heads[number], held: held, catalogue)
@@ -95,8 +96,11 @@ struct Matching {
         foldHostile(evidence)
     }
 
-    private mutating func checkDense(_ name: DeviceID, _ held: HeldLog) {
-        for (epoch, messages) in held.sorted(by: { $0.key < $1.key }) {
+    /// Each check takes the device's epochs in order.
+    private typealias Epochs = [(key: Epoch, value: [RunEvidence.Held])]
+
+    private mutating func checkDense(_ name: DeviceID, _ epochs: Epochs) {
+        for (epoch, messages) in epochs {
             var last = OutboxSeq.beforeFirst
             for message in messages {
                 guard message.seq == last.next else {
@@ -108,8 +112,8 @@ struct Matching {
         }
     }
 
-    private mutating func checkContent(_ name: DeviceID, _ held: HeldLog) {
-        for (_, messages) in held.sorted(by: { $0.key < $1.key }) {
+    private mutating func checkContent(_ name: DeviceID, _ epochs: Epochs) {
+        for (_, messages) in epochs {
             for case .content(let hash, let content) in messages.map(\.message) {
                 if let number = catalogue.number(of: hash) {
                     if catalogue.entry(number).content != content {
