@@ -203,6 +203,7 @@ let package = Package(
         .target(
             name: "Simulation",
             dependencies: [
+                "ByteCoding",
                 "Workloads",
                 "Threads",
                 "IndexModel",
@@ -401,6 +402,7 @@ let package = Package(
                 "IndexModel",
                 "Simulation",
                 "SyncWire",
+                "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -88,6 +88,40 @@ private func state(_ store: DeviceStore) throws -> [String] {
         #expect(try state(store) == state(twin), "the woken store holds the writes made before it slept")
     }
 
+    @Test func aStoreWhoseKeeperHoldsItsImageSleepsUnchangedWithoutOneAndWakesFromTheKeepersCopy() throws {
+        let clock = ManualClock(testStart)
+        let twin = try makeStore(seed: 4, clock: clock)
+        var store = try makeStore(seed: 4, clock: clock)
+        func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 12)) }
+        for call in calls(0) {
+            try store.perform(call)
+            try twin.perform(call)
+        }
+        let first = try store.hibernate()
+        // The keeper takes the image out and keeps the rest.
+        let held = first.image
+        let parked = first.parked()
+        #expect(parked.image.isEmpty && !held.isEmpty)
+        #expect(parked.heldBytes == first.heldBytes - held.capacity, "a parked store holds none of its image")
+        store = try DeviceStore(waking: parked.unparked(image: held), options: options(), keepingImage: false)
+        #expect(store.wokenImageBytes == 0, "the keeper holds the image, not the woken store")
+        _ = try store.projectionDigest()
+        let unchanged = try store.hibernate()
+        #expect(unchanged.keptImage && unchanged.image.isEmpty,
+                "put to sleep as it woke, the store says so and leaves the image to its keeper")
+        #expect(unchanged.imageBytes == first.imageBytes)
+        store = try DeviceStore(waking: unchanged.unparked(image: held), options: options(), keepingImage: false)
+        #expect(try state(store) == state(twin))
+        for call in calls(1) {
+            try store.perform(call)
+            try twin.perform(call)
+        }
+        let written = try store.hibernate()
+        #expect(!written.keptImage && !written.image.isEmpty, "a store written to gives its keeper a new image")
+        store = try DeviceStore(waking: written, options: options(), keepingImage: false)
+        #expect(try state(store) == state(twin))
+    }
+
     @Test func aStoreAsleepHoldsOnlyWhatItChangedOfANewStoresPages() throws {
         let clock = ManualClock(testStart)
         let new = try makeStore(seed: 9, clock: clock)

@@ -23,6 +23,11 @@ import Testing
             #expect(failures(asleep) == "")
             #expect(asleep.hibernation.sleeps > 100 && asleep.hibernation.wakes > 100,
                     "seed \(seed): \(asleep.hibernation.summary)")
+            if !files {
+                // The images lie in the keeper's file, not in memory.
+                #expect(asleep.hibernation.mostImageBytes > 0 && asleep.hibernation.imageFileBytes >= asleep.hibernation.mostImageBytes)
+                #expect(asleep.hibernation.mostSleepingBytes < asleep.hibernation.mostImageBytes, "\(asleep.hibernation.summary)")
+            }
             #expect(awake.hibernation.sleeps == 0)
             #expect(asleep.digest == awake.digest, "seed \(seed) ran to another digest with its stores asleep")
             #expect(asleep.faults == awake.faults && asleep.coverage == awake.coverage)

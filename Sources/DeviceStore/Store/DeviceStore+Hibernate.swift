@@ -29,11 +29,19 @@ import SyncWire
 /// again with the same pages, it takes that image back instead of
 /// deflating them again: a store woken and left as it was sleeps for the
 /// price of serializing its pages and summing them (`Fingerprint`).
+///
+/// A keeper of many sleeping stores may hold their images elsewhere, in a
+/// file: `parked()` is the sleeping store without its image's bytes, and
+/// `unparked(image:)` gives them back before it wakes. Woken with
+/// `keepingImage: false`, a store remembers only which image it woke from,
+/// and put to sleep unchanged it says so (`keptImage`) with an empty image:
+/// the keeper's copy is still its image.
 public struct SleepingStore: Sendable {
     public let location: StoreLocation
     /// The in-memory database's bytes taken against a new store's
-    /// (`DeviceStore.difference`), deflated; empty for a store file.
-    let image: [UInt8]
+    /// (`DeviceStore.difference`), deflated; empty for a store file, for a
+    /// parked store, and for one that kept an image its keeper holds.
+    public private(set) var image: [UInt8]
     /// The database's size before deflating; 0 for a store file.
     public let imageBytes: Int
     /// The `Fingerprint` of the database's bytes before deflating.
@@ -54,6 +62,21 @@ public struct SleepingStore: Sendable {
     public var heldBytes: Int {
         image.capacity + frameDictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + meta.keys.voteSecret.capacity
             + answersInFlight.count * 64 + 128
+    }
+
+    /// The sleeping store without its image's bytes, which its keeper holds
+    /// elsewhere; it wakes only once given them back (`unparked(image:)`).
+    public func parked() -> SleepingStore {
+        var parked = self
+        parked.image = []
+        return parked
+    }
+
+    /// The parked store with its image's bytes back.
+    public func unparked(image: [UInt8]) -> SleepingStore {
+        var store = self
+        store.image = image
+        return store
     }
 }
 
@@ -122,7 +145,11 @@ extension DeviceStore {
     /// Wakes a store put to sleep with `hibernate()`: the same database,
     /// the same memory between sync runs, opened with `options` (the clock
     /// and randomness the store had before it slept, for the same run).
-    public convenience init(waking sleeping: SleepingStore, options: StoreOptions) throws(DeviceStoreError) {
+    ///
+    /// With `keepingImage: false` the woken store keeps only the image's
+    /// size and fingerprint, for a keeper that holds the image itself
+    /// (`SleepingStore.parked()`).
+    public convenience init(waking sleeping: SleepingStore, options: StoreOptions, keepingImage: Bool = true) throws(DeviceStoreError) {
         var pages: [UInt8]?
         if case .memory = sleeping.location {
             do {
@@ -135,7 +162,8 @@ extension DeviceStore {
         }
         try self.init(at: sleeping.location, options: options, image: pages, known: sleeping.meta)
         if pages != nil {
-            wokenImage.withLock { $0 = WokenImage(image: sleeping.image, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint) }
+            let kept = keepingImage ? sleeping.image : []
+            wokenImage.withLock { $0 = WokenImage(image: kept, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint) }
         }
         frameDictionary.withLock { $0 = sleeping.frameDictionary }
         answersInFlight.withLock { $0 = sleeping.answersInFlight }
@@ -173,7 +201,8 @@ extension DeviceStore {
 }
 
 /// The image an in-memory store woke from, which `hibernate()` takes back
-/// when the pages are still the ones it woke with.
+/// when the pages are still the ones it woke with; `image` is empty when
+/// the store's keeper holds it (`keepingImage: false`).
 struct WokenImage: Sendable {
     let image: [UInt8]
     let bytes: Int

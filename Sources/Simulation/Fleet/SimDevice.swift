@@ -61,15 +61,19 @@ final class SimDevice {
     private var sleepingStore: (store: Sleeping, status: SyncStatus)?
 
     /// How a store sleeps. An in-memory store hibernates: its database is
-    /// kept deflated and its connection goes (`DeviceStore.hibernate`). A
+    /// kept deflated, in the keeper's file of images (`SleepingImages`), and
+    /// its connection goes (`DeviceStore.hibernate`). A
     /// store file keeps its connection, and with it its open files, and
     /// lets go of its statements and page cache: closed and opened again,
     /// its file would be laid out otherwise afterwards (its backups' bytes,
     /// and so the digest, would change), though it holds the same.
     private enum Sleeping {
-        case hibernated(SleepingStore)
+        case hibernated(SleepingStore, SleepingImages.Place)
         case released(DeviceStore)
     }
+    /// Where the image the awake store woke from lies: put to sleep with
+    /// the pages it woke with, the store sleeps on that image again.
+    private var wokenPlace: SleepingImages.Place?
     /// The store was used since the keeper's clock hand last passed it.
     /// Set and read on the event loop only.
     var referenced = true
@@ -184,6 +188,10 @@ final class SimDevice {
     func replace(opening open: () throws -> DeviceStore) throws {
         if awakeStore == nil { _ = try wake() }
         awakeStore = nil
+        if let wokenPlace {
+            keeper.images.release(wokenPlace)
+            self.wokenPlace = nil
+        }
         awakeStore = try open()
     }
 
@@ -210,7 +218,8 @@ final class SimDevice {
     func storeForReading() throws -> DeviceStore {
         if let awakeStore { return awakeStore }
         switch sleepingStore?.store {
-        case .hibernated(let sleeping): return try DeviceStore(waking: sleeping, options: storeOptions)
+        case .hibernated(let sleeping, let place):
+            return try DeviceStore(waking: sleeping.unparked(image: keeper.images.read(place)), options: storeOptions)
         case .released(let store): return store
         case nil: throw SimulationError("device \(number) has no store")
         }
@@ -222,14 +231,16 @@ final class SimDevice {
         let woken: DeviceStore
         var pages = 0, held = 0
         switch sleepingStore.store {
-        case .hibernated(let sleeping):
+        case .hibernated(let sleeping, let place):
+            let image = try keeper.images.read(place)
             do {
-                woken = try DeviceStore(waking: sleeping, options: storeOptions)
+                woken = try DeviceStore(waking: sleeping.unparked(image: image), options: storeOptions, keepingImage: false)
             } catch {
                 throw SimulationError("device \(number)'s store could not be woken: \(error)")
             }
-            // The woken store keeps the image it woke from.
-            pages = sleeping.imageBytes + woken.wokenImageBytes
+            // The image stays in the keeper's file while the store is awake.
+            wokenPlace = place
+            pages = sleeping.imageBytes
             held = sleeping.heldBytes
         case .released(let store):
             woken = store
@@ -255,8 +266,22 @@ final class SimDevice {
                 return (0, false)
             }
             let sleeping = try awakeStore.hibernate()
-            sleepingStore = (.hibernated(sleeping), status)
-            return (sleeping.heldBytes, sleeping.keptImage)
+            let place: SleepingImages.Place
+            if sleeping.keptImage, let wokenPlace {
+                place = wokenPlace
+            } else {
+                guard !sleeping.image.isEmpty else {
+                    throw SimulationError("device \(number)'s store went to sleep on an image the keeper does not hold")
+                }
+                if let wokenPlace { keeper.images.release(wokenPlace) }
+                place = try keeper.images.write(sleeping.image)
+            }
+            wokenPlace = nil
+            let parked = sleeping.parked()
+            sleepingStore = (.hibernated(parked, place), status)
+            return (parked.heldBytes, sleeping.keptImage)
+        } catch let error as SimulationError {
+            throw error
         } catch {
             throw SimulationError("device \(number)'s store could not be put to sleep: \(error)")
         }

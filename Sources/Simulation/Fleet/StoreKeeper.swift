@@ -4,7 +4,8 @@ import Foundation
 /// Which device stores are awake, and which sleep (`DeviceStore.hibernate`).
 /// A run keeps its stores within a memory budget: awake stores count what
 /// their database held when last measured plus what a connection costs
-/// (`connectionBytes`), sleeping ones what their deflated image holds. Past
+/// (`connectionBytes`), sleeping ones what they keep in memory besides
+/// their deflated image, which lies in the keeper's file (`images`). Past
 /// the budget, the least recently used awake stores go to sleep (by the
 /// clock algorithm: a store used since the hand last passed it is passed
 /// over once), and a sleeping store wakes when its device is next touched.
@@ -15,8 +16,10 @@ import Foundation
 /// (`Simulator.settle`), so the call lane never finds its store asleep.
 /// Only the loop reads or writes a device's `referenced`.
 final class StoreKeeper {
-    /// The bytes the stores may hold, awake and asleep together.
+    /// The bytes of memory the stores may hold, awake and asleep together.
     let budget: Int
+    /// The sleeping stores' images.
+    let images: SleepingImages
     private(set) var figures = HibernationFigures()
     /// The run's part clock (`PartClock`): a wake's time is charged to
     /// waking, whatever part of the run woke the store.
@@ -37,9 +40,10 @@ final class StoreKeeper {
     /// to sleep on every event would only be woken again at the next.
     static let fewestAwake = 16
 
-    init(budget: Int, clock: PartClock = PartClock()) {
+    init(budget: Int, clock: PartClock = PartClock(), images: SleepingImages = SleepingImages()) {
         self.budget = budget
         self.clock = clock
+        self.images = images
         figures.budget = budget
     }
 
@@ -101,6 +105,8 @@ final class StoreKeeper {
             awakeBytes -= device.countedBytes
             sleepingBytes += held
             figures.mostSleepingBytes = max(figures.mostSleepingBytes, sleepingBytes)
+            figures.mostImageBytes = images.mostHeldBytes
+            figures.imageFileBytes = images.fileBytes
             ring.swapAt(hand, ring.count - 1)
             ring.removeLast()
         }
@@ -141,8 +147,12 @@ public struct HibernationFigures: Sendable, Equatable {
     public var wakeSeconds = 0.0
     /// The most stores awake at once.
     public var mostAwake = 0
-    /// The most bytes the sleeping stores held at once.
+    /// The most bytes of memory the sleeping stores held at once.
     public var mostSleepingBytes = 0
+    /// The most bytes their images held at once in the keeper's file
+    /// (`SleepingImages`), and how large the file grew.
+    public var mostImageBytes = 0
+    public var imageFileBytes = 0
     /// The stores awake at the end of the run, and what their connections
     /// held then, together (`DeviceStore.connectionMemory()`).
     public var awakeAtEnd = 0
@@ -154,7 +164,8 @@ public struct HibernationFigures: Sendable, Equatable {
         guard sleeps > 0 else { return "at most \(mostAwake) awake, none put to sleep (\(budgetText))" + atEnd }
         return "at most \(mostAwake) awake; \(sleeps) sleeps (\(keptImages) unchanged) in " + String(format: "%.2f s", sleepSeconds)
             + ", \(wakes) wakes in " + String(format: "%.2f s", wakeSeconds)
-            + "; asleep at most " + HibernationFigures.size(mostSleepingBytes) + " (\(budgetText))" + atEnd
+            + "; asleep at most " + HibernationFigures.size(mostSleepingBytes) + " of memory (\(budgetText)) and "
+            + HibernationFigures.size(mostImageBytes) + " of images in a file of " + HibernationFigures.size(imageFileBytes) + atEnd
     }
 
     /// What an awake store's connection held at the end, on average.

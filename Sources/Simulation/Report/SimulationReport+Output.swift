@@ -77,6 +77,8 @@ extension SimulationReport {
                 "sleepSeconds": .double((hibernation.sleepSeconds * 1_000).rounded() / 1_000),
                 "wakeSeconds": .double((hibernation.wakeSeconds * 1_000).rounded() / 1_000),
                 "mostSleepingBytes": integer(hibernation.mostSleepingBytes),
+                "mostSleepingImageBytes": integer(hibernation.mostImageBytes),
+                "imageFileBytes": integer(hibernation.imageFileBytes),
                 "awakeAtEnd": integer(hibernation.awakeAtEnd),
                 "awakeStatementBytes": integer(hibernation.awakeMemory.statements),
                 "awakePageBytes": integer(hibernation.awakeMemory.pages),
