@@ -404,6 +404,7 @@ let package = Package(
                 "SyncWire",
                 "ScratchDirectory",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
         .testTarget(

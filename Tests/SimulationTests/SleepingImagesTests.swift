@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import ScratchDirectory
 @testable import Simulation
 import Testing
@@ -35,6 +36,50 @@ import Glibc
         #expect(longer.offset == 6_656, "an image of more granules goes at the end")
         #expect(try images.read(reused) == again && images.read(places[0]) == small && images.read(places[2]) == large)
         #expect(images.mostHeldBytes == 6_900)
+    }
+
+    /// Any run of writes and releases: every image reads back as written,
+    /// no two images' slots overlap, the held bytes are the images' own, and
+    /// the file grows only for an image no freed slot fits.
+    @Test func anyRunOfWritesAndReleasesKeepsEveryImageAndReusesFreedSlots() async throws {
+        let directory = try ScratchDirectory.make("sleeping-images")
+        let steps = Generator<[Int], Shrink.None<[Int]>>(run: { rng in
+            (0..<Int.random(in: 1...60, using: &rng)).map { _ in
+                // Negative: release the live image at that position; else write that many bytes.
+                Bool.random(using: &rng) ? -Int.random(in: 1...1_000, using: &rng) : Int.random(in: 1...6_000, using: &rng)
+            }
+        })
+        await propertyCheck(count: 300, input: steps) { steps in
+            let images = SleepingImages(directory: directory.path)
+            var live: [(SleepingImages.Place, [UInt8])] = []
+            // The model's freed slots: how many of each size in granules.
+            var freed: [Int: Int] = [:]
+            for (number, step) in steps.enumerated() {
+                if step < 0 {
+                    guard !live.isEmpty else { continue }
+                    let place = live.remove(at: -step % live.count).0
+                    images.release(place)
+                    freed[place.granules, default: 0] += 1
+                    continue
+                }
+                let before = images.fileBytes
+                let granules = SleepingImages.granules(step)
+                let image = self.image(step, UInt8(truncatingIfNeeded: number))
+                let place = try images.write(image)
+                if freed[granules, default: 0] > 0 {
+                    freed[granules]! -= 1
+                    #expect(images.fileBytes == before, "a freed slot of \(granules) granules was there to take")
+                } else {
+                    #expect(images.fileBytes == before + granules * SleepingImages.granule && place.offset == before)
+                }
+                #expect(place.offset % SleepingImages.granule == 0)
+                live.append((place, image))
+            }
+            for (place, image) in live { #expect(try images.read(place) == image) }
+            #expect(images.heldBytes == live.reduce(0) { $0 + $1.1.count })
+            let slots = live.map { ($0.0.offset, $0.0.offset + $0.0.granules * SleepingImages.granule) }.sorted { $0.0 < $1.0 }
+            for (left, right) in zip(slots, slots.dropFirst()) { #expect(left.1 <= right.0, "two images' slots overlap") }
+        }
     }
 
     @Test func anImageChangedInTheFileIsAnErrorThatSaysWhereNotAStoreWithOtherPages() throws {
