@@ -145,8 +145,8 @@ public struct SimulationOptions: Sendable {
 
     /// Refuses options no run can use, saying which and why.
     public func validate() throws(SimulationError) {
-        guard (1...100_000).contains(devices) else {
-            throw SimulationError("--devices must be between 1 and 100,000, not \(devices)")
+        guard (1...1_000_000).contains(devices) else {
+            throw SimulationError("--devices must be between 1 and 1,000,000, not \(devices)")
         }
         guard (0...1_000_000).contains(eventsPerDevice) else {
             throw SimulationError("--events-per-device must be between 0 and 1,000,000, not \(eventsPerDevice)")

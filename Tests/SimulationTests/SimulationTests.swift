@@ -158,6 +158,20 @@ func failures(_ report: SimulationReport) -> String {
         #expect(throws: SimulationError.self) { try broken.validate() }
     }
 
+    /// A fleet of a million devices is a run the simulator takes; one more is
+    /// refused, and the refusal says the range.
+    @Test func aMillionDevicesIsTheLargestFleet() throws {
+        var largest = SimulationOptions(devices: 1_000_000, eventsPerDevice: 20, seed: 1, faults: .swarm, threshold: 5)
+        largest.workload = .day
+        try largest.validate()
+        largest.devices += 1
+        #expect {
+            try largest.validate()
+        } throws: { error in
+            "\(error)".contains("between 1 and 1,000,000") && "\(error)".contains("1000001")
+        }
+    }
+
     /// The call lane runs app calls while the event loop goes on, so a call
     /// that read anything but its own device, or the clock past its event,
     /// would change the run. Seeds with crashes, restores, clock jumps and
