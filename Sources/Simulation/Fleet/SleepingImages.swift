@@ -86,18 +86,23 @@ final class SleepingImages: @unchecked Sendable {
         guard descriptor >= 0, place.offset >= 0, place.count >= 0, place.offset + place.count <= end else {
             throw SimulationError("no sleeping store's image lies at offset \(place.offset) (\(place.count) bytes) of the images file, which ends at \(end)")
         }
-        var image = [UInt8](repeating: 0, count: place.count)
-        var read = 0
-        while read < place.count {
-            let result = image.withUnsafeMutableBytes { bytes in
-                pread(descriptor, bytes.baseAddress! + read, bytes.count - read, off_t(place.offset + read))
+        // Read into uninitialized room: a wake need not zero what it overwrites.
+        var failure: (offset: Int, reason: String)?
+        let image = [UInt8](unsafeUninitializedCapacity: place.count) { buffer, initialized in
+            var read = 0
+            while read < place.count {
+                let result = pread(descriptor, buffer.baseAddress! + read, place.count - read, off_t(place.offset + read))
+                if result < 0 && errno == EINTR { continue }
+                guard result > 0 else {
+                    failure = (place.offset + read, result < 0 ? String(cString: strerror(errno)) : "the file ends first")
+                    break
+                }
+                read += result
             }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                let reason = result < 0 ? String(cString: strerror(errno)) : "the file ends first"
-                throw SimulationError("cannot read the sleeping store's image at offset \(place.offset + read) of the images file: \(reason)")
-            }
-            read += result
+            initialized = failure == nil ? place.count : 0
+        }
+        if let failure {
+            throw SimulationError("cannot read the sleeping store's image at offset \(failure.offset) of the images file: \(failure.reason)")
         }
         guard Fingerprint.of(image) == place.fingerprint else {
             throw SimulationError("the sleeping store's image at offset \(place.offset) (\(place.count) bytes) of the images file is not the one written there: the file was changed")
