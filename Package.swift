@@ -63,6 +63,8 @@ let package = Package(
         // jemalloc as the sightline binary's allocator, with huge pages (tools/install-deps
         // installs libjemalloc-dev); Sources/CAllocator/allocator.c says why.
         .target(name: "CAllocator", linkerSettings: [.linkedLibrary("jemalloc")]),
+        // A SQLite VFS whose database files are buffers in memory (SQLiteSupport's PageBuffers).
+        .target(name: "CPageBuffers", linkerSettings: [.linkedLibrary("sqlite3")]),
         // Threading tools: a bounded hand-off queue, work on both cores, a row stream between threads.
         .target(name: "Threads"),
         // Raw deflate through the system zlib and hexadecimal, for sync frames and snapshots alike.
@@ -91,6 +93,7 @@ let package = Package(
             name: "SQLiteSupport",
             dependencies: [
                 "IndexModel",
+                "CPageBuffers",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 // The C API, for statements bound and stepped directly.
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),

@@ -3,7 +3,8 @@ import GRDBSQLite
 
 /// What one SQLite connection holds in memory, as SQLite counts it
 /// (`sqlite3_db_status`): its prepared statements, its page cache (for an
-/// in-memory database, the database itself) and its parsed schema.
+/// in-memory database, the database itself; for a page buffer, the buffer's
+/// bytes besides, `PageBuffers`) and its parsed schema.
 public struct ConnectionMemory: Sendable, Equatable {
     public var statements = 0
     public var pages = 0
@@ -23,7 +24,8 @@ public struct ConnectionMemory: Sendable, Equatable {
             guard sqlite3_db_status(db.sqliteConnection, operation, &current, &highest, 0) == SQLITE_OK else { return 0 }
             return Int(current)
         }
-        self.init(statements: status(SQLITE_DBSTATUS_STMT_USED), pages: status(SQLITE_DBSTATUS_CACHE_USED),
+        self.init(statements: status(SQLITE_DBSTATUS_STMT_USED),
+                  pages: status(SQLITE_DBSTATUS_CACHE_USED) + PageBuffers.byteCount(db),
                   schema: status(SQLITE_DBSTATUS_SCHEMA_USED))
     }
 

@@ -49,6 +49,10 @@ extension DatabaseQueue {
     public func serializedFromSnapshot<T>(_ statements: ConnectionStatements? = nil,
                                           reading body: (Database) throws -> T) throws -> (image: [UInt8], read: T) {
         try snapshotRead(statements) { db in
+            // A buffer is the file's bytes already (and SQLite serializes
+            // only in-memory databases without the dbpage table, which
+            // Debian's build leaves out).
+            if let bytes = PageBuffers.bytes(db) { return (bytes, try body(db)) }
             var size: sqlite3_int64 = 0
             guard let pointer = sqlite3_serialize(db.sqliteConnection, "main", &size, 0) else {
                 throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "sqlite3_serialize made no copy of the database")
