@@ -179,7 +179,7 @@ public final class Simulator {
                     let number = first + offset
                     fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
                                         workload: Workload(device: number, random: seeds[number].workload),
-                                        options: Simulator.storeOptions(clock: new.clock, random: new.random, app: options.app),
+                                        options: storeOptions(clock: new.clock, random: new.random),
                                         keeper: fleet.keeper, pages: new.pages))
                 }
                 try fleet.keeper.enforce { _ in }
@@ -242,12 +242,13 @@ public final class Simulator {
 
     /// The stores of devices `first`, `first + 1`, … from their seeds.
     private func makeStores(_ seeds: [UInt64], first: Int) throws -> [NewStore] {
-        try fleet.onBothThreads(seeds.count) { [options, world, directory] index in
+        try fleet.onBothThreads(seeds.count) { [options, world, directory, connections = fleet.keeper.connections] index in
             let clock = DeviceClock(world: world)
             let random = SeededRandom(seed: seeds[index])
             let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, first + index)) : .memory
             return Result {
-                let store = try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app))
+                let store = try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app,
+                                                                                          connections: connections))
                 return NewStore(store: store, clock: clock, random: random, location: location, pages: try store.databaseBytes())
             }
         }
@@ -264,11 +265,14 @@ public final class Simulator {
     }
 
     func storeOptions(clock: DeviceClock, random: SeededRandom) -> StoreOptions {
-        Simulator.storeOptions(clock: clock, random: random, app: options.app)
+        Simulator.storeOptions(clock: clock, random: random, app: options.app, connections: fleet.keeper.connections)
     }
 
-    static func storeOptions(clock: DeviceClock, random: SeededRandom, app: AppID) -> StoreOptions {
-        StoreOptions(clock: clock, random: random, durability: .normal, app: app)
+    /// In-memory stores take their connections from the keeper's pool
+    /// (`StoreConnectionPool`): a store woken takes an idle connection
+    /// with its schema parsed and its statements compiled.
+    static func storeOptions(clock: DeviceClock, random: SeededRandom, app: AppID, connections: StoreConnectionPool) -> StoreOptions {
+        StoreOptions(clock: clock, random: random, durability: .normal, app: app, connections: connections)
     }
 
     // MARK: - Running

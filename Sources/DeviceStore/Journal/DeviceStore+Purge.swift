@@ -357,7 +357,7 @@ extension DeviceStore {
         report.purgedSeqs = purged.keys.sorted()
         guard !report.purgedSeqs.isEmpty else { return report }
         if apply {
-            if try SearchIndex.exists(db) { _ = try SearchIndex.refresh(db) }
+            if try SearchIndex.isBuilt(db) { _ = try SearchIndex.refresh(db) }
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let update = apply ? try db.makeStatement(sql: """

@@ -83,7 +83,8 @@ public struct SleepingStore: Sendable {
 extension DeviceStore {
     /// Puts the store to sleep: what it holds, as `SleepingStore`. The
     /// store itself must not be used afterwards; dropping it releases its
-    /// connection, its statements and its page cache, and
+    /// connection, its statements and its page cache (or gives a pooled
+    /// connection back to its pool, `StoreConnectionPool`), and
     /// `DeviceStore(waking:options:)` brings it back. The deflate is zlib's
     /// fastest level: most of a small store's pages are nearly empty, and
     /// a sleep is taken often.

@@ -27,6 +27,9 @@ public struct StoreOptions: Sendable {
     /// The app (the cloud's tenant) a new store belongs to. It salts the public
     /// hashes the store sends; a store keeps the app it was created with.
     public var app: AppID
+    /// Where a writable in-memory store takes its connection from, if not a
+    /// connection of its own (`StoreConnectionPool`).
+    public var connections: StoreConnectionPool?
 
     /// How far a committed call survives: `full` syncs the write-ahead log at
     /// every commit (survives power loss); `normal` at checkpoints only
@@ -37,8 +40,10 @@ public struct StoreOptions: Sendable {
     }
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
-                readOnly: Bool = false, durability: Durability = .full, app: AppID = StoreOptions.defaultApp) {
+                readOnly: Bool = false, durability: Durability = .full, app: AppID = StoreOptions.defaultApp,
+                connections: StoreConnectionPool? = nil) {
         self.clock = clock
+        self.connections = connections
         self.app = app
         self.random = random
         self.readOnly = readOnly
@@ -92,6 +97,9 @@ public final class DeviceStore: Sendable {
     /// The SQL functions of compiled queries, registered on every connection;
     /// a query runs under its budget through them (`query(_:budget:)`).
     let queryFunctions: QueryFunctions
+    /// The pooled connection the store holds, if it took one
+    /// (`StoreOptions.connections`); it goes back when the store is dropped.
+    let lease: StoreConnectionPool.Lease?
 
     /// Refuses a file whose schema table has a row without a type, a name or
     /// a table name, before GRDB reads that table: GRDB decodes its rows
@@ -130,66 +138,51 @@ public final class DeviceStore: Sendable {
         isReadOnly = options.readOnly
         clock = options.clock
         random = options.random
-        writePath = WritePath(owned: location == .memory)
         let app = options.app
         do {
             try TextRule.name.check(app.rawValue)
         } catch {
             throw DeviceStoreError(.invalidOption, "the app name \(error) (a name is 1 to 256 bytes on one line)")
         }
-        var configuration = Configuration()
-        configuration.readonly = options.readOnly
-        configuration.busyMode = .timeout(10)
-        configuration.label = "DeviceStore"
-        // The schema declares no foreign keys; enforcing them only adds checks to every write.
-        configuration.foreignKeysEnabled = false
-        let functions = QueryFunctions()
-        queryFunctions = functions
-        configuration.prepareDatabase { db in functions.register(in: db, target: DeviceStore.itemsQueryTarget) }
-        // The store uses none of what GRDB's authorizer tells it (no
-        // observation, savepoints or GRDB schema introspection), and
-        // compiles its statements faster without it: a woken store compiles
-        // its statements again.
-        configuration.prepareDatabase { db in db.dropStatementAuthorizer() }
-        if case .file = location {
-            // Pages are read straight from the OS's page cache instead of
-            // copied by a pread each into SQLite's own (2 MiB by default).
-            configuration.prepareDatabase { db in _ = try Int.fetchOne(db, sql: "PRAGMA mmap_size = \(DeviceStore.mapBytes)") }
-        }
-        if case .memory = location {
-            // An in-memory store's pages are its memory, and each table and
-            // index takes at least one: with forty of them, 4 KiB pages cost a
-            // small store 160 KiB before it holds anything. The simulator
-            // keeps thousands of such stores.
-            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = \(DeviceStore.memoryPageBytes)") }
-        }
-        if !options.readOnly {
-            let synchronous = options.durability == .full ? "FULL" : "NORMAL"
-            configuration.prepareDatabase { db in
-                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        var lease: StoreConnectionPool.Lease?
+        if case .memory = location, let pool = options.connections, !options.readOnly {
+            // Nil for pages of another schema: the store opens its own connection.
+            do {
+                lease = try pool.lease(pages: image ?? DeviceStore.newStorePages)
+            } catch {
+                throw DeviceStoreError(.database, "cannot open \(location.displayName): \(DeviceStore.describe(error))")
             }
+        }
+        self.lease = lease
+        writePath = lease?.connection.writePath ?? WritePath(owned: location == .memory)
+        let functions = lease?.connection.functions ?? QueryFunctions()
+        queryFunctions = functions
+        var configuration = DeviceStore.configuration(for: location, options: options, functions: functions)
+        if !options.readOnly, case .file = location {
+            configuration.journalMode = .wal
         }
         do {
             switch location {
             case .memory:
-                queue = try DatabaseQueue(configuration: configuration)
-                if let image {
-                    try queue.load(image: image)
+                if let lease {
+                    queue = lease.connection.queue
                 } else {
-                    try DeviceStore.emptyMemoryStore.get().backupFromSnapshot(to: queue)
+                    queue = try DatabaseQueue(configuration: configuration)
+                    if let image {
+                        try queue.load(image: image)
+                    } else {
+                        try DeviceStore.emptyMemoryStore.get().backupFromSnapshot(to: queue)
+                    }
                 }
             case .file(let path):
                 if options.readOnly && !FileManager.default.fileExists(atPath: path) {
                     throw DeviceStoreError(.storeNotFound, "no store at \(path): check the path (read-only commands never create a store)")
                 }
-                if !options.readOnly {
-                    configuration.journalMode = .wal
-                    if !FileManager.default.fileExists(atPath: path) {
-                        try DeviceStore.createAtomically(path: path, configuration: configuration,
-                                                         deviceID: DeviceStore.makeDeviceID(options.random), app: app,
-                                                         voteSecret: DeviceStore.makeSecret(options.random),
-                                                         createdAt: options.clock.now())
-                    }
+                if !options.readOnly && !FileManager.default.fileExists(atPath: path) {
+                    try DeviceStore.createAtomically(path: path, configuration: configuration,
+                                                     deviceID: DeviceStore.makeDeviceID(options.random), app: app,
+                                                     voteSecret: DeviceStore.makeSecret(options.random),
+                                                     createdAt: options.clock.now())
                 }
                 queue = try DeviceStore.openQueue(path: path, configuration: configuration)
             }
@@ -204,7 +197,9 @@ public final class DeviceStore: Sendable {
             let meta: StoreMeta
             if let known, image != nil {
                 // The schema is parsed here, as every open parses it, and not
-                // by the store's first statement.
+                // by the store's first statement (a pooled connection has
+                // parsed it already: the pool lends it only to pages of that
+                // schema).
                 guard try queue.writeWithoutTransaction({ db in try SchemaLookup.hasTable(db, "store_meta") }) else {
                     throw DeviceStoreError(.notADeviceStore, "a sleeping store's image has no store_meta table")
                 }
@@ -249,6 +244,43 @@ public final class DeviceStore: Sendable {
         }
     }
 
+    /// How a store's connection at `location` is set up: its SQL
+    /// functions (`functions`), no foreign keys, no authorizer, and the
+    /// page size, map and durability of its kind of store.
+    static func configuration(for location: StoreLocation, options: StoreOptions, functions: QueryFunctions) -> Configuration {
+        var configuration = Configuration()
+        configuration.readonly = options.readOnly
+        configuration.busyMode = .timeout(10)
+        configuration.label = "DeviceStore"
+        // The schema declares no foreign keys; enforcing them only adds checks to every write.
+        configuration.foreignKeysEnabled = false
+        configuration.prepareDatabase { db in functions.register(in: db, target: DeviceStore.itemsQueryTarget) }
+        // The store uses none of what GRDB's authorizer tells it (no
+        // observation, savepoints or GRDB schema introspection), and
+        // compiles its statements faster without it: a woken store compiles
+        // its statements again.
+        configuration.prepareDatabase { db in db.dropStatementAuthorizer() }
+        if case .file = location {
+            // Pages are read straight from the OS's page cache instead of
+            // copied by a pread each into SQLite's own (2 MiB by default).
+            configuration.prepareDatabase { db in _ = try Int.fetchOne(db, sql: "PRAGMA mmap_size = \(DeviceStore.mapBytes)") }
+        }
+        if case .memory = location {
+            // An in-memory store's pages are its memory, and each table and
+            // index takes at least one: with forty of them, 4 KiB pages cost a
+            // small store 160 KiB before it holds anything. The simulator
+            // keeps thousands of such stores.
+            configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = \(DeviceStore.memoryPageBytes)") }
+        }
+        if !options.readOnly {
+            let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+            configuration.prepareDatabase { db in
+                try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            }
+        }
+        return configuration
+    }
+
     /// An in-memory store with the schema and nothing else, which every new
     /// in-memory store copies page by page, in a fraction of the time that
     /// running the schema's statements takes, which would otherwise be most
@@ -258,7 +290,13 @@ public final class DeviceStore: Sendable {
         configuration.label = "DeviceStore.empty"
         configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA page_size = \(DeviceStore.memoryPageBytes)") }
         let queue = try DatabaseQueue(configuration: configuration)
-        try queue.write { db in try StoreSchema.createTables(db) }
+        try queue.write { db in
+            try StoreSchema.createTables(db)
+            // The search index's tables too, as every new store has them:
+            // pooled connections serve stores of one schema only
+            // (`StoreConnectionPool`), and a first search changes none.
+            try db.execute(sql: SearchIndex.ddl)
+        }
         return queue
     }
 
@@ -450,9 +488,7 @@ public final class DeviceStore: Sendable {
 
     private func forgetMemos() {
         forgetStatus()
-        writePath.expiry.forget()
-        writePath.head = nil
-        writePath.outboxHead = nil
+        writePath.forgetMemos()
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {

@@ -213,8 +213,11 @@ enum StoreSchema {
         }
     }
 
+    /// A new store: its tables, the search index's among them (empty, so
+    /// that a first search changes no schema), and its identity.
     static func create(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64) throws {
         try createTables(db)
+        try db.execute(sql: SearchIndex.ddl)
         try insertMeta(db, deviceID: deviceID, app: app, voteSecret: voteSecret, createdAt: createdAt)
     }
 

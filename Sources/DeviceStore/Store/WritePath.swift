@@ -27,6 +27,13 @@ final class WritePath: @unchecked Sendable {
     /// first message of each write would read it back from the outbox.
     var outboxHead: OutboxPosition?
 
+    /// Forgets the expiry date and the heads: the next write reads them.
+    func forgetMemos() {
+        expiry.forget()
+        head = nil
+        outboxHead = nil
+    }
+
     /// `owned`: the statements are prepared outside GRDB's cache and kept
     /// only here (`ConnectionStatements(groups:owned:)`), for the path of an
     /// in-memory store, which lives as long as its connection and is never

@@ -159,14 +159,26 @@ enum SearchIndex {
         try SchemaLookup.hasTable(db, "search_meta")
     }
 
+    /// Whether a refresh ever built the index, of this layout or another:
+    /// a new store has the tables, empty (a refresh always writes
+    /// `search_meta`).
+    static func isBuilt(_ db: Database) throws -> Bool {
+        try exists(db) && Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM search_meta LIMIT 1")) != nil
+    }
+
     /// The layout of these tables. An index of another layout (built by another
     /// version of Sightline) counts as never built, and the next refresh replaces it.
     static let layout: Int64 = 5
 
+    /// The layout `search_meta` records; nil for tables never built.
+    static func recordedLayout(_ db: Database) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'layout'"))
+    }
+
     /// The journal seq the index reflects, or nil when it was never built.
     static func indexedThrough(_ db: Database) throws -> Int64? {
         guard try exists(db) else { return nil }
-        guard try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'layout'")) == layout else {
+        guard try recordedLayout(db) == layout else {
             return nil
         }
         return try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM search_meta WHERE key = 'indexed_through'"))
@@ -197,11 +209,14 @@ enum SearchIndex {
         let head = try journalHead(db)
         let through = try indexedThrough(db)
         if through == head { return Refresh(fullBuild: false, documentsWritten: 0, indexedThrough: head) }
-        // An index of this layout has all its tables. The DDL runs only when
-        // there is none: GRDB forgets every cached statement of the connection
-        // after a schema statement, even `CREATE TABLE IF NOT EXISTS` that
-        // creates nothing, and a search refreshes the index each time.
-        if through == nil {
+        // An index of this layout has all its tables, and so does a new
+        // store's, whose `search_meta` is empty (a refresh always writes
+        // it). The DDL runs only for the others: GRDB forgets every cached statement of the
+        // connection after a schema statement, even `CREATE TABLE IF NOT
+        // EXISTS` that creates nothing, and a search refreshes the index
+        // each time; and a store that changes its schema leaves the
+        // connections it shared (`StoreConnectionPool`).
+        if through == nil, try !exists(db) || isBuilt(db) {
             for table in retiredTables { try db.execute(sql: "DROP TABLE IF EXISTS \(table)") }
             try db.execute(sql: ddl)
         }
