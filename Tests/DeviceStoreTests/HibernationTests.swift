@@ -3,35 +3,13 @@ import Foundation
 import IndexModel
 import Testing
 
-/// The calls both stores of a pair make: notes, a public activity, its
-/// engagement, an edit and a delete.
-private func calls(_ round: Int) -> [AppOperation] {
-    let url = "https://example.com/recipe/\(round)"
-    return [
-        .index(index: "notes", items: [item("n\(round)", domain: "notes.f\(round % 3)", title: "Note \(round)")]),
-        .activity(UserActivity(activityType: "com.example.recipe", title: "Recipe \(round)", webpageURL: url,
-                               eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: "r\(round)")),
-        .engage(ref: url),
-        .shown(ref: url),
-        .update(index: "notes", updates: [ItemUpdate(uniqueIdentifier: "n\(round)",
-                                                     attributes: AttributeChanges([.title: .string("Note \(round) edited")]))]),
-        .delete(index: "notes", identifiers: ["n\(max(0, round - 2))"]),
-    ]
-}
-
-/// What a user and the sync would see of a store.
-private func state(_ store: DeviceStore) throws -> [String] {
-    [try store.projectionDigest(), "\(try store.outboxEntries())", "\(try store.syncStatus())",
-     "\(try store.resultTitles("note"))", "\(try store.verifyJournal().head)", store.deviceID.rawValue]
-}
-
 @Suite struct HibernationTests {
     @Test func aStoreWokenFromSleepHoldsAndDoesWhatOneThatStayedAwakeDoes() throws {
         let clock = ManualClock(testStart)
         let awake = try makeStore(seed: 7, clock: clock)
         var sleeper = try makeStore(seed: 7, clock: clock)
         for round in 0..<12 {
-            for call in calls(round) {
+            for call in roundCalls(round) {
                 try awake.perform(call)
                 try sleeper.perform(call)
             }
@@ -42,7 +20,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
                 sleeper = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 99)))
             }
             try clock.advance(to: testStart.adding(milliseconds: Int64(round + 1) * 1_000))
-            #expect(try state(sleeper) == state(awake), "round \(round)")
+            #expect(try observableState(sleeper) == observableState(awake), "round \(round)")
         }
         #expect(try sleeper.verifyJournal().isValid)
         // A backup of either is the same file, byte for byte: a woken store's
@@ -61,7 +39,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
         var store = try makeStore(seed: 5, clock: clock)
         func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 11)) }
         func both(_ round: Int) throws {
-            for call in calls(round) {
+            for call in roundCalls(round) {
                 try store.perform(call)
                 try twin.perform(call)
             }
@@ -80,12 +58,12 @@ private func state(_ store: DeviceStore) throws -> [String] {
         #expect(unchanged.keptImage, "the pages it woke with: the image it woke from")
         #expect(unchanged.imageBytes == first.imageBytes && unchanged.heldBytes == first.heldBytes)
         store = try DeviceStore(waking: unchanged, options: options())
-        #expect(try state(store) == state(twin))
+        #expect(try observableState(store) == observableState(twin))
         try both(1)
         let written = try store.hibernate()
         #expect(!written.keptImage, "a store written to deflates its new pages")
         store = try DeviceStore(waking: written, options: options())
-        #expect(try state(store) == state(twin), "the woken store holds the writes made before it slept")
+        #expect(try observableState(store) == observableState(twin), "the woken store holds the writes made before it slept")
     }
 
     @Test func aStoreWhoseKeeperHoldsItsImageSleepsUnchangedWithoutOneAndWakesFromTheKeepersCopy() throws {
@@ -93,7 +71,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
         let twin = try makeStore(seed: 4, clock: clock)
         var store = try makeStore(seed: 4, clock: clock)
         func options() -> StoreOptions { StoreOptions(clock: clock, random: SeededRandom(seed: 12)) }
-        for call in calls(0) {
+        for call in roundCalls(0) {
             try store.perform(call)
             try twin.perform(call)
         }
@@ -111,15 +89,15 @@ private func state(_ store: DeviceStore) throws -> [String] {
                 "put to sleep as it woke, the store says so and leaves the image to its keeper")
         #expect(unchanged.imageBytes == first.imageBytes)
         store = try DeviceStore(waking: unchanged.unparked(image: held), options: options(), keepingImage: false)
-        #expect(try state(store) == state(twin))
-        for call in calls(1) {
+        #expect(try observableState(store) == observableState(twin))
+        for call in roundCalls(1) {
             try store.perform(call)
             try twin.perform(call)
         }
         let written = try store.hibernate()
         #expect(!written.keptImage && !written.image.isEmpty, "a store written to gives its keeper a new image")
         store = try DeviceStore(waking: written, options: options(), keepingImage: false)
-        #expect(try state(store) == state(twin))
+        #expect(try observableState(store) == observableState(twin))
     }
 
     @Test func aStoreAsleepHoldsOnlyWhatItChangedOfANewStoresPages() throws {
@@ -133,12 +111,12 @@ private func state(_ store: DeviceStore) throws -> [String] {
         let woken = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 9)))
         let twin = try makeStore(seed: 9, clock: clock)
         for round in 0..<3 {
-            for call in calls(round) {
+            for call in roundCalls(round) {
                 try woken.perform(call)
                 try twin.perform(call)
             }
         }
-        #expect(try state(woken) == state(twin))
+        #expect(try observableState(woken) == observableState(twin))
     }
 
     @Test func aStoreFileSleepsByClosingItsConnectionAndWakesWhereItWas() throws {
@@ -149,7 +127,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
         let path = directory.appendingPathComponent("sleeper.sqlite").path
         var store = try DeviceStore(at: .file(path), options: options())
         for round in 0..<12 {
-            for call in calls(round) {
+            for call in roundCalls(round) {
                 try store.perform(call)
                 try twin.perform(call)
             }
@@ -160,7 +138,7 @@ private func state(_ store: DeviceStore) throws -> [String] {
             #expect(sleeping.location == .file(path))
             #expect(sleeping.imageBytes == 0, "a file is not copied into memory")
             store = try DeviceStore(waking: sleeping, options: options())
-            #expect(try state(store) == state(twin), "round \(round)")
+            #expect(try observableState(store) == observableState(twin), "round \(round)")
         }
         let paths = ["awake", "woken"].map { directory.appendingPathComponent("\($0).slsnap").path }
         _ = try twin.snapshot(to: paths[0])

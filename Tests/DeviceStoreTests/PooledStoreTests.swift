@@ -3,27 +3,6 @@ import Foundation
 import IndexModel
 import Testing
 
-/// The calls each store makes in a round: a note, a public activity with
-/// its engagement, an edit, a delete and a search.
-private func calls(_ round: Int, store: Int) -> [AppOperation] {
-    let url = "https://example.com/\(store)/recipe/\(round)"
-    return [
-        .index(index: "notes", items: [item("n\(round)", domain: "notes.f\(round % 3)", title: "Note \(round) of store \(store)")]),
-        .activity(UserActivity(activityType: "com.example.recipe", title: "Recipe \(round)", webpageURL: url,
-                               eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: "r\(round)")),
-        .engage(ref: url),
-        .update(index: "notes", updates: [ItemUpdate(uniqueIdentifier: "n\(round)",
-                                                     attributes: AttributeChanges([.title: .string("Note \(round) of store \(store) edited")]))]),
-        .delete(index: "notes", identifiers: ["n\(max(0, round - 2))"]),
-    ]
-}
-
-/// What a user and the sync would see of a store.
-private func state(_ store: DeviceStore) throws -> [String] {
-    [try store.projectionDigest(), "\(try store.outboxEntries())", "\(try store.syncStatus())",
-     "\(try store.resultTitles("note"))", "\(try store.verifyJournal().head)", store.deviceID.rawValue]
-}
-
 @Suite struct PooledStoreTests {
     @Test func storesThatTakeTurnsOnPooledConnectionsEachSeeOnlyTheirOwnPages() throws {
         let pool = StoreConnectionPool(mostIdle: 2)
@@ -42,11 +21,11 @@ private func state(_ store: DeviceStore) throws -> [String] {
                     sleeping[number] = nil
                 }
                 guard let store = stores[number] else { continue }
-                for call in calls(round, store: number) {
+                for call in roundCalls(round, owner: "store \(number)") {
                     try store.perform(call)
                     try twins[number].perform(call)
                 }
-                #expect(try state(store) == state(twins[number]), "store \(number), round \(round)")
+                #expect(try observableState(store) == observableState(twins[number]), "store \(number), round \(round)")
                 // Every other store sleeps, and its connection goes to the next store to wake.
                 if (number + round) % 2 == 0 {
                     sleeping[number] = try store.hibernate()

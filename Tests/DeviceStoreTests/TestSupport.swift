@@ -7,6 +7,30 @@ import Testing
 
 let testStart = ISO8601.parse("2026-11-22T00:00:00Z")!
 
+/// The calls a store makes in round `round` of a test that drives two
+/// stores alike: a note, a public activity, its engagement, an edit and a
+/// delete. `owner` tells apart the notes of stores that must differ.
+func roundCalls(_ round: Int, owner: String = "") -> [AppOperation] {
+    let url = "https://example.com/\(owner.isEmpty ? "" : owner.replacingOccurrences(of: " ", with: "-") + "/")recipe/\(round)"
+    let title = owner.isEmpty ? "Note \(round)" : "Note \(round) of \(owner)"
+    return [
+        .index(index: "notes", items: [item("n\(round)", domain: "notes.f\(round % 3)", title: title)]),
+        .activity(UserActivity(activityType: "com.example.recipe", title: "Recipe \(round)", webpageURL: url,
+                               eligibleForSearch: true, eligibleForPublicIndexing: true, persistentIdentifier: "r\(round)")),
+        .engage(ref: url),
+        .shown(ref: url),
+        .update(index: "notes", updates: [ItemUpdate(uniqueIdentifier: "n\(round)",
+                                                     attributes: AttributeChanges([.title: .string("\(title) edited")]))]),
+        .delete(index: "notes", identifiers: ["n\(max(0, round - 2))"]),
+    ]
+}
+
+/// What a user and the sync would see of a store.
+func observableState(_ store: DeviceStore) throws -> [String] {
+    [try store.projectionDigest(), "\(try store.outboxEntries())", "\(try store.syncStatus())",
+     "\(try store.resultTitles("note"))", "\(try store.verifyJournal().head)", store.deviceID.rawValue]
+}
+
 /// An in-memory store on a manual clock with a seeded random source.
 func makeStore(seed: UInt64 = 1, clock: ManualClock = ManualClock(testStart)) throws -> DeviceStore {
     try DeviceStore(at: .memory, options: StoreOptions(clock: clock, random: SeededRandom(seed: seed)))
