@@ -64,7 +64,8 @@ public enum PageBuffers {
     /// The schema cookie of the database whose bytes are `pages`; nil for
     /// less than a header.
     public static func schemaCookie(of pages: [UInt8]) -> UInt32? {
-        guard pages.count >= 100 else { return nil }
+        // A big-endian UInt32 at byte 40 of the 100-byte header.
+        guard pages.count >= DatabaseQueue.headerBytes else { return nil }
         return pages[40..<44].reduce(0) { $0 << 8 | UInt32($1) }
     }
 

@@ -78,11 +78,9 @@ extension DatabaseQueue {
     /// API, and the schema cookie stays the image's. Throws when SQLite
     /// refuses the bytes or they are shorter than a database header.
     public func load(image: [UInt8]) throws {
-        // The schema cookie, a big-endian UInt32 at byte 40 of the header.
-        guard image.count >= DatabaseQueue.headerBytes else {
+        guard let cookie = PageBuffers.schemaCookie(of: image) else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "a database image of \(image.count) bytes has no header")
         }
-        let cookie = image[40..<44].reduce(0) { $0 << 8 | Int($1) }
         // The image is opened on a bare connection: nothing but the backup
         // reads it, and the backup copies pages without parsing the schema.
         var opened: OpaquePointer?
