@@ -157,17 +157,13 @@ public final class DeviceStore: Sendable {
         writePath = lease?.connection.writePath ?? WritePath(owned: location == .memory)
         let functions = lease?.connection.functions ?? QueryFunctions()
         queryFunctions = functions
-        var configuration = DeviceStore.configuration(for: location, options: options, functions: functions)
-        if !options.readOnly, case .file = location {
-            configuration.journalMode = .wal
-        }
         do {
             switch location {
             case .memory:
                 if let lease {
                     queue = lease.connection.queue
                 } else {
-                    queue = try DatabaseQueue(configuration: configuration)
+                    queue = try DatabaseQueue(configuration: DeviceStore.configuration(for: location, options: options, functions: functions))
                     if let image {
                         try queue.load(image: image)
                     } else {
@@ -175,6 +171,8 @@ public final class DeviceStore: Sendable {
                     }
                 }
             case .file(let path):
+                var configuration = DeviceStore.configuration(for: location, options: options, functions: functions)
+                if !options.readOnly { configuration.journalMode = .wal }
                 if options.readOnly && !FileManager.default.fileExists(atPath: path) {
                     throw DeviceStoreError(.storeNotFound, "no store at \(path): check the path (read-only commands never create a store)")
                 }
