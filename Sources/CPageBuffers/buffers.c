@@ -1,7 +1,8 @@
-// The page-buffer VFS (include/CPageBuffers.h). A main database file is a
-// buffer the file owns; every other file SQLite asks for is refused, except
-// the nameless temporary files it may spill sorts and statement journals
-// to, which go to the default VFS. Its connections are meant to keep
+// The page-buffer VFS (include/CPageBuffers.h). A main database file's
+// bytes are a buffer (`sightline_pages`): the file's own, or one the
+// process owns and attaches between transactions. Every other file SQLite
+// asks for is refused, except the nameless temporary files it may spill
+// sorts and statement journals to, which go to the default VFS. Its connections are meant to keep
 // journal_mode = MEMORY and temp_store = MEMORY, so those do not arise.
 //
 // A buffer is a range of address space reserved once (`reservedBytes`) and
@@ -9,11 +10,11 @@
 // mmap_size) instead of copying them into its page cache, which would hold
 // every page twice, and a page it holds stays where it is while the file
 // grows. The memory is the kernel's to give when first written, and is
-// given back when a refill makes the file shorter.
+// given back when a fill makes the file shorter.
 //
-// No lock is taken: a buffer belongs to one connection, which one thread
-// uses at a time. No journal or WAL exists, so xAccess finds none: SQLite
-// never looks for a hot journal on disk under a buffer's name.
+// No lock is taken: a buffer is attached to one connection at a time, which
+// one thread uses at a time. No journal or WAL exists, so xAccess finds
+// none: SQLite never looks for a hot journal on disk under a buffer's name.
 #include "CPageBuffers.h"
 
 #include <pthread.h>
@@ -28,19 +29,34 @@ const char *const sightline_page_buffers_vfs = "sightline-pages";
 /// past it fails as a full disk would.
 static const sqlite3_int64 reservedBytes = (sqlite3_int64)512 << 20;
 
-typedef struct {
-    sqlite3_file base;
-    /// The reserved range, or NULL before the first write or refill.
+/// A database file's bytes: a range reserved once and never moved, or
+/// nothing before the first write or fill.
+struct sightline_pages {
     unsigned char *data;
     sqlite3_int64 size;
     /// The bytes written since the range was reserved or last trimmed:
     /// what may hold memory.
     sqlite3_int64 touched;
+    /// The file they were last attached to, or NULL since they were filled.
+    const void *lastFile;
+    /// How many writes, truncations and fills changed them.
+    unsigned long long writes;
+};
+
+typedef struct {
+    sqlite3_file base;
+    /// The pages the file reads and writes now: `own`, or pages the
+    /// process attached (`sightline_page_buffer_attach`) and owns.
+    sightline_pages *pages;
+    sightline_pages own;
+    /// The pages attached before the file went back to its own, compared
+    /// (never read) when pages are next attached.
+    const sightline_pages *lastDetached;
     /// The pages SQLite reads in place now (xFetch less xUnfetch).
     int fetched;
-    /// Set by a refill until SQLite next checks whether the file changed
+    /// Set by an attach until SQLite next checks whether the file changed
     /// (`changeCheck`), with the 16 bytes at offset 24 the file had before.
-    int refilled;
+    int pendingCheck;
     unsigned char before[16];
 } PageBuffer;
 
@@ -52,83 +68,132 @@ typedef struct {
 // structure again) when they differ.
 enum { changeOffset = 24, changeBytes = 16 };
 
-/// After a refill, the pager's copy is the old file's bytes, and the new
+/// After an attach, the pager's copy is the old file's bytes, and the new
 /// file may have the same ones (two stores at the same change counter with
 /// as many pages): the first check then reads them with one bit changed,
 /// so the pager drops every page of the old file. It takes its new copy
 /// from page 1 as it reads it again.
 static void changeCheck(PageBuffer *buffer, void *out, int count, sqlite3_int64 offset) {
-    if (!buffer->refilled || count != changeBytes || offset != changeOffset) return;
-    buffer->refilled = 0;
+    if (!buffer->pendingCheck || count != changeBytes || offset != changeOffset) return;
+    buffer->pendingCheck = 0;
     if (memcmp(out, buffer->before, changeBytes) == 0) ((unsigned char *)out)[0] ^= 0x80;
 }
 
 static sqlite3_vfs *fallback;
 
+// Ranges let go of and kept for the next reservation, with the bytes each
+// may still hold in memory. A simulation wakes a store as another sleeps,
+// thousands of times a second: the woken store takes the range the other
+// left, whose memory is mapped already, instead of mapping a new range and
+// faulting its pages in, and unmapping the old one (which takes the
+// process's memory map lock for writing, and flushes every core's TLB).
+enum { mostKept = 64 };
+/// The most bytes a kept range holds; the rest goes back to the kernel.
+static const sqlite3_int64 keptBytes = (sqlite3_int64)256 << 10;
+static struct { unsigned char *data; sqlite3_int64 touched; } kept[mostKept];
+static int keptCount;
+static pthread_mutex_t keptLock = PTHREAD_MUTEX_INITIALIZER;
+
+static void release(sightline_pages *pages) {
+    if (pages->data) {
+        sqlite3_int64 touched = pages->touched;
+        if (touched > keptBytes) {
+            madvise(pages->data + keptBytes, (size_t)(touched - keptBytes), MADV_DONTNEED);
+            touched = keptBytes;
+        }
+        pthread_mutex_lock(&keptLock);
+        if (keptCount < mostKept) {
+            kept[keptCount].data = pages->data;
+            kept[keptCount].touched = touched;
+            keptCount++;
+            pages->data = NULL;
+        }
+        pthread_mutex_unlock(&keptLock);
+        if (pages->data) munmap(pages->data, (size_t)reservedBytes);
+    }
+    pages->data = NULL;
+    pages->size = pages->touched = 0;
+}
+
+/// Closing the file frees its own pages; attached pages are the process's.
 static int bufferClose(sqlite3_file *file) {
     PageBuffer *buffer = (PageBuffer *)file;
-    if (buffer->data) munmap(buffer->data, (size_t)reservedBytes);
-    buffer->data = NULL;
-    buffer->size = buffer->touched = 0;
+    release(&buffer->own);
+    buffer->pages = &buffer->own;
     return SQLITE_OK;
 }
 
 static int bufferRead(sqlite3_file *file, void *out, int count, sqlite3_int64 offset) {
     PageBuffer *buffer = (PageBuffer *)file;
+    sightline_pages *pages = buffer->pages;
     if (count < 0 || offset < 0) return SQLITE_IOERR_READ;
-    if (offset >= buffer->size) {
+    if (offset >= pages->size) {
         memset(out, 0, (size_t)count);
         return SQLITE_IOERR_SHORT_READ;
     }
-    sqlite3_int64 have = buffer->size - offset;
+    sqlite3_int64 have = pages->size - offset;
     if (have < count) {
-        memcpy(out, buffer->data + offset, (size_t)have);
+        memcpy(out, pages->data + offset, (size_t)have);
         memset((unsigned char *)out + have, 0, (size_t)(count - have));
         return SQLITE_IOERR_SHORT_READ;
     }
-    memcpy(out, buffer->data + offset, (size_t)count);
+    memcpy(out, pages->data + offset, (size_t)count);
     changeCheck(buffer, out, count, offset);
     return SQLITE_OK;
 }
 
 /// Room for `size` bytes: SQLITE_OK, SQLITE_FULL past the reservation, or
 /// SQLITE_NOMEM when no address space is left.
-static int reserve(PageBuffer *buffer, sqlite3_int64 size) {
+static int reserve(sightline_pages *pages, sqlite3_int64 size) {
     if (size > reservedBytes) return SQLITE_FULL;
-    if (buffer->data) return SQLITE_OK;
+    if (pages->data) return SQLITE_OK;
+    pthread_mutex_lock(&keptLock);
+    if (keptCount > 0) {
+        keptCount--;
+        pages->data = kept[keptCount].data;
+        pages->touched = kept[keptCount].touched;
+    }
+    pthread_mutex_unlock(&keptLock);
+    // Bytes a kept range holds past the file's end are never read: reads
+    // stop at the end, and a write past it zeroes what lies between.
+    if (pages->data) return SQLITE_OK;
     void *range = mmap(NULL, (size_t)reservedBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (range == MAP_FAILED) return SQLITE_NOMEM;
-    buffer->data = range;
-    buffer->touched = 0;
+    pages->data = range;
+    pages->touched = 0;
     return SQLITE_OK;
 }
 
 static int bufferWrite(sqlite3_file *file, const void *in, int count, sqlite3_int64 offset) {
-    PageBuffer *buffer = (PageBuffer *)file;
+    sightline_pages *pages = ((PageBuffer *)file)->pages;
     if (count < 0 || offset < 0 || offset > reservedBytes) return SQLITE_IOERR_WRITE;
     sqlite3_int64 end = offset + count;
-    int status = reserve(buffer, end);
+    int status = reserve(pages, end);
     if (status == SQLITE_FULL) return SQLITE_FULL;
     if (status != SQLITE_OK) return SQLITE_IOERR_NOMEM;
     // Bytes past the end may be an older, longer file's.
-    if (offset > buffer->size) memset(buffer->data + buffer->size, 0, (size_t)(offset - buffer->size));
-    memcpy(buffer->data + offset, in, (size_t)count);
-    if (end > buffer->size) buffer->size = end;
-    if (end > buffer->touched) buffer->touched = end;
+    if (offset > pages->size) memset(pages->data + pages->size, 0, (size_t)(offset - pages->size));
+    memcpy(pages->data + offset, in, (size_t)count);
+    pages->writes++;
+    if (end > pages->size) pages->size = end;
+    if (end > pages->touched) pages->touched = end;
     return SQLITE_OK;
 }
 
 static int bufferTruncate(sqlite3_file *file, sqlite3_int64 size) {
-    PageBuffer *buffer = (PageBuffer *)file;
+    sightline_pages *pages = ((PageBuffer *)file)->pages;
     if (size < 0) return SQLITE_IOERR_TRUNCATE;
-    if (size < buffer->size) buffer->size = size;
+    if (size < pages->size) {
+        pages->size = size;
+        pages->writes++;
+    }
     return SQLITE_OK;
 }
 
 static int bufferSync(sqlite3_file *file, int flags) { return SQLITE_OK; }
 
 static int bufferFileSize(sqlite3_file *file, sqlite3_int64 *size) {
-    *size = ((PageBuffer *)file)->size;
+    *size = ((PageBuffer *)file)->pages->size;
     return SQLITE_OK;
 }
 
@@ -146,12 +211,13 @@ static int bufferDeviceCharacteristics(sqlite3_file *file) {
 /// the page with xRead instead.
 static int bufferFetch(sqlite3_file *file, sqlite3_int64 offset, int count, void **out) {
     PageBuffer *buffer = (PageBuffer *)file;
-    if (!buffer->data || offset < 0 || count < 0 || offset + count > buffer->size) {
+    sightline_pages *pages = buffer->pages;
+    if (!pages->data || offset < 0 || count < 0 || offset + count > pages->size) {
         *out = NULL;
         return SQLITE_OK;
     }
     buffer->fetched++;
-    *out = buffer->data + offset;
+    *out = pages->data + offset;
     return SQLITE_OK;
 }
 
@@ -172,10 +238,12 @@ static const sqlite3_io_methods bufferMethods = {
 static int vfsOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int flags, int *outFlags) {
     if (flags & SQLITE_OPEN_MAIN_DB) {
         PageBuffer *buffer = (PageBuffer *)file;
-        buffer->data = NULL;
-        buffer->size = buffer->touched = 0;
+        buffer->own.data = NULL;
+        buffer->own.size = buffer->own.touched = 0;
+        buffer->pages = &buffer->own;
+        buffer->lastDetached = NULL;
         buffer->fetched = 0;
-        buffer->refilled = 0;
+        buffer->pendingCheck = 0;
         file->pMethods = &bufferMethods;
         if (outFlags) *outFlags = flags;
         return SQLITE_OK;
@@ -235,42 +303,79 @@ static PageBuffer *mainBuffer(sqlite3 *db) {
 int sightline_page_buffer_bytes(sqlite3 *db, const unsigned char **data, sqlite3_int64 *size) {
     PageBuffer *buffer = mainBuffer(db);
     if (!buffer) return 0;
-    *data = buffer->data;
-    *size = buffer->size;
+    return sightline_pages_bytes(buffer->pages, data, size);
+}
+
+/// Notes the 16 bytes SQLite compares before the file's pages change
+/// under the connection, unless a change is noted already.
+static void noteChange(PageBuffer *buffer) {
+    if (buffer->pendingCheck) return;
+    memset(buffer->before, 0, changeBytes);
+    sightline_pages *pages = buffer->pages;
+    if (pages->size >= changeOffset + changeBytes) memcpy(buffer->before, pages->data + changeOffset, changeBytes);
+    buffer->pendingCheck = 1;
+}
+
+int sightline_page_buffer_attach(sqlite3 *db, sightline_pages *pages) {
+    PageBuffer *buffer = mainBuffer(db);
+    if (!buffer || buffer->fetched != 0) return 0;
+    sightline_pages *next = pages ? pages : &buffer->own;
+    if (next == buffer->pages) return 1;
+    if (pages && buffer->pages == &buffer->own && buffer->lastDetached == pages && pages->lastFile == buffer) {
+        // The pages this connection had last, which no other connection
+        // had since and nothing filled: its cache of them still holds.
+        buffer->pendingCheck = 0;
+        buffer->pages = pages;
+        return 1;
+    }
+    noteChange(buffer);
+    buffer->lastDetached = pages ? NULL : buffer->pages;
+    buffer->pages = next;
+    if (pages) pages->lastFile = buffer;
     return 1;
 }
 
-int sightline_page_buffer_cookie(sqlite3 *db, unsigned int *cookie) {
-    PageBuffer *buffer = mainBuffer(db);
-    if (!buffer || buffer->size < 100) return 0;
-    const unsigned char *at = buffer->data + 40;
+sightline_pages *sightline_pages_new(void) { return calloc(1, sizeof(sightline_pages)); }
+
+void sightline_pages_free(sightline_pages *pages) {
+    if (!pages) return;
+    release(pages);
+    free(pages);
+}
+
+int sightline_pages_bytes(const sightline_pages *pages, const unsigned char **data, sqlite3_int64 *size) {
+    *data = pages->data;
+    *size = pages->size;
+    return 1;
+}
+
+int sightline_pages_cookie(const sightline_pages *pages, unsigned int *cookie) {
+    if (pages->size < 100) return 0;
+    const unsigned char *at = pages->data + 40;
     *cookie = (unsigned int)at[0] << 24 | (unsigned int)at[1] << 16 | (unsigned int)at[2] << 8 | at[3];
     return 1;
 }
 
-unsigned char *sightline_page_buffer_refill(sqlite3 *db, sqlite3_int64 size) {
-    PageBuffer *buffer = mainBuffer(db);
-    // Between transactions SQLite holds no page in place; a refill then
-    // would change pages under it.
-    if (!buffer || size < 0 || buffer->fetched != 0) return NULL;
-    if (!buffer->refilled) {
-        memset(buffer->before, 0, changeBytes);
-        if (buffer->size >= changeOffset + changeBytes) memcpy(buffer->before, buffer->data + changeOffset, changeBytes);
-        buffer->refilled = 1;
-    }
-    if (reserve(buffer, size) != SQLITE_OK) return NULL;
+unsigned char *sightline_pages_fill(sightline_pages *pages, sqlite3_int64 size) {
+    static unsigned char nothing;
+    // No connection's cache holds what is written next.
+    pages->lastFile = NULL;
+    pages->writes++;
+    if (size == 0 && !pages->data) return &nothing;
+    if (size < 0 || reserve(pages, size) != SQLITE_OK) return NULL;
     // The memory past the new end goes back to the kernel (it reads as
     // zeros when next touched).
     sqlite3_int64 page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
     sqlite3_int64 keep = (size + page - 1) / page * page;
-    if (buffer->touched > keep) {
-        madvise(buffer->data + keep, (size_t)(buffer->touched - keep), MADV_DONTNEED);
-        buffer->touched = keep;
+    if (pages->touched > keep) {
+        madvise(pages->data + keep, (size_t)(pages->touched - keep), MADV_DONTNEED);
+        pages->touched = keep;
     }
-    buffer->size = size;
-    if (size > buffer->touched) buffer->touched = size;
-    static unsigned char nothing;
-    return size == 0 ? &nothing : buffer->data;
+    pages->size = size;
+    if (size > pages->touched) pages->touched = size;
+    return size == 0 ? &nothing : pages->data;
 }
+
+unsigned long long sightline_pages_writes(const sightline_pages *pages) { return pages->writes; }
 
 sqlite3_int64 sightline_page_buffer_limit(void) { return reservedBytes; }

@@ -4,12 +4,12 @@ import GRDBSQLite
 
 /// Databases whose file is a buffer in this process's memory (the
 /// `CPageBuffers` VFS), which a connection can be pointed at anew between
-/// transactions: `refill` puts other pages in its file and drops its page
-/// cache, and the connection goes on with its parsed schema and its
-/// compiled statements as long as the new pages have the same schema
-/// cookie. An in-memory database (`:memory:`) holds its pages in its page
-/// cache and cannot be given other pages without a backup into it, which
-/// makes SQLite parse its schema and compile every statement again.
+/// transactions: `attach` makes other pages (`PageBuffer`) its file, and
+/// the connection goes on with its parsed schema and its compiled
+/// statements as long as the new pages have the same schema cookie. An
+/// in-memory database (`:memory:`) holds its pages in its page cache and
+/// cannot be given other pages without a backup into it, which makes
+/// SQLite parse its schema and compile every statement again.
 ///
 /// A buffer holds what a database file would, byte for byte (so
 /// `DatabaseQueue.serializedFromSnapshot` copies it as it is). Unlike an
@@ -52,15 +52,6 @@ public enum PageBuffers {
         return [UInt8](UnsafeBufferPointer(start: data, count: count))
     }
 
-    /// The schema cookie of the connection's file (SQLite's count of its
-    /// schema changes, at byte 40 of the header); nil if its main database
-    /// is not on a buffer or holds less than a header. Reads the buffer
-    /// only: `connection` may be one that no thread uses, outside its queue.
-    public static func schemaCookie(_ connection: OpaquePointer) -> UInt32? {
-        var cookie: UInt32 = 0
-        return sightline_page_buffer_cookie(connection, &cookie) == 1 ? cookie : nil
-    }
-
     /// The schema cookie of the database whose bytes are `pages`; nil for
     /// less than a header.
     public static func schemaCookie(of pages: [UInt8]) -> UInt32? {
@@ -76,24 +67,85 @@ public enum PageBuffers {
         guard sightline_page_buffer_bytes(db.sqliteConnection, &data, &size) == 1 else { return 0 }
         return Int(clamping: size)
     }
+}
 
-    /// Makes `pages` the connection's file and drops its page cache, so its
-    /// next statement reads them. Outside a transaction only. Throws when
-    /// the main database is not on a buffer or there is no memory; the file
-    /// is then empty.
-    public static func refill(_ db: Database, with pages: [UInt8]) throws {
-        guard !db.isInsideTransaction else {
-            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "a page buffer is refilled inside a transaction")
+extension PageBuffers {
+    /// Makes `pages` the connection's file (nil: the connection's own, empty
+    /// one), so its next statement reads them. The VFS makes SQLite's check
+    /// for another connection's change see one, so its next transaction
+    /// drops its page cache and counts a new data version, unless `pages`
+    /// are those it had before it went back to its own file and no other
+    /// connection had them since. Outside a transaction only. `pages` must
+    /// stay attached to no other connection while this one has them.
+    ///
+    /// It takes the connection's handle rather than its `Database`: the
+    /// caller holds the connection (no thread is using it), and need not
+    /// enter its queue to point it at other pages.
+    public static func attach(_ connection: OpaquePointer, _ pages: PageBuffer?) throws {
+        guard sqlite3_get_autocommit(connection) != 0, sightline_page_buffer_attach(connection, pages?.pages) == 1 else {
+            throw DatabaseError(resultCode: .SQLITE_MISUSE,
+                                message: "pages are attached to a connection inside a transaction, or one not on a page buffer")
         }
-        let connection = db.sqliteConnection
-        defer { sqlite3_db_release_memory(connection) }
-        guard let target = sightline_page_buffer_refill(connection, sqlite3_int64(pages.count)) else {
-            _ = sightline_page_buffer_refill(connection, 0)
+    }
+}
+
+/// A database file's bytes that the process owns, as a page buffer holds
+/// them (`PageBuffers`): attached to a connection between transactions
+/// (`PageBuffers.attach`), they are its file until it is given others. So
+/// a database can be kept in memory without a connection of its own, and
+/// any idle connection on a page buffer can run its next transaction.
+///
+/// Like a page buffer, the bytes are a range of address space reserved
+/// once (`PageBuffers.limit`) that never moves, and take memory only where
+/// written.
+public final class PageBuffer: @unchecked Sendable {
+    fileprivate let pages: OpaquePointer
+
+    /// Pages holding `bytes` (none: an empty file).
+    public init(_ bytes: [UInt8] = []) throws {
+        guard let pages = sightline_pages_new() else {
+            throw DatabaseError(resultCode: .SQLITE_NOMEM, message: "cannot allocate a page buffer")
+        }
+        self.pages = pages
+        try fill(bytes.count) { target in
+            bytes.withUnsafeBufferPointer { source in
+                if let base = source.baseAddress { target.baseAddress?.update(from: base, count: source.count) }
+            }
+        }
+    }
+
+    deinit { sightline_pages_free(pages) }
+
+    /// Makes the buffer `count` bytes long and lets `body` write all of
+    /// them (what it held is not kept). Not while attached to a connection
+    /// inside a transaction.
+    public func fill(_ count: Int, _ body: (UnsafeMutableBufferPointer<UInt8>) throws -> Void) throws {
+        guard let target = sightline_pages_fill(pages, sqlite3_int64(count)) else {
+            _ = sightline_pages_fill(pages, 0)
             throw DatabaseError(resultCode: .SQLITE_NOMEM,
-                                message: "cannot give a page buffer \(pages.count) bytes (at most \(limit), between transactions)")
+                                message: "cannot give a page buffer \(count) bytes (at most \(PageBuffers.limit))")
         }
-        pages.withUnsafeBufferPointer { source in
-            if let base = source.baseAddress { target.update(from: base, count: source.count) }
-        }
+        try body(UnsafeMutableBufferPointer(start: target, count: count))
+    }
+
+    /// Calls `body` with the buffer's bytes, which it must not keep.
+    public func withBytes<T>(_ body: (UnsafeBufferPointer<UInt8>) throws -> T) rethrows -> T {
+        var data: UnsafePointer<UInt8>?
+        var size: sqlite3_int64 = 0
+        _ = sightline_pages_bytes(pages, &data, &size)
+        return try body(UnsafeBufferPointer(start: data, count: data == nil ? 0 : Int(clamping: size)))
+    }
+
+    /// How many times the buffer was changed (written through a
+    /// connection, truncated or filled): the same count, the same bytes.
+    public var changes: UInt64 { UInt64(sightline_pages_writes(pages)) }
+
+    /// The buffer's size in bytes.
+    public var count: Int { withBytes { $0.count } }
+
+    /// The schema cookie in the buffer's header; nil for less than a header.
+    public var schemaCookie: UInt32? {
+        var cookie: UInt32 = 0
+        return sightline_pages_cookie(pages, &cookie) == 1 ? cookie : nil
     }
 }

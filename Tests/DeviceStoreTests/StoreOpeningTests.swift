@@ -429,8 +429,8 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
         "SELECT EXISTS (SELECT 1 FROM items WHERE item_id = ?)",
     ]
 
-    private func liveSQL(_ store: DeviceStore) -> [String] {
-        store.queue.inDatabase { db in
+    private func liveSQL(_ store: DeviceStore) throws -> [String] {
+        try store.onConnection { queue in queue.inDatabase { db in
             var texts: [String] = []
             var statement = sqlite3_next_stmt(db.sqliteConnection, nil)
             while let current = statement {
@@ -438,7 +438,7 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
                 statement = sqlite3_next_stmt(db.sqliteConnection, current)
             }
             return texts
-        }
+        } }
     }
 
     @Test func aStoreKeepsNoStatementOfARareEventAfterIt() throws {
@@ -455,7 +455,7 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
             try store.recordEngaged(ref: "https://example.com/\(number)")
         }
         _ = try store.search("potato")
-        let kept = liveSQL(store)
+        let kept = try liveSQL(store)
         _ = try notes.deleteSearchableItems(withIdentifiers: ["n0"])
         _ = try notes.deleteSearchableItems(withDomainIdentifiers: ["d1"])
         _ = try store.perform(.deleteActivities(identifiers: ["a2"]))
@@ -463,7 +463,7 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
         _ = try store.purge()
         _ = try store.scanJournal { _ in true }
         _ = try store.search("potato")
-        let after = liveSQL(store)
+        let after = try liveSQL(store)
         for fragment in KeptStatementsTests.rare {
             #expect(!after.contains { $0.contains(fragment) }, "a statement with \"\(fragment)\" is still kept")
         }

@@ -344,7 +344,7 @@ extension DeviceStore {
             prepared.purge = try store.purge()
         }
         do {
-            try RestoredFile.closeSelfContained(store.queue)
+            try store.onConnection { try RestoredFile.closeSelfContained($0) }
         } catch {
             throw DeviceStoreError(.snapshot, "cannot close the restored store: \(describe(error))")
         }
@@ -370,7 +370,7 @@ extension DeviceStore {
         let verification: JournalVerification
         do {
             let old = try DeviceStore(at: .file(path), options: readOnly)
-            defer { try? old.queue.close() }
+            defer { old.close() }
             verification = try old.verifyJournal()
         } catch {
             try checkIntegrity(path)
@@ -430,7 +430,7 @@ extension DeviceStore {
         })
         timer.lap("waiting for the other threads")
         // The verifier must let go before the store leaves WAL mode.
-        try? verifier.queue.close()
+        verifier.close()
         timer.add("(other thread) hash chain", checks.first.1)
         timer.add("(other thread) integrity check", checks.second.1)
         let projectionsMatch = checks.main

@@ -107,7 +107,9 @@ extension DeviceStore {
         guard StoreFiles.createPrivate(copy) else { throw DeviceStoreError(.database, "cannot create \(copy) (errno \(errno))") }
         let destination = try DatabaseQueue.snapshotCopy(at: copy)
         let createdAt = clock.now()
-        let manifest = try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        let manifest = try onConnection { queue in
+            try queue.backupFromSnapshot(to: destination) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        }
         try destination.close()
         return try SnapshotFile.write(source: copy, destination: path, manifest: manifest, key: key)
     }
@@ -118,7 +120,9 @@ extension DeviceStore {
     /// stores); returns the manifest as written.
     private func snapshotFromMemory(to path: String, key: SymmetricKey?) throws -> JSONObject {
         let createdAt = clock.now()
-        let copy = try queue.serializedFromSnapshot(writePath.connection) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        let copy = try access.with { connection in
+            try connection.queue.serializedFromSnapshot(connection.writePath.connection) { db in try DeviceStore.manifest(db, createdAt: createdAt) }
+        }
         return try SnapshotFile.write(content: copy.image, destination: path, manifest: copy.read, key: key)
     }
 

@@ -194,10 +194,10 @@ extension DeviceStore {
     /// False when a reader kept it from finishing.
     private func emptyWAL() throws(DeviceStoreError) -> Bool {
         do {
-            return try queue.writeWithoutTransaction { db in
+            return try onConnection { queue in try queue.writeWithoutTransaction { db in
                 let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
                 return row.map { ($0[0] as Int64?) == 0 } ?? false
-            }
+            } }
         } catch {
             throw DeviceStoreError(.database, "the purge was committed, but the WAL could not be emptied: \(DeviceStore.describe(error))")
         }

@@ -22,7 +22,9 @@ extension DeviceStore {
     public func scanJournal(from start: Seq = Seq(1), _ body: (JournalRecord) throws -> Bool) throws(DeviceStoreError) -> JournalScan {
         var scan: JournalScan?
         do {
-            try queue.snapshotRead(writePath.connection) { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
+            try access.with { connection in
+                try connection.queue.snapshotRead(connection.writePath.connection) { db in scan = try DeviceStore.scanJournal(db, from: start, body) }
+            }
         } catch let error as DeviceStoreError {
             throw error
         } catch {

@@ -243,11 +243,11 @@ extension DeviceStore {
     /// the device's own head, since it has nothing there left to send.
     public func recordAcknowledgement(acceptedThrough: OutboxPosition,
                                       durableThrough: OutboxPosition) throws(DeviceStoreError) {
-        let slots = writePath.outbox
         // The ack moves the sync status, but not the journal's head, the
         // outbox's last message (pruning keeps it) or any expiry: an
         // in-memory store's next call need not read those again.
         try write(keepsMemos: true) { db in
+            let slots = writePath.outbox
             forgetStatus()
             try OutboxStore.recordAcknowledgement(db, slots, state: OutboxState.read(db, slots), acceptedThrough: acceptedThrough,
                                                   durableThrough: durableThrough)

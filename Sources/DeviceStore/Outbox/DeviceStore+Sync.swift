@@ -246,8 +246,8 @@ extension DeviceStore {
     private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: Epoch, to: Epoch)? {
         let now = clock.now()
         let keys = privacyKeys
-        let slots = writePath.outbox
         return try write { db in
+            let slots = writePath.outbox
             let state = try OutboxState.read(db, slots)
             let epoch = state.epoch
             let beyond = position.epoch > epoch
@@ -281,9 +281,8 @@ extension DeviceStore {
     func advanceEpoch(past cloudHead: OutboxPosition, held: OutboxPosition? = nil) throws(DeviceStoreError) -> (from: Epoch, to: Epoch)? {
         let now = clock.now()
         let keys = privacyKeys
-        let slots = writePath.outbox
         return try write { db in
-            try DeviceStore.advanceEpoch(db, slots, past: cloudHead, held: held, now: now, keys: keys, random: random)
+            try DeviceStore.advanceEpoch(db, writePath.outbox, past: cloudHead, held: held, now: now, keys: keys, random: random)
         }
     }
 

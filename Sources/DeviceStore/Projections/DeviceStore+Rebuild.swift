@@ -26,10 +26,10 @@ extension DeviceStore {
     /// Folds this store's whole journal into `fold` and returns the store's
     /// durable watermark, read in the same transaction.
     private func replayWholeJournal(into fold: JournalFold) throws -> OutboxPosition {
-        try queue.snapshotRead { sourceDB in
+        try onConnection { queue in try queue.snapshotRead { sourceDB in
             try DeviceStore.replayJournal(from: sourceDB, into: fold)
             return try OutboxStore.durable(sourceDB)
-        }
+        } }
     }
 
     /// `rebuiltProjectionDigest()` over the rows of `stream`, which another

@@ -28,7 +28,8 @@ import SyncWire
 /// A woken store keeps the image it woke from (`WokenImage`): put to sleep
 /// again with the same pages, it takes that image back instead of
 /// deflating them again: a store woken and left as it was sleeps for the
-/// price of serializing its pages and summing them (`Fingerprint`).
+/// price of serializing its pages and summing them (`Fingerprint`), or,
+/// kept as pages (`StoreConnectionPool`), of reading their change count.
 ///
 /// A keeper of many sleeping stores may hold their images elsewhere, in a
 /// file: `parked()` is the sleeping store without its image's bytes, and
@@ -94,24 +95,35 @@ extension DeviceStore {
         var fingerprint: UInt64 = 0
         var kept = false
         if isInMemory {
-            do {
-                var pages = try queue.serializedFromSnapshot(writePath.connection) { _ in }.image
-                imageBytes = pages.count
-                fingerprint = Fingerprint.of(pages)
-                if let woken = wokenImage.withLock({ $0 }), woken.bytes == imageBytes, woken.fingerprint == fingerprint {
-                    image = woken.image
-                    kept = true
-                } else {
-                    // Deflate's output has room for its bound, about the
-                    // image's own size; kept for as long as the store
-                    // sleeps, that room would cost more than the deflated
-                    // bytes, so they are copied out of it. The pages are
-                    // a copy of their own: turned into their difference in place.
-                    DeviceStore.difference(&pages)
-                    image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+            let woken = wokenImage.withLock { $0 }
+            if let woken, let changes = woken.changes, access.pageChanges() == changes {
+                // Not one write since the store woke: its pages are the image's.
+                image = woken.image
+                imageBytes = woken.bytes
+                fingerprint = woken.fingerprint
+                kept = true
+            } else {
+                do {
+                    var pages = try access.copyOfPages() ?? access.with { connection in
+                        try connection.queue.serializedFromSnapshot(connection.writePath.connection) { _ in }.image
+                    }
+                    imageBytes = pages.count
+                    fingerprint = Fingerprint.of(pages)
+                    if let woken, woken.bytes == imageBytes, woken.fingerprint == fingerprint {
+                        image = woken.image
+                        kept = true
+                    } else {
+                        // Deflate's output has room for its bound, about the
+                        // image's own size; kept for as long as the store
+                        // sleeps, that room would cost more than the deflated
+                        // bytes, so they are copied out of it. The pages are
+                        // a copy of their own: turned into their difference in place.
+                        DeviceStore.difference(&pages)
+                        image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+                    }
+                } catch {
+                    throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
                 }
-            } catch {
-                throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
             }
         }
         return SleepingStore(location: location, image: image, imageBytes: imageBytes, fingerprint: fingerprint, keptImage: kept,
@@ -130,7 +142,7 @@ extension DeviceStore {
     /// What the store's connection holds in memory now, as SQLite counts it:
     /// what an awake store costs besides the process's own copies.
     public func connectionMemory() -> StoreMemory {
-        queue.inDatabase { db in ConnectionMemory(db) }
+        access.memory()
     }
 
     /// The bytes the store's database holds: its pages, used or free.
@@ -164,7 +176,8 @@ extension DeviceStore {
         try self.init(at: sleeping.location, options: options, image: pages, known: sleeping.meta)
         if pages != nil {
             let kept = keepingImage ? sleeping.image : []
-            wokenImage.withLock { $0 = WokenImage(image: kept, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint) }
+            let changes = access.pageChanges()
+            wokenImage.withLock { $0 = WokenImage(image: kept, bytes: sleeping.imageBytes, fingerprint: sleeping.fingerprint, changes: changes) }
         }
         frameDictionary.withLock { $0 = sleeping.frameDictionary }
         answersInFlight.withLock { $0 = sleeping.answersInFlight }
@@ -208,6 +221,10 @@ struct WokenImage: Sendable {
     let image: [UInt8]
     let bytes: Int
     let fingerprint: UInt64
+    /// The store's pages' change count when it woke (`PageBuffer.changes`),
+    /// if it keeps its database as pages: while it stays the same, the
+    /// pages are the image's, with no need to read and sum them.
+    let changes: UInt64?
 }
 
 /// What an awake store's connection holds in memory (`connectionMemory()`).

@@ -65,7 +65,9 @@ public final class DeviceStore: Sendable {
     public let isReadOnly: Bool
     /// The app this store belongs to (set when it was created).
     public let app: AppID
-    let queue: DatabaseQueue
+    /// The store's connection, or its pages and a pool's connection for
+    /// each transaction (`StoreAccess`).
+    let access: StoreAccess
     let clock: any StoreClock
     /// The store's randomness after it was opened (epochs an advance chooses).
     let random: any RandomSource
@@ -92,14 +94,13 @@ public final class DeviceStore: Sendable {
     let frameDictionary = Mutex(FrameDictionary.empty)
     /// The image the store woke from, if it slept (`hibernate()`).
     let wokenImage = Mutex<WokenImage?>(nil)
-    /// The write path's statements and memo, kept for the connection's life.
-    let writePath: WritePath
-    /// The SQL functions of compiled queries, registered on every connection;
-    /// a query runs under its budget through them (`query(_:budget:)`).
-    let queryFunctions: QueryFunctions
-    /// The pooled connection the store holds, if it took one
-    /// (`StoreOptions.connections`); it goes back when the store is dropped.
-    let lease: StoreConnectionPool.Lease?
+    /// The write path of the connection running the store's transaction:
+    /// only inside one (`write`, `read`).
+    var writePath: WritePath { access.current.writePath }
+    /// The SQL functions of compiled queries on the connection running the
+    /// store's transaction; a query runs under its budget through them
+    /// (`query(_:budget:)`). Only inside a transaction.
+    var queryFunctions: QueryFunctions { access.current.functions }
 
     /// Refuses a file whose schema table has a row without a type, a name or
     /// a table name, before GRDB reads that table: GRDB decodes its rows
@@ -144,33 +145,26 @@ public final class DeviceStore: Sendable {
         } catch {
             throw DeviceStoreError(.invalidOption, "the app name \(error) (a name is 1 to 256 bytes on one line)")
         }
-        var lease: StoreConnectionPool.Lease?
-        if case .memory = location, let pool = options.connections, !options.readOnly {
-            // Nil for pages of another schema: the store opens its own connection.
-            do {
-                lease = try pool.lease(pages: image ?? DeviceStore.newStorePages)
-            } catch {
-                throw DeviceStoreError(.database, "cannot open \(location.displayName): \(DeviceStore.describe(error))")
-            }
-        }
-        self.lease = lease
-        writePath = lease?.connection.writePath ?? WritePath(owned: location == .memory)
-        let functions = lease?.connection.functions ?? QueryFunctions()
-        queryFunctions = functions
+        let opened: StoreAccess
         do {
             switch location {
             case .memory:
-                if let lease {
-                    queue = lease.connection.queue
+                if let pool = options.connections, !options.readOnly {
+                    // Pages of another schema than a new store's get a
+                    // connection of their own (`StoreConnectionPool`).
+                    opened = try StoreAccess(pool: pool, pages: PageBuffer(image ?? DeviceStore.newStorePages))
                 } else {
-                    queue = try DatabaseQueue(configuration: DeviceStore.configuration(for: location, options: options, functions: functions))
+                    let functions = QueryFunctions()
+                    let queue = try DatabaseQueue(configuration: DeviceStore.configuration(for: location, options: options, functions: functions))
                     if let image {
                         try queue.load(image: image)
                     } else {
                         try DeviceStore.emptyMemoryStore.get().backupFromSnapshot(to: queue)
                     }
+                    opened = StoreAccess(own: StoreConnection(queue: queue, writePath: WritePath(owned: true), functions: functions))
                 }
             case .file(let path):
+                let functions = QueryFunctions()
                 var configuration = DeviceStore.configuration(for: location, options: options, functions: functions)
                 if !options.readOnly { configuration.journalMode = .wal }
                 if options.readOnly && !FileManager.default.fileExists(atPath: path) {
@@ -182,33 +176,38 @@ public final class DeviceStore: Sendable {
                                                      voteSecret: DeviceStore.makeSecret(options.random),
                                                      createdAt: options.clock.now())
                 }
-                queue = try DeviceStore.openQueue(path: path, configuration: configuration)
+                let queue = try DeviceStore.openQueue(path: path, configuration: configuration)
+                opened = StoreAccess(own: StoreConnection(queue: queue, writePath: WritePath(), functions: functions))
             }
         } catch let error as DeviceStoreError {
             throw error
         } catch {
             throw DeviceStoreError(.database, "cannot open \(location.displayName): \(DeviceStore.describe(error))")
         }
+        access = opened
         let random = options.random
         let now = options.clock.now()
         do {
             let meta: StoreMeta
             if let known, image != nil {
                 // The schema is parsed here, as every open parses it, and not
-                // by the store's first statement (a pooled connection has
-                // parsed it already: the pool lends it only to pages of that
-                // schema).
-                guard try queue.writeWithoutTransaction({ db in try SchemaLookup.hasTable(db, "store_meta") }) else {
-                    throw DeviceStoreError(.notADeviceStore, "a sleeping store's image has no store_meta table")
+                // by the store's first statement; pooled connections have
+                // parsed it already (the pool serves only pages of that schema).
+                if !opened.isPooled {
+                    guard try opened.with({ try $0.queue.writeWithoutTransaction { db in try SchemaLookup.hasTable(db, "store_meta") } }) else {
+                        throw DeviceStoreError(.notADeviceStore, "a sleeping store's image has no store_meta table")
+                    }
                 }
                 meta = known
             } else if options.readOnly {
-                meta = try queue.snapshotRead { db in
-                    try DeviceStore.checkSchemaTable(db, location)
-                    return try DeviceStore.checkMeta(db)
+                meta = try opened.with { connection in
+                    try connection.queue.snapshotRead { db in
+                        try DeviceStore.checkSchemaTable(db, location)
+                        return try DeviceStore.checkMeta(db)
+                    }
                 }
             } else {
-                meta = try queue.write { db in
+                meta = try opened.with { connection in try connection.queue.write { db in
                     try DeviceStore.checkSchemaTable(db, location)
                     if case .memory = location, image == nil {
                         // The schema came from the empty store; only the
@@ -229,7 +228,7 @@ public final class DeviceStore: Sendable {
                         return try DeviceStore.checkMeta(db)
                     }
                     throw DeviceStoreError(.notADeviceStore, "\(location.displayName) is a SQLite database but not a Sightline device store")
-                }
+                } }
             }
             deviceID = meta.deviceID
             journalChain = meta.chain
@@ -456,9 +455,11 @@ public final class DeviceStore: Sendable {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
         }
         do {
-            return try queue.cachedWrite(writePath.connection) { db in
-                if !keepsMemos || !isInMemory { forgetMemos() }
-                return try body(db)
+            return try access.with { connection in
+                try connection.queue.cachedWrite(connection.writePath.connection) { db in
+                    if !keepsMemos || !isInMemory { forgetMemos() }
+                    return try body(db)
+                }
             }
         } catch {
             // The body failed, or the commit did: either way it rolled back.
@@ -486,12 +487,12 @@ public final class DeviceStore: Sendable {
 
     private func forgetMemos() {
         forgetStatus()
-        writePath.forgetMemos()
+        access.memos.forget()
     }
 
     func read<T>(_ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         do {
-            return try queue.snapshotRead(writePath.connection, body)
+            return try access.with { connection in try connection.queue.snapshotRead(connection.writePath.connection, body) }
         } catch let error as DeviceStoreError {
             throw error
         } catch {
@@ -499,16 +500,31 @@ public final class DeviceStore: Sendable {
         }
     }
 
-    /// Lets go of the prepared statements the store keeps for its next
-    /// calls (a few hundred KiB for a store the simulator drove); each is
-    /// prepared again when next used. For a store that is done with its
-    /// calls while many others are kept open: the simulator calls it once
-    /// its end checks have read a device.
+    /// Lets go of the prepared statements the store's own connection keeps
+    /// for its next calls (a few hundred KiB for a store the simulator
+    /// drove); each is prepared again when next used. For a store that is
+    /// done with its calls while many others are kept open: the simulator
+    /// calls it once its end checks have read a device. A pooled store
+    /// keeps none (`StoreConnectionPool`).
     public func releaseStatements() {
-        queue.inDatabase { db in
-            writePath.connection.releaseAll()
-            db.releaseMemory()
+        access.withOwn { connection in
+            connection.queue.inDatabase { db in
+                connection.writePath.connection.releaseAll()
+                db.releaseMemory()
+            }
         }
+    }
+
+    /// Closes the store's own connection (a store file's), which nothing
+    /// may use afterwards.
+    func close() {
+        access.withOwn { connection in try? connection.queue.close() }
+    }
+
+    /// Runs `body` with the queue of the connection that runs the store's
+    /// transaction (`StoreAccess`), inside which `writePath` is its.
+    func onConnection<T>(_ body: (DatabaseQueue) throws -> T) throws -> T {
+        try access.with { try body($0.queue) }
     }
 
     // MARK: - Calls

@@ -2,11 +2,10 @@ import GRDB
 import SQLiteSupport
 import SyncWire
 
-/// What one store's connection keeps for its calls' write path: the
-/// journal's, projector's and privacy projection's statements, the sync
-/// state's (read by acks and status reads too), BEGIN and COMMIT, and three
-/// memos: the projections' earliest expiry date, the journal's head and the
-/// outbox's.
+/// What a connection keeps for its stores' write path: the journal's,
+/// projector's and privacy projection's statements, the sync state's (read
+/// by acks and status reads too), BEGIN and COMMIT; and, for the store whose
+/// transaction it runs, that store's memos (`WriteMemos`).
 ///
 /// Only touched inside the store's transactions, which its queue runs one at
 /// a time; hence unchecked.
@@ -18,21 +17,25 @@ final class WritePath: @unchecked Sendable {
     let projector: StatementSlots
     let privacy: StatementSlots
     let outbox: StatementSlots
-    let expiry = Projector.EarliestExpiry()
-    /// The journal's last row after the last append on this path; nil when
-    /// not known. `DeviceStore.write` forgets it like the expiry date.
-    var head: JournalAppender.Head?
-    /// The outbox's last message after the last append on this path that
-    /// knew it; nil when not known. Forgotten with `head`. Without it, the
-    /// first message of each write would read it back from the outbox.
-    var outboxHead: OutboxPosition?
+    /// The memos of the store whose transaction the path runs now: a
+    /// pooled connection is given each store's as it takes its pages
+    /// (`StoreAccess`).
+    var memos = WriteMemos()
 
-    /// Forgets the expiry date and the heads: the next write reads them.
-    func forgetMemos() {
-        expiry.forget()
-        head = nil
-        outboxHead = nil
+    var expiry: Projector.EarliestExpiry { memos.expiry }
+
+    var head: JournalAppender.Head? {
+        get { memos.head }
+        set { memos.head = newValue }
     }
+
+    var outboxHead: OutboxPosition? {
+        get { memos.outboxHead }
+        set { memos.outboxHead = newValue }
+    }
+
+    /// Forgets the store's expiry date and heads: the next write reads them.
+    func forgetMemos() { memos.forget() }
 
     /// `owned`: the statements are prepared outside GRDB's cache and kept
     /// only here (`ConnectionStatements(groups:owned:)`), for the path of an
@@ -49,5 +52,27 @@ final class WritePath: @unchecked Sendable {
         projector = connection.group(1)
         privacy = connection.group(2)
         outbox = connection.group(3)
+    }
+}
+
+/// What a store remembers between its writes, as long as no other
+/// connection can write its database: the projections' earliest expiry
+/// date, the journal's head and the outbox's. Touched only inside the
+/// store's transactions; hence unchecked.
+final class WriteMemos: @unchecked Sendable {
+    let expiry = Projector.EarliestExpiry()
+    /// The journal's last row after the store's last append; nil when not
+    /// known. `DeviceStore.write` forgets it like the expiry date.
+    var head: JournalAppender.Head?
+    /// The outbox's last message after the last append that knew it; nil
+    /// when not known. Forgotten with `head`. Without it, the first message
+    /// of each write would read it back from the outbox.
+    var outboxHead: OutboxPosition?
+
+    /// Forgets the expiry date and the heads: the next write reads them.
+    func forget() {
+        expiry.forget()
+        head = nil
+        outboxHead = nil
     }
 }

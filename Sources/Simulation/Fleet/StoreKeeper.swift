@@ -20,8 +20,8 @@ final class StoreKeeper {
     let budget: Int
     /// The sleeping stores' images.
     let images: SleepingImages
-    /// The connections in-memory stores take when opened or woken and give
-    /// back when dropped (`StoreConnectionPool`).
+    /// The connections in-memory stores take for each transaction and give
+    /// back after it (`StoreConnectionPool`).
     let connections = StoreConnectionPool()
     private(set) var figures = HibernationFigures()
     /// The run's part clock (`PartClock`): a wake's time is charged to
@@ -33,15 +33,12 @@ final class StoreKeeper {
     fileprivate var awakeBytes = 0
     private var sleepingBytes = 0
 
-    /// What an awake store holds besides its pages: its connection (taken
-    /// from the pool, `StoreConnectionPool`), the statements it keeps from
-    /// every store it served, its page cache and the schema SQLite parsed.
-    /// A run's summary gives what SQLite counts for them at its end
-    /// (`HibernationFigures.awakeMemory`): on the 10,000-device day about
-    /// 180 KiB of statements, 15 KiB of schema and 5 KiB of page cache a
-    /// connection. Measured whole, each store more awake on that day cost
-    /// the process about 294 KB, its pages (about 45 KB) included.
-    static let connectionBytes = 256 * 1024
+    /// What an awake in-memory store holds besides its pages: the store
+    /// itself, what it remembers between sync runs, and the kernel's
+    /// bookkeeping of its pages' memory. Its transactions run on the pool's
+    /// connections (`StoreConnectionPool`), which hold the statements and
+    /// the parsed schema, once for every store.
+    static let connectionBytes = 16 * 1024
     /// Never fewer awake than this, however small the budget: a store put
     /// to sleep on every event would only be woken again at the next.
     static let fewestAwake = 16
@@ -80,9 +77,9 @@ final class StoreKeeper {
     }
 
     /// Never more awake than this, whatever the budget: each awake
-    /// in-memory store's connection reserves its page buffer as one memory
-    /// mapping (`PageBuffers`), and Linux allows a process 65,530 of them
-    /// by default (`vm.max_map_count`).
+    /// in-memory store reserves its pages as one memory mapping
+    /// (`PageBuffer`), and Linux allows a process 65,530 of them by default
+    /// (`vm.max_map_count`).
     static let mostAwake = 50_000
 
     /// Whether the stores hold more than the budget, or more are awake
@@ -127,11 +124,13 @@ final class StoreKeeper {
 }
 
 extension StoreKeeper {
-    /// Measures what the awake stores' connections hold now, for the
-    /// summary (`HibernationFigures.awakeMemory`).
+    /// Measures what the awake stores and the pooled connections hold now,
+    /// for the summary (`HibernationFigures.awakeMemory`, `pooledMemory`).
     func measureAwake() {
         figures.awakeAtEnd = 0
         figures.awakeMemory = StoreMemory()
+        figures.pooledMemory = connections.idleMemory()
+        figures.pooledConnections = connections.idleConnections
         for device in ring {
             guard let store = try? device.store else { continue }
             figures.awakeAtEnd += 1
@@ -166,10 +165,15 @@ public struct HibernationFigures: Sendable, Equatable {
     /// (`SleepingImages`), and how large the file grew.
     public var mostImageBytes = 0
     public var imageFileBytes = 0
-    /// The stores awake at the end of the run, and what their connections
-    /// held then, together (`DeviceStore.connectionMemory()`).
+    /// The stores awake at the end of the run, and what they held then,
+    /// together (`DeviceStore.connectionMemory()`): a pooled store's pages
+    /// only, a store file's connection's statements and schema too.
     public var awakeAtEnd = 0
     public var awakeMemory = StoreMemory()
+    /// The stores' pool's idle connections at the end (all of them, when
+    /// no transaction runs), and what they held then, together.
+    public var pooledConnections = 0
+    public var pooledMemory = StoreMemory()
 
     /// One line for a run's summary.
     public var summary: String {
@@ -181,12 +185,15 @@ public struct HibernationFigures: Sendable, Equatable {
             + HibernationFigures.size(mostImageBytes) + " of images in a file of " + HibernationFigures.size(imageFileBytes) + atEnd
     }
 
-    /// What an awake store's connection held at the end, on average.
+    /// What an awake store held at the end, on average, and the pool's
+    /// connections.
     private var atEnd: String {
         guard awakeAtEnd > 0 else { return "" }
-        func each(_ bytes: Int) -> String { String(format: "%.1f KiB", Double(bytes) / Double(awakeAtEnd) / 1_024) }
-        return "; at the end an awake store's connection held \(each(awakeMemory.statements)) of statements, "
-            + "\(each(awakeMemory.pages)) of pages, \(each(awakeMemory.schema)) of schema"
+        func kib(_ bytes: Int, _ count: Int) -> String { String(format: "%.1f KiB", Double(bytes) / Double(max(count, 1)) / 1_024) }
+        let pooled = pooledConnections == 0 ? "" : "; \(pooledConnections) pooled connections, each "
+            + "\(kib(pooledMemory.statements, pooledConnections)) of statements and \(kib(pooledMemory.schema, pooledConnections)) of schema"
+        return "; at the end an awake store held \(kib(awakeMemory.pages, awakeAtEnd)) of pages, "
+            + "\(kib(awakeMemory.statements, awakeAtEnd)) of statements and \(kib(awakeMemory.schema, awakeAtEnd)) of schema" + pooled
     }
 
     static func size(_ bytes: Int) -> String {

@@ -83,6 +83,9 @@ extension SimulationReport {
                 "awakeStatementBytes": integer(hibernation.awakeMemory.statements),
                 "awakePageBytes": integer(hibernation.awakeMemory.pages),
                 "awakeSchemaBytes": integer(hibernation.awakeMemory.schema),
+                "pooledConnections": integer(hibernation.pooledConnections),
+                "pooledStatementBytes": integer(hibernation.pooledMemory.statements),
+                "pooledSchemaBytes": integer(hibernation.pooledMemory.schema),
             ]),
             "digest": .string(digest),
             "popularity": popularity.map { accuracy in
