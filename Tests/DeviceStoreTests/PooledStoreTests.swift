@@ -110,4 +110,25 @@ import Testing
         #expect(try shared.items(in: "shared").count == 2 * 6 * 3 * 60, "every call from both threads, once")
         #expect(pool.connectionsMade <= 2, "at most one connection for each thread at once")
     }
+
+    /// A pooled store tells a change by its pages' change count: woken and
+    /// only read, it sleeps on the image it woke from; written to, it
+    /// deflates its pages again, and wakes with the write.
+    @Test func aPooledStoreWokenAndOnlyReadSleepsOnItsImageAndOneWrittenToDeflatesAgain() throws {
+        let options = StoreOptions(clock: ManualClock(testStart), random: SeededRandom(seed: 5), connections: StoreConnectionPool())
+        let store = try DeviceStore(at: .memory, options: options)
+        try store.perform(.index(index: "notes", items: [item("a", title: "Apple pie")]))
+        let asleep = try store.hibernate()
+        #expect(!asleep.keptImage)
+        let woken = try DeviceStore(waking: asleep, options: options)
+        _ = try woken.syncStatus()
+        #expect(try woken.items(in: "notes").count == 1 && woken.verifyJournal().isValid)
+        let again = try woken.hibernate()
+        #expect(again.keptImage && again.image == asleep.image)
+        let written = try DeviceStore(waking: again, options: options)
+        try written.perform(.index(index: "notes", items: [item("b", title: "Banana bread")]))
+        let changed = try written.hibernate()
+        #expect(!changed.keptImage && changed.image != asleep.image)
+        #expect(try DeviceStore(waking: changed, options: options).items(in: "notes").count == 2)
+    }
 }

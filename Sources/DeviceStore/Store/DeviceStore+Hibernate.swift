@@ -29,7 +29,8 @@ import SyncWire
 /// again with the same pages, it takes that image back instead of
 /// deflating them again: a store woken and left as it was sleeps for the
 /// price of serializing its pages and summing them (`Fingerprint`), or,
-/// kept as pages (`StoreConnectionPool`), of reading their change count.
+/// kept as pages (`StoreConnectionPool`), of reading their change count,
+/// which also tells a changed store without summing its pages.
 ///
 /// A keeper of many sleeping stores may hold their images elsewhere, in a
 /// file: `parked()` is the sleeping store without its image's bytes, and
@@ -45,8 +46,10 @@ public struct SleepingStore: Sendable {
     public private(set) var image: [UInt8]
     /// The database's size before deflating; 0 for a store file.
     public let imageBytes: Int
-    /// The `Fingerprint` of the database's bytes before deflating.
-    let fingerprint: UInt64
+    /// The `Fingerprint` of the database's bytes before deflating; nil for
+    /// a store that kept them as pages (`StoreConnectionPool`), whose
+    /// change count tells whether they changed.
+    let fingerprint: UInt64?
     /// Whether `hibernate()` found the pages the store woke with and took
     /// back the image it woke from.
     public let keptImage: Bool
@@ -84,15 +87,15 @@ public struct SleepingStore: Sendable {
 extension DeviceStore {
     /// Puts the store to sleep: what it holds, as `SleepingStore`. The
     /// store itself must not be used afterwards; dropping it releases its
-    /// connection, its statements and its page cache (or gives a pooled
-    /// connection back to its pool, `StoreConnectionPool`), and
+    /// connection, its statements and its page cache (or, a pooled store,
+    /// its pages: `StoreConnectionPool`), and
     /// `DeviceStore(waking:options:)` brings it back. The deflate is zlib's
     /// fastest level: most of a small store's pages are nearly empty, and
     /// a sleep is taken often.
     public func hibernate() throws(DeviceStoreError) -> SleepingStore {
         var image: [UInt8] = []
         var imageBytes = 0
-        var fingerprint: UInt64 = 0
+        var fingerprint: UInt64?
         var kept = false
         if isInMemory {
             let woken = wokenImage.withLock { $0 }
@@ -104,15 +107,22 @@ extension DeviceStore {
                 kept = true
             } else {
                 do {
-                    var pages = try access.copyOfPages() ?? access.with { connection in
-                        try connection.queue.serializedFromSnapshot(connection.writePath.connection) { _ in }.image
+                    var pages: [UInt8]
+                    if let copy = access.copyOfPages() {
+                        pages = copy
+                    } else {
+                        pages = try access.with { connection in
+                            try connection.queue.serializedFromSnapshot(connection.writePath.connection) { _ in }.image
+                        }
+                        let sum = Fingerprint.of(pages)
+                        fingerprint = sum
+                        if let woken, woken.bytes == pages.count, woken.fingerprint == sum {
+                            image = woken.image
+                            kept = true
+                        }
                     }
                     imageBytes = pages.count
-                    fingerprint = Fingerprint.of(pages)
-                    if let woken, woken.bytes == imageBytes, woken.fingerprint == fingerprint {
-                        image = woken.image
-                        kept = true
-                    } else {
+                    if !kept {
                         // Deflate's output has room for its bound, about the
                         // image's own size; kept for as long as the store
                         // sleeps, that room would cost more than the deflated
@@ -220,7 +230,7 @@ extension DeviceStore {
 struct WokenImage: Sendable {
     let image: [UInt8]
     let bytes: Int
-    let fingerprint: UInt64
+    let fingerprint: UInt64?
     /// The store's pages' change count when it woke (`PageBuffer.changes`),
     /// if it keeps its database as pages: while it stays the same, the
     /// pages are the image's, with no need to read and sum them.

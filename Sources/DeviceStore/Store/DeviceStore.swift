@@ -27,8 +27,9 @@ public struct StoreOptions: Sendable {
     /// The app (the cloud's tenant) a new store belongs to. It salts the public
     /// hashes the store sends; a store keeps the app it was created with.
     public var app: AppID
-    /// Where a writable in-memory store takes its connection from, if not a
-    /// connection of its own (`StoreConnectionPool`).
+    /// The pool on whose connections a writable in-memory store runs its
+    /// transactions, keeping its database as pages of its own
+    /// (`StoreConnectionPool`); nil: a connection of its own.
     public var connections: StoreConnectionPool?
 
     /// How far a committed call survives: `full` syncs the write-ahead log at

@@ -232,8 +232,9 @@ final class StoreAccess: @unchecked Sendable {
             if pool.serves(pages), (try? connection.attach(nil)) != nil {
                 pool.giveBack(connection)
             } else {
-                // The store changed its schema: the connection parsed it
-                // and stays with the store, on its pages.
+                // The store changed its schema (or its pages could not be
+                // detached): the connection parsed it and stays with the
+                // store, on its pages.
                 try? connection.pin(pages)
                 own = connection
             }
