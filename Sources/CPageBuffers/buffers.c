@@ -49,8 +49,9 @@ typedef struct {
     /// process attached (`sightline_page_buffer_attach`) and owns.
     sightline_pages *pages;
     sightline_pages own;
-    /// The pages attached before the file went back to its own, compared
-    /// (never read) when pages are next attached.
+    /// The pages attached before the file went back to its own, if a
+    /// transaction ran on them: compared (never read) when pages are next
+    /// attached.
     const sightline_pages *lastDetached;
     /// The pages SQLite reads in place now (xFetch less xUnfetch).
     int fetched;
@@ -328,8 +329,11 @@ int sightline_page_buffer_attach(sqlite3 *db, sightline_pages *pages) {
         buffer->pages = pages;
         return 1;
     }
+    // Going back to its own file, the connection may take these pages
+    // back with its cache, if the pager checked them since they came (a
+    // transaction ran on them): else it caches another file's pages.
+    buffer->lastDetached = !pages && !buffer->pendingCheck ? buffer->pages : NULL;
     noteChange(buffer);
-    buffer->lastDetached = pages ? NULL : buffer->pages;
     buffer->pages = next;
     if (pages) pages->lastFile = buffer;
     return 1;

@@ -111,6 +111,31 @@ import Testing
             }
             #expect(read == expected[index], "step \(step): connection \(connection) read pages \(index) as they were")
         }
+        // Pages given and taken back with no transaction on them leave the
+        // cache with the pages before them: taken again, they are read anew.
+        let alike = try (0..<2).map { try PageBuffer(image(rows: rows, width: 100, fill: UInt8(200 + $0))) }
+        func write(_ connection: Int, _ buffer: PageBuffer, row: Int, _ fill: UInt8) throws {
+            try PageBuffers.attach(handles[connection], buffer)
+            defer { try? PageBuffers.attach(handles[connection], nil) }
+            try connections[connection].write { db in
+                try db.execute(sql: "UPDATE t SET v = ? WHERE n = ?", arguments: [Data(repeating: fill, count: 100), row])
+            }
+        }
+        try write(1, alike[0], row: 0, 1)
+        try write(1, alike[1], row: 0, 2)
+        try write(0, alike[0], row: 1, 3)
+        try write(1, alike[1], row: 1, 4)
+        #expect(alike[0].withBytes { Array($0[24..<40]) } == alike[1].withBytes { Array($0[24..<40]) })
+        try PageBuffers.attach(handles[0], alike[0])
+        let before = try version(connections[0])
+        try PageBuffers.attach(handles[0], nil)
+        try PageBuffers.attach(handles[0], alike[1])
+        try PageBuffers.attach(handles[0], nil)
+        try PageBuffers.attach(handles[0], alike[1])
+        #expect(try version(connections[0]) != before, "the cache of the pages before is dropped")
+        #expect(try connections[0].read { db in try Data.fetchAll(db, sql: "SELECT v FROM t WHERE n < 2 ORDER BY n").map { $0[0] } } == [2, 4])
+        try PageBuffers.attach(handles[0], nil)
+
         let first = try attached(0, 0) { try version($0) }
         #expect(try attached(0, 0) { try version($0) } == first, "given back untouched, the pages keep their cache")
         _ = try attached(1, 0) { try version($0) }
