@@ -244,42 +244,37 @@ final class StoreAccess: @unchecked Sendable {
 
     /// Whether the store takes a pool's connection for each transaction
     /// (not to be asked inside one).
-    var isPooled: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return own == nil
-    }
+    var isPooled: Bool { locked { own == nil } }
 
     /// A copy of the store's pages between its transactions, if it keeps
     /// its database as pages.
-    func copyOfPages() -> [UInt8]? {
-        lock.lock()
-        defer { lock.unlock() }
-        return pages?.withBytes { Array($0) }
-    }
+    func copyOfPages() -> [UInt8]? { locked { pages?.withBytes { Array($0) } } }
+
+    /// The size of the store's pages, if it keeps its database as pages.
+    func pageBytes() -> Int? { locked { pages?.count } }
 
     /// The change count of the store's pages (`PageBuffer.changes`), if it
     /// keeps its database as pages.
-    func pageChanges() -> UInt64? {
-        lock.lock()
-        defer { lock.unlock() }
-        return pages?.changes
-    }
+    func pageChanges() -> UInt64? { locked { pages?.changes } }
 
     /// What the store's connection holds in memory: a pooled store's, its
     /// pages only.
     func memory() -> ConnectionMemory {
-        lock.lock()
-        defer { lock.unlock() }
-        if let own { return own.queue.inDatabase { db in ConnectionMemory(db) } }
-        return ConnectionMemory(pages: pages?.count ?? 0)
+        locked {
+            if let own { return own.queue.inDatabase { db in ConnectionMemory(db) } }
+            return ConnectionMemory(pages: pages?.count ?? 0)
+        }
     }
 
     /// Runs `body` with the store's own connection, if it has one.
     func withOwn(_ body: (StoreConnection) -> Void) {
+        locked { if let own { body(own) } }
+    }
+
+    private func locked<T>(_ body: () throws -> T) rethrows -> T {
         lock.lock()
         defer { lock.unlock() }
-        if let own { body(own) }
+        return try body()
     }
 
     /// The connection running the store's transaction now: only inside `with`.
