@@ -81,6 +81,9 @@ public final class Simulator {
     var lane: CallLane? { fleet.lane }
     /// Called before the loop handles each event, for tests that make a
     /// fault happen at one exact moment (a crash while a reply is being taken).
+    /// The simulator holds it: a closure that uses the simulator must not
+    /// hold it too (`[unowned simulator]`), or the run's scratch directory
+    /// outlives the test.
     var beforeEvent: ((Event) throws -> Void)?
 
     /// Prepares a run: the directory, the cloud, and every device enrolled.

@@ -45,10 +45,11 @@ final class SyncHarness {
     private(set) var wire: [[UInt8]] = []
 
     init(threshold: Int = 3, location: CloudLocation = .memory, backend: Backend = .sqlite,
-         frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes) throws {
+         frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes, mapBytes: Int = 0) throws {
         self.backend = backend
         (cloud, database) = try backend.makeCloud(options: CloudOptions(clock: clock, random: SeededRandom(seed: 99), threshold: threshold,
-                                                                        frameDictionaryBytes: frameDictionaryBytes), location: location)
+                                                                        frameDictionaryBytes: frameDictionaryBytes, mapBytes: mapBytes),
+                                                  location: location)
         try cloud.registerApp(app, enrolmentSecret: enrolmentSecret)
     }
 

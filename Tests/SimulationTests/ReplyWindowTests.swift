@@ -15,7 +15,7 @@ import Testing
         /// The device crashed just before its `.replyTaken`, and the run's
         /// counters after the crash: handling that event must change neither.
         var crashed: (device: SimDevice, counters: RunCounters)?
-        simulator.beforeEvent = { event in
+        simulator.beforeEvent = { [unowned simulator] event in
             if let (device, counters) = crashed {
                 crashed = nil
                 #expect(device.session == nil && device.inFlight == nil && device.takenReply == nil,

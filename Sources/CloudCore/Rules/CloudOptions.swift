@@ -30,6 +30,14 @@ public struct CloudOptions: Sendable {
     /// frames against (`FrameDictionaries`); with 0 it holds none, and makes
     /// each one a frame names again from the device's log rows.
     public var frameDictionaryBytes: Int
+    /// How much of the store's file SQLite reads in place through a memory
+    /// map (`PRAGMA mmap_size`, which Debian's SQLite caps at 2 GiB) instead
+    /// of copying each page it reads into its page cache; 0 maps nothing.
+    /// A mapped store keeps a small page cache (8 MiB, not 64): the
+    /// simulator's cloud, whose file is in memory, maps it. Pages the
+    /// write-ahead log holds are still read from the log. The PostgreSQL
+    /// backend ignores it.
+    public var mapBytes: Int
 
     /// How far a committed frame survives: `full` syncs the write-ahead log at
     /// every commit (an ack is never lost to power loss); `normal` at checkpoints
@@ -41,7 +49,8 @@ public struct CloudOptions: Sendable {
 
     public init(clock: any StoreClock = SystemClock(), random: any RandomSource = SystemRandom(),
                 threshold: Int? = nil, agreement: Int? = nil, readOnly: Bool = false, durability: Durability = .full,
-                exclusive: Bool = false, frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes) {
+                exclusive: Bool = false, frameDictionaryBytes: Int = FrameDictionaries.defaultCapacityBytes,
+                mapBytes: Int = 0) {
         self.clock = clock
         self.random = random
         self.threshold = threshold
@@ -50,6 +59,7 @@ public struct CloudOptions: Sendable {
         self.durability = durability
         self.exclusive = exclusive
         self.frameDictionaryBytes = frameDictionaryBytes
+        self.mapBytes = mapBytes
     }
 
     public static let defaultThreshold = 5
