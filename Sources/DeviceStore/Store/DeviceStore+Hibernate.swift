@@ -157,9 +157,10 @@ extension DeviceStore {
 
     /// The bytes the store's database holds: its pages, used or free.
     /// An in-memory store's pages are its memory.
-    /// A pooled store's are its pages' size, read without a transaction.
+    /// A store kept as pages (`StoreConnectionPool`) gives their size,
+    /// read without a transaction.
     public func databaseBytes() throws(DeviceStoreError) -> Int {
-        if access.isPooled, let bytes = access.pageBytes() { return bytes }
+        if let bytes = access.pageBytes() { return bytes }
         return try read { db in
             let pages = try Int.fetchOne(db, sql: "PRAGMA page_count") ?? 0
             let size = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 0

@@ -212,34 +212,34 @@ final class StoreAccess: @unchecked Sendable {
     /// Runs `body` with the store's connection; one of the pool's is given
     /// the store's pages and memos for the length of it.
     func with<T>(_ body: (StoreConnection) throws -> T) throws -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        if let own {
-            held = own
-            defer { held = nil }
-            return try body(own)
-        }
-        guard let pool, let pages else {
-            throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "a store has neither a connection nor pages")
-        }
-        let connection = try pool.take(preferring: last)
-        last = ObjectIdentifier(connection)
-        try connection.attach(pages)
-        connection.writePath.memos = memos
-        held = connection
-        defer {
-            held = nil
-            if pool.serves(pages), (try? connection.attach(nil)) != nil {
-                pool.giveBack(connection)
-            } else {
-                // The store changed its schema (or its pages could not be
-                // detached): the connection parsed it and stays with the
-                // store, on its pages.
-                try? connection.pin(pages)
-                own = connection
+        try locked {
+            if let own {
+                held = own
+                defer { held = nil }
+                return try body(own)
             }
+            guard let pool, let pages else {
+                throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "a store has neither a connection nor pages")
+            }
+            let connection = try pool.take(preferring: last)
+            last = ObjectIdentifier(connection)
+            try connection.attach(pages)
+            connection.writePath.memos = memos
+            held = connection
+            defer {
+                held = nil
+                if pool.serves(pages), (try? connection.attach(nil)) != nil {
+                    pool.giveBack(connection)
+                } else {
+                    // The store changed its schema (or its pages could not be
+                    // detached): the connection parsed it and stays with the
+                    // store, on its pages.
+                    try? connection.pin(pages)
+                    own = connection
+                }
+            }
+            return try body(connection)
         }
-        return try body(connection)
     }
 
     /// Whether the store takes a pool's connection for each transaction
@@ -250,7 +250,8 @@ final class StoreAccess: @unchecked Sendable {
     /// its database as pages.
     func copyOfPages() -> [UInt8]? { locked { pages?.withBytes { Array($0) } } }
 
-    /// The size of the store's pages, if it keeps its database as pages.
+    /// The size of the store's pages, if it keeps its database as pages
+    /// (pooled, or on a connection pinned to them).
     func pageBytes() -> Int? { locked { pages?.count } }
 
     /// The change count of the store's pages (`PageBuffer.changes`), if it
