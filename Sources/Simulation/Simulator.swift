@@ -98,7 +98,7 @@ public final class Simulator {
         self.progress = progress
         // A drill reads every device's store at each reply; it runs serially.
         let lane = options.callLane && options.drill == nil ? CallLane() : nil
-        fleet = Fleet(lane: lane, keeper: StoreKeeper(budget: options.memoryBudget ?? StoreKeeper.defaultBudget))
+        fleet = Fleet(lane: lane, keeper: StoreKeeper(budget: options.memoryBudget ?? StoreKeeper.defaultBudget, lane: lane))
         var root = SimRandom(seed: options.seed)
         var planRandom = root.split()
         var plan = options.drill == nil ? FaultPlan.draw(options.faults, random: &planRandom) : FaultPlan()
@@ -333,6 +333,10 @@ public final class Simulator {
             }
             clock.enter(.calls)
             try settleAll()
+            if fleet.keeper.sleepsArePending {
+                clock.enter(.sleeps)
+                try fleet.keeper.finishSleeps(waiting: true)
+            }
             clock.enter(.cloud)
             try cloudHost.settleRestoreChecks()
             cloudHost.discardPendingSnapshot()
@@ -578,11 +582,31 @@ public final class Simulator {
 
     /// Runs `work`, which touches only `device`, where the device's own
     /// work runs (`Fleet.handOff`), and records what it left if it ran here.
+    ///
+    /// With the lane, a sleeping store is taken out of its sleep here and
+    /// opened before `work`, where `work` runs: most of the wake's time
+    /// (inflating, opening) leaves the loop.
     func handOff(_ device: SimDevice, _ work: @escaping (SimDevice) -> SimDevice.Turn) throws(SimulationError) {
-        // Woken here, so that the lane finds the store awake.
-        _ = try device.store
+        var waking: SimDevice.Waking?
+        if fleet.lane == nil {
+            _ = try device.store
+        } else if !device.isAwake {
+            let part = clock.enter(.wakes)
+            waking = try device.beginWake()
+            clock.enter(part)
+        }
         device.referenced = true
-        if let turn = fleet.handOff(device, now: world.milliseconds, work) { try record(turn) }
+        let turn = fleet.handOff(device, now: world.milliseconds) { [waking] device in
+            if let waking {
+                do throws(SimulationError) {
+                    try device.finishWake(waking)
+                } catch {
+                    return SimDevice.Turn(failure: error)
+                }
+            }
+            return work(device)
+        }
+        if let turn { try record(turn) }
     }
 
     /// Makes sure `device`'s work on the lane (if any) has run and records

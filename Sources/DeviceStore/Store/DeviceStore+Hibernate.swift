@@ -64,8 +64,15 @@ public struct SleepingStore: Sendable {
     /// dictionary and the keys were allocated (not only what they use), and
     /// each answer's hash and position.
     public var heldBytes: Int {
-        image.capacity + frameDictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + meta.keys.voteSecret.capacity
-            + answersInFlight.count * 64 + 128
+        image.capacity + SleepingStore.heldBytes(dictionary: frameDictionary, answers: answersInFlight, deviceKey: deviceKey,
+                                                 voteSecret: meta.keys.voteSecret)
+    }
+
+    /// What a sleeping store holds besides its image: one formula for
+    /// `heldBytes` and `DeviceStore.parkedBytes`.
+    static func heldBytes(dictionary: FrameDictionary, answers: [PublicHash: OutboxPosition], deviceKey: [UInt8]?,
+                          voteSecret: [UInt8]) -> Int {
+        dictionary.bytes.capacity + (deviceKey?.capacity ?? 0) + voteSecret.capacity + answers.count * 64 + 128
     }
 
     /// The sleeping store without its image's bytes, which its keeper holds
@@ -141,6 +148,14 @@ extension DeviceStore {
                              answersInFlight: answersInFlight.withLock { $0 },
                              deviceKey: knownDeviceKey.withLock { $0 },
                              meta: StoreMeta(deviceID: deviceID, keys: privacyKeys, chain: journalChain))
+    }
+
+    /// What the store will hold asleep and parked (`SleepingStore.parked()`,
+    /// its `heldBytes`), read before it hibernates: a keeper that has the
+    /// store hibernate on another thread counts it at once.
+    public var parkedBytes: Int {
+        SleepingStore.heldBytes(dictionary: frameDictionary.withLock { $0 }, answers: answersInFlight.withLock { $0 },
+                                deviceKey: knownDeviceKey.withLock { $0 }, voteSecret: privacyKeys.voteSecret)
     }
 
     /// The bytes of the image the store woke from that it keeps while

@@ -104,6 +104,13 @@ final class CallLane: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Whether `job` has run, without waiting for it or running it here.
+    func isDone(_ job: Job) -> Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return job.state == .done
+    }
+
     /// Returns once every job handed over has run.
     func waitForAll() {
         condition.lock()

@@ -67,10 +67,14 @@ final class SimDevice {
     /// lets go of its statements and page cache: closed and opened again,
     /// its file would be laid out otherwise afterwards (its backups' bytes,
     /// and so the digest, would change), though it holds the same.
-    private enum Sleeping {
+    fileprivate enum Sleeping {
         case hibernated(SleepingStore, SleepingImages.Place)
         case released(DeviceStore)
     }
+    /// A sleep handed to the keeper's lane (`sleep()`), until the loop
+    /// finishes it (`finishSleep`): its job there (nil: it ran here) and
+    /// what it makes.
+    private var pendingSleep: (job: CallLane.Job?, hibernation: Hibernation)?
     /// Where the image the awake store woke from lies: put to sleep with
     /// the pages it woke with, the store sleeps on that image again.
     private var wokenPlace: SleepingImages.Place?
@@ -209,6 +213,7 @@ final class SimDevice {
     /// The store's sync status; a sleeping store's is the one it went to sleep with.
     func syncStatus() throws -> SyncStatus {
         if let sleepingStore { return sleepingStore.status }
+        if let (_, hibernation) = pendingSleep { return hibernation.status }
         return try store.syncStatus()
     }
 
@@ -217,6 +222,7 @@ final class SimDevice {
     /// device keeps sleeping).
     func storeForReading() throws -> DeviceStore {
         if let awakeStore { return awakeStore }
+        guard pendingSleep == nil else { throw SimulationError("device \(number)'s store is still going to sleep") }
         switch sleepingStore?.store {
         case .hibernated(let sleeping, let place):
             return try DeviceStore(waking: sleeping.unparked(image: keeper.images.read(place)), options: storeOptions)
@@ -226,65 +232,148 @@ final class SimDevice {
     }
 
     private func wake() throws(SimulationError) -> DeviceStore {
-        guard let sleepingStore else { throw SimulationError("device \(number) has no store") }
+        try finishSleep()
         let started = ContinuousClock.now
-        let woken: DeviceStore
-        var pages = 0, held = 0
-        switch sleepingStore.store {
-        case .hibernated(let sleeping, let place):
-            let image = try keeper.images.read(place)
-            do {
-                woken = try DeviceStore(waking: sleeping.unparked(image: image), options: storeOptions, keepingImage: false)
-            } catch {
-                throw SimulationError("device \(number)'s store could not be woken: \(error)")
-            }
-            // The image stays in the keeper's file while the store is awake.
-            wokenPlace = place
-            pages = sleeping.imageBytes
-            held = sleeping.heldBytes
-        case .released(let store):
-            woken = store
-        }
+        guard let waking = try beginWake() else { throw SimulationError("device \(number) has no store") }
+        let woken = try waking.open()
         awakeStore = woken
-        self.sleepingStore = nil
-        referenced = true
-        keeper.noteWoken(self, pages: pages, held: held, seconds: (ContinuousClock.now - started).seconds)
+        keeper.noteWoken(seconds: (ContinuousClock.now - started).seconds)
         return woken
     }
 
-    /// Puts the store to sleep; returns the bytes it holds asleep and
-    /// whether it took back the image it woke from. The keeper's to call,
-    /// on a settled device.
-    func sleep() throws(SimulationError) -> (held: Int, keptImage: Bool) {
-        guard let awakeStore else { return (0, false) }
+    /// A sleeping store on its way back: taken out of its sleep on the
+    /// loop (`beginWake`), opened where the device's work runs
+    /// (`finishWake`), which for a hibernated store is most of a wake.
+    struct Waking: @unchecked Sendable {
+        fileprivate let store: Sleeping
+        fileprivate let options: StoreOptions
+        fileprivate let number: Int
+
+        fileprivate func open() throws(SimulationError) -> DeviceStore {
+            switch store {
+            case .hibernated(let sleeping, _):
+                do {
+                    return try DeviceStore(waking: sleeping, options: options, keepingImage: false)
+                } catch {
+                    throw SimulationError("device \(number)'s store could not be woken: \(error)")
+                }
+            case .released(let store):
+                return store
+            }
+        }
+    }
+
+    /// Takes the store out of its sleep (finishing the sleep first, if it
+    /// is going to sleep on the lane): a hibernated store's image is read
+    /// from the keeper's file, where it stays while the store is awake, and
+    /// the keeper counts the store awake from here. The event loop's to
+    /// call; nil when the store is awake or the device has none.
+    func beginWake() throws(SimulationError) -> Waking? {
+        guard awakeStore == nil else { return nil }
+        try finishSleep()
+        guard let sleepingStore else { return nil }
+        var taken = sleepingStore.store
+        var pages = 0, held = 0
+        if case .hibernated(let sleeping, let place) = taken {
+            taken = .hibernated(sleeping.unparked(image: try keeper.images.read(place)), place)
+            wokenPlace = place
+            pages = sleeping.imageBytes
+            held = sleeping.heldBytes
+        }
+        self.sleepingStore = nil
+        referenced = true
+        keeper.noteWaking(self, pages: pages, held: held)
+        return Waking(store: taken, options: storeOptions, number: number)
+    }
+
+    /// Opens the store `waking` brings back: where the device's work runs,
+    /// before that work, on a device the loop has handed over.
+    func finishWake(_ waking: Waking) throws(SimulationError) {
+        let started = ContinuousClock.now
+        awakeStore = try waking.open()
+        keeper.noteWokenOnLane(seconds: (ContinuousClock.now - started).seconds)
+    }
+
+    /// Puts the store to sleep and returns the bytes it holds asleep. The
+    /// keeper's to call, on a settled device. An in-memory store hibernates
+    /// (deflates its pages) where a device's work runs: on the keeper's
+    /// lane when it has room, while the loop goes on; the loop counts the
+    /// store asleep at once, with what it will hold then, and finishes the
+    /// sleep later (`finishSleep`).
+    func sleep() throws(SimulationError) -> Int {
+        guard let awakeStore else { return 0 }
         do {
             let status = try awakeStore.syncStatus()
             self.awakeStore = nil
             if case .file = location {
                 awakeStore.releaseStatements()
                 sleepingStore = (.released(awakeStore), status)
-                return (0, false)
+                return 0
             }
-            let sleeping = try awakeStore.hibernate()
-            let place: SleepingImages.Place
-            if sleeping.keptImage, let wokenPlace {
-                place = wokenPlace
+            let held = awakeStore.parkedBytes
+            let hibernation = Hibernation(awakeStore, status: status)
+            if let lane = keeper.lane, let job = lane.handIfRoom({ hibernation.run() }) {
+                pendingSleep = (job, hibernation)
+                keeper.notePending(self)
             } else {
-                guard !sleeping.image.isEmpty else {
-                    throw SimulationError("device \(number)'s store went to sleep on an image the keeper does not hold")
-                }
-                if let wokenPlace { keeper.images.release(wokenPlace) }
-                place = try keeper.images.write(sleeping.image)
+                hibernation.run()
+                pendingSleep = (nil, hibernation)
+                try finishSleep()
             }
-            wokenPlace = nil
-            let parked = sleeping.parked()
-            sleepingStore = (.hibernated(parked, place), status)
-            return (parked.heldBytes, sleeping.keptImage)
+            return held
         } catch let error as SimulationError {
             throw error
         } catch {
             throw SimulationError("device \(number)'s store could not be put to sleep: \(error)")
         }
+    }
+
+    /// Whether the store is awake (not asleep, nor going to sleep).
+    var isAwake: Bool { awakeStore != nil }
+
+    /// Whether the store hibernates on the lane and its sleep is not finished.
+    var sleepIsPending: Bool { pendingSleep != nil }
+
+    /// Whether the store's hibernation on the lane (if any) has run.
+    var sleepIsReady: Bool {
+        guard let (job, _) = pendingSleep, let job, let lane = keeper.lane else { return true }
+        return lane.isDone(job)
+    }
+
+    /// Finishes the store's sleep: waits for its hibernation on the lane
+    /// (or runs it here if the lane has not begun it) and keeps its image
+    /// in the keeper's file, or takes back the image it woke from. Nothing
+    /// when no sleep is pending.
+    func finishSleep() throws(SimulationError) {
+        guard let (job, hibernation) = pendingSleep else { return }
+        let started = ContinuousClock.now
+        pendingSleep = nil
+        if let job, let lane = keeper.lane { lane.settle(job) }
+        let settled = ContinuousClock.now
+        guard let result = hibernation.result else {
+            throw SimulationError("device \(number)'s store went to sleep on the lane, and the lane did not run it")
+        }
+        let sleeping: SleepingStore
+        do {
+            sleeping = try result.get()
+        } catch {
+            throw SimulationError("device \(number)'s store could not be put to sleep: \(error)")
+        }
+        let place: SleepingImages.Place
+        if sleeping.keptImage, let wokenPlace {
+            place = wokenPlace
+        } else {
+            guard !sleeping.image.isEmpty else {
+                throw SimulationError("device \(number)'s store went to sleep on an image the keeper does not hold")
+            }
+            if let wokenPlace { keeper.images.release(wokenPlace) }
+            place = try keeper.images.write(sleeping.image)
+        }
+        wokenPlace = nil
+        sleepingStore = (.hibernated(sleeping.parked(), place), hibernation.status)
+        let now = ContinuousClock.now
+        keeper.noteSlept(keptImage: sleeping.keptImage, hibernating: hibernation.seconds, finishing: (now - settled).seconds,
+                         loop: (now - started).seconds)
     }
 
     /// What one of the user's turns left for the event loop: the searches
@@ -449,4 +538,30 @@ final class OutOfLine<Value> {
 struct CloudNews: Hashable {
     var incarnation: Int
     var mark: Int64
+}
+
+/// A store hibernating where a device's work runs (`SimDevice.sleep()`):
+/// the store until it has, then what it made and how long that took. Only
+/// one thread runs it; the loop reads it once the lane's job is settled.
+final class Hibernation: @unchecked Sendable {
+    /// The sync status the store went to sleep with.
+    let status: SyncStatus
+    private var store: DeviceStore?
+    private(set) var result: Result<SleepingStore, DeviceStoreError>?
+    private(set) var seconds = 0.0
+
+    init(_ store: DeviceStore, status: SyncStatus) {
+        self.store = store
+        self.status = status
+    }
+
+    /// Hibernates the store, and lets go of it: its pages go back as soon
+    /// as it has slept, wherever that was.
+    func run() {
+        guard let store else { return }
+        self.store = nil
+        let started = ContinuousClock.now
+        result = Result { () throws(DeviceStoreError) in try store.hibernate() }
+        seconds = (ContinuousClock.now - started).seconds
+    }
 }

@@ -1,5 +1,6 @@
 import DeviceStore
 import Foundation
+import Synchronization
 
 /// Which device stores are awake, and which sleep (`DeviceStore.hibernate`).
 /// A run keeps its stores within a memory budget: awake stores count what
@@ -23,7 +24,15 @@ final class StoreKeeper {
     /// The connections in-memory stores take for each transaction and give
     /// back after it (`StoreConnectionPool`).
     let connections = StoreConnectionPool()
-    private(set) var figures = HibernationFigures()
+    /// What hibernation did so far, the time of wakes on the lane included.
+    var figures: HibernationFigures {
+        var figures = tally
+        figures.wakeSeconds += laneWakeSeconds.withLock { $0 }
+        return figures
+    }
+    private var tally = HibernationFigures()
+    /// The seconds of wakes finished on the lane (`SimDevice.finishWake`).
+    private let laneWakeSeconds = Mutex<Double>(0)
     /// The run's part clock (`PartClock`): a wake's time is charged to
     /// waking, whatever part of the run woke the store.
     let clock: PartClock
@@ -45,11 +54,21 @@ final class StoreKeeper {
     /// to sleep on every event would only be woken again at the next.
     static let fewestAwake = 16
 
-    init(budget: Int, clock: PartClock = PartClock(), images: SleepingImages = SleepingImages()) {
+    /// Where stores hibernate while the loop goes on (`SimDevice.sleep()`);
+    /// nil: on the loop.
+    let lane: CallLane?
+    /// The devices whose stores went to sleep on the lane, in that order,
+    /// until their sleeps are finished (some may be already: a device
+    /// touched finishes its own).
+    private var pending: [SimDevice] = []
+    private var pendingHead = 0
+
+    init(budget: Int, lane: CallLane? = nil, clock: PartClock = PartClock(), images: SleepingImages = SleepingImages()) {
         self.budget = budget
+        self.lane = lane
         self.clock = clock
         self.images = images
-        figures.budget = budget
+        tally.budget = budget
     }
 
     /// The budget when none is given: half of this machine's memory.
@@ -66,16 +85,26 @@ final class StoreKeeper {
         device.countedBytes = counted
         awakeBytes += counted
         ring.append(device)
-        figures.mostAwake = max(figures.mostAwake, ring.count)
+        tally.mostAwake = max(tally.mostAwake, ring.count)
     }
 
-    /// `device` woke, which took `seconds`, and its image of `held` bytes went.
-    func noteWoken(_ device: SimDevice, pages: Int, held: Int, seconds: Double) {
+    /// `device` is waking (`SimDevice.beginWake`), and what it held asleep
+    /// (`held` bytes) goes; it is counted awake at `pages` from now.
+    func noteWaking(_ device: SimDevice, pages: Int, held: Int) {
         sleepingBytes -= held
-        figures.wakes += 1
-        figures.wakeSeconds += seconds
-        clock.move(seconds, to: .wakes)
+        tally.wakes += 1
         noteAwake(device, pages: pages)
+    }
+
+    /// A wake on the loop took `seconds`, charged to waking.
+    func noteWoken(seconds: Double) {
+        tally.wakeSeconds += seconds
+        clock.move(seconds, to: .wakes)
+    }
+
+    /// A wake finished on the lane took `seconds`; any thread may say so.
+    func noteWokenOnLane(seconds: Double) {
+        laneWakeSeconds.withLock { $0 += seconds }
     }
 
     /// Never more awake than this, whatever the budget: each awake
@@ -93,7 +122,9 @@ final class StoreKeeper {
 
     /// Puts stores to sleep, least recently used first, until the stores
     /// are within the budget. `settle` runs on each before it sleeps.
+    /// First finishes the sleeps the lane has run.
     func enforce(settle: (SimDevice) throws(SimulationError) -> Void) throws(SimulationError) {
+        try finishSleeps(waiting: false)
         var passed = 0
         while isOver && passed < 2 * ring.count + 1 {
             if hand >= ring.count { hand = 0 }
@@ -110,18 +141,53 @@ final class StoreKeeper {
                 continue
             }
             try settle(device)
-            let started = ContinuousClock.now
-            let (held, keptImage) = try device.sleep()
-            figures.sleeps += 1
-            if keptImage { figures.keptImages += 1 }
-            figures.sleepSeconds += (ContinuousClock.now - started).seconds
+            let held = try device.sleep()
+            tally.sleeps += 1
             awakeBytes -= device.countedBytes
             sleepingBytes += held
-            figures.mostSleepingBytes = max(figures.mostSleepingBytes, sleepingBytes)
-            figures.mostImageBytes = images.mostHeldBytes
-            figures.imageFileBytes = images.fileBytes
+            tally.mostSleepingBytes = max(tally.mostSleepingBytes, sleepingBytes)
             ring.swapAt(hand, ring.count - 1)
             ring.removeLast()
+        }
+    }
+
+    /// Most stores going to sleep on the lane at once: each holds its
+    /// pages until it has slept, outside the budget.
+    static let mostPending = 256
+
+    /// Whether a sleep handed to the lane may not be finished yet.
+    var sleepsArePending: Bool { pendingHead < pending.count }
+
+    /// `device`'s store went to sleep on the lane.
+    func notePending(_ device: SimDevice) {
+        pending.append(device)
+    }
+
+    /// A sleep finished (`SimDevice.finishSleep`): the store hibernated
+    /// in `hibernating` seconds wherever it did, its image was kept in
+    /// `finishing`, and the loop spent `loop` on it here, waiting for the
+    /// lane or hibernating the store itself included, charged to sleeping.
+    func noteSlept(keptImage: Bool, hibernating: Double, finishing: Double, loop: Double) {
+        if keptImage { tally.keptImages += 1 }
+        tally.sleepSeconds += hibernating + finishing
+        clock.move(loop, to: .sleeps)
+        tally.mostImageBytes = images.mostHeldBytes
+        tally.imageFileBytes = images.fileBytes
+    }
+
+    /// Finishes the sleeps handed to the lane, in the order they were: the
+    /// ones it has run, and the oldest past `mostPending`; with `waiting`, all.
+    func finishSleeps(waiting: Bool) throws(SimulationError) {
+        while pendingHead < pending.count {
+            let device = pending[pendingHead]
+            let outstanding = pending.count - pendingHead
+            guard waiting || outstanding > StoreKeeper.mostPending || device.sleepIsReady else { break }
+            pendingHead += 1
+            try device.finishSleep()
+        }
+        if pendingHead >= 1_024 && pendingHead * 2 >= pending.count {
+            pending.removeFirst(pendingHead)
+            pendingHead = 0
         }
     }
 }
@@ -130,14 +196,14 @@ extension StoreKeeper {
     /// Measures what the awake stores and the pooled connections hold now,
     /// for the summary (`HibernationFigures.awakeMemory`, `pooledMemory`).
     func measureAwake() {
-        figures.awakeAtEnd = 0
-        figures.awakeMemory = StoreMemory()
-        figures.pooledMemory = connections.idleMemory()
-        figures.pooledConnections = connections.idleConnections
+        tally.awakeAtEnd = 0
+        tally.awakeMemory = StoreMemory()
+        tally.pooledMemory = connections.idleMemory()
+        tally.pooledConnections = connections.idleConnections
         for device in ring {
             guard let store = try? device.store else { continue }
-            figures.awakeAtEnd += 1
-            figures.awakeMemory.add(store.connectionMemory())
+            tally.awakeAtEnd += 1
+            tally.awakeMemory.add(store.connectionMemory())
         }
     }
 
