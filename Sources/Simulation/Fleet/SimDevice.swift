@@ -331,9 +331,6 @@ final class SimDevice {
     /// Whether the store is awake (not asleep, nor going to sleep).
     var isAwake: Bool { awakeStore != nil }
 
-    /// Whether the store hibernates on the lane and its sleep is not finished.
-    var sleepIsPending: Bool { pendingSleep != nil }
-
     /// Whether the store's hibernation on the lane (if any) has run.
     var sleepIsReady: Bool {
         guard let (job, _) = pendingSleep, let job, let lane = keeper.lane else { return true }

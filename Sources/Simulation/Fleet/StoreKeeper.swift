@@ -151,8 +151,9 @@ final class StoreKeeper {
         }
     }
 
-    /// Most stores going to sleep on the lane at once: each holds its
-    /// pages until it has slept, outside the budget.
+    /// Most stores left going to sleep on the lane when the keeper next
+    /// puts stores to sleep: each holds its pages until it has slept,
+    /// outside the budget.
     static let mostPending = 256
 
     /// Whether a sleep handed to the lane may not be finished yet.
