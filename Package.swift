@@ -287,7 +287,9 @@ let package = Package(
             ],
             path: "Tests/TextTestSupport"
         ),
-        .testTarget(name: "ByteCodingTests", dependencies: ["ByteCoding"]),
+        .testTarget(name: "ByteCodingTests", dependencies: [
+            "ByteCoding", .product(name: "PropertyBased", package: "swift-property-based"),
+        ]),
         .testTarget(name: "LocalPrivacyTests", dependencies: ["LocalPrivacy", "IndexModel"]),
         .testTarget(name: "ThreadsTests", dependencies: ["Threads"]),
         .testTarget(

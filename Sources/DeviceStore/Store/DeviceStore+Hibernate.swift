@@ -96,9 +96,10 @@ extension DeviceStore {
     /// store itself must not be used afterwards; dropping it releases its
     /// connection, its statements and its page cache (or, a pooled store,
     /// its pages: `StoreConnectionPool`), and
-    /// `DeviceStore(waking:options:)` brings it back. The deflate is zlib's
-    /// fastest level: most of a small store's pages are nearly empty, and
-    /// a sleep is taken often.
+    /// `DeviceStore(waking:options:)` brings it back. The image is the
+    /// pages' difference from a new store's, its runs of zeros left out
+    /// (`ZeroRuns`), deflated at zlib's fastest level: most of a small
+    /// store's pages are nearly empty, and a sleep is taken often.
     public func hibernate() throws(DeviceStoreError) -> SleepingStore {
         var image: [UInt8] = []
         var imageBytes = 0
@@ -136,7 +137,7 @@ extension DeviceStore {
                         // bytes, so they are copied out of it. The pages are
                         // a copy of their own: turned into their difference in place.
                         DeviceStore.difference(&pages)
-                        image = Deflate.compress(pages, level: 1).withUnsafeBufferPointer { Array($0) }
+                        image = Deflate.compress(ZeroRuns.encode(pages), level: 1).withUnsafeBufferPointer { Array($0) }
                     }
                 } catch {
                     throw DeviceStoreError(.database, "cannot put \(location.displayName) to sleep: \(DeviceStore.describe(error))")
@@ -193,13 +194,17 @@ extension DeviceStore {
     public convenience init(waking sleeping: SleepingStore, options: StoreOptions, keepingImage: Bool = true) throws(DeviceStoreError) {
         var pages: [UInt8]?
         if case .memory = sleeping.location {
+            let inflated: [UInt8]
             do {
-                var inflated = try Deflate.decompress(sleeping.image, limit: sleeping.imageBytes)
-                DeviceStore.difference(&inflated)
-                pages = inflated
+                inflated = try Deflate.decompress(sleeping.image, limit: sleeping.imageBytes + ZeroRuns.overhead)
             } catch {
                 throw DeviceStoreError(.corruptStore, "a sleeping store's image does not inflate: \(error)")
             }
+            guard var expanded = ZeroRuns.decode(inflated, count: sleeping.imageBytes) else {
+                throw DeviceStoreError(.corruptStore, "a sleeping store's image does not stand for its \(sleeping.imageBytes) bytes of pages")
+            }
+            DeviceStore.difference(&expanded)
+            pages = expanded
         }
         try self.init(at: sleeping.location, options: options, image: pages, known: sleeping.meta)
         if pages != nil {
