@@ -10,8 +10,9 @@ import SyncWire
 /// goes (with it, its three open files). Besides the database, what the store
 /// kept in memory between sync runs comes along: the frame dictionary its
 /// next frame is deflated against, the content requests it answered and the
-/// cloud has not acknowledged, and its device key. So a woken store sends
-/// the same frames, byte for byte, as one that stayed awake.
+/// cloud has not acknowledged, and its device key (and, an in-memory
+/// store, the sync status it last read). So a woken store sends the same
+/// frames, byte for byte, as one that stayed awake.
 ///
 /// A sleeping store is this process's own: it is made by `hibernate()` and
 /// only ever woken here, so its bytes are not checked again, and an
@@ -56,6 +57,10 @@ public struct SleepingStore: Sendable {
     let frameDictionary: FrameDictionary
     let answersInFlight: [PublicHash: OutboxPosition]
     let deviceKey: [UInt8]?
+    /// The store's sync status as it last read it (`syncStatus()`), if it
+    /// kept one: nothing writes a sleeping store, so a woken store that
+    /// begins a sync need not read it again.
+    let syncStatus: SyncStatus?
     /// The store's identity, which its image holds and a woken in-memory
     /// store takes from here instead of reading and checking it again.
     let meta: DeviceStore.StoreMeta
@@ -148,6 +153,7 @@ extension DeviceStore {
                              frameDictionary: frameDictionary.withLock { $0 },
                              answersInFlight: answersInFlight.withLock { $0 },
                              deviceKey: knownDeviceKey.withLock { $0 },
+                             syncStatus: cachedStatus.withLock { $0 },
                              meta: StoreMeta(deviceID: deviceID, keys: privacyKeys, chain: journalChain))
     }
 
@@ -215,6 +221,7 @@ extension DeviceStore {
         frameDictionary.withLock { $0 = sleeping.frameDictionary }
         answersInFlight.withLock { $0 = sleeping.answersInFlight }
         knownDeviceKey.withLock { $0 = sleeping.deviceKey }
+        if isInMemory { cachedStatus.withLock { $0 = sleeping.syncStatus } }
     }
 }
 
