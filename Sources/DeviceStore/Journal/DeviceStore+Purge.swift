@@ -286,7 +286,7 @@ extension DeviceStore {
     /// there is none.
     private static func outboxFloor(_ db: Database) throws -> Int64? {
         let durable = try OutboxStore.durable(db)
-        return try Int64.fetchOne(db, sql: "SELECT min(journal_seq) FROM outbox WHERE (epoch, seq) > (?, ?)",
+        return try Int64.fetchOne(db.cachedStatement(sql: "SELECT min(journal_seq) FROM outbox WHERE (epoch, seq) > (?, ?)"),
                                   arguments: [durable.epoch, durable.seq])
     }
 
@@ -297,7 +297,7 @@ extension DeviceStore {
 
     /// The journal seq `store_meta` keeps under `key`, nil when it has none.
     private static func storedPosition(_ db: Database, _ key: String) throws -> Seq? {
-        guard let value = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = ?", arguments: [key]) else {
+        guard let value = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = ?"), arguments: [key]) else {
             return nil
         }
         return Seq(try StoredValue.position(value, "store_meta.\(key)"))
@@ -325,9 +325,9 @@ extension DeviceStore {
         let cloudHolds = try outboxFloor(db).map { Seq(UInt64(max($0, 0))) }
         var plan = PurgePlan(backedUpThrough: report.backedUpThrough, deletedBy: deletedBy, cloudHoldsBefore: cloudHolds,
                              app: keys.app)
-        let rows = try Row.fetchCursor(db, sql: """
+        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
             SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ORDER BY seq
-            """, arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
+            """), arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
                              EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue,
                              EventKind.activityRecorded.rawValue, EventKind.activityDeleted.rawValue,
                              EventKind.activityExpired.rawValue, EventKind.resultShown.rawValue,

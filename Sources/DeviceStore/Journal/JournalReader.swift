@@ -73,9 +73,9 @@ extension DeviceStore {
     /// the store's current epoch.
     public func journalHead() throws(DeviceStoreError) -> (seq: Seq, hash: ChainHash, epoch: Epoch) {
         try read { db in
-            let epochValue = try Int64.fetchOne(db, sql: "SELECT value FROM store_meta WHERE key = 'epoch'") ?? 1
+            let epochValue = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM store_meta WHERE key = 'epoch'")) ?? 1
             let epoch = Epoch(try StoredValue.position(epochValue, "store_meta.epoch"))
-            guard let row = try Row.fetchOne(db, sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1") else {
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT seq, hash FROM event_journal ORDER BY seq DESC LIMIT 1")) else {
                 return (Seq.none, ChainHash.genesis, epoch)
             }
             let seq = try StoredValue.position(StoredValue.column(row, 0, "the journal's last seq"), "the journal's last seq")

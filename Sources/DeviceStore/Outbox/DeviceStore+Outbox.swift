@@ -216,7 +216,7 @@ extension DeviceStore {
         try read { db in
             guard try SchemaLookup.hasTable(db, "privacy_budget") else { return [:] }
             var ledger: [Int64: Int64] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT day, spent FROM privacy_budget") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT day, spent FROM privacy_budget")) {
                 ledger[try StoredValue.column(row, 0, "privacy_budget.day")] = try StoredValue.column(row, 1, "privacy_budget.spent")
             }
             return ledger

@@ -23,9 +23,9 @@ extension DeviceStore {
     /// included until their expiry is journaled (search hides them at once).
     public func items(in index: String) throws(DeviceStoreError) -> [SearchableItem] {
         try read { db in
-            let rows = try Row.fetchAll(db, sql: """
+            let rows = try Row.fetchAll(db.cachedStatement(sql: """
                 SELECT item_id, domain, expires, attributes FROM items WHERE index_name = ? ORDER BY item_id
-                """, arguments: [index])
+                """), arguments: [index])
             return try rows.map { row throws(DeviceStoreError) in try StoredValue.item(row, from: 0) }
         }
     }
@@ -37,9 +37,9 @@ extension DeviceStore {
     /// The names of the indexes that hold items or a client state.
     public func indexNames() throws(DeviceStoreError) -> [String] {
         try read { db in
-            try String.fetchAll(db, sql: """
+            try String.fetchAll(db.cachedStatement(sql: """
                 SELECT index_name FROM items UNION SELECT index_name FROM client_states ORDER BY 1
-                """)
+                """))
         }
     }
 
@@ -48,7 +48,7 @@ extension DeviceStore {
     public func liveVotes() throws(DeviceStoreError) -> [PublicHash] {
         try read { db in
             var hashes: [PublicHash] = []
-            for row in try Row.fetchAll(db, sql: "SELECT hash FROM public_votes ORDER BY hash") {
+            for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT hash FROM public_votes ORDER BY hash")) {
                 let bytes: Data = try StoredValue.column(row, 0, "public_votes.hash")
                 guard let hash = PublicHash([UInt8](bytes)) else {
                     throw DeviceStoreError(.corruptStore, "public_votes.hash holds \(bytes.count) bytes, not a public hash of \(PublicHash.byteCount)")
