@@ -6,7 +6,7 @@ import Glibc
 
 /// The deflated images of sleeping in-memory stores (`SleepingStore.parked()`),
 /// in one file instead of the process's memory: a million sleeping stores
-/// hold about 4.5 GB of images, which as a file sit in the OS's page cache
+/// hold about 4 GB of images, which as a file sit in the OS's page cache
 /// while memory lasts and on disk past it, and which the run's peak RSS does
 /// not count. The file is opened and at once unlinked in the temporary
 /// directory (`TMPDIR`, else `/tmp`), so it goes with the process however
