@@ -232,6 +232,8 @@ final class SimDevice {
     }
 
     private func wake() throws(SimulationError) -> DeviceStore {
+        // A pending sleep is finished first, so that its time is charged
+        // to sleeping, not to this wake (`beginWake` then finds none).
         try finishSleep()
         let started = ContinuousClock.now
         guard let waking = try beginWake() else { throw SimulationError("device \(number) has no store") }
