@@ -40,9 +40,13 @@ public final class ConnectionStatements: @unchecked Sendable {
     /// Where each group's slots begin; BEGIN and COMMIT come after them.
     private let offsets: [Int]
     private let transactionsAt: Int
+    /// Whether the groups keep the statements of rarer events too (`StatementSlots.keepsRare`).
+    private let keepsRare: Bool
 
-    /// Room for groups of `groups[i]` statements each.
-    public init(groups: [Int], owned: Bool = false) {
+    /// Room for groups of `groups[i]` statements each. `keepsRare`: the
+    /// connection serves many stores in turn, so its groups keep the
+    /// statements of rarer events as well.
+    public init(groups: [Int], owned: Bool = false, keepsRare: Bool = false) {
         var offsets: [Int] = []
         var next = 0
         for count in groups {
@@ -53,6 +57,7 @@ public final class ConnectionStatements: @unchecked Sendable {
         transactionsAt = next
         slots = Array(repeating: nil, count: next + Transaction.allCases.count)
         self.owned = owned
+        self.keepsRare = keepsRare
     }
 
     /// Lets every kept statement go (an owned one is finalized once no copy
@@ -64,7 +69,8 @@ public final class ConnectionStatements: @unchecked Sendable {
 
     /// The slots of group `index`.
     public func group(_ index: Int) -> StatementSlots {
-        StatementSlots(kept: self, offset: offsets[index], count: (offsets.dropFirst(index + 1).first ?? transactionsAt) - offsets[index])
+        StatementSlots(kept: self, offset: offsets[index], count: (offsets.dropFirst(index + 1).first ?? transactionsAt) - offsets[index],
+                       keepsRare: keepsRare)
     }
 
     fileprivate func statement(_ slot: Int, _ db: Database, _ sql: () -> String) throws -> DirectStatement {
@@ -91,25 +97,28 @@ public struct StatementSlots: Sendable {
     private let kept: ConnectionStatements
     private let offset: Int
     private let count: Int
-    /// Whether the slots serve one transaction and go with it
-    /// (`init(count:)`): there a statement of a rarer event may be kept as
-    /// well, which a connection's own slots leave to be compiled at each use
-    /// so that thousands of idle stores do not hold it. A restore's replay
-    /// meets such events thousands of times (items with related activities
-    /// deleted), and compiles each of their statements once.
-    public let servesOneTransaction: Bool
+    /// Whether a statement of a rarer event is kept here as well, which a
+    /// store's own connection leaves to be compiled at each use so that
+    /// thousands of idle stores do not hold it. Slots that serve one
+    /// transaction and go with it (`init(count:)`) keep it: a restore's
+    /// replay meets such events thousands of times (items with related
+    /// activities deleted), and compiles each of their statements once. So
+    /// do the slots of a connection that serves many stores in turn
+    /// (`ConnectionStatements(groups:owned:keepsRare:)`): there one copy
+    /// serves them all.
+    public let keepsRare: Bool
 
-    fileprivate init(kept: ConnectionStatements, offset: Int, count: Int, servesOneTransaction: Bool = false) {
+    fileprivate init(kept: ConnectionStatements, offset: Int, count: Int, keepsRare: Bool) {
         self.kept = kept
         self.offset = offset
         self.count = count
-        self.servesOneTransaction = servesOneTransaction
+        self.keepsRare = keepsRare
     }
 
     /// `count` slots of a connection's own, for a one-off transaction that
     /// keeps nothing after it (a rebuild, a replay).
     public init(count: Int) {
-        self.init(kept: ConnectionStatements(groups: [count]), offset: 0, count: count, servesOneTransaction: true)
+        self.init(kept: ConnectionStatements(groups: [count]), offset: 0, count: count, keepsRare: true)
     }
 
     /// The statement in slot `index`, prepared from `sql` on `db` the first

@@ -38,6 +38,64 @@ import Testing
         #expect(pool.connectionsMade == 1, "one connection runs every store's transactions, one at a time")
     }
 
+    /// A pooled connection keeps the statements of rarer calls too (deletions
+    /// by domain or of everything, a batch's client state, expiry), and hands
+    /// them from one store to the next: each store's calls still read only
+    /// its own rows, as they do on a store of its own, which compiles them
+    /// for each use.
+    @Test func pooledStoresTakingTurnsRunRareCallsAsAStoreOfItsOwnDoes() throws {
+        let pool = StoreConnectionPool(mostIdle: 1)
+        let clock = ManualClock(testStart)
+        func options(_ seed: UInt64, pooled: Bool) -> StoreOptions {
+            StoreOptions(clock: clock, random: SeededRandom(seed: seed), connections: pooled ? pool : nil)
+        }
+        let count = 3
+        let twins = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: false)) }
+        let stores = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: true)) }
+        func activity(_ number: Int, _ round: Int, _ index: Int, domain: String) -> AppOperation {
+            var activity = UserActivity(activityType: "com.example.visit", title: "Visit \(number).\(round).\(index)",
+                                        eligibleForSearch: true, persistentIdentifier: "a\(number).\(round).\(index)")
+            activity.domainIdentifier = domain
+            return .activity(activity)
+        }
+        func calls(_ number: Int, _ round: Int) -> [AppOperation] {
+            let items = (0..<4).map { index in
+                item("i\(number).\(round).\(index)", domain: index % 2 == 0 ? "trips.\(number)" : "notes.\(number)",
+                     title: "Item \(index) of store \(number) round \(round)",
+                     expires: index == 3 ? testStart.adding(milliseconds: Int64(round) * 1_000 + 500) : nil)
+            }
+            return [
+                .batch(IndexBatch(index: "photos", operations: [.index(index: "photos", items: items)], clientState: [UInt8(round)],
+                                  condition: round == 0 ? .unconditional : .expecting([UInt8(round - 1)]))),
+                .index(index: "other", items: [item("o\(number).\(round)", title: "Other")]),
+                activity(number, round, 0, domain: "visits.\(number).city"),
+                activity(number, round, 1, domain: "visits.\(number)"),
+                activity(number, round, 2, domain: "calls.\(number)"),
+                .deleteDomains(index: "photos", domains: ["trips.\(number)"]),
+                .deleteActivities(identifiers: ["a\(number).\(round).2", "missing"]),
+                .deleteActivityDomains(domains: ["visits.\(number)"]),
+            ] + (round % 2 == 1 ? [.deleteAll(index: "other"), .deleteAllActivities] : [])
+        }
+        for round in 0..<4 {
+            for number in 0..<count {
+                for call in calls(number, round) {
+                    try stores[number].perform(call)
+                    try twins[number].perform(call)
+                }
+                #expect(try observableState(stores[number]) == observableState(twins[number]), "store \(number), round \(round)")
+                #expect(try stores[number].identifiers(in: "photos") == twins[number].identifiers(in: "photos"))
+            }
+            try clock.advance(to: testStart.adding(milliseconds: Int64(round + 1) * 1_000))
+        }
+        for number in 0..<count {
+            // The last round's expiring item goes at the next call.
+            try stores[number].perform(.shown(ref: "nothing"))
+            #expect(try Set(stores[number].identifiers(in: "photos")) == Set((0..<4).map { "i\(number).\($0).1" }),
+                    "store \(number) keeps only its own notes that did not expire")
+        }
+        #expect(pool.connectionsMade == 1)
+    }
+
     /// The pool serves only stores of a new store's schema, whose every
     /// connection has parsed it: an unpooled store's pages (copied in by
     /// the backup API, which counts a schema change) get a connection of

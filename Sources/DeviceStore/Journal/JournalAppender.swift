@@ -17,7 +17,7 @@ final class JournalAppender {
     private(set) var headHash: ChainHash
     private(set) var firstAppended: Seq?
     private let insert: DirectStatement
-    private let path: WritePath
+    let path: WritePath
 
     /// The journal's last row, as a write path remembers it between calls.
     struct Head {

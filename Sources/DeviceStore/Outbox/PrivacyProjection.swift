@@ -452,10 +452,11 @@ final class PrivacyProjection {
     // MARK: - Statements
 
     /// A statement of every call's path is kept for the connection's life; one
-    /// of a rarer event is compiled for each use (`SQL.isKept`), except in
-    /// a one-off fold, which keeps every statement it compiles.
+    /// of a rarer event is compiled for each use (`SQL.isKept`), except where
+    /// the slots keep those too (`StatementSlots.keepsRare`: a one-off fold,
+    /// a pooled connection).
     private func prepared(_ sql: SQL) throws -> DirectStatement {
-        guard sql.isKept || statements.servesOneTransaction else { return try DirectStatement(owned: db, sql.text) }
+        guard sql.isKept || statements.keepsRare else { return try DirectStatement(owned: db, sql.text) }
         return try statements.statement(sql.rawValue, db, sql.text)
     }
 

@@ -124,7 +124,7 @@ public final class StoreConnectionPool: Sendable {
             throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "a pooled connection has no SQLite handle")
         }
         made.add(1, ordering: .relaxed)
-        return StoreConnection(queue: queue, writePath: WritePath(owned: true), functions: functions, handle: handle)
+        return StoreConnection(queue: queue, writePath: WritePath(owned: true, pooled: true), functions: functions, handle: handle)
     }
 }
 

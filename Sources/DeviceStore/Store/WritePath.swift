@@ -2,17 +2,18 @@ import GRDB
 import SQLiteSupport
 import SyncWire
 
-/// What a connection keeps for its stores' write path: the journal's,
-/// projector's and privacy projection's statements, the sync state's (read
-/// by acks and status reads too), BEGIN and COMMIT; and, for the store whose
-/// transaction it runs, that store's memos (`WriteMemos`).
+/// What a connection keeps for its stores' write path: the call executor's,
+/// journal's, projector's and privacy projection's statements, the sync
+/// state's (read by acks and status reads too), BEGIN and COMMIT; and, for
+/// the store whose transaction it runs, that store's memos (`WriteMemos`).
 ///
 /// Only touched inside the store's transactions, which its queue runs one at
 /// a time; hence unchecked.
 final class WritePath: @unchecked Sendable {
     /// The connection's kept statements: BEGIN and COMMIT for every read and
-    /// write of the store, and one group for each of the four below.
+    /// write of the store, and one group for each of the five below.
     let connection: ConnectionStatements
+    let executor: StatementSlots
     let journal: StatementSlots
     let projector: StatementSlots
     let privacy: StatementSlots
@@ -43,15 +44,19 @@ final class WritePath: @unchecked Sendable {
     /// closed explicitly: a simulation keeps 10,000 of them. A store file's
     /// connection may be closed explicitly (a restore closes the restored
     /// file), so its path takes its statements from GRDB's cache, as a
-    /// one-off path does.
-    init(owned: Bool = false) {
+    /// one-off path does. `pooled`: the connection serves many stores in
+    /// turn (`StoreConnectionPool`), so it keeps the statements of rarer
+    /// events too (`StatementSlots.keepsRare`).
+    init(owned: Bool = false, pooled: Bool = false) {
         connection = ConnectionStatements(groups: [JournalAppender.statementCount, Projector.statementCount,
-                                                   PrivacyProjection.statementCount, OutboxState.Statement.allCases.count],
-                                          owned: owned)
+                                                   PrivacyProjection.statementCount, OutboxState.Statement.allCases.count,
+                                                   CallExecutor.statementCount],
+                                          owned: owned, keepsRare: pooled)
         journal = connection.group(0)
         projector = connection.group(1)
         privacy = connection.group(2)
         outbox = connection.group(3)
+        executor = connection.group(4)
     }
 }
 
