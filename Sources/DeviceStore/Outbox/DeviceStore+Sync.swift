@@ -243,17 +243,32 @@ extension DeviceStore {
     /// epoch or later (its clock ran back past an earlier restore, or an
     /// earlier incarnation used the same epoch), the store moves its epoch
     /// above it instead (docs/SYNC.md, "Epochs").
+    ///
+    /// An ack moves only the sync positions and prunes the outbox below
+    /// them, so the store's other memos (its journal's and outbox's heads,
+    /// its earliest expiry) stay, and an in-memory store reads its new
+    /// status in the same transaction rather than in a read of its own
+    /// after it. An advance journals an event and moves the outbox: it
+    /// forgets them all.
     private func take(_ position: OutboxPosition, durable: OutboxPosition) throws(DeviceStoreError) -> (from: Epoch, to: Epoch)? {
         let now = clock.now()
         let keys = privacyKeys
-        return try write { db in
+        return try write(keepsMemos: true) { db in
+            forgetStatus()
             let slots = writePath.outbox
             let state = try OutboxState.read(db, slots)
             let epoch = state.epoch
             let beyond = position.epoch > epoch
                 || (position.epoch == epoch && state.acknowledged.epoch < epoch && position > state.head)
-            if beyond { return try DeviceStore.advanceEpoch(db, slots, past: position, now: now, keys: keys, random: random) }
+            if beyond {
+                forgetMemos()
+                return try DeviceStore.advanceEpoch(db, slots, past: position, now: now, keys: keys, random: random)
+            }
             try OutboxStore.recordAcknowledgement(db, slots, state: state, acceptedThrough: position, durableThrough: durable)
+            if isInMemory {
+                let status = try DeviceStore.readSyncStatus(db, slots)
+                cachedStatus.withLock { $0 = status }
+            }
             return nil
         }
     }

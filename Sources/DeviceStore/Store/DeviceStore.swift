@@ -447,8 +447,8 @@ public final class DeviceStore: Sendable {
     /// connection can change them. A write forgets them unless `keepsMemos`:
     /// the calls' write path keeps the expiry date and the heads current
     /// itself and moves the status when it writes the outbox, a search writes
-    /// none of them, and an ack moves only the status, which it forgets
-    /// (`recordAcknowledgement`). Any write that fails forgets them, since its
+    /// none of them, and an ack moves only the status, which it reads again
+    /// in its transaction (`take`). Any write that fails forgets them, since its
     /// rollback undoes what they may have seen. A file store forgets them at
     /// every write, since another process may have written.
     func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
@@ -486,7 +486,7 @@ public final class DeviceStore: Sendable {
         cachedStatus.withLock { $0 = nil }
     }
 
-    private func forgetMemos() {
+    func forgetMemos() {
         forgetStatus()
         access.memos.forget()
     }

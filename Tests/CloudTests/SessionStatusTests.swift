@@ -1,0 +1,42 @@
+import CloudCore
+import DeviceStore
+import Foundation
+import IndexModel
+import SyncWire
+import Testing
+
+@Suite struct SessionStatusTests {
+    /// An in-memory store keeps its sync status and its write memos (the
+    /// journal's and outbox's heads, the earliest expiry) across a session's
+    /// acks, and reads its new status in the ack's transaction: after every
+    /// session, and after the calls that follow it (which send, and sweep
+    /// what expired), the store says what a fresh read of its outbox says,
+    /// and its journal still verifies.
+    @Test func aSessionsAcksLeaveTheStoreAsAFreshReadFindsIt() throws {
+        let harness = try SyncHarness()
+        let store = try harness.addDevice()
+        func expectAgreement(_ step: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let status = try store.syncStatus()
+            let entries = try store.outboxEntries()
+            #expect(status.head == entries.last?.position ?? .start, "head after \(step)", sourceLocation: sourceLocation)
+            #expect(status.pending == entries.filter { $0.position > status.acknowledged }.count,
+                    "pending after \(step)", sourceLocation: sourceLocation)
+            #expect(try store.verifyJournal().isValid, "the journal after \(step)", sourceLocation: sourceLocation)
+        }
+        for round in 0..<5 {
+            let url = "https://example.com/recipe/\(round)"
+            try store.record(UserActivity(activityType: "com.example.recipe", title: "Recipe \(round)", webpageURL: url,
+                                          expirationDate: harness.clock.now().adding(milliseconds: 1_500), eligibleForSearch: true,
+                                          eligibleForPublicIndexing: true, persistentIdentifier: "r\(round)"))
+            try store.recordEngaged(ref: url)
+            let results = try harness.sync(store)
+            #expect(!results.isEmpty && results.allSatisfy { if case .accepted = $0.outcome { true } else { false } })
+            try expectAgreement("session \(round)")
+            #expect(try store.syncStatus().pending == 0, "the session sent everything")
+            harness.clock.advance(byMilliseconds: 1_000)
+            try store.recordShown(ref: url)
+            try expectAgreement("the call after session \(round)")
+        }
+        #expect(try store.activities().map(\.activity.persistentIdentifier) == ["r4"], "the calls after the acks swept what expired")
+    }
+}
