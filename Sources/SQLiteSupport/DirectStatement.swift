@@ -141,6 +141,10 @@ public struct DirectStatement {
         sqlite3_column_type(handle, column) == SQLITE_TEXT
     }
 
+    public func isInteger(_ column: Int32) -> Bool {
+        sqlite3_column_type(handle, column) == SQLITE_INTEGER
+    }
+
     public func optionalInt64(_ column: Int32) -> Int64? {
         sqlite3_column_type(handle, column) == SQLITE_NULL ? nil : sqlite3_column_int64(handle, column)
     }

@@ -380,6 +380,28 @@ import Testing
         #expect(hash?.code == .corruptStore && hash?.message.contains("purged_payload_hash of seq 1") == true, "\(String(describing: hash))")
     }
 
+    /// Every column a purge reads of the journal, edited to a value of
+    /// another type or to NULL where the schema lets it, is an error naming
+    /// the row, in a dry run and in a purge: never a trap.
+    @Test func everyJournalColumnAPurgeReadsIsCheckedWhereItIsRead() throws {
+        let edits = ["time = 'noon'", "time = NULL", "time = 2.5", "time = x'00'", "payload = NULL", "payload = 7",
+                     "seq = 'three'"]
+        var applied = 0
+        for edit in edits {
+            let (store, path) = try purgedStore()
+            let edited = (try? DatabaseQueue(path: path).write { db in try db.execute(sql: "UPDATE event_journal SET \(edit) WHERE seq = 3") }) != nil
+            guard edited else { continue }
+            applied += 1
+            for dryRun in [true, false] {
+                let error = storeError { _ = try store.purge(dryRun: dryRun) }
+                #expect(error?.code == .corruptStore || error?.code == .corruptJournal, "\(edit), dry run \(dryRun): \(String(describing: error))")
+                #expect(error?.message.contains("seq 3") == true || error?.message.contains("event_journal.seq") == true,
+                        "\(edit): \(String(describing: error))")
+            }
+        }
+        #expect(applied == 4, "the schema refuses a NULL time or payload and a text seq; the other edits stand")
+    }
+
     @Test func aPurgeRefusesARowThatNoLongerMatchesItsHash() throws {
         let directory = try temporaryDirectory()
         let path = directory.appendingPathComponent("d.sqlite").path

@@ -325,21 +325,23 @@ extension DeviceStore {
         let cloudHolds = try outboxFloor(db).map { Seq(UInt64(max($0, 0))) }
         var plan = PurgePlan(backedUpThrough: report.backedUpThrough, deletedBy: deletedBy, cloudHoldsBefore: cloudHolds,
                              app: keys.app)
-        let rows = try Row.fetchCursor(db.cachedStatement(sql: """
-            SELECT seq, payload, \(purgedColumn), time FROM event_journal WHERE kind IN (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ORDER BY seq
-            """), arguments: [EventKind.itemIndexed.rawValue, EventKind.itemUpdated.rawValue,
-                             EventKind.itemDeleted.rawValue, EventKind.itemExpired.rawValue,
-                             EventKind.activityRecorded.rawValue, EventKind.activityDeleted.rawValue,
-                             EventKind.activityExpired.rawValue, EventKind.resultShown.rawValue,
-                             EventKind.resultEngaged.rawValue, EventKind.activityPurged.rawValue])
-        while let row = try rows.next() {
-            let seq = Seq(try StoredValue.position(StoredValue.column(row, 0, "event_journal.seq"), "event_journal.seq"))
-            let payload = try StoredValue.column(row, 1, "the payload of journal seq \(seq)", as: Data.self)
-            let isPurged = try StoredValue.column(row, 2, "whether journal seq \(seq) is purged", as: Bool.self)
-            let time = try StoredValue.column(row, 3, "the time of journal seq \(seq)", as: Int64.self)
+        // Stepped through the C API, as `JournalRows` reads the journal: a
+        // purge follows every backup and reads every row of these kinds.
+        let kinds: [EventKind] = [.itemIndexed, .itemUpdated, .itemDeleted, .itemExpired, .activityRecorded, .activityDeleted,
+                                  .activityExpired, .resultShown, .resultEngaged, .activityPurged]
+        let rows = try DirectStatement(db, """
+            SELECT seq, payload, \(purgedColumn), time FROM event_journal
+            WHERE kind IN (\(kinds.map { String($0.rawValue) }.joined(separator: ", "))) ORDER BY seq
+            """)
+        defer { rows.reset() }
+        while try rows.step() {
+            let seq = Seq(try StoredValue.position(StoredValue.integer(rows, 0, "event_journal.seq"), "event_journal.seq"))
+            guard !rows.isNull(1) else { throw DeviceStoreError(.corruptStore, "the payload of journal seq \(seq) is missing") }
+            let isPurged = try StoredValue.integer(rows, 2, "whether journal seq \(seq) is purged") != 0
+            let time = try StoredValue.integer(rows, 3, "the time of journal seq \(seq)")
             let event: JournalEvent
             do {
-                event = try EventCodec.decode([UInt8](payload))
+                event = try EventCodec.decode(rows.blob(1))
             } catch {
                 throw DeviceStoreError(.corruptJournal, "seq \(seq): payload does not decode: \(error)", seq: seq)
             }

@@ -49,6 +49,13 @@ enum StoredValue {
         return text
     }
 
+    /// Column `column` of the row `statement` is on, which this build only
+    /// ever fills with an integer: anything else is `corruptStore` naming `what`.
+    static func integer(_ statement: DirectStatement, _ column: Int32, _ what: @autoclosure () -> String) throws(DeviceStoreError) -> Int64 {
+        guard statement.isInteger(column) else { throw DeviceStoreError(.corruptStore, "\(what()) is not an integer") }
+        return statement.int64(column)
+    }
+
     /// Column `index` of `row`, decoded with GRDB's throwing decoding, which
     /// refuses a NULL where a value is required and a REAL that is not whole
     /// where an integer is.
