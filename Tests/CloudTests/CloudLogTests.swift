@@ -75,6 +75,34 @@ import Testing
         #expect(first == byDevice.prefix(3).map(\.seq))
     }
 
+    /// Each app's head is its log's last row, for every app with a log, in
+    /// the apps' order; an app with no row has none.
+    @Test(arguments: Backend.allCases) func eachAppsLogHeadIsItsLastRow(backend: Backend) throws {
+        let harness = try SyncHarness(backend: backend)
+        let apps = [app, AppID("com.example.b"), AppID("com.example.c"), AppID("com.example.quiet")]
+        for other in apps.dropFirst() { try harness.cloud.registerApp(other, enrolmentSecret: enrolmentSecret) }
+        var rows: [AppID: Int64] = [:]
+        for (number, owner) in [apps[2], apps[0], apps[1], apps[2], apps[0]].enumerated() {
+            let store = try harness.addDevice(seed: UInt64(number + 1), app: owner)
+            for round in 0..<(number + 1) {
+                try store.record(UserActivity(activityType: "com.example.read", title: "Read \(round)",
+                                              webpageURL: "https://example.com/\(number)/\(round)", eligibleForSearch: true,
+                                              eligibleForPublicIndexing: true, persistentIdentifier: "a\(round)"))
+                try store.recordEngaged(ref: "https://example.com/\(number)/\(round)")
+                for result in try harness.sync(store) {
+                    if case .accepted = result.outcome { rows[owner, default: 0] += 1 }
+                }
+            }
+        }
+        let heads = try harness.cloud.logHeads()
+        #expect(heads.map(\.app) == apps.filter { rows[$0] != nil }.sorted { $0.rawValue < $1.rawValue })
+        for head in heads {
+            #expect(head.rows == rows[head.app], "\(head.app)")
+            #expect(head.hash.count == 32)
+        }
+        #expect(Set(heads.map(\.hash)).count == heads.count)
+    }
+
     @Test func anAlteredLogRowIsFoundByVerification() throws {
         let directory = try temporaryDirectory("sightline-cloud")
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -78,9 +78,20 @@ extension CloudIndex {
     }
 
     /// Each app's chain head, from the log's last rows alone (no row is checked).
+    /// The apps are found by skipping through the log's key from one app to
+    /// the next, and each head by its key: a few lookups an app, where a
+    /// scan of the log for the rows that are their app's last grew with the
+    /// log (0.3 s at 197,125 rows, at every cloud snapshot).
     func logHeads(_ db: Database) throws -> [CloudLogHead] {
         try Row.fetchAll(db, sql: """
-            SELECT app, seq, hash FROM cloud_log l WHERE seq = (SELECT max(seq) FROM cloud_log WHERE app = l.app) ORDER BY app
+            WITH RECURSIVE apps(app) AS (
+                SELECT (SELECT min(app) FROM cloud_log)
+                UNION ALL
+                SELECT (SELECT min(app) FROM cloud_log WHERE app > apps.app) FROM apps WHERE apps.app IS NOT NULL
+            )
+            SELECT l.app, l.seq, l.hash FROM apps
+            JOIN cloud_log l ON l.app = apps.app AND l.seq = (SELECT max(seq) FROM cloud_log WHERE app = apps.app)
+            ORDER BY l.app
             """).map { row throws(CloudError) in
             CloudLogHead(app: try Stored.column(row, 0, "cloud_log.app"), rows: try Stored.column(row, 1, "cloud_log.seq"),
                          hash: [UInt8](try Stored.column(row, 2, "cloud_log.hash") as Data))
