@@ -97,7 +97,11 @@ final class IngestMemory: @unchecked Sendable {
     /// The memory for a write transaction on `db`, forgotten first if
     /// another connection has committed to the store since it was last used.
     func memory(_ db: Database) throws -> FoldMemory {
-        let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version"))
+        // Stepped through the C API: read before every frame, GRDB's fetch
+        // cost more than the pragma.
+        let read = try DirectStatement(db, "PRAGMA data_version")
+        defer { read.reset() }
+        let version = try read.step() ? read.int64(0) : nil
         return lock.withLock {
             if version != dataVersion {
                 fold.forget()
