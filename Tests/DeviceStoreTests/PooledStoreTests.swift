@@ -4,21 +4,30 @@ import IndexModel
 import Synchronization
 import Testing
 
+/// Options for an in-memory store seeded with `seed`, on `pool` when there is one.
+private func storeOptions(_ seed: UInt64, clock: ManualClock, pool: StoreConnectionPool?) -> StoreOptions {
+    StoreOptions(clock: clock, random: SeededRandom(seed: seed), connections: pool)
+}
+
+/// `count` in-memory stores on `pool`, and a twin of each, seeded alike, on a connection of its own.
+private func pooledStoresAndTwins(_ count: Int, pool: StoreConnectionPool,
+                                  clock: ManualClock) throws -> (pooled: [DeviceStore], twins: [DeviceStore]) {
+    (try (0..<count).map { try DeviceStore(at: .memory, options: storeOptions(UInt64($0), clock: clock, pool: pool)) },
+     try (0..<count).map { try DeviceStore(at: .memory, options: storeOptions(UInt64($0), clock: clock, pool: nil)) })
+}
+
 @Suite struct PooledStoreTests {
     @Test func storesThatTakeTurnsOnPooledConnectionsEachSeeOnlyTheirOwnPages() throws {
         let pool = StoreConnectionPool(mostIdle: 2)
         let clock = ManualClock(testStart)
-        func options(_ seed: UInt64, pooled: Bool) -> StoreOptions {
-            StoreOptions(clock: clock, random: SeededRandom(seed: seed), connections: pooled ? pool : nil)
-        }
         let count = 5
-        let twins = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: false)) }
-        var stores: [DeviceStore?] = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: true)) }
+        let (pooled, twins) = try pooledStoresAndTwins(count, pool: pool, clock: clock)
+        var stores: [DeviceStore?] = pooled
         var sleeping: [SleepingStore?] = Array(repeating: nil, count: count)
         for round in 0..<8 {
             for number in 0..<count {
                 if let asleep = sleeping[number] {
-                    stores[number] = try DeviceStore(waking: asleep, options: options(100, pooled: true))
+                    stores[number] = try DeviceStore(waking: asleep, options: storeOptions(100, clock: clock, pool: pool))
                     sleeping[number] = nil
                 }
                 guard let store = stores[number] else { continue }
@@ -46,12 +55,8 @@ import Testing
     @Test func pooledStoresTakingTurnsRunRareCallsAsAStoreOfItsOwnDoes() throws {
         let pool = StoreConnectionPool(mostIdle: 1)
         let clock = ManualClock(testStart)
-        func options(_ seed: UInt64, pooled: Bool) -> StoreOptions {
-            StoreOptions(clock: clock, random: SeededRandom(seed: seed), connections: pooled ? pool : nil)
-        }
         let count = 3
-        let twins = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: false)) }
-        let stores = try (0..<count).map { try DeviceStore(at: .memory, options: options(UInt64($0), pooled: true)) }
+        let (stores, twins) = try pooledStoresAndTwins(count, pool: pool, clock: clock)
         func activity(_ number: Int, _ round: Int, _ index: Int, domain: String) -> AppOperation {
             var activity = UserActivity(activityType: "com.example.visit", title: "Visit \(number).\(round).\(index)",
                                         eligibleForSearch: true, persistentIdentifier: "a\(number).\(round).\(index)")
