@@ -448,9 +448,10 @@ public final class DeviceStore: Sendable {
     /// the calls' write path keeps the expiry date and the heads current
     /// itself and moves the status when it writes the outbox, a search writes
     /// none of them, and an ack moves only the status, which it reads again
-    /// in its transaction (`take`). Any write that fails forgets them, since its
-    /// rollback undoes what they may have seen. A file store forgets them at
-    /// every write, since another process may have written.
+    /// in its transaction (`take`) or forgets (`recordAcknowledgement`). Any
+    /// write that fails forgets them, since its rollback undoes what they may
+    /// have seen. A file store forgets them at every write, since another
+    /// process may have written.
     func write<T>(keepsMemos: Bool = false, _ body: (Database) throws -> T) throws(DeviceStoreError) -> T {
         guard !isReadOnly else {
             throw DeviceStoreError(.readOnly, "the store was opened read-only")
