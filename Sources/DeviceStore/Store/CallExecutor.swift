@@ -32,7 +32,9 @@ struct CallExecutor {
             try appender.append(.itemExpired(index: index, identifier: identifier))
             outcome.expired += 1
         }
-        for key in try texts(.expiredActivities, now.millisecondsSince1970, "activities.activity_key") {
+        for key in try rows(.expiredActivities, now.millisecondsSince1970, { statement throws(DeviceStoreError) in
+            try StoredValue.text(statement, 0, "activities.activity_key")
+        }) {
             try appender.append(.activityExpired(key: key))
             outcome.expired += 1
         }
@@ -148,9 +150,9 @@ struct CallExecutor {
     static var statementCount: Int { SQL.allCases.count }
 
     /// A statement of every call's path is kept for the connection's life;
-    /// one of a rarer call (a deletion of activities, or by domain, or of everything) is
-    /// compiled for each use (`SQL.isKept`), except where the slots keep
-    /// those too (`StatementSlots.keepsRare`).
+    /// one of a rarer call (a deletion of activities, or by domain, or of
+    /// everything) is compiled for each use (`SQL.isKept`), except where the
+    /// slots keep those too (`StatementSlots.keepsRare`).
     private func prepared(_ sql: SQL) throws -> DirectStatement {
         guard sql.isKept || statements.keepsRare else { return try DirectStatement(owned: db, sql.text) }
         return try statements.statement(sql.rawValue, db, sql.text)
@@ -177,10 +179,7 @@ struct CallExecutor {
         return values
     }
 
-    private func texts(_ sql: SQL, _ time: Int64, _ what: String) throws -> [String] {
-        try rows(sql, time) { statement throws(DeviceStoreError) in try StoredValue.text(statement, 0, what) }
-    }
-
+    /// What `read` makes of every row of `sql`, whose one parameter is a time.
     private func rows<Value>(_ sql: SQL, _ time: Int64, _ read: (DirectStatement) throws(DeviceStoreError) -> Value) throws -> [Value] {
         let statement = try prepared(sql)
         defer { statement.reset() }
