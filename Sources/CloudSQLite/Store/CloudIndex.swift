@@ -78,6 +78,9 @@ public final class CloudIndex: CloudStore {
     /// 1,000 pages between checkpoints), what transactions write, and pages
     /// past the map's end.
     static let mappedPageCacheBytes = 8 << 20
+    /// How much a mapped store's file grows at a time (`MappedGrowth`): a
+    /// move of the map a chunk, against up to a chunk of the file unused.
+    static let mappedChunkBytes: Int32 = 64 << 20
 
     public init(at location: CloudLocation, options: CloudOptions = CloudOptions()) throws(CloudError) {
         if let threshold = options.threshold, !(1...1_000_000).contains(threshold) {
@@ -100,6 +103,9 @@ public final class CloudIndex: CloudStore {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cacheBytes >> 10)")
             if mapBytes > 0 { _ = try Int.fetchOne(db, sql: "PRAGMA mmap_size = \(mapBytes)") }
+        }
+        if mapBytes > 0 && !options.readOnly, case .file = location {
+            configuration.prepareDatabase { db in try MappedGrowth.install(db, chunkBytes: CloudIndex.mappedChunkBytes) }
         }
         if !options.readOnly {
             let synchronous = options.durability == .full ? "FULL" : "NORMAL"
