@@ -23,9 +23,9 @@ public enum MappedGrowth {
     /// SQLite's automatic checkpoint, which the hook takes the place of.
     public static let checkpointPages: Int32 = 1_000
 
-    /// Makes `db`'s main file grow `chunkBytes` at a time (a power of two),
-    /// with its map grown to the whole file after each checkpoint. For a
-    /// connection that writes a file database in WAL mode.
+    /// Makes `db`'s main file grow `chunkBytes` at a time, with its map
+    /// grown to the whole file after each checkpoint. For a connection that
+    /// writes a file database in WAL mode.
     public static func install(_ db: Database, chunkBytes: Int32) throws {
         var chunk = chunkBytes
         let status = sqlite3_file_control(db.sqliteConnection, "main", SQLITE_FCNTL_CHUNK_SIZE, &chunk)
