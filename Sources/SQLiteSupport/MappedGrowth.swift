@@ -10,7 +10,7 @@ import GRDBSQLite
 /// map, page table and all, and makes every core drop what it cached of the
 /// old addresses. The larger the file, the more that costs, and a store that
 /// grows does it at nearly every checkpoint: in a simulated cloud of 100,000
-/// devices, 8.5% of the event loop's time went to these moves.
+/// devices these moves take 8.5% of the event loop's time.
 ///
 /// With a chunk size (`SQLITE_FCNTL_CHUNK_SIZE`) the file grows, and is cut
 /// back at checkpoints, to a whole number of chunks, so a checkpoint asks for

@@ -97,8 +97,8 @@ final class IngestMemory: @unchecked Sendable {
     /// The memory for a write transaction on `db`, forgotten first if
     /// another connection has committed to the store since it was last used.
     func memory(_ db: Database) throws -> FoldMemory {
-        // Stepped through the C API: read before every frame, GRDB's fetch
-        // cost more than the pragma.
+        // Stepped through the C API: it is read before every frame, and
+        // GRDB's fetch costs more than the pragma itself.
         let read = try DirectStatement(db, "PRAGMA data_version")
         defer { read.reset() }
         let version = try read.step() ? read.int64(0) : nil

@@ -79,9 +79,9 @@ extension CloudIndex {
 
     /// Each app's chain head, from the log's last rows alone (no row is checked).
     /// The apps are found by skipping through the log's key from one app to
-    /// the next, and each head by its key: a few lookups an app, where a
-    /// scan of the log for the rows that are their app's last grew with the
-    /// log (0.3 s at 197,125 rows, at every cloud snapshot).
+    /// the next, and each head by its key: a few lookups an app. A scan of
+    /// the log for the rows that are their app's last grows with the log
+    /// (0.3 s at 197,125 rows), and this runs at every cloud snapshot.
     func logHeads(_ db: Database) throws -> [CloudLogHead] {
         try Row.fetchAll(db, sql: """
             WITH RECURSIVE apps(app) AS (
