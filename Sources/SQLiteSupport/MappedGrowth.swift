@@ -17,7 +17,10 @@ import GRDBSQLite
 /// a larger file only once a chunk. Such a checkpoint maps only up to the end
 /// of what it wrote, so after each checkpoint the map is grown to the whole
 /// file (`SQLITE_FCNTL_SIZE_HINT` with the file's size, which extends
-/// nothing): pages written later in the chunk are read in place too.
+/// nothing): pages written later in the chunk are read in place too. SQLite
+/// leaves a map alone while it has handed out pages of it, so the map may
+/// stay short until the next checkpoint that grows the file; pages past it
+/// are read through the page cache meanwhile.
 public enum MappedGrowth {
     /// The pages the write-ahead log holds before a commit checkpoints it:
     /// SQLite's automatic checkpoint, which the hook takes the place of.
