@@ -91,6 +91,9 @@ static sqlite3_vfs *fallback;
 enum { mostKept = 64 };
 /// The most bytes a kept range holds; the rest goes back to the kernel.
 static const sqlite3_int64 keptBytes = (sqlite3_int64)256 << 10;
+/// The most memory a fill leaves past the file's end (`sightline_pages_fill`):
+/// at most this much more per buffer, for a fill that gives none back.
+static const sqlite3_int64 fillSlack = (sqlite3_int64)64 << 10;
 static struct { unsigned char *data; sqlite3_int64 touched; } kept[mostKept];
 static int keptCount;
 static pthread_mutex_t keptLock = PTHREAD_MUTEX_INITIALIZER;
@@ -368,10 +371,14 @@ unsigned char *sightline_pages_fill(sightline_pages *pages, sqlite3_int64 size) 
     if (size == 0 && !pages->data) return &nothing;
     if (size < 0 || reserve(pages, size) != SQLITE_OK) return NULL;
     // The memory past the new end goes back to the kernel (it reads as
-    // zeros when next touched).
+    // zeros when next touched), unless it is less than `fillSlack`: giving
+    // memory back makes every core that runs the process drop what it
+    // cached of the range's addresses (an interrupt to each), and a store
+    // woken into a kept range (`reserve`) usually finds it a few pages
+    // longer than its image.
     sqlite3_int64 page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
     sqlite3_int64 keep = (size + page - 1) / page * page;
-    if (pages->touched > keep) {
+    if (pages->touched > keep + fillSlack) {
         madvise(pages->data + keep, (size_t)(pages->touched - keep), MADV_DONTNEED);
         pages->touched = keep;
     }
