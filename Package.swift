@@ -58,6 +58,8 @@ let package = Package(
         .target(name: "LocalPrivacy", dependencies: ["IndexModel", .product(name: "Crypto", package: "swift-crypto")]),
         // The system zlib, for deflate in sync frames (tools/install-deps installs zlib1g-dev).
         .systemLibrary(name: "CZlib", path: "Sources/CZlib"),
+        // LZ4's block format (tools/install-deps installs liblz4-dev), for the images of sleeping stores.
+        .systemLibrary(name: "CLZ4", path: "Sources/CLZ4"),
         // Process-wide SQLite settings that need sqlite3_config (variadic, so not callable from Swift).
         .systemLibrary(name: "CSQLiteTuning", path: "Sources/CSQLiteTuning"),
         // jemalloc as the sightline binary's allocator, with huge pages (tools/install-deps
@@ -67,8 +69,9 @@ let package = Package(
         .target(name: "CPageBuffers", linkerSettings: [.linkedLibrary("sqlite3")]),
         // Threading tools: a bounded hand-off queue, work on both cores, a row stream between threads.
         .target(name: "Threads"),
-        // Raw deflate through the system zlib and hexadecimal, for sync frames and snapshots alike.
-        .target(name: "ByteCoding", dependencies: ["CZlib"]),
+        // Raw deflate through the system zlib and hexadecimal, for sync frames and snapshots alike;
+        // LZ4 blocks for the images of sleeping stores.
+        .target(name: "ByteCoding", dependencies: ["CZlib", "CLZ4"]),
         .target(
             name: "SyncWire",
             dependencies: [

@@ -16,7 +16,7 @@ import Testing
             if round % 3 == 2 {
                 let sleeping = try sleeper.hibernate()
                 #expect(sleeping.imageBytes > 0)
-                #expect(sleeping.heldBytes < sleeping.imageBytes / 2, "a store's image deflates while it sleeps, and holds no more memory than its deflated bytes")
+                #expect(sleeping.heldBytes < sleeping.imageBytes / 2, "a store's image is compressed while it sleeps, and holds no more memory than its compressed bytes")
                 sleeper = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 99)))
             }
             try clock.advance(to: testStart.adding(milliseconds: Int64(round + 1) * 1_000))
@@ -33,7 +33,7 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: URL(fileURLWithPath: paths[1])))
     }
 
-    @Test func aStoreWokenAndLeftAsItWasSleepsOnItsImageAndOneWrittenToDeflatesAgain() throws {
+    @Test func aStoreWokenAndLeftAsItWasSleepsOnItsImageAndOneWrittenToIsCompressedAgain() throws {
         let clock = ManualClock(testStart)
         let twin = try makeStore(seed: 5, clock: clock)
         var store = try makeStore(seed: 5, clock: clock)
@@ -104,8 +104,8 @@ import Testing
         let clock = ManualClock(testStart)
         let new = try makeStore(seed: 9, clock: clock)
         let sleeping = try new.hibernate()
-        // Its pages deflated as they are take about 2.3 KiB, nearly all of
-        // them the schema's.
+        // Its pages compressed as they are would take a few KiB, nearly all
+        // of them the schema's.
         #expect(sleeping.imageBytes > 30_000 && sleeping.heldBytes < 1_024,
                 "a new store asleep holds \(sleeping.heldBytes) bytes for \(sleeping.imageBytes) bytes of pages")
         let woken = try DeviceStore(waking: sleeping, options: StoreOptions(clock: clock, random: SeededRandom(seed: 9)))
@@ -117,6 +117,37 @@ import Testing
             }
         }
         #expect(try observableState(woken) == observableState(twin))
+    }
+
+    /// A parked image comes back from a file another process could change:
+    /// cut or lengthened, it is refused with an error that says so; with a
+    /// byte changed, it is refused or wakes as some pages, and is never
+    /// trapped on. (The keeper's file checks each image's `Fingerprint`
+    /// before it gets here.)
+    @Test func aStoreWhoseImageChangedWhileItSleptIsRefusedOrWakesWithoutATrap() throws {
+        let clock = ManualClock(testStart)
+        let store = try makeStore(seed: 13, clock: clock)
+        for round in 0..<3 { for call in roundCalls(round) { try store.perform(call) } }
+        let sleeping = try store.hibernate()
+        let image = sleeping.image
+        #expect(image.count > 16)
+        func wake(_ candidate: [UInt8]) throws -> DeviceStore {
+            try DeviceStore(waking: sleeping.parked().unparked(image: candidate),
+                            options: StoreOptions(clock: clock, random: SeededRandom(seed: 13)))
+        }
+        for candidate in [Array(image.prefix(image.count / 2)), Array(image.dropLast(1)), image + [0x55], []] {
+            #expect {
+                _ = try wake(candidate)
+            } throws: { error in
+                (error as? DeviceStoreError)?.code == .corruptStore
+            }
+        }
+        for at in stride(from: 0, to: image.count, by: max(1, image.count / 40)) {
+            var changed = image
+            changed[at] ^= 0xA5
+            if let woken = try? wake(changed) { _ = try? woken.verifyJournal() }
+        }
+        #expect(try wake(image).verifyJournal().isValid)
     }
 
     @Test func aStoreFileSleepsByClosingItsConnectionAndWakesWhereItWas() throws {

@@ -61,7 +61,7 @@ final class SimDevice {
     private var sleepingStore: (store: Sleeping, status: SyncStatus)?
 
     /// How a store sleeps. An in-memory store hibernates: its database is
-    /// kept deflated, in the keeper's file of images (`SleepingImages`), and
+    /// kept compressed, in the keeper's file of images (`SleepingImages`), and
     /// its connection goes (`DeviceStore.hibernate`). A
     /// store file keeps its connection, and with it its open files, and
     /// lets go of its statements and page cache: closed and opened again,
@@ -298,7 +298,7 @@ final class SimDevice {
 
     /// Puts the store to sleep and returns the bytes it holds asleep. The
     /// keeper's to call, on a settled device. An in-memory store hibernates
-    /// (deflates its pages) where a device's work runs: on the keeper's
+    /// (compresses its pages) where a device's work runs: on the keeper's
     /// lane when it has room, while the loop goes on; the loop counts the
     /// store asleep at once, with what it will hold then, and finishes the
     /// sleep later (`finishSleep`).

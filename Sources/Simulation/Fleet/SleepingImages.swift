@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 #endif
 
-/// The deflated images of sleeping in-memory stores (`SleepingStore.parked()`),
+/// The compressed images of sleeping in-memory stores (`SleepingStore.parked()`),
 /// in one file instead of the process's memory: a million sleeping stores
 /// hold about 4 GB of images, which as a file sit in the OS's page cache
 /// while memory lasts and on disk past it, and which the run's peak RSS does

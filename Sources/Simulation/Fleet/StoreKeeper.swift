@@ -6,7 +6,7 @@ import Synchronization
 /// A run keeps its stores within a memory budget: awake stores count what
 /// their database held when last measured plus what a store costs besides
 /// (`awakeStoreBytes`), sleeping ones what they keep in memory besides
-/// their deflated image, which lies in the keeper's file (`images`). Past
+/// their compressed image, which lies in the keeper's file (`images`). Past
 /// the budget, the least recently used awake stores go to sleep (by the
 /// clock algorithm: a store used since the hand last passed it is passed
 /// over once), and a sleeping store wakes when its device is next touched.
@@ -222,7 +222,7 @@ public struct HibernationFigures: Sendable, Equatable {
     public var budget = 0
     public var sleeps = 0
     /// The sleeps that found the pages the store woke with, and kept the
-    /// image it woke from instead of deflating them again.
+    /// image it woke from instead of compressing them again.
     public var keptImages = 0
     public var wakes = 0
     public var sleepSeconds = 0.0
