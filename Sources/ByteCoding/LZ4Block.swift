@@ -33,7 +33,7 @@ public enum LZ4Block {
     /// The bytes `input` holds, at most `limit` of them. A block is read
     /// only within its own bytes and the output's room, whatever they hold.
     public static func decompress(_ input: [UInt8], limit: Int) throws(LZ4BlockError) -> [UInt8] {
-        guard limit >= 0 else { throw .corrupt("a limit of \(limit) bytes") }
+        let limit = max(0, limit)
         guard input.count <= Int(Int32.max) else { throw .corrupt("a block of \(input.count) bytes is more than LZ4 reads") }
         if input.isEmpty { throw .corrupt("an empty block") }
         // A block expands at most 255 times (a match of 255 bytes per byte),

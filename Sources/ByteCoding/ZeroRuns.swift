@@ -1,8 +1,8 @@
 /// Bytes with their long runs of zeros left out, and back: what a small
-/// SQLite store's pages become before they are deflated, since most of
+/// SQLite store's pages become before they are compressed, since most of
 /// each page is free space of zeros (and more so as their difference from
-/// a new store's pages). Deflate walks a run of zeros 258 bytes a match and
-/// inflate writes it back a byte at a time; here a run is two varints, and
+/// a new store's pages). A compressor walks a run of zeros a match at a
+/// time and its reader writes it back; here a run is two varints, and
 /// expanding it writes nothing, as the output starts zeroed.
 ///
 /// The encoding is a sequence of records, each a literal length (LEB128),
