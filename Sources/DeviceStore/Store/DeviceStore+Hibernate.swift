@@ -106,7 +106,7 @@ extension DeviceStore {
     /// (`ZeroRuns`), compressed as an LZ4 block (`LZ4Block`): most of a
     /// small store's pages are nearly empty, and a sleep is taken often, so
     /// LZ4's speed counts for more than deflate's smaller output (zlib's
-    /// fastest level took ten times as long for 13% fewer bytes).
+    /// fastest level takes ten times as long for 13% fewer bytes).
     public func hibernate() throws(DeviceStoreError) -> SleepingStore {
         var image: [UInt8] = []
         var imageBytes = 0
