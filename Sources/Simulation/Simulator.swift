@@ -162,31 +162,13 @@ public final class Simulator {
             return try cloud.enrol(app: options.app, device: device, enrolmentSecret: Simulator.enrolmentSecret)
         }
         do {
-            // Each device's seeds are drawn in device order. The devices are
-            // then set up a slice at a time (so that a large fleet's setup
-            // reports progress and keeps within the memory budget): their
-            // stores, which touch nothing in common, made on both threads,
-            // enrolled with the cloud in device order, and given their keys
-            // on both threads.
+            // Each device's seeds are drawn in device order, and each
+            // device is enrolled with the cloud in that order.
             let seeds = (0..<options.devices).map { _ in (store: root.next(), workload: root.split()) }
-            for first in stride(from: 0, to: seeds.count, by: Simulator.storesPerSlice) {
-                let slice = seeds[first..<min(first + Simulator.storesPerSlice, seeds.count)]
-                let stores = try makeStores(slice.map(\.store), first: first)
-                var keys: [[UInt8]] = []
-                for new in stores { keys.append(try enrol(new.store.deviceID)) }
-                let cargo = LaneCargo(value: stores), given = keys
-                _ = try fleet.onBothThreads(stores.count) { number in
-                    Result { try cargo.value[number].store.setDeviceKey(given[number]) }
-                }
-                for (offset, new) in stores.enumerated() {
-                    let number = first + offset
-                    fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
-                                        workload: Workload(device: number, random: seeds[number].workload),
-                                        options: storeOptions(clock: new.clock, random: new.random),
-                                        keeper: fleet.keeper, pages: new.pages))
-                }
-                try fleet.keeper.enforce { _ in }
-                progress?(.preparing(done: first + stores.count, of: seeds.count))
+            if options.deviceStoresAreFiles {
+                try addDevicesWithFiles(seeds, enrol: enrol)
+            } else {
+                try addUnbornDevices(seeds, enrol: enrol)
             }
             if options.workload == .day {
                 // Drawn after everything else, so that a busy run's draws stay as they were.
@@ -237,18 +219,69 @@ public final class Simulator {
         let pages: Int
     }
 
-    /// A store for each seed, in order, made on both threads
-    /// (`Fleet.onBothThreads`): setting up thousands of stores on one thread
-    /// is a noticeable part of a run.
-    /// Devices made at once on both threads between two progress reports.
+    /// Devices set up between two progress reports.
     static let storesPerSlice = 256
 
-    /// The stores of devices `first`, `first + 1`, … from their seeds.
+    /// Adds a device for each seed, in order, whose in-memory store is made
+    /// when it is first touched (`SimDevice.Sleeping.unborn`): most of a
+    /// large day's devices are idle for hours, and a store made now would
+    /// only be given its key and put to sleep at once. Each device's
+    /// identity is drawn and enrolled now, in device order, as making its
+    /// store now would.
+    private func addUnbornDevices(_ seeds: [(store: UInt64, workload: SimRandom)],
+                                  enrol: (DeviceID) throws -> [UInt8]) throws {
+        // What every new store's sync status is, read off one made for it.
+        let newStatus = try DeviceStore(at: .memory, options: Simulator.storeOptions(
+            clock: DeviceClock(world: world), random: SeededRandom(seed: 0), app: options.app,
+            connections: fleet.keeper.connections)).syncStatus()
+        for (number, seed) in seeds.enumerated() {
+            let clock = DeviceClock(world: world)
+            let random = SeededRandom(seed: seed.store)
+            let deviceOptions = storeOptions(clock: clock, random: random)
+            let identity = DeviceStore.drawIdentity(deviceOptions)
+            fleet.add(SimDevice(number: number, clock: clock, random: random, identity: identity, key: try enrol(identity.deviceID),
+                                status: newStatus, workload: Workload(device: number, random: seed.workload),
+                                options: deviceOptions, keeper: fleet.keeper))
+            if (number + 1) % Simulator.storesPerSlice == 0 || number + 1 == seeds.count {
+                progress?(.preparing(done: number + 1, of: seeds.count))
+            }
+        }
+    }
+
+    /// Adds a device for each seed, in order, with its store file: a slice
+    /// at a time (so that a large fleet's setup reports progress), their
+    /// stores, which touch nothing in common, made on both threads,
+    /// enrolled in device order, and given their keys on both threads.
+    private func addDevicesWithFiles(_ seeds: [(store: UInt64, workload: SimRandom)],
+                                     enrol: (DeviceID) throws -> [UInt8]) throws {
+        for first in stride(from: 0, to: seeds.count, by: Simulator.storesPerSlice) {
+            let slice = seeds[first..<min(first + Simulator.storesPerSlice, seeds.count)]
+            let stores = try makeStores(slice.map(\.store), first: first)
+            var keys: [[UInt8]] = []
+            for new in stores { keys.append(try enrol(new.store.deviceID)) }
+            let cargo = LaneCargo(value: stores), given = keys
+            _ = try fleet.onBothThreads(stores.count) { number in
+                Result { try cargo.value[number].store.setDeviceKey(given[number]) }
+            }
+            for (offset, new) in stores.enumerated() {
+                let number = first + offset
+                fleet.add(SimDevice(number: number, clock: new.clock, random: new.random, store: new.store, location: new.location,
+                                    workload: Workload(device: number, random: seeds[number].workload),
+                                    options: storeOptions(clock: new.clock, random: new.random),
+                                    keeper: fleet.keeper, pages: new.pages))
+            }
+            try fleet.keeper.enforce { _ in }
+            progress?(.preparing(done: first + stores.count, of: seeds.count))
+        }
+    }
+
+    /// The store files of devices `first`, `first + 1`, … from their
+    /// seeds, made on both threads (`Fleet.onBothThreads`).
     private func makeStores(_ seeds: [UInt64], first: Int) throws -> [NewStore] {
         try fleet.onBothThreads(seeds.count) { [options, world, directory, connections = fleet.keeper.connections] index in
             let clock = DeviceClock(world: world)
             let random = SeededRandom(seed: seeds[index])
-            let location: StoreLocation = options.deviceStoresAreFiles ? .file(Simulator.devicePath(directory, first + index)) : .memory
+            let location = StoreLocation.file(Simulator.devicePath(directory, first + index))
             return Result {
                 let store = try DeviceStore(at: location, options: Simulator.storeOptions(clock: clock, random: random, app: options.app,
                                                                                           connections: connections))

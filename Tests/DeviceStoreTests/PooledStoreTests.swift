@@ -17,6 +17,36 @@ private func pooledStoresAndTwins(_ count: Int, pool: StoreConnectionPool,
 }
 
 @Suite struct PooledStoreTests {
+    /// The simulator draws every device's identity at the start and makes
+    /// each store when its device is first touched: that store must be the
+    /// one made at the start, byte for byte, its randomness drawn from in
+    /// the same order, on a pooled connection or one of its own.
+    @Test func aStoreMadeLaterFromAnIdentityDrawnEarlierIsTheStoreMadeThenByteForByte() throws {
+        for pool in [StoreConnectionPool(mostIdle: 1), nil] as [StoreConnectionPool?] {
+            let clock = ManualClock(testStart)
+            let early = storeOptions(42, clock: clock, pool: pool), late = storeOptions(42, clock: clock, pool: pool)
+            let madeThen = try DeviceStore(at: .memory, options: early)
+            let identity = DeviceStore.drawIdentity(late)
+            #expect(early.random.next() == late.random.next(), "the identity is drawn as making the store draws it")
+            try clock.advance(to: testStart.adding(milliseconds: 3_600_000))
+            let madeLater = try DeviceStore(new: identity, options: late)
+            #expect(madeLater.deviceID == madeThen.deviceID && madeLater.deviceID == identity.deviceID)
+            #expect(early.random.next() == late.random.next(), "making the store later draws nothing more")
+            for store in [madeThen, madeLater] { try store.setDeviceKey([UInt8](repeating: 7, count: 32)) }
+            let directory = try temporaryDirectory()
+            let paths = ["then", "later"].map { directory.appendingPathComponent("\($0).slsnap").path }
+            _ = try madeThen.snapshot(to: paths[0])
+            _ = try madeLater.snapshot(to: paths[1])
+            #expect(try Data(contentsOf: URL(fileURLWithPath: paths[0])) == Data(contentsOf: URL(fileURLWithPath: paths[1])))
+            let calls = roundCalls(0, owner: "either")
+            for call in calls {
+                try madeThen.perform(call)
+                try madeLater.perform(call)
+            }
+            #expect(try observableState(madeLater) == observableState(madeThen))
+        }
+    }
+
     @Test func storesThatTakeTurnsOnPooledConnectionsEachSeeOnlyTheirOwnPages() throws {
         let pool = StoreConnectionPool(mostIdle: 2)
         let clock = ManualClock(testStart)

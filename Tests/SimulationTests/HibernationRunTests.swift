@@ -29,6 +29,10 @@ import Testing
                 #expect(asleep.hibernation.mostSleepingBytes < asleep.hibernation.mostImageBytes, "\(asleep.hibernation.summary)")
             }
             #expect(awake.hibernation.sleeps == 0)
+            // An in-memory store is made when its device is first touched,
+            // and every device syncs before the run ends.
+            #expect(asleep.hibernation.births == (files ? 0 : 32) && awake.hibernation.births == asleep.hibernation.births,
+                    "seed \(seed): \(asleep.hibernation.summary)")
             #expect(asleep.digest == awake.digest, "seed \(seed) ran to another digest with its stores asleep")
             #expect(asleep.faults == awake.faults && asleep.coverage == awake.coverage)
             #expect(asleep.framesSent == awake.framesSent && asleep.bytesUp == awake.bytesUp)
@@ -54,7 +58,8 @@ import Testing
             #expect(first.digest == loop.digest && second.digest == loop.digest, "seed \(seed)")
             let (a, b) = (first.hibernation, second.hibernation)
             #expect(a.sleeps > 100 && a.wakes > 100, "seed \(seed): \(a.summary)")
-            #expect(a.sleeps == b.sleeps && a.keptImages == b.keptImages && a.wakes == b.wakes && a.mostAwake == b.mostAwake
+            #expect(a.sleeps == b.sleeps && a.keptImages == b.keptImages && a.wakes == b.wakes && a.births == b.births
+                        && a.mostAwake == b.mostAwake
                         && a.mostSleepingBytes == b.mostSleepingBytes,
                     "seed \(seed): \(a.summary) against \(b.summary)")
             #expect(a.sleepSeconds > 0 && a.wakeSeconds > 0)

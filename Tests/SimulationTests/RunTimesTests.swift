@@ -22,7 +22,8 @@ import Testing
             #expect(times[part] > 0, "\(part.name): \(times.summary)")
         }
         // Nothing slept, and the lane's thread ran calls beside the loop.
-        #expect(times[.sleeps] == 0 && times[.wakes] == 0)
+        // Each store was made at its device's first touch, charged to waking.
+        #expect(times[.sleeps] == 0 && report.hibernation.wakes == 0 && report.hibernation.births == 24)
         #expect(times.lane > 0)
         #expect(report.summaryRows.contains { $0 == ["time", times.summary] })
         guard case .object(let document) = report.jsonValue, case .object(let json)? = document["times"] else {

@@ -36,11 +36,13 @@ extension DeviceStore {
             throw DeviceStoreError(.sync, "a device key is 32 bytes, not \(key.count)")
         }
         try write { db in
-            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM sync_state WHERE key = 'device_key'"),
+            // Cached: a pooled connection gives every new store its key.
+            if let existing = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = 'device_key'")),
                [UInt8](existing) != key {
                 throw DeviceStoreError(.sync, "this device already has a different key")
             }
-            try db.execute(sql: "INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)", arguments: [Data(key)])
+            try db.cachedStatement(sql: "INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)")
+                .execute(arguments: [Data(key)])
         }
         // Committed: the first sync need not read it back.
         knownDeviceKey.withLock { $0 = key }

@@ -233,6 +233,10 @@ extension DeviceStore {
     /// be read, and then images are of the pages themselves.
     static let newStorePages: [UInt8] = (try? emptyMemoryStore.get().serializedFromSnapshot { _ in }.image) ?? []
 
+    /// What a new in-memory store's pages hold before its identity is
+    /// written, in bytes.
+    public static var newStoreBytes: Int { newStorePages.count }
+
     /// Turns pages into their difference from `newStorePages`, and that
     /// difference back into the pages: each byte XOR the new store's byte
     /// at the same offset (none past the new store's end).

@@ -131,11 +131,42 @@ public final class DeviceStore: Sendable {
         try self.init(at: location, options: options, image: nil)
     }
 
+    /// Who a new in-memory store is: its device ID, vote secret and time of
+    /// making, drawn from its options' randomness and clock as
+    /// `init(at: .memory, options:)` draws them (`drawIdentity`). A caller
+    /// that makes many stores can draw each one's identity at once and make
+    /// the store when it is first used (`init(new:options:)`): the store
+    /// is the one `init(at: .memory, options:)` would have made then, byte
+    /// for byte, and its randomness has been drawn from in the same order.
+    public struct NewIdentity: Sendable {
+        public let deviceID: DeviceID
+        fileprivate let voteSecret: [UInt8]
+        fileprivate let createdAt: Int64
+    }
+
+    /// Draws a new in-memory store's identity from `options`, as making
+    /// the store would.
+    public static func drawIdentity(_ options: StoreOptions) -> NewIdentity {
+        draw(options.random, at: options.clock.now())
+    }
+
+    private static func draw(_ random: any RandomSource, at now: Timestamp) -> NewIdentity {
+        let deviceID = makeDeviceID(random)
+        return NewIdentity(deviceID: deviceID, voteSecret: makeSecret(random), createdAt: now.millisecondsSince1970)
+    }
+
+    /// A new in-memory store with the identity drawn earlier (`drawIdentity`).
+    public convenience init(new identity: NewIdentity, options: StoreOptions) throws(DeviceStoreError) {
+        try self.init(at: .memory, options: options, image: nil, identity: identity)
+    }
+
     /// Opens the store at `location`; an in-memory store with `image` holds
-    /// those bytes (a store woken from `hibernate()`) instead of a new store.
+    /// those bytes (a store woken from `hibernate()`) instead of a new store,
+    /// and a new one without is `identity`'s, or one drawn now.
     /// `known` is the identity of the store whose image it is, read and
     /// checked when that store was opened: given, it is not read again.
-    init(at location: StoreLocation, options: StoreOptions, image: [UInt8]?, known: StoreMeta? = nil) throws(DeviceStoreError) {
+    init(at location: StoreLocation, options: StoreOptions, image: [UInt8]?, known: StoreMeta? = nil,
+         identity: NewIdentity? = nil) throws(DeviceStoreError) {
         self.location = location
         isReadOnly = options.readOnly
         clock = options.clock
@@ -207,18 +238,20 @@ public final class DeviceStore: Sendable {
                         return try DeviceStore.checkMeta(db)
                     }
                 }
+            } else if case .memory = location, image == nil {
+                // The schema came from the empty store, which is the
+                // process's own; only the identity is this store's own. Its
+                // statements are cached: a pooled connection makes every
+                // new in-memory store.
+                let identity = identity ?? DeviceStore.draw(random, at: now)
+                try opened.with { connection in try connection.queue.cachedWrite(connection.writePath.connection) { db in
+                    try StoreSchema.insertMeta(db, deviceID: identity.deviceID, app: app, voteSecret: identity.voteSecret,
+                                               createdAt: identity.createdAt)
+                } }
+                meta = StoreMeta(deviceID: identity.deviceID, keys: PrivacyProjection.Keys(app: app, voteSecret: identity.voteSecret))
             } else {
                 meta = try opened.with { connection in try connection.queue.write { db in
                     try DeviceStore.checkSchemaTable(db, location)
-                    if case .memory = location, image == nil {
-                        // The schema came from the empty store; only the
-                        // identity is this store's own.
-                        let identifier = DeviceStore.makeDeviceID(random)
-                        let secret = DeviceStore.makeSecret(random)
-                        try StoreSchema.insertMeta(db, deviceID: identifier, app: app, voteSecret: secret,
-                                                   createdAt: now.millisecondsSince1970)
-                        return StoreMeta(deviceID: identifier, keys: PrivacyProjection.Keys(app: app, voteSecret: secret))
-                    }
                     if try SchemaLookup.hasTable(db, "store_meta") {
                         return try DeviceStore.checkMeta(db, migrating: true)
                     }

@@ -240,7 +240,8 @@ enum StoreSchema {
             ("app", app),
             ("vote_secret", Data(voteSecret)),
         ]
-        let insert = try db.makeStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)")
+        // Cached: a pooled connection makes every new in-memory store.
+        let insert = try db.cachedStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)")
         for (key, value) in meta {
             try insert.execute(arguments: [key, value])
         }

@@ -67,9 +67,13 @@ final class SimDevice {
     /// lets go of its statements and page cache: closed and opened again,
     /// its file would be laid out otherwise afterwards (its backups' bytes,
     /// and so the digest, would change), though it holds the same.
+    /// An in-memory store not made yet is `unborn`: its identity drawn and
+    /// its device key given, it is made when the device is first touched,
+    /// as it would have been made at the start (`DeviceStore.NewIdentity`).
     fileprivate enum Sleeping {
         case hibernated(SleepingStore, SleepingImages.Place)
         case released(DeviceStore)
+        case unborn(DeviceStore.NewIdentity, key: [UInt8])
     }
     /// A sleep handed to the keeper's lane (`sleep()`), until the loop
     /// finishes it (`finishSleep`): its job there (nil: it ran here) and
@@ -171,6 +175,22 @@ final class SimDevice {
         keeper.noteAwake(self, pages: pages)
     }
 
+    /// A device whose in-memory store is made when it is first touched:
+    /// `identity` drawn from `random` and `key` given at enrolment, and
+    /// `status` what a new store's sync status is.
+    init(number: Int, clock: DeviceClock, random: SeededRandom, identity: DeviceStore.NewIdentity, key: [UInt8], status: SyncStatus,
+         workload: Workload, options: StoreOptions, keeper: StoreKeeper) {
+        self.number = number
+        self.clock = clock
+        self.random = random
+        self.name = identity.deviceID
+        self.storeOptions = options
+        self.keeper = keeper
+        sleepingStore = (.unborn(identity, key: key), status)
+        location = .memory
+        self.workload = workload
+    }
+
     /// The device's store, woken first if it sleeps. The event loop wakes a
     /// device before it hands the device's work to the call lane, and puts
     /// one to sleep only once it is settled, so on the lane it is awake.
@@ -227,8 +247,17 @@ final class SimDevice {
         case .hibernated(let sleeping, let place):
             return try DeviceStore(waking: sleeping.unparked(image: keeper.images.read(place)), options: storeOptions)
         case .released(let store): return store
+        case .unborn(let identity, let key): return try SimDevice.make(identity, key: key, options: storeOptions)
         case nil: throw SimulationError("device \(number) has no store")
         }
+    }
+
+    /// Makes an unborn store, as it would have been made at the start.
+    fileprivate static func make(_ identity: DeviceStore.NewIdentity, key: [UInt8], options: StoreOptions) throws(DeviceStoreError)
+        -> DeviceStore {
+        let store = try DeviceStore(new: identity, options: options)
+        try store.setDeviceKey(key)
+        return store
     }
 
     private func wake() throws(SimulationError) -> DeviceStore {
@@ -261,6 +290,12 @@ final class SimDevice {
                 }
             case .released(let store):
                 return store
+            case .unborn(let identity, let key):
+                do {
+                    return try SimDevice.make(identity, key: key, options: options)
+                } catch {
+                    throw SimulationError("device \(number)'s store could not be made: \(error)")
+                }
             }
         }
     }
@@ -276,15 +311,24 @@ final class SimDevice {
         guard let sleepingStore else { return nil }
         var taken = sleepingStore.store
         var pages = 0, held = 0
-        if case .hibernated(let sleeping, let place) = taken {
+        switch taken {
+        case .hibernated(let sleeping, let place):
             taken = .hibernated(sleeping.unparked(image: try keeper.images.read(place)), place)
             wokenPlace = place
             pages = sleeping.imageBytes
             held = sleeping.heldBytes
+        case .unborn:
+            pages = DeviceStore.newStoreBytes
+        case .released:
+            break
         }
         self.sleepingStore = nil
         referenced = true
-        keeper.noteWaking(self, pages: pages, held: held)
+        if case .unborn = taken {
+            keeper.noteBorn(self, pages: pages)
+        } else {
+            keeper.noteWaking(self, pages: pages, held: held)
+        }
         return Waking(store: taken, options: storeOptions, number: number)
     }
 

@@ -96,6 +96,13 @@ final class StoreKeeper {
         noteAwake(device, pages: pages)
     }
 
+    /// `device`'s store is made (`SimDevice.beginWake` of an unborn store),
+    /// counted awake at `pages` from now.
+    func noteBorn(_ device: SimDevice, pages: Int) {
+        tally.births += 1
+        noteAwake(device, pages: pages)
+    }
+
     /// A wake on the loop took `seconds`, charged to waking.
     func noteWoken(seconds: Double) {
         tally.wakeSeconds += seconds
@@ -225,6 +232,9 @@ public struct HibernationFigures: Sendable, Equatable {
     /// image it woke from instead of compressing them again.
     public var keptImages = 0
     public var wakes = 0
+    /// The stores made when their device was first touched; their time is
+    /// counted with the wakes'.
+    public var births = 0
     public var sleepSeconds = 0.0
     public var wakeSeconds = 0.0
     /// The most stores awake at once.
@@ -250,7 +260,7 @@ public struct HibernationFigures: Sendable, Equatable {
         let budgetText = "budget " + HibernationFigures.size(budget)
         guard sleeps > 0 else { return "at most \(mostAwake) awake, none put to sleep (\(budgetText))" + atEnd }
         return "at most \(mostAwake) awake; \(sleeps) sleeps (\(keptImages) unchanged) in " + String(format: "%.2f s", sleepSeconds)
-            + ", \(wakes) wakes in " + String(format: "%.2f s", wakeSeconds)
+            + ", \(wakes) wakes and \(births) stores made at first use in " + String(format: "%.2f s", wakeSeconds)
             + "; asleep at most " + HibernationFigures.size(mostSleepingBytes) + " of memory (\(budgetText)) and "
             + HibernationFigures.size(mostImageBytes) + " of images in a file of " + HibernationFigures.size(imageFileBytes) + atEnd
     }

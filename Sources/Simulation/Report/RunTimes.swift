@@ -19,7 +19,8 @@ public struct RunTimes: Sendable, Equatable {
         case backups
         /// Faults on devices and the network: crashes, restores, partitions.
         case faults
-        /// Putting stores to sleep, and waking them (`StoreKeeper`).
+        /// Putting stores to sleep, and waking them or making them at
+        /// their device's first touch (`StoreKeeper`).
         case sleeps, wakes
         /// The invariants at the end: reading the cloud, each store's checks.
         case checks

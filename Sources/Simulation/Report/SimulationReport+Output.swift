@@ -74,6 +74,7 @@ extension SimulationReport {
                 "sleeps": integer(hibernation.sleeps),
                 "unchangedSleeps": integer(hibernation.keptImages),
                 "wakes": integer(hibernation.wakes),
+                "births": integer(hibernation.births),
                 "sleepSeconds": .double((hibernation.sleepSeconds * 1_000).rounded() / 1_000),
                 "wakeSeconds": .double((hibernation.wakeSeconds * 1_000).rounded() / 1_000),
                 "mostSleepingBytes": integer(hibernation.mostSleepingBytes),
