@@ -423,6 +423,7 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
         "WHERE index_name = ? ORDER BY",    // deletion of all items
         "FROM activities WHERE activity_key = ?)",  // deletion of activities by identifier
         "INSERT INTO store_meta",           // the store's creation
+        "VALUES ('device_key', ?)",         // its enrolment
         "pragma_table_info",                // the journal's columns
         "engaged = engaged - ?",            // a purge's engagement counts
         "shown <= 0",
@@ -462,6 +463,7 @@ func anOutboxMessageThatIsNotAMessageStopsASyncRunNamingItsPosition(edit: String
         _ = try notes.deleteAllSearchableItems()
         _ = try store.purge()
         _ = try store.scanJournal { _ in true }
+        try store.setDeviceKey([UInt8](repeating: 1, count: 32))
         _ = try store.search("potato")
         let after = try liveSQL(store)
         for fragment in KeptStatementsTests.rare {

@@ -35,14 +35,16 @@ extension DeviceStore {
         guard key.count == 32 else {
             throw DeviceStoreError(.sync, "a device key is 32 bytes, not \(key.count)")
         }
+        // A pooled connection, which gives every new in-memory store its
+        // key, keeps the statements; a store's own connection does not.
+        let pooled = access.isPooled
         try write { db in
-            // Cached: a pooled connection gives every new store its key.
-            if let existing = try Data.fetchOne(db.cachedStatement(sql: "SELECT value FROM sync_state WHERE key = 'device_key'")),
+            func statement(_ sql: String) throws -> Statement { try pooled ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql) }
+            if let existing = try Data.fetchOne(statement("SELECT value FROM sync_state WHERE key = 'device_key'")),
                [UInt8](existing) != key {
                 throw DeviceStoreError(.sync, "this device already has a different key")
             }
-            try db.cachedStatement(sql: "INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)")
-                .execute(arguments: [Data(key)])
+            try statement("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('device_key', ?)").execute(arguments: [Data(key)])
         }
         // Committed: the first sync need not read it back.
         knownDeviceKey.withLock { $0 = key }

@@ -240,13 +240,14 @@ public final class DeviceStore: Sendable {
                 }
             } else if case .memory = location, image == nil {
                 // The schema came from the empty store, which is the
-                // process's own; only the identity is this store's own. Its
-                // statements are cached: a pooled connection makes every
-                // new in-memory store.
+                // process's own; only the identity is this store's own. A
+                // pooled connection, which makes every new in-memory store,
+                // keeps the statement that writes it.
                 let identity = identity ?? DeviceStore.draw(random, at: now)
+                let pooled = opened.isPooled
                 try opened.with { connection in try connection.queue.cachedWrite(connection.writePath.connection) { db in
                     try StoreSchema.insertMeta(db, deviceID: identity.deviceID, app: app, voteSecret: identity.voteSecret,
-                                               createdAt: identity.createdAt)
+                                               createdAt: identity.createdAt, cached: pooled)
                 } }
                 meta = StoreMeta(deviceID: identity.deviceID, keys: PrivacyProjection.Keys(app: app, voteSecret: identity.voteSecret))
             } else {

@@ -230,7 +230,12 @@ enum StoreSchema {
         try db.execute(sql: syncDDL)
     }
 
-    static func insertMeta(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64) throws {
+    /// Writes a new store's identity to `store_meta`. `cached`: its
+    /// statement stays on the connection, for a pooled connection that
+    /// makes every new in-memory store; a store's own connection makes one
+    /// store and keeps no statement of it.
+    static func insertMeta(_ db: Database, deviceID: DeviceID, app: AppID, voteSecret: [UInt8], createdAt: Int64,
+                           cached: Bool = false) throws {
         let meta: [(String, any DatabaseValueConvertible)] = [
             ("application", application),
             ("format_version", formatVersion),
@@ -240,8 +245,8 @@ enum StoreSchema {
             ("app", app),
             ("vote_secret", Data(voteSecret)),
         ]
-        // Cached: a pooled connection makes every new in-memory store.
-        let insert = try db.cachedStatement(sql: "INSERT INTO store_meta (key, value) VALUES (?, ?)")
+        let sql = "INSERT INTO store_meta (key, value) VALUES (?, ?)"
+        let insert = try cached ? db.cachedStatement(sql: sql) : db.makeStatement(sql: sql)
         for (key, value) in meta {
             try insert.execute(arguments: [key, value])
         }
