@@ -161,34 +161,35 @@ final class SimDevice {
     /// loop acts on a taken reply only at its own `replyTaken` event.
     var replyTokens: UInt64 = 0
 
-    init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation, workload: Workload,
-         options: StoreOptions, keeper: StoreKeeper, pages: Int) {
+    private init(number: Int, clock: DeviceClock, random: SeededRandom, name: DeviceID, location: StoreLocation, workload: Workload,
+                 options: StoreOptions, keeper: StoreKeeper) {
         self.number = number
         self.clock = clock
         self.random = random
-        self.name = store.deviceID
+        self.name = name
         self.storeOptions = options
         self.keeper = keeper
-        awakeStore = store
         self.location = location
         self.workload = workload
+    }
+
+    /// A device whose store is open, `pages` bytes of database.
+    convenience init(number: Int, clock: DeviceClock, random: SeededRandom, store: DeviceStore, location: StoreLocation,
+                     workload: Workload, options: StoreOptions, keeper: StoreKeeper, pages: Int) {
+        self.init(number: number, clock: clock, random: random, name: store.deviceID, location: location, workload: workload,
+                  options: options, keeper: keeper)
+        awakeStore = store
         keeper.noteAwake(self, pages: pages)
     }
 
     /// A device whose in-memory store is made when it is first touched:
     /// `identity` drawn from `random` and `key` given at enrolment, and
     /// `status` what a new store's sync status is.
-    init(number: Int, clock: DeviceClock, random: SeededRandom, identity: DeviceStore.NewIdentity, key: [UInt8], status: SyncStatus,
-         workload: Workload, options: StoreOptions, keeper: StoreKeeper) {
-        self.number = number
-        self.clock = clock
-        self.random = random
-        self.name = identity.deviceID
-        self.storeOptions = options
-        self.keeper = keeper
+    convenience init(number: Int, clock: DeviceClock, random: SeededRandom, identity: DeviceStore.NewIdentity, key: [UInt8],
+                     status: SyncStatus, workload: Workload, options: StoreOptions, keeper: StoreKeeper) {
+        self.init(number: number, clock: clock, random: random, name: identity.deviceID, location: .memory, workload: workload,
+                  options: options, keeper: keeper)
         sleepingStore = (.unborn(identity, key: key), status)
-        location = .memory
-        self.workload = workload
     }
 
     /// The device's store, woken first if it sleeps. The event loop wakes a
