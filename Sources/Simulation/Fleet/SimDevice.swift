@@ -311,25 +311,18 @@ final class SimDevice {
         try finishSleep()
         guard let sleepingStore else { return nil }
         var taken = sleepingStore.store
-        var pages = 0, held = 0
         switch taken {
         case .hibernated(let sleeping, let place):
             taken = .hibernated(sleeping.unparked(image: try keeper.images.read(place)), place)
             wokenPlace = place
-            pages = sleeping.imageBytes
-            held = sleeping.heldBytes
+            keeper.noteWaking(self, pages: sleeping.imageBytes, held: sleeping.heldBytes)
         case .unborn:
-            pages = DeviceStore.newStoreBytes
+            keeper.noteBorn(self, pages: DeviceStore.newStoreBytes)
         case .released:
-            break
+            keeper.noteWaking(self, pages: 0, held: 0)
         }
         self.sleepingStore = nil
         referenced = true
-        if case .unborn = taken {
-            keeper.noteBorn(self, pages: pages)
-        } else {
-            keeper.noteWaking(self, pages: pages, held: held)
-        }
         return Waking(store: taken, options: storeOptions, number: number)
     }
 
