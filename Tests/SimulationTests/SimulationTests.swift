@@ -319,6 +319,24 @@ func failures(_ report: SimulationReport) -> String {
         #expect(!index.passed && index.detail.hasPrefix("device 0 index") && index.detail.contains("(and 1 more)"), "\(index.detail)")
     }
 
+    /// A store that still holds the content of an item deleted before a
+    /// backup it recorded is caught.
+    @Test func theOracleNoticesContentABackupCoveredThatWasNotPurged() throws {
+        let simulator = try Simulator(options: SimulationOptions(devices: 12, eventsPerDevice: 50, seed: 3, faults: .heavy, threshold: 3))
+        #expect(failures(try simulator.run()) == "")
+        let device = try #require(simulator.devices.first { $0.backupsTaken > 0 })
+        // Indexed and deleted straight on the store, then a backup with no purge after it.
+        let index = try #require(device.model.items.keys.sorted().first)
+        try device.store.perform(.index(index: index, items: [SearchableItem(uniqueIdentifier: "never-purged")]))
+        try device.store.perform(.delete(index: index, identifiers: ["never-purged"]))
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("unpurged-\(UUID().uuidString).slsnap").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        _ = try device.store.snapshot(to: path)
+        let caught = try #require(simulator.checkInvariants().first { $0.name == "no-deleted-item-returned" })
+        #expect(!caught.passed && caught.detail.contains("never-purged") && caught.detail.contains("deleted and backed up but not purged"),
+                "\(caught.detail)")
+    }
+
     @Test func aDeviceRestoreDrillLosesOnlyItsWindowAndCountsNothingTwice() throws {
         for seed: UInt64 in 1...3 {
             let drill = try DrillReport.run(side: .device, seed: seed)
